@@ -1,0 +1,341 @@
+#include "blockdev/file/file_backed_device.h"
+
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <linux/stat.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "lib/aligned_buffer.h"
+#include "lib/iovec.h"
+#include "lib/size.h"
+
+namespace vstack {
+
+std::vector<OptionInfo> FileOptionInfos() {
+  return {
+      {"direct", "O_DIRECT: bypass the page cache (buffers must be aligned)", "off"},
+      {"create", "create the file if missing (needs size=)", "off"},
+      {"size", "size of a new file; a smaller existing file is extended", ""},
+      {"block", "logical block size presented: 512 or 4096 (default: automatic)", ""},
+      {"lock", "advisory lock: exclusive when writable, shared when read-only", "on"},
+  };
+}
+
+Result<FileOpenParams> ParseFileParams(const OptionValues& o, const OpenOptions& open) {
+  FileOpenParams p;
+  p.path = o.positional();
+  p.read_only = open.read_only;
+  VSTACK_ASSIGN_OR_RETURN(p.direct, o.Bool("direct"));
+  VSTACK_ASSIGN_OR_RETURN(p.create, o.Bool("create"));
+  VSTACK_ASSIGN_OR_RETURN(p.lock, o.Bool("lock"));
+  if (o.Has("size")) {
+    VSTACK_ASSIGN_OR_RETURN(p.size, o.Size("size"));
+    if (p.size == 0) return MakeError(Errc::kInvalidArgument, o.component() + ": size must be > 0");
+  }
+  if (o.Has("block")) {
+    VSTACK_ASSIGN_OR_RETURN(std::string b, o.Choice("block", {"512", "4096"}));
+    p.block = static_cast<uint32_t>(std::stoul(b));
+  }
+  if (p.create && p.read_only) {
+    return MakeError(Errc::kInvalidArgument, o.component() + ": create=on needs a writable open");
+  }
+  return p;
+}
+
+namespace {
+
+std::string FsName(int fd) {
+  struct statfs sfs;
+  if (fstatfs(fd, &sfs) != 0) return "unknown";
+  switch (sfs.f_type) {
+    case 0xEF53: return "ext4";
+    case 0x01021994: return "tmpfs";
+    case 0x58465342: return "xfs";
+    case 0x9123683E: return "btrfs";
+    default: {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "0x%lx", static_cast<unsigned long>(sfs.f_type));
+      return buf;
+    }
+  }
+}
+
+}  // namespace
+
+Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams& p) {
+  const std::string where = kind + ": '" + p.path + "'";
+  int flags = O_CLOEXEC | (p.read_only ? O_RDONLY : O_RDWR);
+  if (p.create) flags |= O_CREAT;
+  if (p.direct) flags |= O_DIRECT;
+  int fd = ::open(p.path.c_str(), flags, 0644);
+  if (fd < 0 && errno == EINVAL && p.direct) {
+    // Find out whether O_DIRECT is the reason.
+    int plain = ::open(p.path.c_str(), flags & ~O_DIRECT, 0644);
+    if (plain >= 0) {
+      std::string fs = FsName(plain);
+      ::close(plain);
+      return MakeError(SystemError(EINVAL),
+                       where + ": O_DIRECT is not supported on this filesystem (" + fs + ")");
+    }
+  }
+  if (fd < 0) {
+    const int err = errno;
+    std::string mode = p.read_only ? "reading" : "reading and writing";
+    return MakeError(SystemError(err), kind + ": cannot open '" + p.path + "' for " + mode +
+                                           ": " + std::strerror(err) +
+                                           (err == ENOENT && !p.create ? " (use create=on,size=N to create it)" : ""));
+  }
+  auto fail = [&](std::error_code ec, const std::string& msg) -> Error {
+    ::close(fd);
+    return MakeError(ec, where + ": " + msg);
+  };
+  if (p.lock && ::flock(fd, (p.read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+    const int err = errno;
+    return fail(SystemError(err), err == EWOULDBLOCK
+                                      ? "in use by another process (locked); pass lock=off to override"
+                                      : std::string("flock: ") + std::strerror(err));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return fail(SystemError(errno), "fstat failed");
+
+  OpenedFile out;
+  out.is_block_device = S_ISBLK(st.st_mode);
+  if (!out.is_block_device && !S_ISREG(st.st_mode)) {
+    return fail(make_error_code(Errc::kInvalidArgument), "not a regular file or block device");
+  }
+
+  uint64_t size = 0;
+  uint32_t logical = 512, physical = 4096, mem_align = 1;
+  if (out.is_block_device) {
+    int lbs = 512;
+    unsigned int pbs = 4096;
+    if (::ioctl(fd, BLKGETSIZE64, &size) != 0) return fail(SystemError(errno), "BLKGETSIZE64 failed");
+    if (::ioctl(fd, BLKSSZGET, &lbs) == 0) logical = static_cast<uint32_t>(lbs);
+    if (::ioctl(fd, BLKPBSZGET, &pbs) == 0) physical = pbs;
+    if (p.direct) mem_align = logical;
+  } else {
+    size = static_cast<uint64_t>(st.st_size);
+    physical = static_cast<uint32_t>(std::max<long>(512, st.st_blksize));
+    if (p.direct) {
+      logical = 512;
+      mem_align = 512;
+#ifdef STATX_DIOALIGN
+      struct statx sx;
+      if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
+          (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_offset_align != 0) {
+        logical = std::max<uint32_t>(512, sx.stx_dio_offset_align);
+        mem_align = std::max<uint32_t>(sx.stx_dio_mem_align, 1);
+      }
+#endif
+    }
+    if (p.size != 0 && size < p.size) {
+      if (p.read_only) return fail(make_error_code(Errc::kInvalidArgument), "size= needs a writable open");
+      if (::ftruncate(fd, static_cast<off_t>(p.size)) != 0) {
+        return fail(SystemError(errno), "cannot extend to " + FormatSize(p.size) + ": " +
+                                            std::strerror(errno));
+      }
+      size = p.size;
+    } else if (p.size != 0 && size > p.size && p.create) {
+      return fail(make_error_code(Errc::kInvalidArgument),
+                  "exists with size " + std::to_string(size) + " > size=" +
+                      std::to_string(p.size) + "; refusing to shrink it");
+    }
+  }
+  if (p.block != 0) {
+    if (p.block < logical) {
+      return fail(make_error_code(Errc::kInvalidArgument),
+                  "block=" + std::to_string(p.block) + " is below the device's " +
+                      std::to_string(logical) + "-byte direct I/O alignment");
+    }
+    logical = p.block;
+  }
+  if (size == 0) {
+    return fail(make_error_code(Errc::kInvalidArgument),
+                "is empty; give size= (with create=on for a new file)");
+  }
+  size = (size + logical - 1) / logical * logical;
+
+  out.fd = fd;
+  out.geometry = Geometry{.size_bytes = size,
+                          .logical_block = logical,
+                          .physical_block = std::max(physical, logical),
+                          .mem_alignment = mem_align};
+  Capabilities caps = kCapRead | kCapFlush | kCapPersistent | kCapThreadSafe;
+  if (!p.read_only) {
+    caps |= kCapWrite | kCapFua | kCapDiscard | kCapWriteZeroes;
+    if (!out.is_block_device) caps |= kCapDiscardZeroes | kCapFastZeroes;
+  }
+  if (!out.is_block_device) caps |= kCapExtents;
+  out.caps = caps;
+  return out;
+}
+
+FileBackedDevice::FileBackedDevice(std::string kind, const OpenedFile& file,
+                                   const FileOpenParams& params)
+    : BlockDevice(std::move(kind), file.geometry, file.caps),
+      fd_(file.fd),
+      path_(params.path),
+      direct_(params.direct),
+      is_block_device_(file.is_block_device) {}
+
+FileBackedDevice::~FileBackedDevice() { ::close(fd_); }
+
+Status FileBackedDevice::DoClose() {
+  // Release the lock now: an io_uring ring that registered this file drops its reference
+  // asynchronously, which would otherwise keep the lock for a while after we are gone.
+  ::flock(fd_, LOCK_UN);
+  return OkStatus();
+}
+
+std::string FileBackedDevice::Describe() const {
+  std::string s = kind() + " " + path_ + " (" + (is_block_device_ ? "block device" : "regular file");
+  s += ", " + FormatSize(geometry().size_bytes);
+  if (direct_) s += ", O_DIRECT";
+  if (read_only()) s += ", read-only";
+  return s + ")";
+}
+
+void FileBackedDevice::Properties(PropertyList& out) const {
+  out.push_back({"path", path_, ""});
+  out.push_back({"file_type", std::string(is_block_device_ ? "block device" : "regular file"), ""});
+  out.push_back({"direct", direct_, ""});
+  if (!is_block_device_) {
+    struct stat st;
+    if (::fstat(fd_, &st) == 0) {
+      out.push_back({"file_size", static_cast<uint64_t>(st.st_size), "bytes"});
+      out.push_back({"allocated", static_cast<uint64_t>(st.st_blocks) * 512, "bytes"});
+    }
+    out.push_back({"filesystem", FsName(fd_), ""});
+  }
+}
+
+Status FileBackedDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
+  const uint64_t size = geometry().size_bytes;
+  if (offset > size || length > size - offset) {
+    return MakeError(Errc::kOutOfRange, "extent query beyond the end of the device");
+  }
+  if (is_block_device_) return BlockDevice::MapExtents(offset, length, out);
+  const uint64_t end = offset + length;
+  uint64_t pos = offset;
+  while (pos < end) {
+    off_t data = ::lseek(fd_, static_cast<off_t>(pos), SEEK_DATA);
+    if (data < 0) {
+      if (errno != ENXIO) return MakeError(SystemError(errno), "lseek(SEEK_DATA) failed");
+      data = static_cast<off_t>(end);  // only a hole (or EOF) from here
+    }
+    const uint64_t d = std::min<uint64_t>(static_cast<uint64_t>(data), end);
+    AppendExtent(out, pos, d - pos, kExtentHole | kExtentZero);
+    if (d >= end) break;
+    off_t hole = ::lseek(fd_, static_cast<off_t>(d), SEEK_HOLE);
+    if (hole < 0) return MakeError(SystemError(errno), "lseek(SEEK_HOLE) failed");
+    const uint64_t h = std::min<uint64_t>(static_cast<uint64_t>(hole), end);
+    // Holes are reported at filesystem-block granularity; keep extents on logical blocks.
+    AppendExtent(out, d, h - d, 0);
+    pos = h;
+  }
+  return OkStatus();
+}
+
+std::error_code FileBackedDevice::ReadSync(uint64_t offset, const iovec* iov, uint32_t iovcnt) const {
+  const uint64_t total = IovLength(iov, iovcnt);
+  uint64_t done = 0;
+  std::vector<iovec> rest;
+  while (done < total) {
+    rest.clear();
+    IovSlice(iov, iovcnt, done, total - done, &rest);
+    const int cnt = static_cast<int>(std::min<size_t>(rest.size(), IOV_MAX));
+    ssize_t n = ::preadv(fd_, rest.data(), cnt, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return SystemError(errno);
+    }
+    if (n == 0) {  // end of file: the rest reads as zeros
+      ZeroIov(iov, iovcnt, done, total - done);
+      break;
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return {};
+}
+
+std::error_code FileBackedDevice::WriteSync(uint64_t offset, const iovec* iov, uint32_t iovcnt,
+                                            bool fua) const {
+  const uint64_t total = IovLength(iov, iovcnt);
+  uint64_t done = 0;
+  std::vector<iovec> rest;
+  while (done < total) {
+    rest.clear();
+    IovSlice(iov, iovcnt, done, total - done, &rest);
+    const int cnt = static_cast<int>(std::min<size_t>(rest.size(), IOV_MAX));
+    ssize_t n = ::pwritev2(fd_, rest.data(), cnt, static_cast<off_t>(offset + done),
+                           fua ? RWF_DSYNC : 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return SystemError(errno);
+    }
+    if (n == 0) return SystemError(EIO);
+    done += static_cast<uint64_t>(n);
+  }
+  return {};
+}
+
+std::error_code FileBackedDevice::FlushSync() const {
+  if (::fdatasync(fd_) != 0) return SystemError(errno);
+  return {};
+}
+
+std::error_code FileBackedDevice::WriteZeroBuffers(uint64_t offset, uint64_t length) const {
+  const uint64_t chunk = std::min<uint64_t>(length, 1 << 20);
+  AlignedBuffer zeros(chunk, std::max<uint32_t>(geometry().mem_alignment, 4096));
+  for (uint64_t done = 0; done < length; done += chunk) {
+    iovec v{zeros.data(), static_cast<size_t>(std::min(chunk, length - done))};
+    if (std::error_code ec = WriteSync(offset + done, &v, 1, false)) return ec;
+  }
+  return {};
+}
+
+std::error_code FileBackedDevice::DiscardSync(uint64_t offset, uint64_t length) const {
+  if (is_block_device_) {
+    uint64_t range[2] = {offset, length};
+    if (::ioctl(fd_, BLKDISCARD, range) != 0) return SystemError(errno);
+    return {};
+  }
+  if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                  static_cast<off_t>(length)) == 0) {
+    return {};
+  }
+  if (errno != EOPNOTSUPP) return SystemError(errno);
+  return WriteZeroBuffers(offset, length);  // we promised discard_zeroes
+}
+
+std::error_code FileBackedDevice::WriteZeroesSync(uint64_t offset, uint64_t length,
+                                                  IoFlags flags) const {
+  std::error_code ec;
+  if (::fallocate(fd_, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                  static_cast<off_t>(length)) == 0) {
+    ec = {};
+  } else if (errno == EOPNOTSUPP && !is_block_device_ &&
+             ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                         static_cast<off_t>(offset), static_cast<off_t>(length)) == 0) {
+    ec = {};  // tmpfs has no ZERO_RANGE, but a hole reads as zeros
+  } else if (errno == EOPNOTSUPP) {
+    if (flags & kIoFastZero) return make_error_code(Errc::kNotSupported);
+    ec = WriteZeroBuffers(offset, length);
+  } else {
+    ec = SystemError(errno);
+  }
+  if (!ec && (flags & kIoFua)) ec = FlushSync();
+  return ec;
+}
+
+}  // namespace vstack

@@ -1,0 +1,92 @@
+// What the `file` and `uring` backends share: opening a regular file or a block device with the
+// spec's options, its geometry, allocation map (SEEK_DATA/SEEK_HOLE), and the synchronous
+// fallbacks (full-length pread/pwrite loops, discard, write-zeroes).
+//
+// Spec options common to both:
+//   PATH                 regular file or block device
+//   direct=on|off        O_DIRECT; buffers and offsets must then meet the device's alignment
+//   create=on|off        create the file if it does not exist (needs size=)
+//   size=N               size of a new file; an existing smaller file is extended, never shrunk
+//   block=512|4096       logical block size presented above (default: 512, or the DIO alignment)
+//   lock=on|off          take an advisory lock (exclusive for writing) so two writers cannot
+//                        share an image by accident
+//
+// Geometry: the size is the file size rounded up to the logical block; reads past the end of
+// the file return zeros, as qemu's file driver does.
+#ifndef VSTACK_BLOCKDEV_FILE_FILE_BACKED_DEVICE_H_
+#define VSTACK_BLOCKDEV_FILE_FILE_BACKED_DEVICE_H_
+
+#include <sys/uio.h>
+
+#include <string>
+#include <vector>
+
+#include "lib/block_device.h"
+#include "lib/registry.h"
+
+namespace vstack {
+
+struct FileOpenParams {
+  std::string path;
+  bool direct = false;
+  bool create = false;
+  uint64_t size = 0;  // 0 = keep the existing size
+  uint32_t block = 0;  // 0 = automatic
+  bool lock = true;
+  bool read_only = false;
+};
+
+// The option list shared by file and uring, and its parsing.
+std::vector<OptionInfo> FileOptionInfos();
+Result<FileOpenParams> ParseFileParams(const OptionValues& values, const OpenOptions& open);
+
+// An open backing file: its descriptor, geometry and capabilities.
+struct OpenedFile {
+  int fd = -1;
+  Geometry geometry;
+  Capabilities caps = 0;
+  bool is_block_device = false;
+};
+// Opens the backing file for `params` (create, size, lock); `kind` prefixes error messages.
+Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams& params);
+
+class FileBackedDevice : public BlockDevice {
+ public:
+  ~FileBackedDevice() override;
+
+  std::string Describe() const override;
+  void Properties(PropertyList& out) const override;
+  Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
+
+  int fd() const { return fd_; }
+  bool is_block_device() const { return is_block_device_; }
+  const std::string& path() const { return path_; }
+  bool direct() const { return direct_; }
+
+  // Synchronous operations, thread-safe. Reads past end of file fill zeros; short transfers
+  // are retried; more than IOV_MAX iovecs are split.
+  std::error_code ReadSync(uint64_t offset, const iovec* iov, uint32_t iovcnt) const;
+  std::error_code WriteSync(uint64_t offset, const iovec* iov, uint32_t iovcnt, bool fua) const;
+  std::error_code FlushSync() const;
+  std::error_code DiscardSync(uint64_t offset, uint64_t length) const;
+  std::error_code WriteZeroesSync(uint64_t offset, uint64_t length, IoFlags flags) const;
+
+ protected:
+  // Takes ownership of `file.fd`.
+  FileBackedDevice(std::string kind, const OpenedFile& file, const FileOpenParams& params);
+  // Releases the advisory lock; the descriptor closes with the object.
+  Status DoClose() override;
+
+ private:
+  std::error_code WriteZeroBuffers(uint64_t offset, uint64_t length) const;
+
+  int fd_;
+  std::string path_;
+  bool direct_;
+  bool is_block_device_;
+};
+
+
+}  // namespace vstack
+
+#endif  // VSTACK_BLOCKDEV_FILE_FILE_BACKED_DEVICE_H_

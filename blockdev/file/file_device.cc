@@ -1,0 +1,53 @@
+#include "blockdev/file/file_device.h"
+
+namespace vstack {
+namespace {
+
+class FileQueue final : public IoQueue {
+ public:
+  explicit FileQueue(FileDevice& device) : IoQueue(device), dev_(device) {}
+
+ protected:
+  void DoSubmit(std::span<IoRequest* const> batch) override {
+    for (IoRequest* r : batch) Complete(*r, Run(*r));
+  }
+
+ private:
+  std::error_code Run(const IoRequest& r) {
+    switch (r.op) {
+      case Op::kRead: return dev_.ReadSync(r.offset, r.iov, r.iovcnt);
+      case Op::kWrite: return dev_.WriteSync(r.offset, r.iov, r.iovcnt, r.flags & kIoFua);
+      case Op::kFlush: return dev_.FlushSync();
+      case Op::kDiscard: return dev_.DiscardSync(r.offset, r.length);
+      case Op::kWriteZeroes: return dev_.WriteZeroesSync(r.offset, r.length, r.flags);
+    }
+    return make_error_code(Errc::kInvalidArgument);
+  }
+
+  FileDevice& dev_;
+};
+
+ComponentInfo FileComponent() {
+  ComponentInfo c;
+  c.name = "file";
+  c.kind = ComponentKind::kBackend;
+  c.summary = "regular file or block device via preadv/pwritev2 (synchronous)";
+  c.positional = "PATH";
+  c.options = FileOptionInfos();
+  c.open_backend = [](const OptionValues& o, const OpenOptions& open) -> Result<DevicePtr> {
+    VSTACK_ASSIGN_OR_RETURN(FileOpenParams params, ParseFileParams(o, open));
+    VSTACK_ASSIGN_OR_RETURN(OpenedFile file, OpenBackingFile("file", params));
+    return MakeDevice<FileDevice>(file, params);
+  };
+  return c;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<IoQueue>> FileDevice::DoOpenQueue() {
+  return std::unique_ptr<IoQueue>(new FileQueue(*this));
+}
+
+VSTACK_REGISTER_COMPONENT(file, FileComponent());
+
+}  // namespace vstack

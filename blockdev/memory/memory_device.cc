@@ -1,0 +1,241 @@
+#include "blockdev/memory/memory_device.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "lib/iovec.h"
+#include "lib/registry.h"
+#include "lib/size.h"
+
+namespace vstack {
+
+struct MemoryDevice::Node {
+  std::atomic<void*> slot[kFanout] = {};
+};
+
+namespace {
+
+// Every request completes inside Submit: memory I/O is a memcpy.
+class MemoryQueue final : public IoQueue {
+ public:
+  explicit MemoryQueue(MemoryDevice& device) : IoQueue(device), dev_(device) {}
+
+ protected:
+  void DoSubmit(std::span<IoRequest* const> batch) override {
+    for (IoRequest* r : batch) {
+      switch (r->op) {
+        case Op::kRead: dev_.ReadInto(r->offset, r->iov, r->iovcnt, r->length); break;
+        case Op::kWrite: dev_.WriteFrom(r->offset, r->iov, r->iovcnt, r->length); break;
+        case Op::kDiscard:
+        case Op::kWriteZeroes: dev_.Zero(r->offset, r->length); break;
+        case Op::kFlush: break;  // nothing is volatile beyond memory itself
+      }
+      Complete(*r, {});
+    }
+  }
+
+ private:
+  MemoryDevice& dev_;
+};
+
+}  // namespace
+
+MemoryDevice::MemoryDevice(uint64_t size, uint32_t block, bool read_only)
+    : BlockDevice("memory",
+                  Geometry{.size_bytes = size, .logical_block = block, .physical_block = block},
+                  read_only ? (kCapRead | kCapFlush | kCapExtents | kCapThreadSafe)
+                            : (kCapRead | kCapWrite | kCapFlush | kCapDiscard | kCapWriteZeroes |
+                               kCapFua | kCapDiscardZeroes | kCapFastZeroes | kCapExtents |
+                               kCapThreadSafe)),
+      root_(new Node) {
+  const uint64_t pages = (size + kPageSize - 1) / kPageSize;
+  levels_ = 1;
+  while ((pages - 1) >> (kBits * levels_) && levels_ < 6) ++levels_;
+}
+
+MemoryDevice::~MemoryDevice() {
+  FreeTree(root_, levels_);
+  for (char* p : free_pages_) std::free(p);
+}
+
+void MemoryDevice::FreeTree(Node* node, int level) {
+  for (auto& s : node->slot) {
+    void* child = s.load(std::memory_order_relaxed);
+    if (child == nullptr) continue;
+    if (level == 1) {
+      std::free(child);
+    } else {
+      FreeTree(static_cast<Node*>(child), level - 1);
+    }
+  }
+  delete node;
+}
+
+std::string MemoryDevice::Describe() const {
+  return "memory " + FormatSize(geometry().size_bytes) + " (sparse RAM, " +
+         FormatSize(resident_bytes()) + " resident)";
+}
+
+void MemoryDevice::Properties(PropertyList& out) const {
+  out.push_back({"resident_bytes", resident_bytes(), "bytes"});
+}
+
+Result<std::unique_ptr<IoQueue>> MemoryDevice::DoOpenQueue() {
+  return std::unique_ptr<IoQueue>(new MemoryQueue(*this));
+}
+
+std::atomic<void*>* MemoryDevice::Slot(uint64_t page, bool create) const {
+  Node* node = root_;
+  for (int level = levels_; level > 1; --level) {
+    const uint64_t index = (page >> (kBits * (level - 1))) & (kFanout - 1);
+    std::atomic<void*>& s = node->slot[index];
+    void* child = s.load(std::memory_order_acquire);
+    if (child == nullptr) {
+      if (!create) return nullptr;
+      Node* fresh = new Node;
+      if (s.compare_exchange_strong(child, fresh, std::memory_order_acq_rel)) {
+        child = fresh;
+      } else {
+        delete fresh;  // another thread installed it first; `child` now holds theirs
+      }
+    }
+    node = static_cast<Node*>(child);
+  }
+  return &node->slot[page & (kFanout - 1)];
+}
+
+char* MemoryDevice::AllocatePage() {
+  {
+    std::lock_guard lock(free_mu_);
+    if (!free_pages_.empty()) {
+      char* p = free_pages_.back();
+      free_pages_.pop_back();
+      std::memset(p, 0, kPageSize);
+      return p;
+    }
+  }
+  char* p = static_cast<char*>(std::aligned_alloc(kPageSize, kPageSize));
+  if (p == nullptr) std::abort();  // out of memory: nothing sensible to do on the data path
+  std::memset(p, 0, kPageSize);
+  return p;
+}
+
+const char* MemoryDevice::PageForRead(uint64_t page) const {
+  std::atomic<void*>* s = Slot(page, false);
+  return s ? static_cast<const char*>(s->load(std::memory_order_acquire)) : nullptr;
+}
+
+char* MemoryDevice::PageForWrite(uint64_t page) {
+  std::atomic<void*>* s = Slot(page, true);
+  void* p = s->load(std::memory_order_acquire);
+  if (p != nullptr) return static_cast<char*>(p);
+  char* fresh = AllocatePage();
+  if (s->compare_exchange_strong(p, fresh, std::memory_order_acq_rel)) {
+    resident_pages_.fetch_add(1, std::memory_order_relaxed);
+    return fresh;
+  }
+  std::lock_guard lock(free_mu_);
+  free_pages_.push_back(fresh);
+  return static_cast<char*>(p);
+}
+
+void MemoryDevice::DropPage(uint64_t page) {
+  std::atomic<void*>* s = Slot(page, false);
+  if (s == nullptr) return;
+  void* p = s->exchange(nullptr, std::memory_order_acq_rel);
+  if (p == nullptr) return;
+  resident_pages_.fetch_sub(1, std::memory_order_relaxed);
+  std::lock_guard lock(free_mu_);
+  free_pages_.push_back(static_cast<char*>(p));
+}
+
+void MemoryDevice::ReadInto(uint64_t offset, const iovec* iov, uint32_t iovcnt,
+                            uint64_t length) const {
+  uint64_t done = 0;
+  while (done < length) {
+    const uint64_t pos = offset + done;
+    const uint64_t in_page = pos % kPageSize;
+    const uint64_t n = std::min<uint64_t>(kPageSize - in_page, length - done);
+    const char* page = PageForRead(pos / kPageSize);
+    if (page) {
+      CopyToIov(iov, iovcnt, done, page + in_page, n);
+    } else {
+      ZeroIov(iov, iovcnt, done, n);
+    }
+    done += n;
+  }
+}
+
+void MemoryDevice::WriteFrom(uint64_t offset, const iovec* iov, uint32_t iovcnt,
+                             uint64_t length) {
+  uint64_t done = 0;
+  while (done < length) {
+    const uint64_t pos = offset + done;
+    const uint64_t in_page = pos % kPageSize;
+    const uint64_t n = std::min<uint64_t>(kPageSize - in_page, length - done);
+    CopyFromIov(iov, iovcnt, done, PageForWrite(pos / kPageSize) + in_page, n);
+    done += n;
+  }
+}
+
+void MemoryDevice::Zero(uint64_t offset, uint64_t length) {
+  uint64_t done = 0;
+  while (done < length) {
+    const uint64_t pos = offset + done;
+    const uint64_t in_page = pos % kPageSize;
+    const uint64_t n = std::min<uint64_t>(kPageSize - in_page, length - done);
+    if (n == kPageSize) {
+      DropPage(pos / kPageSize);
+    } else {
+      std::atomic<void*>* s = Slot(pos / kPageSize, false);
+      char* page = s ? static_cast<char*>(s->load(std::memory_order_acquire)) : nullptr;
+      if (page) std::memset(page + in_page, 0, n);
+    }
+    done += n;
+  }
+}
+
+Status MemoryDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
+  const uint64_t size = geometry().size_bytes;
+  if (offset > size || length > size - offset) {
+    return MakeError(Errc::kOutOfRange, "extent query beyond the end of the device");
+  }
+  uint64_t done = 0;
+  while (done < length) {
+    const uint64_t pos = offset + done;
+    const uint64_t n = std::min<uint64_t>(kPageSize - pos % kPageSize, length - done);
+    const bool present = PageForRead(pos / kPageSize) != nullptr;
+    AppendExtent(out, pos, n, present ? 0 : (kExtentHole | kExtentZero));
+    done += n;
+  }
+  return OkStatus();
+}
+
+namespace {
+
+ComponentInfo MemoryComponent() {
+  ComponentInfo c;
+  c.name = "memory";
+  c.kind = ComponentKind::kBackend;
+  c.summary = "sparse RAM disk; costs only what is written";
+  c.positional = "SIZE";
+  c.options = {{"block", "logical block size: 512 or 4096", "512"}};
+  c.open_backend = [](const OptionValues& o, const OpenOptions& open) -> Result<DevicePtr> {
+    VSTACK_ASSIGN_OR_RETURN(uint64_t size, ParseSize(o.positional()));
+    VSTACK_ASSIGN_OR_RETURN(std::string block, o.Choice("block", {"512", "4096"}));
+    const uint32_t bs = static_cast<uint32_t>(std::stoul(block));
+    if (size == 0 || size % bs != 0) {
+      return MakeError(Errc::kInvalidArgument, "memory: size " + std::to_string(size) +
+                                                   " must be a positive multiple of " + block);
+    }
+    return MakeDevice<MemoryDevice>(size, bs, open.read_only);
+  };
+  return c;
+}
+
+}  // namespace
+
+VSTACK_REGISTER_COMPONENT(memory, MemoryComponent());
+
+}  // namespace vstack

@@ -1,0 +1,68 @@
+// memory: a sparse RAM disk. Only pages that were written cost memory, so a 1 TiB device is
+// cheap; never-written or discarded ranges read as zeros without touching memory.
+//
+// Spec: memory:SIZE[,block=512|4096]
+//
+// Pages (4 KiB) hang off a radix tree of atomic pointers, so queues on several threads read and
+// write without locks. Discard and write-zeroes drop whole pages (kCapDiscardZeroes); dropped
+// pages go to a free list and are reused, never freed before the device, so a reader racing a
+// discard of the same range sees old data or zeros, never freed memory.
+#ifndef VSTACK_BLOCKDEV_MEMORY_MEMORY_DEVICE_H_
+#define VSTACK_BLOCKDEV_MEMORY_MEMORY_DEVICE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "lib/block_device.h"
+
+namespace vstack {
+
+class MemoryDevice final : public BlockDevice {
+ public:
+  static constexpr uint32_t kPageSize = 4096;
+
+  // REQUIRES: size is a positive multiple of block; block is 512 or 4096.
+  MemoryDevice(uint64_t size, uint32_t block, bool read_only = false);
+  ~MemoryDevice() override;
+
+  std::string Describe() const override;
+  void Properties(PropertyList& out) const override;
+  Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
+
+  // Bytes of page memory currently holding data.
+  uint64_t resident_bytes() const { return resident_pages_.load() * kPageSize; }
+
+  // Data-path primitives, used by the queue. Thread-safe.
+  void ReadInto(uint64_t offset, const iovec* iov, uint32_t iovcnt, uint64_t length) const;
+  void WriteFrom(uint64_t offset, const iovec* iov, uint32_t iovcnt, uint64_t length);
+  void Zero(uint64_t offset, uint64_t length);
+
+ protected:
+  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
+
+ private:
+  struct Node;
+  static constexpr int kBits = 9;  // 512 slots per radix node
+  static constexpr uint64_t kFanout = 1u << kBits;
+
+  // The slot holding page `page`'s pointer, creating interior nodes when `create`.
+  std::atomic<void*>* Slot(uint64_t page, bool create) const;
+  char* PageForWrite(uint64_t page);
+  const char* PageForRead(uint64_t page) const;
+  void DropPage(uint64_t page);
+  char* AllocatePage();
+  void FreeTree(Node* node, int level);
+
+  int levels_;
+  Node* root_;
+  std::atomic<uint64_t> resident_pages_{0};
+  std::mutex free_mu_;
+  std::vector<char*> free_pages_;  // guarded by free_mu_
+};
+
+}  // namespace vstack
+
+#endif  // VSTACK_BLOCKDEV_MEMORY_MEMORY_DEVICE_H_

@@ -1,0 +1,82 @@
+#include "blockdev/null/null_device.h"
+
+#include "lib/iovec.h"
+#include "lib/registry.h"
+#include "lib/size.h"
+
+namespace vstack {
+namespace {
+
+class NullQueue final : public IoQueue {
+ public:
+  explicit NullQueue(NullDevice& device) : IoQueue(device), fill_(device.fill_reads()) {}
+
+ protected:
+  void DoSubmit(std::span<IoRequest* const> batch) override {
+    for (IoRequest* r : batch) {
+      if (r->op == Op::kRead && fill_) ZeroIov(r->iov, r->iovcnt, 0, r->length);
+      Complete(*r, {});
+    }
+  }
+
+ private:
+  bool fill_;
+};
+
+}  // namespace
+
+NullDevice::NullDevice(uint64_t size, uint32_t block, bool fill_reads, bool read_only)
+    : BlockDevice("null",
+                  Geometry{.size_bytes = size, .logical_block = block, .physical_block = block},
+                  read_only ? (kCapRead | kCapFlush | kCapExtents | kCapThreadSafe)
+                            : (kCapRead | kCapWrite | kCapFlush | kCapDiscard | kCapWriteZeroes |
+                               kCapFua | kCapDiscardZeroes | kCapFastZeroes | kCapExtents |
+                               kCapThreadSafe)),
+      fill_reads_(fill_reads) {}
+
+std::string NullDevice::Describe() const {
+  return "null " + FormatSize(geometry().size_bytes) + " (reads zeros, drops writes)";
+}
+
+Status NullDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
+  const uint64_t size = geometry().size_bytes;
+  if (offset > size || length > size - offset) {
+    return MakeError(Errc::kOutOfRange, "extent query beyond the end of the device");
+  }
+  AppendExtent(out, offset, length, kExtentHole | kExtentZero);
+  return OkStatus();
+}
+
+Result<std::unique_ptr<IoQueue>> NullDevice::DoOpenQueue() {
+  return std::unique_ptr<IoQueue>(new NullQueue(*this));
+}
+
+namespace {
+
+ComponentInfo NullComponent() {
+  ComponentInfo c;
+  c.name = "null";
+  c.kind = ComponentKind::kBackend;
+  c.summary = "reads zeros, drops writes: measures pure software overhead";
+  c.positional = "SIZE";
+  c.options = {{"block", "logical block size: 512 or 4096", "512"},
+               {"fill", "zero-fill read buffers (off times the request path alone)", "on"}};
+  c.open_backend = [](const OptionValues& o, const OpenOptions& open) -> Result<DevicePtr> {
+    VSTACK_ASSIGN_OR_RETURN(uint64_t size, ParseSize(o.positional()));
+    VSTACK_ASSIGN_OR_RETURN(std::string block, o.Choice("block", {"512", "4096"}));
+    VSTACK_ASSIGN_OR_RETURN(bool fill, o.Bool("fill"));
+    const uint32_t bs = static_cast<uint32_t>(std::stoul(block));
+    if (size == 0 || size % bs != 0) {
+      return MakeError(Errc::kInvalidArgument, "null: size " + std::to_string(size) +
+                                                   " must be a positive multiple of " + block);
+    }
+    return MakeDevice<NullDevice>(size, bs, fill, open.read_only);
+  };
+  return c;
+}
+
+}  // namespace
+
+VSTACK_REGISTER_COMPONENT(null, NullComponent());
+
+}  // namespace vstack

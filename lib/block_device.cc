@@ -1,0 +1,401 @@
+#include "lib/block_device.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdlib>
+
+#include "lib/clock.h"
+#include "lib/iovec.h"
+
+namespace vstack {
+
+// ---------------------------------------------------------------------------------------------
+// BlockDevice
+
+void DeviceDeleter::operator()(BlockDevice* device) const {
+  if (device == nullptr) return;
+  (void)device->Close();
+  delete device;
+}
+
+BlockDevice::BlockDevice(std::string kind, Geometry geometry, Capabilities caps)
+    : kind_(std::move(kind)), geometry_(geometry), caps_(caps) {
+  retired_ = EmptyStats();
+}
+
+BlockDevice::~BlockDevice() { assert(queues_.empty() && "destroy every queue before its device"); }
+
+Result<std::unique_ptr<IoQueue>> BlockDevice::OpenQueue() {
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return MakeError(Errc::kCancelled, kind_ + ": device is closed");
+    if (!(caps_ & kCapThreadSafe) && !queues_.empty()) {
+      return MakeError(Errc::kBusy, kind_ + ": device supports only one queue at a time");
+    }
+  }
+  return DoOpenQueue();
+}
+
+LayerStats BlockDevice::EmptyStats() const {
+  LayerStats s;
+  s.counter_names = counter_names_;
+  s.counters.assign(counter_names_.size(), 0);
+  return s;
+}
+
+LayerStats BlockDevice::Stats() const {
+  std::lock_guard lock(mu_);
+  LayerStats out = retired_;
+  for (const IoQueue* q : queues_) q->stats_.AddTo(out);
+  for (size_t i = 0; i < counter_names_.size(); ++i) {
+    out.counters[i] += shared_counters_[i].load(std::memory_order_relaxed);
+  }
+  return out;
+}
+
+Status BlockDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
+  if (offset > geometry_.size_bytes || length > geometry_.size_bytes - offset) {
+    return MakeError(Errc::kOutOfRange, "extent query beyond the end of the device");
+  }
+  AppendExtent(out, offset, length, 0);
+  return OkStatus();
+}
+
+Status BlockDevice::Close() {
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return close_status_;
+    if (!queues_.empty()) {
+      return MakeError(Errc::kBusy, kind_ + ": cannot close while " +
+                                        std::to_string(queues_.size()) + " queue(s) are open");
+    }
+    closed_ = true;
+  }
+  Status s = DoClose();
+  std::lock_guard lock(mu_);
+  close_status_ = s;
+  return s;
+}
+
+void BlockDevice::DeclareCounters(std::vector<std::string> names) {
+  assert(queues_.empty());
+  counter_names_ = std::move(names);
+  shared_counters_ = std::make_unique<std::atomic<uint64_t>[]>(counter_names_.size());
+  retired_ = EmptyStats();
+}
+
+void BlockDevice::AddQueue(IoQueue* q) {
+  std::lock_guard lock(mu_);
+  queues_.push_back(q);
+}
+
+void BlockDevice::RemoveQueue(IoQueue* q) {
+  std::lock_guard lock(mu_);
+  q->stats_.AddTo(retired_);
+  queues_.erase(std::find(queues_.begin(), queues_.end(), q));
+}
+
+// ---------------------------------------------------------------------------------------------
+// IoQueue: validation, emulation and completion delivery.
+
+// A request the base class issues on behalf of a caller's request (a piece of a split request,
+// the flush that emulates FUA, a write of zeros). Its IoRequest::internal_ points at the
+// Fanout it belongs to, which is how Drain() tells it from a caller's request.
+struct IoQueue::Child {
+  IoRequest req;
+  std::vector<iovec> iov;
+};
+
+// Tracks the children of one caller's request.
+struct IoQueue::Fanout {
+  IoRequest* parent = nullptr;
+  IoQueue* queue = nullptr;
+  uint32_t pending = 0;
+  bool flush_after = false;  // emulated FUA: flush once every child succeeded
+  std::error_code error;     // first child error
+};
+
+namespace {
+
+constexpr size_t kZeroBufferSize = 64 * 1024;
+constexpr uint64_t kMaxEmulatedZeroWrite = 1024 * 1024;
+
+// A static, 4 KiB-aligned buffer of zeros used to emulate write-zeroes.
+const void* ZeroBuffer() {
+  alignas(4096) static const char kZeros[kZeroBufferSize] = {};
+  return kZeros;
+}
+
+constexpr IoFlags AllowedFlags(Op op) {
+  switch (op) {
+    case Op::kWrite: return kIoFua;
+    case Op::kDiscard: return kIoFua;
+    case Op::kWriteZeroes: return kIoFua | kIoMayUnmap | kIoFastZero;
+    default: return 0;
+  }
+}
+
+uint64_t BytesOf(const IoRequest& r) { return r.op == Op::kFlush ? 0 : r.length; }
+
+}  // namespace
+
+IoQueue::IoQueue(BlockDevice& device)
+    : device_(device), stats_(device.counter_names_.size()) {
+  device_.AddQueue(this);
+}
+
+IoQueue::~IoQueue() {
+  assert(in_flight_ == 0 && "IoQueue destroyed with requests in flight; call WaitIdle()");
+  device_.RemoveQueue(this);
+}
+
+std::error_code IoQueue::Validate(const IoRequest& r) const {
+  const Geometry& g = device_.geometry();
+  if (static_cast<int>(r.op) >= kOpCount) return Errc::kInvalidArgument;
+  if (r.flags & ~AllowedFlags(r.op)) return Errc::kInvalidArgument;
+  if (r.op == Op::kFlush) return {};
+  if (r.op != Op::kRead && device_.read_only()) return Errc::kReadOnly;
+  if (r.length == 0) return Errc::kInvalidArgument;
+  if ((r.offset | r.length) & (g.logical_block - 1)) return Errc::kUnaligned;
+  if (r.offset > g.size_bytes || r.length > g.size_bytes - r.offset) return Errc::kOutOfRange;
+  switch (r.op) {
+    case Op::kDiscard:
+      if (!device_.Has(kCapDiscard)) return Errc::kNotSupported;
+      return {};
+    case Op::kWriteZeroes:
+      if ((r.flags & kIoFastZero) && !device_.Has(kCapFastZeroes)) return Errc::kNotSupported;
+      return {};
+    default:
+      break;
+  }
+  if (r.iov == nullptr && r.iovcnt != 0) return Errc::kInvalidArgument;
+  const uint64_t mask = g.mem_alignment - 1;
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < r.iovcnt; ++i) {
+    const iovec& v = r.iov[i];
+    if ((reinterpret_cast<uintptr_t>(v.iov_base) | v.iov_len) & mask) {
+      return Errc::kBadBufferAlignment;
+    }
+    total += v.iov_len;
+  }
+  if (total != r.length) return Errc::kInvalidArgument;
+  return {};
+}
+
+bool IoQueue::NeedsEmulation(const IoRequest& r) const {
+  const uint64_t max = device_.geometry().max_transfer;
+  const bool emulate_fua = (r.flags & kIoFua) && !device_.Has(kCapFua);
+  switch (r.op) {
+    case Op::kRead: return max && r.length > max;
+    case Op::kWrite: return (max && r.length > max) || emulate_fua;
+    case Op::kWriteZeroes:
+      return !device_.Has(kCapWriteZeroes) || (max && r.length > max) || emulate_fua;
+    case Op::kDiscard: return emulate_fua;
+    case Op::kFlush: return false;
+  }
+  return false;
+}
+
+IoQueue::Child* IoQueue::NewChild(Fanout* fan, Op op, IoFlags flags, uint64_t offset,
+                                  uint64_t length) {
+  std::unique_ptr<Child> c;
+  if (free_children_.empty()) {
+    c = std::make_unique<Child>();
+  } else {
+    c = std::move(free_children_.back());
+    free_children_.pop_back();
+  }
+  c->iov.clear();
+  c->req = IoRequest{};
+  c->req.op = op;
+  c->req.flags = flags;
+  c->req.offset = offset;
+  c->req.length = length;
+  c->req.on_complete = &IoQueue::OnChildDone;
+  c->req.internal_ = fan;
+  c->req.user_data = c.get();
+  ++fan->pending;
+  return c.release();
+}
+
+void IoQueue::AddSplitChildren(Fanout* fan, IoRequest& req, uint64_t chunk,
+                               std::vector<IoRequest*>& out) {
+  const IoFlags flags = fan->flush_after ? (req.flags & ~kIoFua) : req.flags;
+  for (uint64_t done = 0; done < req.length; done += chunk) {
+    const uint64_t len = std::min(chunk, req.length - done);
+    Child* c = NewChild(fan, req.op, flags, req.offset + done, len);
+    if (req.op == Op::kRead || req.op == Op::kWrite) {
+      IovSlice(req.iov, req.iovcnt, done, len, &c->iov);
+      c->req.iov = c->iov.data();
+      c->req.iovcnt = static_cast<uint32_t>(c->iov.size());
+    }
+    out.push_back(&c->req);
+  }
+}
+
+void IoQueue::Emulate(IoRequest& req, std::vector<IoRequest*>& out) {
+  std::unique_ptr<Fanout> f;
+  if (free_fanouts_.empty()) {
+    f = std::make_unique<Fanout>();
+  } else {
+    f = std::move(free_fanouts_.back());
+    free_fanouts_.pop_back();
+  }
+  Fanout* fan = f.release();
+  *fan = Fanout{};
+  fan->parent = &req;
+  fan->queue = this;
+  fan->flush_after = (req.flags & kIoFua) && !device_.Has(kCapFua);
+
+  const Geometry& g = device_.geometry();
+  const uint64_t max = g.max_transfer ? g.max_transfer : UINT64_MAX;
+  if (req.op == Op::kWriteZeroes && !device_.Has(kCapWriteZeroes)) {
+    // Write zeros from a shared buffer, in pieces of at most 1 MiB.
+    uint64_t chunk = std::min<uint64_t>(max, kMaxEmulatedZeroWrite);
+    chunk -= chunk % g.logical_block;
+    const IoFlags flags = fan->flush_after ? 0 : (req.flags & kIoFua);
+    for (uint64_t done = 0; done < req.length; done += chunk) {
+      const uint64_t len = std::min(chunk, req.length - done);
+      Child* c = NewChild(fan, Op::kWrite, flags, req.offset + done, len);
+      for (uint64_t z = 0; z < len; z += kZeroBufferSize) {
+        c->iov.push_back(iovec{const_cast<void*>(ZeroBuffer()),
+                               static_cast<size_t>(std::min<uint64_t>(kZeroBufferSize, len - z))});
+      }
+      c->req.iov = c->iov.data();
+      c->req.iovcnt = static_cast<uint32_t>(c->iov.size());
+      out.push_back(&c->req);
+    }
+    return;
+  }
+  if (req.op == Op::kDiscard) {
+    AddSplitChildren(fan, req, req.length, out);
+    return;
+  }
+  AddSplitChildren(fan, req, std::min(max, req.length), out);
+}
+
+void IoQueue::OnChildDone(IoRequest& child) {
+  Child* c = static_cast<Child*>(child.user_data);
+  Fanout* fan = static_cast<Fanout*>(child.internal_);
+  IoQueue* q = fan->queue;
+  if (child.status && !fan->error) fan->error = child.status;
+  q->free_children_.emplace_back(c);
+  if (--fan->pending == 0) q->FinishFanout(fan);
+}
+
+void IoQueue::FinishFanout(Fanout* fan) {
+  if (!fan->error && fan->flush_after) {
+    fan->flush_after = false;
+    Child* flush = NewChild(fan, Op::kFlush, 0, 0, 0);
+    IoRequest* one = &flush->req;
+    DoSubmit(std::span<IoRequest* const>(&one, 1));
+    return;
+  }
+  IoRequest* parent = fan->parent;
+  const std::error_code error = fan->error;
+  free_fanouts_.emplace_back(fan);
+  Complete(*parent, error);
+}
+
+void IoQueue::Submit(std::span<IoRequest* const> batch) {
+  const uint64_t now = NowNs();
+  // Reuse scratch_ without assuming we are its only user: a callback may submit again.
+  std::vector<IoRequest*> ready;
+  ready.swap(scratch_);
+  for (IoRequest* r : batch) {
+    r->internal_ = nullptr;
+    r->next_ = nullptr;
+    r->submit_ns_ = now;
+    r->status.clear();
+    ++in_flight_;
+    stats_.OnSubmit();
+    if (std::error_code ec = Validate(*r)) {
+      Complete(*r, ec);
+    } else if (NeedsEmulation(*r)) {
+      Emulate(*r, ready);
+    } else {
+      ready.push_back(r);
+    }
+  }
+  if (!ready.empty()) DoSubmit(ready);
+  ready.clear();
+  if (ready.capacity() > scratch_.capacity()) scratch_.swap(ready);
+  Drain();
+}
+
+void IoQueue::Complete(IoRequest& req, std::error_code status) {
+  req.status = status;
+  PushCompletion(req);
+}
+
+void IoQueue::PostCompletion(IoRequest& req, std::error_code status) {
+  req.status = status;
+  std::lock_guard lock(posted_mu_);
+  posted_.push_back(&req);
+  has_posted_.store(true, std::memory_order_release);
+}
+
+void IoQueue::PushCompletion(IoRequest& req) {
+  req.next_ = nullptr;
+  if (done_tail_) {
+    done_tail_->next_ = &req;
+  } else {
+    done_head_ = &req;
+  }
+  done_tail_ = &req;
+}
+
+void IoQueue::MovePosted() {
+  std::vector<IoRequest*> posted;
+  {
+    std::lock_guard lock(posted_mu_);
+    posted.swap(posted_);
+    has_posted_.store(false, std::memory_order_relaxed);
+  }
+  for (IoRequest* r : posted) PushCompletion(*r);
+}
+
+size_t IoQueue::Drain() {
+  if (draining_) return 0;  // the outer Drain on this stack will pick up new completions
+  draining_ = true;
+  size_t n = 0;
+  for (;;) {
+    if (done_head_ == nullptr) {
+      if (has_posted_.load(std::memory_order_acquire)) MovePosted();
+      if (done_head_ == nullptr) break;
+    }
+    IoRequest* r = done_head_;
+    done_head_ = r->next_;
+    if (done_head_ == nullptr) done_tail_ = nullptr;
+    r->next_ = nullptr;
+    if (r->internal_ != nullptr) {  // one of our own children
+      r->on_complete(*r);
+      continue;
+    }
+    --in_flight_;
+    stats_.OnComplete(r->op, BytesOf(*r), static_cast<bool>(r->status), NowNs() - r->submit_ns_);
+    ++n;
+    if (r->on_complete) r->on_complete(*r);
+  }
+  draining_ = false;
+  return n;
+}
+
+size_t IoQueue::Poll(size_t min_completions) {
+  size_t done = Drain();
+  if (min_completions == 0) {
+    DoPoll(false);
+    return done + Drain();
+  }
+  while (done < min_completions && in_flight_ > 0) {
+    DoPoll(!has_posted_.load(std::memory_order_acquire));
+    done += Drain();
+  }
+  return done;
+}
+
+void IoQueue::WaitIdle() {
+  while (in_flight_ > 0) Poll(1);
+}
+
+}  // namespace vstack

@@ -1,0 +1,228 @@
+// The block-device contract. Every backend, layer and format is a BlockDevice; stacks are
+// BlockDevices that own the one below them.
+//
+// Threading: a BlockDevice may be shared by several threads. Each thread drives it through its
+// own IoQueue (OpenQueue), in the style of SPDK's per-thread channels and one io_uring ring per
+// thread. A queue is used by one thread at a time: Submit and Poll are not concurrent on the same
+// queue. geometry(), capabilities(), Stats(), Properties() and MapExtents() are safe from any
+// thread. Devices without kCapThreadSafe allow only one open queue at a time.
+//
+// Asynchrony: Submit takes a batch of requests and never blocks on I/O; each request completes
+// exactly once, either inside Submit (memory, null, file, CPU-bound layers) or inside a later
+// Poll (io_uring). Callers never assume which. Blocking helpers live in lib/sync_io.h.
+//
+// Semantics (docs/design.md): Flush makes every write that completed before it was submitted
+// durable. A write with kIoFua is durable when it completes. Write-zeroes reads back as zeros.
+// Discard is a hint: the content of a discarded range is unspecified afterwards unless the device
+// has kCapDiscardZeroes.
+//
+// Checks: IoQueue::Submit validates every request (op, flags, bounds, block alignment, buffer
+// alignment, read-only) before the device sees it, and completes a bad request with a vstack::Errc
+// code. Devices may therefore trust every request that reaches DoSubmit.
+#ifndef VSTACK_LIB_BLOCK_DEVICE_H_
+#define VSTACK_LIB_BLOCK_DEVICE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lib/errors.h"
+#include "lib/extent.h"
+#include "lib/geometry.h"
+#include "lib/io_request.h"
+#include "lib/property.h"
+#include "lib/stats.h"
+
+namespace vstack {
+
+class IoQueue;
+class BlockDevice;
+
+// Devices are owned through DevicePtr, whose deleter calls Close() (ignoring its result) before
+// deleting, so metadata is persisted even when the owner forgets to close. Call Close() yourself
+// to see errors.
+struct DeviceDeleter {
+  void operator()(BlockDevice* device) const;
+};
+using DevicePtr = std::unique_ptr<BlockDevice, DeviceDeleter>;
+
+template <typename T, typename... Args>
+DevicePtr MakeDevice(Args&&... args) {
+  return DevicePtr(new T(std::forward<Args>(args)...));
+}
+
+class BlockDevice {
+ public:
+  BlockDevice(const BlockDevice&) = delete;
+  BlockDevice& operator=(const BlockDevice&) = delete;
+  // REQUIRES: every queue of this device has been destroyed.
+  virtual ~BlockDevice();
+
+  const Geometry& geometry() const { return geometry_; }
+  Capabilities capabilities() const { return caps_; }
+  bool Has(Capability c) const { return (caps_ & c) != 0; }
+  bool read_only() const { return !Has(kCapWrite); }
+
+  // The registered name of this device's kind: "memory", "file", "vhd", "dedup"...
+  const std::string& kind() const { return kind_; }
+  // One line saying what this device is, e.g. "file /var/tmp/d.img (regular file, O_DIRECT)".
+  virtual std::string Describe() const { return kind_; }
+  // The device this one is stacked on, or nullptr for a backend.
+  virtual BlockDevice* lower() const { return nullptr; }
+
+  // Opens a new queue for the calling thread. Thread-safe. Fails after Close(), and when a
+  // second queue is requested from a device without kCapThreadSafe.
+  Result<std::unique_ptr<IoQueue>> OpenQueue();
+
+  // A snapshot of this layer's statistics, summed over all its queues, open and closed.
+  LayerStats Stats() const;
+
+  // Layer-specific facts for `vstack info` (VHD type, dedup space figures...). Appends to
+  // `out`; the base adds nothing.
+  virtual void Properties(PropertyList& out) const {}
+
+  // Describes allocation over [offset, offset+length): appends extents covering exactly that
+  // range, in order, to `out`. The default reports one data extent. Devices with kCapExtents
+  // report holes (never allocated / discarded) and known-zero ranges. Thread-safe; may do I/O.
+  virtual Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out);
+
+  // Persists metadata and releases resources; a layer then closes the device below it. After
+  // Close, OpenQueue fails. Idempotent: later calls return the first result.
+  // REQUIRES: every queue of this device has been destroyed.
+  Status Close();
+
+ protected:
+  BlockDevice(std::string kind, Geometry geometry, Capabilities caps);
+
+  // Creates a queue. Called under no lock; may be called from several threads at once.
+  virtual Result<std::unique_ptr<IoQueue>> DoOpenQueue() = 0;
+  // Does the work of Close(). The default does nothing.
+  virtual Status DoClose() { return OkStatus(); }
+
+  // Declares this layer's own counters, by name. Call once, in the constructor, before any
+  // queue exists. Ids are the positions in `names`.
+  void DeclareCounters(std::vector<std::string> names);
+  // Bumps a counter for events not tied to one queue (e.g. a metadata commit done on behalf of
+  // several queues). Thread-safe (an atomic add).
+  void CountShared(size_t id, uint64_t n = 1) {
+    shared_counters_[id].fetch_add(n, std::memory_order_relaxed);
+  }
+  // Adjust geometry or capabilities while opening (before any queue exists).
+  Geometry& mutable_geometry() { return geometry_; }
+  void set_capabilities(Capabilities caps) { caps_ = caps; }
+
+ private:
+  friend class IoQueue;
+  void AddQueue(IoQueue* q);
+  void RemoveQueue(IoQueue* q);
+  LayerStats EmptyStats() const;
+
+  std::string kind_;
+  Geometry geometry_;
+  Capabilities caps_;
+  std::vector<std::string> counter_names_;
+  std::unique_ptr<std::atomic<uint64_t>[]> shared_counters_;
+
+  mutable std::mutex mu_;
+  std::vector<IoQueue*> queues_;   // guarded by mu_
+  LayerStats retired_;             // stats of destroyed queues; guarded by mu_
+  bool closed_ = false;            // guarded by mu_
+  Status close_status_;            // guarded by mu_
+};
+
+// A per-thread submission and completion queue of one device.
+//
+// Derived classes implement DoSubmit (and DoPoll if they complete later) and call Complete()
+// exactly once per request they were given. The base class owns validation, statistics, the
+// emulation of missing capabilities (FUA, write-zeroes) and splitting above max_transfer.
+class IoQueue {
+ public:
+  IoQueue(const IoQueue&) = delete;
+  IoQueue& operator=(const IoQueue&) = delete;
+  // REQUIRES: in_flight() == 0 (call WaitIdle() first).
+  virtual ~IoQueue();
+
+  // Starts every request of `batch`. Never blocks on I/O. Requests may complete (and their
+  // callbacks run) before Submit returns. The requests and their buffers must stay valid until
+  // their callbacks have run.
+  void Submit(std::span<IoRequest* const> batch);
+  void Submit(IoRequest& req) {
+    IoRequest* one = &req;
+    Submit(std::span<IoRequest* const>(&one, 1));
+  }
+
+  // Reaps completions, running their callbacks. Returns once at least `min_completions`
+  // requests of this queue have completed during the call, or nothing is in flight. With
+  // min_completions = 0 it never blocks. Returns the number of callbacks run.
+  size_t Poll(size_t min_completions = 0);
+
+  // Polls until nothing is in flight.
+  void WaitIdle();
+
+  // Requests submitted whose callbacks have not run yet.
+  uint64_t in_flight() const { return in_flight_; }
+  BlockDevice& device() const { return device_; }
+
+  // A hint: these buffers will carry this queue's I/O for the queue's lifetime (e.g. a
+  // benchmark's buffer pool). Backends may register them with the kernel (io_uring fixed
+  // buffers); layers pass the hint down. Buffers must outlive the queue.
+  virtual void RegisterBuffers(std::span<const iovec> buffers) {}
+
+ protected:
+  explicit IoQueue(BlockDevice& device);
+
+  // Starts validated requests. Every request must eventually be passed to Complete() (from this
+  // thread) or PostCompletion() (from any thread).
+  virtual void DoSubmit(std::span<IoRequest* const> batch) = 0;
+  // Makes progress on requests in flight: reap lower completions, retry deferred work. If
+  // `wait`, may block until something completes. The default does nothing.
+  virtual void DoPoll(bool wait) {}
+
+  // Completes `req` with `status`. Owner thread only. The callback runs later in this
+  // Submit/Poll call, never inside Complete itself.
+  void Complete(IoRequest& req, std::error_code status);
+  // Completes `req` from another thread (e.g. a group commit done by another queue's thread).
+  // The callback runs on the owner thread during its next Poll.
+  void PostCompletion(IoRequest& req, std::error_code status);
+
+  // Bumps this layer's counter `id` (declared with BlockDevice::DeclareCounters).
+  void Count(size_t id, uint64_t n = 1) { stats_.Count(id, n); }
+
+ private:
+  friend class BlockDevice;
+  struct Child;
+  struct Fanout;
+
+  std::error_code Validate(const IoRequest& req) const;
+  bool NeedsEmulation(const IoRequest& req) const;
+  void Emulate(IoRequest& req, std::vector<IoRequest*>& out);
+  void AddSplitChildren(Fanout* fan, IoRequest& req, uint64_t chunk, std::vector<IoRequest*>& out);
+  Child* NewChild(Fanout* fan, Op op, IoFlags flags, uint64_t offset, uint64_t length);
+  static void OnChildDone(IoRequest& child);
+  void FinishFanout(Fanout* fan);
+  void PushCompletion(IoRequest& req);
+  void MovePosted();
+  size_t Drain();
+
+  BlockDevice& device_;
+  QueueStats stats_;
+  uint64_t in_flight_ = 0;
+  bool draining_ = false;
+  IoRequest* done_head_ = nullptr;  // completed, callbacks pending (FIFO)
+  IoRequest* done_tail_ = nullptr;
+  std::vector<IoRequest*> scratch_;
+  std::vector<std::unique_ptr<Child>> free_children_;
+  std::vector<std::unique_ptr<Fanout>> free_fanouts_;
+
+  std::atomic<bool> has_posted_{false};
+  std::mutex posted_mu_;
+  std::vector<IoRequest*> posted_;  // guarded by posted_mu_
+};
+
+}  // namespace vstack
+
+#endif  // VSTACK_LIB_BLOCK_DEVICE_H_

@@ -1,0 +1,91 @@
+// A log-linear latency histogram with fixed memory (about 9 KiB), mergeable across threads and
+// layers. Values are nanoseconds. Buckets are exact below 32 ns; above, each power of two is
+// split into 32 equal buckets, so a reported percentile is within 3.2% of the true value.
+// Values above 2^40 ns (about 18 minutes) land in the last bucket; min, max, sum and sum of
+// squares are kept exactly.
+//
+// Thread safety: one writer (Record) at a time; any thread may read or copy concurrently and
+// sees a slightly stale but never torn count per bucket.
+#ifndef VSTACK_LIB_HISTOGRAM_H_
+#define VSTACK_LIB_HISTOGRAM_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+namespace vstack {
+
+// A counter with a single writer and many readers: increments compile to plain loads and
+// stores, reads never tear.
+class RelaxedCounter {
+ public:
+  RelaxedCounter() = default;
+  explicit RelaxedCounter(uint64_t v) : v_(v) {}
+  void Add(uint64_t n = 1) {
+    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  void Sub(uint64_t n = 1) {
+    v_.store(v_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+  }
+  void Set(uint64_t n) { v_.store(n, std::memory_order_relaxed); }
+  uint64_t Get() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> v_{0};
+};
+
+class LatencyHistogram {
+ public:
+  static constexpr int kSubBits = 5;
+  static constexpr int kMaxBits = 40;
+  static constexpr int kBuckets = (kMaxBits - kSubBits + 1) << kSubBits;
+
+  LatencyHistogram() = default;
+  LatencyHistogram(const LatencyHistogram& other) { *this = other; }
+  LatencyHistogram& operator=(const LatencyHistogram& other);
+
+  void Record(uint64_t ns) {
+    buckets_[BucketOf(ns)].Add();
+    count_.Add();
+    sum_.Add(ns);
+    sum_sq_.store(sum_sq_.load(std::memory_order_relaxed) + double(ns) * double(ns),
+                  std::memory_order_relaxed);
+    if (ns < min_.Get()) min_.Set(ns);
+    if (ns > max_.Get()) max_.Set(ns);
+  }
+  // Adds every sample of `other` to this histogram.
+  void Merge(const LatencyHistogram& other);
+  void Reset();
+
+  uint64_t count() const { return count_.Get(); }
+  uint64_t sum() const { return sum_.Get(); }
+  uint64_t min() const { return count() ? min_.Get() : 0; }
+  uint64_t max() const { return max_.Get(); }
+  double mean() const;
+  double stddev() const;
+  // The value at percentile `p` (0..100): the midpoint of the bucket holding that rank,
+  // clamped to [min, max]. 0 when empty.
+  uint64_t Percentile(double p) const;
+  uint64_t bucket_count(int b) const { return buckets_[b].Get(); }
+
+  static int BucketOf(uint64_t v) {
+    if (v < (1ull << kSubBits)) return static_cast<int>(v);
+    int msb = 63 - __builtin_clzll(v);
+    if (msb >= kMaxBits) return kBuckets - 1;
+    int shift = msb - kSubBits;
+    return ((shift + 1) << kSubBits) + static_cast<int>((v >> shift) - (1ull << kSubBits));
+  }
+  static uint64_t BucketLow(int b);
+  static uint64_t BucketWidth(int b);
+
+ private:
+  std::array<RelaxedCounter, kBuckets> buckets_;
+  RelaxedCounter count_, sum_, max_;
+  RelaxedCounter min_{UINT64_MAX};
+  std::atomic<double> sum_sq_{0};
+};
+
+}  // namespace vstack
+
+#endif  // VSTACK_LIB_HISTOGRAM_H_

@@ -1,0 +1,54 @@
+// A single I/O request as it travels through a queue. The caller owns the request and its
+// buffers until the completion callback has run.
+#ifndef VSTACK_LIB_IO_REQUEST_H_
+#define VSTACK_LIB_IO_REQUEST_H_
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <string_view>
+#include <system_error>
+
+namespace vstack {
+
+enum class Op : uint8_t { kRead, kWrite, kFlush, kDiscard, kWriteZeroes };
+inline constexpr int kOpCount = 5;
+std::string_view OpName(Op op);
+
+// Request flags.
+enum IoFlag : uint32_t {
+  kIoFua = 1u << 0,       // write/write-zeroes: durable before completion
+  kIoMayUnmap = 1u << 1,  // write-zeroes: the device may deallocate the range
+  // write-zeroes: fail with kNotSupported unless the device zeroes without writing data
+  // (kCapFastZeroes), like NBD's FAST_ZERO.
+  kIoFastZero = 1u << 2,
+};
+using IoFlags = uint32_t;
+
+struct IoRequest;
+// Called exactly once when the request completes; `req.status` holds the result. The callback
+// runs on the thread that owns the queue, inside Submit() or Poll(). It may submit new
+// requests to the same queue.
+using IoCallback = void (*)(IoRequest& req);
+
+struct IoRequest {
+  Op op = Op::kRead;
+  IoFlags flags = 0;
+  uint64_t offset = 0;  // bytes; flush ignores offset and length
+  uint64_t length = 0;  // bytes
+  // Data buffers for read and write; their lengths must add up to `length`.
+  const iovec* iov = nullptr;
+  uint32_t iovcnt = 0;
+  IoCallback on_complete = nullptr;
+  void* user_data = nullptr;
+  std::error_code status;  // valid when on_complete runs
+
+  // Owned by the queue while the request is in flight; do not touch.
+  uint64_t submit_ns_ = 0;
+  IoRequest* next_ = nullptr;
+  void* internal_ = nullptr;
+};
+
+}  // namespace vstack
+
+#endif  // VSTACK_LIB_IO_REQUEST_H_

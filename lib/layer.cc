@@ -1,0 +1,23 @@
+#include "lib/layer.h"
+
+#include <thread>
+
+namespace vstack {
+
+Status Layer::DoClose() {
+  Status mine = CloseLayer();
+  Status below = lower_->Close();
+  if (!mine) return mine;
+  return below;
+}
+
+void LayerQueue::DoPoll(bool wait) {
+  if (lower_->in_flight() > 0) {
+    lower_->Poll(wait ? 1 : 0);
+  } else {
+    lower_->Poll(0);
+    if (wait) std::this_thread::yield();
+  }
+}
+
+}  // namespace vstack

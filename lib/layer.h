@@ -1,0 +1,85 @@
+// Base classes for a device stacked on another one (a transform layer or an image format).
+//
+// A Layer owns the device below it and closes it after its own DoClose. A LayerQueue owns one
+// queue of the device below, opened for the same thread, and by default makes progress by
+// polling it. Layers forward Flush only if they choose to: nothing is passed through
+// implicitly, because a layer that changes addressing or content must state every operation
+// (the lesson of nbdkit's filters and QEMU's is_filter). blockdev/passthrough is the template to
+// copy.
+#ifndef VSTACK_LIB_LAYER_H_
+#define VSTACK_LIB_LAYER_H_
+
+#include <memory>
+#include <vector>
+
+#include "lib/block_device.h"
+
+namespace vstack {
+
+class Layer : public BlockDevice {
+ public:
+  BlockDevice* lower() const override { return lower_.get(); }
+  BlockDevice& lower_device() const { return *lower_; }
+
+ protected:
+  // Starts with the lower device's geometry and capabilities; a layer that changes them
+  // (a format's virtual size, a transform that cannot FUA natively) adjusts them in its
+  // constructor with mutable_geometry() and set_capabilities().
+  Layer(std::string kind, DevicePtr lower)
+      : BlockDevice(std::move(kind), lower->geometry(), lower->capabilities()),
+        lower_(std::move(lower)) {}
+
+  // Persists this layer's metadata while the device below is still open. Default: nothing.
+  virtual Status CloseLayer() { return OkStatus(); }
+
+ private:
+  // CloseLayer(), then Close() the device below. Returns the first error.
+  Status DoClose() final;
+
+  DevicePtr lower_;
+};
+
+class LayerQueue : public IoQueue {
+ public:
+  void RegisterBuffers(std::span<const iovec> buffers) override {
+    lower_->RegisterBuffers(buffers);
+  }
+
+ protected:
+  LayerQueue(BlockDevice& device, std::unique_ptr<IoQueue> lower)
+      : IoQueue(device), lower_(std::move(lower)) {}
+
+  IoQueue& lower() { return *lower_; }
+
+  // Polls the lower queue; if it has nothing in flight (our requests wait on something else,
+  // e.g. another thread's metadata commit), yields the CPU instead of spinning hard.
+  void DoPoll(bool wait) override;
+
+ private:
+  std::unique_ptr<IoQueue> lower_;
+};
+
+// A free list of request wrappers a layer sends down: T must be default-constructible. Objects
+// are reused, never freed before the pool. Owner thread only.
+template <typename T>
+class RequestPool {
+ public:
+  T* Get() {
+    if (free_.empty()) {
+      all_.push_back(std::make_unique<T>());
+      return all_.back().get();
+    }
+    T* t = free_.back();
+    free_.pop_back();
+    return t;
+  }
+  void Put(T* t) { free_.push_back(t); }
+
+ private:
+  std::vector<std::unique_ptr<T>> all_;
+  std::vector<T*> free_;
+};
+
+}  // namespace vstack
+
+#endif  // VSTACK_LIB_LAYER_H_

@@ -1,0 +1,225 @@
+#include "lib/registry.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "lib/size.h"
+
+namespace vstack {
+
+// ---------------------------------------------------------------------------------------------
+// OptionValues
+
+bool OptionValues::Has(std::string_view key) const {
+  return std::any_of(given_.begin(), given_.end(), [&](const SpecOption& o) { return o.key == key; });
+}
+
+std::string OptionValues::Get(std::string_view key) const {
+  for (const SpecOption& o : given_) {
+    if (o.key == key) return o.value;
+  }
+  if (declared_) {
+    for (const OptionInfo& d : *declared_) {
+      if (d.name == key) return d.default_value;
+    }
+  }
+  return "";
+}
+
+Error OptionValues::Bad(std::string_view key, const std::string& why) const {
+  return MakeError(Errc::kInvalidArgument,
+                   component_ + ": option '" + std::string(key) + "': " + why);
+}
+
+Result<uint64_t> OptionValues::Size(std::string_view key) const {
+  auto v = ParseSize(Get(key));
+  if (!v) return Bad(key, v.error().message);
+  return *v;
+}
+
+Result<bool> OptionValues::Bool(std::string_view key) const {
+  const std::string v = Get(key);
+  if (v == "on" || v == "true" || v == "yes" || v == "1") return true;
+  if (v == "off" || v == "false" || v == "no" || v == "0" || v.empty()) return false;
+  return Bad(key, "expected on or off, got '" + v + "'");
+}
+
+Result<int64_t> OptionValues::Int(std::string_view key, int64_t min, int64_t max) const {
+  const std::string v = Get(key);
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno == ERANGE) return Bad(key, "expected an integer, got '" + v + "'");
+  if (x < min || x > max) {
+    return Bad(key, std::to_string(x) + " is outside " + std::to_string(min) + ".." +
+                        std::to_string(max));
+  }
+  return static_cast<int64_t>(x);
+}
+
+Result<std::string> OptionValues::Choice(std::string_view key,
+                                         std::initializer_list<std::string_view> choices) const {
+  const std::string v = Get(key);
+  std::string list;
+  for (std::string_view c : choices) {
+    if (c == v) return v;
+    if (!list.empty()) list += ", ";
+    list += c;
+  }
+  return Bad(key, "'" + v + "' is not one of: " + list);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registry
+
+Registry& Registry::Global() {
+  static Registry* registry = new Registry();  // never destroyed: used by static initialisers
+  return *registry;
+}
+
+bool Registry::Add(ComponentInfo info) {
+  if (Find(info.name) != nullptr) {
+    std::fprintf(stderr, "vstack: component '%s' registered twice\n", info.name.c_str());
+    std::abort();
+  }
+  components_.push_back(std::make_unique<ComponentInfo>(std::move(info)));
+  return true;
+}
+
+const ComponentInfo* Registry::Find(std::string_view name) const {
+  for (const auto& c : components_) {
+    if (c->name == name) return c.get();
+  }
+  return nullptr;
+}
+
+std::vector<const ComponentInfo*> Registry::All() const {
+  std::vector<const ComponentInfo*> all;
+  for (const auto& c : components_) all.push_back(c.get());
+  std::sort(all.begin(), all.end(), [](const ComponentInfo* a, const ComponentInfo* b) {
+    if (a->kind != b->kind) return a->kind == ComponentKind::kBackend;
+    return a->name < b->name;
+  });
+  return all;
+}
+
+std::string Registry::Names(ComponentKind kind) const {
+  std::string out;
+  for (const ComponentInfo* c : All()) {
+    if (c->kind != kind) continue;
+    if (!out.empty()) out += ", ";
+    out += c->name;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Open
+
+namespace {
+
+// Checks one part against its component; returns the component.
+Result<const ComponentInfo*> Resolve(const SpecPart& part, bool is_last) {
+  const Registry& reg = Registry::Global();
+  const ComponentInfo* info = reg.Find(part.name);
+  if (info == nullptr) {
+    return MakeError(Errc::kNotFound,
+                     "unknown " + std::string(is_last ? "backend" : "layer") + " '" + part.name +
+                         "'; backends: " + reg.Names(ComponentKind::kBackend) +
+                         "; layers: " + reg.Names(ComponentKind::kLayer));
+  }
+  if (is_last && info->kind != ComponentKind::kBackend) {
+    return MakeError(Errc::kInvalidArgument,
+                     "'" + part.name + "' is a layer, but a spec must end with a backend (" +
+                         reg.Names(ComponentKind::kBackend) + "), e.g. " + part.name +
+                         "+file:/var/tmp/disk.img");
+  }
+  if (!is_last && info->kind != ComponentKind::kLayer) {
+    return MakeError(Errc::kInvalidArgument,
+                     "'" + part.name + "' is a backend and must come last in the spec");
+  }
+  if (info->kind == ComponentKind::kBackend && part.positional.empty() &&
+      !info->positional.empty()) {
+    return MakeError(Errc::kInvalidArgument,
+                     "backend '" + part.name + "' needs a " + info->positional + ", e.g. " +
+                         part.name + ":" + (info->positional == "SIZE" ? "64M" : "/var/tmp/disk.img"));
+  }
+  if (info->kind == ComponentKind::kLayer && !part.positional.empty()) {
+    return MakeError(Errc::kInvalidArgument, "layer '" + part.name +
+                                                 "' takes only key=value options, not '" +
+                                                 part.positional + "'");
+  }
+  for (const SpecOption& o : part.options) {
+    const bool known = std::any_of(info->options.begin(), info->options.end(),
+                                   [&](const OptionInfo& d) { return d.name == o.key; });
+    if (!known) {
+      std::string valid;
+      for (const OptionInfo& d : info->options) valid += (valid.empty() ? "" : ", ") + d.name;
+      return MakeError(Errc::kInvalidArgument,
+                       "unknown option '" + o.key + "' for '" + part.name + "'; valid options: " +
+                           (valid.empty() ? "(none)" : valid));
+    }
+  }
+  return info;
+}
+
+}  // namespace
+
+Result<DevicePtr> Open(std::string_view spec, const OpenOptions& options) {
+  VSTACK_ASSIGN_OR_RETURN(std::vector<SpecPart> parts, ParseSpec(spec));
+  std::vector<const ComponentInfo*> infos;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    VSTACK_ASSIGN_OR_RETURN(const ComponentInfo* info, Resolve(parts[i], i + 1 == parts.size()));
+    infos.push_back(info);
+  }
+  // Build from the backend up.
+  DevicePtr device;
+  for (size_t k = parts.size(); k-- > 0;) {
+    const SpecPart& part = parts[k];
+    OptionValues values(part.name, part.positional, part.options, &infos[k]->options);
+    Result<DevicePtr> next = device ? infos[k]->open_layer(std::move(device), values, options)
+                                    : infos[k]->open_backend(values, options);
+    if (!next) return std::move(next).error();
+    device = std::move(*next);
+  }
+  return device;
+}
+
+bool IsStackSpec(std::string_view text) {
+  auto parts = ParseSpec(text);
+  if (!parts) return false;
+  const ComponentInfo* last = Registry::Global().Find(parts->back().name);
+  return last != nullptr && last->kind == ComponentKind::kBackend;
+}
+
+Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& options,
+                            std::string* chosen_spec) {
+  if (IsStackSpec(spec_or_path)) {
+    if (chosen_spec) *chosen_spec = std::string(spec_or_path);
+    return Open(spec_or_path, options);
+  }
+  const std::string path(spec_or_path);
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    // Text that parses as a spec was probably meant as one: explain what is wrong with it.
+    if (ParseSpec(spec_or_path).has_value()) return Open(spec_or_path, options).error();
+    return MakeError(SystemError(err), "cannot open '" + path + "': " + SystemError(err).message());
+  }
+  SpecPart file_part{"file", path, {}};
+  const std::string file_spec = FormatSpecPart(file_part);
+  VSTACK_ASSIGN_OR_RETURN(DevicePtr device, Open(file_spec, options));
+  for (const ComponentInfo* c : Registry::Global().All()) {
+    if (!c->probe || !c->probe(*device)) continue;
+    if (chosen_spec) *chosen_spec = c->name + "+" + file_spec;
+    OptionValues values(c->name, "", {}, &c->options);
+    return c->open_layer(std::move(device), values, options);
+  }
+  if (chosen_spec) *chosen_spec = file_spec;
+  return device;
+}
+
+}  // namespace vstack

@@ -1,0 +1,121 @@
+// The registry of backends and layers, and vstack::Open(spec), which builds a stack from a
+// spec string (docs/stack-spec.md) such as "dedup+zstd:level=1+vhd+file:/var/tmp/d.vhd".
+//
+// Components register themselves by name from a static initialiser in their own .cc file:
+//
+//   VSTACK_REGISTER_COMPONENT(memory, MemoryComponent());
+//
+// (cmake links every component whole-archive so the initialisers always run.) Open() checks
+// every name and option against the registry before anything is opened, and names the valid
+// choices in its errors.
+#ifndef VSTACK_LIB_REGISTRY_H_
+#define VSTACK_LIB_REGISTRY_H_
+
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/block_device.h"
+#include "lib/errors.h"
+#include "lib/spec.h"
+
+namespace vstack {
+
+struct OptionInfo {
+  std::string name;
+  std::string help;
+  std::string default_value;  // used when the spec omits the option; "" = none
+};
+
+// Options apply to the whole stack being opened.
+struct OpenOptions {
+  bool read_only = false;
+};
+
+// The options of one spec part, checked against its component's OptionInfo list. Getters fall
+// back to the declared default and return errors that name the component and the option.
+class OptionValues {
+ public:
+  OptionValues(std::string component, std::string positional, std::vector<SpecOption> given,
+               const std::vector<OptionInfo>* declared)
+      : component_(std::move(component)),
+        positional_(std::move(positional)),
+        given_(std::move(given)),
+        declared_(declared) {}
+
+  const std::string& component() const { return component_; }
+  const std::string& positional() const { return positional_; }
+  // True if the spec gave `key` explicitly.
+  bool Has(std::string_view key) const;
+  // The given value, else the declared default, else "".
+  std::string Get(std::string_view key) const;
+  Result<uint64_t> Size(std::string_view key) const;
+  Result<bool> Bool(std::string_view key) const;  // on/off, true/false, yes/no, 1/0
+  Result<int64_t> Int(std::string_view key, int64_t min, int64_t max) const;
+  Result<std::string> Choice(std::string_view key,
+                             std::initializer_list<std::string_view> choices) const;
+
+ private:
+  Error Bad(std::string_view key, const std::string& why) const;
+
+  std::string component_;
+  std::string positional_;
+  std::vector<SpecOption> given_;
+  const std::vector<OptionInfo>* declared_;
+};
+
+enum class ComponentKind { kBackend, kLayer };
+
+struct ComponentInfo {
+  std::string name;
+  ComponentKind kind = ComponentKind::kLayer;
+  std::string summary;     // one line, shown by `vstack help stacks` and in errors
+  std::string positional;  // backends: what the first item is ("PATH", "SIZE"); required
+  std::vector<OptionInfo> options;
+  // Exactly one of these is set, matching `kind`.
+  std::function<Result<DevicePtr>(const OptionValues&, const OpenOptions&)> open_backend;
+  std::function<Result<DevicePtr>(DevicePtr lower, const OptionValues&, const OpenOptions&)>
+      open_layer;
+  // Image formats only: true if `device` holds an image of this format, so that a bare path
+  // can be opened as "<name>+file:PATH" (OpenImage).
+  std::function<bool(BlockDevice& device)> probe;
+};
+
+class Registry {
+ public:
+  static Registry& Global();
+
+  // Adds a component; a duplicate name is a programming error and aborts. Returns true so it
+  // can initialise a static.
+  bool Add(ComponentInfo info);
+  const ComponentInfo* Find(std::string_view name) const;
+  // Every component, backends first, each group sorted by name.
+  std::vector<const ComponentInfo*> All() const;
+  // "a, b, c": the names of one kind, for error messages.
+  std::string Names(ComponentKind kind) const;
+
+ private:
+  std::vector<std::unique_ptr<ComponentInfo>> components_;
+};
+
+#define VSTACK_REGISTER_COMPONENT(ident, info) \
+  static const bool vstack_registered_##ident [[maybe_unused]] = \
+      ::vstack::Registry::Global().Add(info)
+
+// Builds the stack described by `spec`.
+Result<DevicePtr> Open(std::string_view spec, const OpenOptions& options = {});
+
+// True if `text` parses as a spec whose last part is a registered backend.
+bool IsStackSpec(std::string_view text);
+
+// Opens a spec, or a path: a path is opened with the file backend and every registered format
+// probe (e.g. VHD's footer check) decides which format layer goes on top; a file no format
+// recognises is opened raw. `chosen_spec`, if given, receives the spec actually used.
+Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& options = {},
+                            std::string* chosen_spec = nullptr);
+
+}  // namespace vstack
+
+#endif  // VSTACK_LIB_REGISTRY_H_

@@ -1,0 +1,164 @@
+// Backend-specific behaviour of file and uring that the conformance suite cannot see: opening
+// errors, locking, sizing, sparse extents.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "blockdev/uring/uring_device.h"
+#include "lib/registry.h"
+#include "lib/sync_io.h"
+#include "tests/testing/test_util.h"
+
+namespace vstack {
+namespace {
+
+using testing::TempDir;
+
+class FileBackend : public ::testing::TestWithParam<const char*> {
+ protected:
+  std::string Spec(const std::string& rest) { return std::string(GetParam()) + ":" + rest; }
+  TempDir dir_;
+};
+
+void ExpectError(const Result<DevicePtr>& r, const std::string& needle) {
+  ASSERT_FALSE(r) << "expected an error containing '" << needle << "'";
+  EXPECT_NE(r.error().message.find(needle), std::string::npos) << r.error().message;
+}
+
+TEST_P(FileBackend, MissingFileNamesPathAndCause) {
+  auto r = Open(Spec(dir_.File("missing.img")));
+  ExpectError(r, "missing.img");
+  ExpectError(r, "No such file or directory");
+  EXPECT_EQ(r.error().code, std::errc::no_such_file_or_directory);
+}
+
+TEST_P(FileBackend, DirectoryIsRejected) {
+  ExpectError(Open(Spec(dir_.path())), dir_.path());
+}
+
+TEST_P(FileBackend, CreateNeedsSizeAndBadOptionsCreateNothing) {
+  ExpectError(Open(Spec(dir_.File("a.img") + ",create=on")), "is empty; give size=");
+  const std::string b = dir_.File("b.img");
+  ExpectError(Open(Spec(b + ",create=on,size=12Q")), "invalid size '12Q'");
+  EXPECT_FALSE(std::filesystem::exists(b)) << "a rejected spec must not create files";
+  ExpectError(Open(Spec(b + ",create=on,size=1M,direct=maybe")), "expected on or off");
+  EXPECT_FALSE(std::filesystem::exists(b));
+  ExpectError(Open(Spec(dir_.File("c.img") + ",create=on,size=1M"), OpenOptions{.read_only = true}),
+              "create=on needs a writable open");
+}
+
+TEST_P(FileBackend, ExtendsButNeverShrinks) {
+  const std::string p = dir_.File("x.img");
+  {
+    auto d = Open(Spec(p + ",create=on,size=1M"));
+    ASSERT_OK(d);
+    EXPECT_EQ((*d)->geometry().size_bytes, 1u << 20);
+  }
+  {
+    auto d = Open(Spec(p + ",size=2M"));
+    ASSERT_OK(d);
+    EXPECT_EQ((*d)->geometry().size_bytes, 2u << 20);
+  }
+  ExpectError(Open(Spec(p + ",create=on,size=1M")), "refusing to shrink");
+  EXPECT_EQ(std::filesystem::file_size(p), 2u << 20);
+}
+
+TEST_P(FileBackend, OddSizedFileRoundsUpAndReadsZerosPastEnd) {
+  const std::string p = dir_.File("odd.img");
+  testing::WriteFile(p, 1000, 0xAA);
+  auto d = Open(Spec(p));
+  ASSERT_OK(d);
+  EXPECT_EQ((*d)->geometry().size_bytes, 1024u);
+  SyncIo io(**d);
+  std::vector<std::byte> buf(1024);
+  ASSERT_OK(io.Read(0, buf));
+  EXPECT_EQ(buf[999], std::byte{0xAA});
+  EXPECT_EQ(buf[1000], std::byte{0});
+  EXPECT_EQ(buf[1023], std::byte{0});
+}
+
+TEST_P(FileBackend, SecondWriterIsLockedOutUnlessLockOff) {
+  const std::string p = dir_.File("l.img");
+  auto first = Open(Spec(p + ",create=on,size=1M"));
+  ASSERT_OK(first);
+  ExpectError(Open(Spec(p)), "in use by another process");
+  ExpectError(Open(Spec(p), OpenOptions{.read_only = true}), "in use by another process");
+  EXPECT_OK(Open(Spec(p + ",lock=off")));
+}
+
+TEST_P(FileBackend, ReadOnlyRejectsWrites) {
+  const std::string p = dir_.File("r.img");
+  testing::WriteFile(p, 1 << 20, 0);
+  auto d = Open(Spec(p), OpenOptions{.read_only = true});
+  ASSERT_OK(d);
+  EXPECT_TRUE((*d)->read_only());
+  SyncIo io(**d);
+  std::vector<std::byte> buf(4096);
+  EXPECT_EQ(io.Write(0, buf), make_error_code(Errc::kReadOnly));
+  EXPECT_OK(io.Read(0, buf));
+}
+
+TEST_P(FileBackend, ExtentsShowHolesOfASparseFile) {
+  const std::string p = dir_.File("s.img");
+  auto d = Open(Spec(p + ",create=on,size=8M"));
+  ASSERT_OK(d);
+  SyncIo io(**d);
+  std::vector<std::byte> data(1 << 20, std::byte{1});
+  ASSERT_OK(io.Write(4 << 20, data));
+  ASSERT_OK(io.Flush());
+  std::vector<Extent> ext;
+  ASSERT_OK((*d)->MapExtents(0, 8 << 20, &ext));
+  ASSERT_EQ(ext.size(), 3u);
+  EXPECT_EQ(ext[0], (Extent{0, 4 << 20, kExtentHole | kExtentZero}));
+  EXPECT_EQ(ext[1], (Extent{4 << 20, 1 << 20, 0}));
+  EXPECT_EQ(ext[2], (Extent{5 << 20, 3 << 20, kExtentHole | kExtentZero}));
+  // Discard punches the hole back.
+  ASSERT_OK(io.Discard(4 << 20, 1 << 20));
+  ext.clear();
+  ASSERT_OK((*d)->MapExtents(0, 8 << 20, &ext));
+  EXPECT_EQ(ext.size(), 1u);
+}
+
+TEST_P(FileBackend, DirectNeedsAlignedBuffers) {
+  auto d = Open(Spec(dir_.File("d.img") + ",create=on,size=1M,direct=on"));
+  ASSERT_OK(d);
+  EXPECT_GE((*d)->geometry().mem_alignment, 512u);
+  SyncIo io(**d);
+  AlignedBuffer buf(8192);
+  EXPECT_EQ(io.Write(0, buf.span().subspan(1, 4096)), make_error_code(Errc::kBadBufferAlignment));
+  EXPECT_OK(io.Write(0, buf.span().subspan(0, 4096)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, FileBackend, ::testing::Values("file", "uring"));
+
+TEST(UringBackend, IsAvailableHere) { EXPECT_OK(UringDevice::CheckAvailable()); }
+
+TEST(OpenSpec, ErrorsListTheValidChoices) {
+  ExpectError(Open("nosuch+memory:1M"), "unknown layer 'nosuch'; backends: file, memory, null, uring");
+  ExpectError(Open("memory:1M,colour=red"), "unknown option 'colour' for 'memory'; valid options: block");
+  ExpectError(Open("passthrough"), "'passthrough' is a layer, but a spec must end with a backend");
+  ExpectError(Open("memory:1M+memory:1M"), "'memory' is a backend and must come last");
+  ExpectError(Open("memory"), "backend 'memory' needs a SIZE");
+  ExpectError(Open("passthrough:/x+memory:1M"), "takes only key=value options");
+  ExpectError(Open("memory:1000"), "must be a positive multiple of 512");
+  ExpectError(Open("memory:1M,block=1024"), "'1024' is not one of: 512, 4096");
+  ExpectError(Open("uring:/x,entries=5"), "outside 8..4096");
+}
+
+TEST(OpenImage, PathsAreProbedAndSpecsPassThrough) {
+  TempDir dir;
+  const std::string p = dir.File("raw.img");
+  testing::WriteFile(p, 1 << 20, 0);
+  std::string chosen;
+  auto d = OpenImage(p, {}, &chosen);
+  ASSERT_OK(d);
+  EXPECT_EQ(chosen, "file:" + p);
+  auto m = OpenImage("memory:1M", {}, &chosen);
+  ASSERT_OK(m);
+  EXPECT_EQ(chosen, "memory:1M");
+  ExpectError(OpenImage(dir.File("none.img")), "No such file or directory");
+}
+
+}  // namespace
+}  // namespace vstack

@@ -1,0 +1,68 @@
+// Every backend and stack the conformance suite runs against. Add your layer here.
+#include "lib/registry.h"
+#include "tests/testing/conformance.h"
+
+namespace vstack::testing {
+namespace {
+
+std::string Expand(std::string spec, const std::string& dir) {
+  for (size_t pos; (pos = spec.find("{dir}")) != std::string::npos;) spec.replace(pos, 5, dir);
+  return spec;
+}
+
+}  // namespace
+
+ConformanceTarget SpecTarget(std::string name, std::string spec, std::string reopen_spec,
+                             std::function<void(const std::string& dir)> prepare) {
+  ConformanceTarget t;
+  t.name = std::move(name);
+  t.open = [spec, prepare](const std::string& dir) {
+    if (prepare) prepare(dir);
+    return Open(Expand(spec, dir));
+  };
+  if (!reopen_spec.empty()) {
+    t.reopen = [reopen_spec](const std::string& dir) { return Open(Expand(reopen_spec, dir)); };
+  }
+  return t;
+}
+
+std::vector<ConformanceTarget>& ConformanceTargets() {
+  static std::vector<ConformanceTarget> targets;
+  return targets;
+}
+
+ConformanceRegistrar::ConformanceRegistrar(std::vector<ConformanceTarget> targets) {
+  for (auto& t : targets) ConformanceTargets().push_back(std::move(t));
+}
+
+namespace {
+
+ConformanceTarget NullTarget() {
+  ConformanceTarget t = SpecTarget("null", "null:64M");
+  t.stores_data = false;
+  return t;
+}
+
+}  // namespace
+
+VSTACK_CONFORMANCE_TARGETS(backends, {
+    SpecTarget("memory", "memory:64M"),
+    SpecTarget("memory_4k", "memory:64M,block=4096"),
+    NullTarget(),
+    SpecTarget("file", "file:{dir}/t.img,create=on,size=64M", "file:{dir}/t.img"),
+    SpecTarget("file_direct", "file:{dir}/t.img,create=on,size=64M,direct=on",
+               "file:{dir}/t.img,direct=on"),
+    SpecTarget("file_4k", "file:{dir}/t.img,create=on,size=64M,block=4096",
+               "file:{dir}/t.img,block=4096"),
+    SpecTarget("uring", "uring:{dir}/t.img,create=on,size=64M", "uring:{dir}/t.img"),
+    SpecTarget("uring_direct", "uring:{dir}/t.img,create=on,size=64M,direct=on,entries=16",
+               "uring:{dir}/t.img,direct=on"),
+});
+
+VSTACK_CONFORMANCE_TARGETS(passthrough, {
+    SpecTarget("passthrough_memory", "passthrough+memory:64M"),
+    SpecTarget("passthrough_x2_uring", "passthrough+passthrough+uring:{dir}/t.img,create=on,size=64M",
+               "passthrough+passthrough+uring:{dir}/t.img"),
+});
+
+}  // namespace vstack::testing

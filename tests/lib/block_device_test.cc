@@ -1,0 +1,242 @@
+// The base class's own behaviour, seen through a test layer with chosen capabilities:
+// validation, emulation of FUA and write-zeroes, splitting above max_transfer, completion
+// delivery (inline, later, from another thread) and statistics.
+#include "lib/block_device.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+
+#include "blockdev/memory/memory_device.h"
+#include "lib/layer.h"
+#include "lib/sync_io.h"
+#include "tests/testing/test_util.h"
+
+namespace vstack {
+namespace {
+
+using testing::Rng;
+
+struct Seen {
+  Op op;
+  IoFlags flags;
+  uint64_t offset, length;
+};
+
+// A layer over memory that offers only `caps`, limits transfers to `max_transfer`, records every
+// request it is given, and completes them later (in Poll) or from another thread if asked.
+class LimitedDevice final : public Layer {
+ public:
+  enum class Completion { kInline, kInPoll, kOtherThread };
+  LimitedDevice(DevicePtr lower, Capabilities caps, uint64_t max_transfer, Completion how)
+      : Layer("limited", std::move(lower)), how_(how) {
+    set_capabilities(caps);
+    mutable_geometry().max_transfer = max_transfer;
+  }
+  std::vector<Seen> seen;
+  Completion how_;
+
+ protected:
+  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
+};
+
+class LimitedQueue final : public LayerQueue {
+ public:
+  LimitedQueue(LimitedDevice& d, std::unique_ptr<IoQueue> lower)
+      : LayerQueue(d, std::move(lower)), dev_(d), io_(d.lower_device()) {}
+
+ protected:
+  void DoSubmit(std::span<IoRequest* const> batch) override {
+    for (IoRequest* r : batch) {
+      dev_.seen.push_back({r->op, r->flags, r->offset, r->length});
+      std::error_code ec = Run(*r);
+      switch (dev_.how_) {
+        case LimitedDevice::Completion::kInline: Complete(*r, ec); break;
+        case LimitedDevice::Completion::kInPoll:
+        case LimitedDevice::Completion::kOtherThread: later_.push_back({r, ec}); break;
+      }
+    }
+  }
+  // Completes what DoSubmit deferred: here, or from another thread through PostCompletion.
+  void DoPoll(bool) override {
+    auto later = std::move(later_);
+    later_.clear();
+    if (dev_.how_ == LimitedDevice::Completion::kOtherThread) {
+      std::thread([this, later] {
+        for (auto& [r, ec] : later) PostCompletion(*r, ec);
+      }).join();
+      return;
+    }
+    for (auto& [r, ec] : later) Complete(*r, ec);
+  }
+
+ private:
+  std::error_code Run(IoRequest& r) {
+    switch (r.op) {
+      case Op::kRead: return io_.ReadV(r.offset, {r.iov, r.iovcnt});
+      case Op::kWrite: return io_.WriteV(r.offset, {r.iov, r.iovcnt});
+      case Op::kFlush: return io_.Flush();
+      case Op::kDiscard: return io_.Discard(r.offset, r.length);
+      case Op::kWriteZeroes: return io_.WriteZeroes(r.offset, r.length);
+    }
+    return {};
+  }
+  LimitedDevice& dev_;
+  SyncIo io_;
+  std::vector<std::pair<IoRequest*, std::error_code>> later_;
+};
+
+Result<std::unique_ptr<IoQueue>> LimitedDevice::DoOpenQueue() {
+  VSTACK_ASSIGN_OR_RETURN(auto lower, lower_device().OpenQueue());
+  return std::unique_ptr<IoQueue>(new LimitedQueue(*this, std::move(lower)));
+}
+
+constexpr Capabilities kBasic = kCapRead | kCapWrite | kCapFlush;
+
+struct Fixture {
+  explicit Fixture(Capabilities caps, uint64_t max_transfer = 0,
+                   LimitedDevice::Completion how = LimitedDevice::Completion::kInline) {
+    dev = MakeDevice<LimitedDevice>(MakeDevice<MemoryDevice>(16 << 20, 512), caps, max_transfer, how);
+    limited = static_cast<LimitedDevice*>(dev.get());
+  }
+  DevicePtr dev;
+  LimitedDevice* limited;
+};
+
+TEST(IoQueueEmulation, FuaWithoutNativeFuaBecomesWriteThenFlush) {
+  Fixture f(kBasic);
+  SyncIo io(*f.dev);
+  std::vector<std::byte> a(4096, std::byte{7});
+  ASSERT_OK(io.Write(0, a, kIoFua));
+  ASSERT_EQ(f.limited->seen.size(), 2u);
+  EXPECT_EQ(f.limited->seen[0].op, Op::kWrite);
+  EXPECT_EQ(f.limited->seen[0].flags & kIoFua, 0u);
+  EXPECT_EQ(f.limited->seen[1].op, Op::kFlush);
+  const LayerStats st = f.dev->Stats();
+  EXPECT_EQ(st.of(Op::kWrite).ops, 1u) << "the caller's one request is counted once";
+  EXPECT_EQ(st.of(Op::kFlush).ops, 0u) << "emulation requests are not counted as the caller's";
+}
+
+TEST(IoQueueEmulation, NativeFuaIsPassedThrough) {
+  Fixture f(kBasic | kCapFua);
+  SyncIo io(*f.dev);
+  std::vector<std::byte> a(4096);
+  ASSERT_OK(io.Write(0, a, kIoFua));
+  ASSERT_EQ(f.limited->seen.size(), 1u);
+  EXPECT_TRUE(f.limited->seen[0].flags & kIoFua);
+}
+
+TEST(IoQueueEmulation, WriteZeroesWithoutSupportWritesZeros) {
+  Fixture f(kBasic);
+  SyncIo io(*f.dev);
+  std::vector<std::byte> ones(3 << 20, std::byte{1});
+  ASSERT_OK(io.Write(0, ones));
+  f.limited->seen.clear();
+  ASSERT_OK(io.WriteZeroes(512, (3 << 20) - 1024));
+  for (const Seen& s : f.limited->seen) EXPECT_EQ(s.op, Op::kWrite);
+  EXPECT_EQ(f.limited->seen.size(), 3u) << "pieces of at most 1 MiB";
+  std::vector<std::byte> back(3 << 20);
+  ASSERT_OK(io.Read(0, back));
+  EXPECT_EQ(back[0], std::byte{1});
+  EXPECT_EQ(back[511], std::byte{1});
+  EXPECT_EQ(back[512], std::byte{0});
+  EXPECT_EQ(back[(3 << 20) - 513], std::byte{0});
+  EXPECT_EQ(back[(3 << 20) - 512], std::byte{1});
+  // Fast zero cannot be honoured by writing zeros.
+  EXPECT_EQ(io.WriteZeroes(0, 512, kIoFastZero), make_error_code(Errc::kNotSupported));
+}
+
+TEST(IoQueueEmulation, SplitsAboveMaxTransferAndReassembles) {
+  Fixture f(kBasic | kCapWriteZeroes, 64 * 1024);
+  SyncIo io(*f.dev);
+  Rng rng(1);
+  AlignedBuffer data = testing::RandomBuffer(rng, 200 * 1024);
+  ASSERT_OK(io.Write(4096, data.span()));
+  ASSERT_EQ(f.limited->seen.size(), 4u);  // 64K + 64K + 64K + 8K
+  for (const Seen& s : f.limited->seen) EXPECT_LE(s.length, 64u * 1024);
+  EXPECT_EQ(f.limited->seen[3].offset, 4096u + 192 * 1024);
+  AlignedBuffer back(200 * 1024);
+  ASSERT_OK(io.Read(4096, back.span()));
+  EXPECT_EQ(std::memcmp(data.data(), back.data(), data.size()), 0);
+}
+
+TEST(IoQueueEmulation, DiscardWithoutSupportIsRejected) {
+  Fixture f(kBasic);
+  SyncIo io(*f.dev);
+  EXPECT_EQ(io.Discard(0, 4096), make_error_code(Errc::kNotSupported));
+  EXPECT_TRUE(f.limited->seen.empty()) << "rejected before the layer saw it";
+}
+
+TEST(IoQueueCompletion, LaterAndCrossThreadCompletionsArriveInPoll) {
+  for (auto how : {LimitedDevice::Completion::kInPoll, LimitedDevice::Completion::kOtherThread}) {
+    Fixture f(kBasic, 0, how);
+    auto q = f.dev->OpenQueue();
+    ASSERT_OK(q);
+    std::vector<std::byte> a(4096);
+    iovec v{a.data(), a.size()};
+    int calls = 0;
+    IoRequest r;
+    r.op = Op::kWrite;
+    r.length = 4096;
+    r.iov = &v;
+    r.iovcnt = 1;
+    r.user_data = &calls;
+    r.on_complete = [](IoRequest& req) { ++*static_cast<int*>(req.user_data); };
+    (*q)->Submit(r);
+    EXPECT_EQ(calls, 0) << "completes in Poll, not in Submit";
+    EXPECT_EQ((*q)->in_flight(), 1u);
+    EXPECT_EQ((*q)->Poll(1), 1u);
+    EXPECT_EQ(calls, 1);
+    EXPECT_EQ((*q)->in_flight(), 0u);
+    EXPECT_EQ((*q)->Poll(0), 0u);
+    EXPECT_EQ(calls, 1);
+  }
+}
+
+TEST(IoQueueCompletion, CallbacksResubmittingDoNotRecurse) {
+  // 100000 requests resubmitted from their own inline completions must not grow the stack.
+  DevicePtr dev = MakeDevice<MemoryDevice>(1 << 20, 512);
+  auto q = dev->OpenQueue();
+  ASSERT_OK(q);
+  struct State {
+    IoQueue* q;
+    int left = 100000;
+    std::vector<std::byte> buf = std::vector<std::byte>(512);
+    iovec v{};
+  } st{q->get()};
+  st.v = iovec{st.buf.data(), 512};
+  IoRequest r;
+  r.op = Op::kRead;
+  r.length = 512;
+  r.iov = &st.v;
+  r.iovcnt = 1;
+  r.user_data = &st;
+  r.on_complete = [](IoRequest& req) {
+    auto* s = static_cast<State*>(req.user_data);
+    if (--s->left > 0) s->q->Submit(req);
+  };
+  (*q)->Submit(r);
+  (*q)->WaitIdle();
+  EXPECT_EQ(st.left, 0);
+  EXPECT_EQ(dev->Stats().of(Op::kRead).ops, 100000u);
+}
+
+TEST(BlockDeviceStats, SnapshotIncludesClosedQueues) {
+  DevicePtr dev = MakeDevice<MemoryDevice>(1 << 20, 512);
+  {
+    SyncIo io(*dev);
+    std::vector<std::byte> a(1024);
+    ASSERT_OK(io.Write(0, a));
+  }
+  SyncIo io2(*dev);
+  std::vector<std::byte> b(512);
+  ASSERT_OK(io2.Read(0, b));
+  const LayerStats st = dev->Stats();
+  EXPECT_EQ(st.of(Op::kWrite).ops, 1u);
+  EXPECT_EQ(st.of(Op::kWrite).bytes, 1024u);
+  EXPECT_EQ(st.of(Op::kRead).ops, 1u);
+}
+
+}  // namespace
+}  // namespace vstack

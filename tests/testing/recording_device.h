@@ -1,0 +1,62 @@
+// RecordingDevice: a layer for crash tests. It forwards every request to the device below and
+// logs every write-type request (with a copy of its data) and every flush, with the order in
+// which they were submitted and completed. CrashImages() then builds the images a power loss
+// could leave at any instant, for a crash-consistency test to open, check and verify.
+//
+// The model (docs/design.md): a write that completed before a flush was submitted is durable
+// once that flush completes; any other write submitted before the crash may or may not have
+// reached the media, in any order; nothing submitted after the crash did.
+#ifndef VSTACK_TESTS_TESTING_RECORDING_DEVICE_H_
+#define VSTACK_TESTS_TESTING_RECORDING_DEVICE_H_
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "lib/layer.h"
+#include "tests/testing/test_util.h"
+
+namespace vstack::testing {
+
+struct RecordedOp {
+  Op op = Op::kWrite;  // kWrite, kWriteZeroes, kDiscard or kFlush
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  std::vector<unsigned char> data;  // kWrite only
+  uint64_t submitted = 0;           // event sequence numbers
+  uint64_t completed = UINT64_MAX;  // UINT64_MAX: never completed
+};
+
+class RecordingDevice final : public Layer {
+ public:
+  explicit RecordingDevice(DevicePtr lower);
+
+  // A copy of the log so far.
+  std::vector<RecordedOp> Log() const;
+  // The number of events (submissions + completions) so far: crash points are 0..events().
+  uint64_t events() const;
+
+  // Called by the queue. Thread-safe.
+  uint64_t OnSubmit(const IoRequest& r);
+  void OnComplete(uint64_t index);
+
+ protected:
+  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<RecordedOp> log_;
+  uint64_t seq_ = 0;
+};
+
+// Applies to `base` (the lower image as it was before recording started) the state after a crash
+// at event `crash_point`: every write guaranteed durable, plus each possibly-persisted write
+// with probability 1/2 (chosen by `rng`; `rng` == nullptr applies all of them), in a random
+// order. Discarded ranges are treated like write-zeroes of that range or no-op at random.
+std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
+                                      const std::vector<RecordedOp>& log, uint64_t crash_point,
+                                      Rng* rng);
+
+}  // namespace vstack::testing
+
+#endif  // VSTACK_TESTS_TESTING_RECORDING_DEVICE_H_

@@ -1,0 +1,113 @@
+#include "tests/testing/test_util.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+namespace vstack::testing {
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/var/tmp") + "/vstack-test-XXXXXX";
+  char* p = ::mkdtemp(tmpl.data());
+  if (p == nullptr) {
+    ADD_FAILURE() << "mkdtemp failed: " << std::strerror(errno);
+    return;
+  }
+  path_ = p;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+}
+
+void Rng::Fill(void* data, size_t len) {
+  unsigned char* p = static_cast<unsigned char*>(data);
+  size_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    uint64_t v = Next();
+    std::memcpy(p + i, &v, 8);
+  }
+  if (i < len) {
+    uint64_t v = Next();
+    std::memcpy(p + i, &v, len - i);
+  }
+}
+
+AlignedBuffer RandomBuffer(Rng& rng, size_t len, size_t alignment) {
+  AlignedBuffer b(len, alignment);
+  rng.Fill(b.data(), len);
+  return b;
+}
+
+namespace {
+
+struct Counter {
+  std::map<IoRequest*, int> calls;
+};
+
+void CountCall(IoRequest& r) { ++static_cast<Counter*>(r.user_data)->calls[&r]; }
+
+}  // namespace
+
+size_t RunBatch(IoQueue& queue, std::vector<IoRequest>& reqs) {
+  Counter counter;
+  std::vector<IoRequest*> ptrs;
+  for (IoRequest& r : reqs) {
+    r.on_complete = &CountCall;
+    r.user_data = &counter;
+    ptrs.push_back(&r);
+  }
+  queue.Submit(ptrs);
+  while (counter.calls.size() < reqs.size() && queue.in_flight() > 0) queue.Poll(1);
+  queue.Poll(0);
+  size_t total = 0;
+  for (auto& [req, n] : counter.calls) {
+    EXPECT_EQ(n, 1) << "request completed " << n << " times";
+    total += static_cast<size_t>(n);
+  }
+  EXPECT_EQ(counter.calls.size(), reqs.size()) << "some requests never completed";
+  return total;
+}
+
+CommandResult RunCommand(const std::string& command) {
+  CommandResult r;
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int w = ::pclose(p);
+  r.status = WIFEXITED(w) ? WEXITSTATUS(w) : -1;
+  return r;
+}
+
+CommandResult RunVstack(const std::string& args) {
+  return RunCommand(std::string(VSTACK_CLI) + " " + args);
+}
+
+bool HaveProgram(const std::string& program) {
+  return RunCommand("command -v " + program + " >/dev/null").status == 0;
+}
+
+void WriteFile(const std::string& path, uint64_t size, unsigned char byte) {
+  int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+  ASSERT_GE(fd, 0) << path << ": " << std::strerror(errno);
+  std::vector<unsigned char> buf(1 << 20, byte);
+  for (uint64_t done = 0; done < size;) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - done));
+    ASSERT_EQ(::write(fd, buf.data(), n), static_cast<ssize_t>(n));
+    done += n;
+  }
+  ::close(fd);
+}
+
+}  // namespace vstack::testing

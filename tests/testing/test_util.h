@@ -1,0 +1,94 @@
+// Shared test helpers: status assertions that print the error, temporary directories, a fast
+// deterministic RNG, patterned buffers and a batch runner that checks every request completes
+// exactly once.
+#ifndef VSTACK_TESTS_TESTING_TEST_UTIL_H_
+#define VSTACK_TESTS_TESTING_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/aligned_buffer.h"
+#include "lib/block_device.h"
+#include "lib/errors.h"
+
+namespace vstack::testing {
+
+inline ::testing::AssertionResult IsOk(const Status& s) {
+  if (s) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << s.error().ToString();
+}
+template <typename T>
+::testing::AssertionResult IsOk(const Result<T>& r) {
+  if (r) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << r.error().ToString();
+}
+inline ::testing::AssertionResult IsOk(const std::error_code& ec) {
+  if (!ec) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << ec.category().name() << ":" << ec.value() << " "
+                                       << ec.message();
+}
+
+#define ASSERT_OK(expr) ASSERT_TRUE(::vstack::testing::IsOk(expr))
+#define EXPECT_OK(expr) EXPECT_TRUE(::vstack::testing::IsOk(expr))
+
+// A fresh directory under $TMPDIR (or /var/tmp), removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// xorshift64*: fast, deterministic per seed.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed * 0x9E3779B97F4A7C15ull + 1) {}
+  uint64_t Next() {
+    s_ ^= s_ >> 12;
+    s_ ^= s_ << 25;
+    s_ ^= s_ >> 27;
+    return s_ * 0x2545F4914F6CDD1Dull;
+  }
+  // Uniform in [0, n).
+  uint64_t Below(uint64_t n) { return n ? Next() % n : 0; }
+  void Fill(void* data, size_t len);
+
+ private:
+  uint64_t s_;
+};
+
+// An aligned buffer of `len` bytes filled from `rng`.
+AlignedBuffer RandomBuffer(Rng& rng, size_t len, size_t alignment = 4096);
+
+// Submits all `reqs` in one batch and polls until every one has completed. Fails the test if
+// any callback runs more than once. Returns the number of callbacks that ran.
+size_t RunBatch(IoQueue& queue, std::vector<IoRequest>& reqs);
+
+// The result of running a shell command: exit status (-1 if it did not exit normally) and its
+// stdout and stderr, interleaved.
+struct CommandResult {
+  int status = -1;
+  std::string output;
+};
+CommandResult RunCommand(const std::string& command);
+// Runs the vstack CLI built alongside the tests with `args`.
+CommandResult RunVstack(const std::string& args);
+// True if `program` is on PATH (interop tests need qemu-img, fio, ...; the README set-up
+// installs them, so their absence is a failure there, but unit runs elsewhere may skip).
+bool HaveProgram(const std::string& program);
+
+// Creates a file of `size` bytes filled with `byte`.
+void WriteFile(const std::string& path, uint64_t size, unsigned char byte);
+
+}  // namespace vstack::testing
+
+#endif  // VSTACK_TESTS_TESTING_TEST_UTIL_H_

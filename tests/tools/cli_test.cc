@@ -1,0 +1,69 @@
+// The vstack CLI as a user runs it: exit codes, messages, and JSON that parses and agrees with
+// the text.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <string>
+
+#include "tests/testing/test_util.h"
+
+namespace vstack {
+namespace {
+
+using testing::CommandResult;
+using testing::RunVstack;
+
+TEST(Cli, VersionAndHelp) {
+  CommandResult v = RunVstack("--version");
+  EXPECT_EQ(v.status, 0);
+  EXPECT_NE(v.output.find("vstack 0."), std::string::npos) << v.output;
+  for (const char* sub : {"info", "layers"}) {
+    CommandResult h = RunVstack(std::string(sub) + " --help");
+    EXPECT_EQ(h.status, 0) << sub;
+    EXPECT_NE(h.output.find("Usage"), std::string::npos) << h.output;
+  }
+  CommandResult none = RunVstack("");
+  EXPECT_NE(none.status, 0);
+}
+
+TEST(Cli, InfoTextAndJsonAgree) {
+  CommandResult t = RunVstack("info passthrough+memory:64M");
+  ASSERT_EQ(t.status, 0) << t.output;
+  EXPECT_NE(t.output.find("virtual size:     67108864 (64 MiB)"), std::string::npos) << t.output;
+  EXPECT_NE(t.output.find("[0] passthrough"), std::string::npos);
+  EXPECT_NE(t.output.find("[1] memory"), std::string::npos);
+  CommandResult j = RunVstack("info --output=json passthrough+memory:64M");
+  ASSERT_EQ(j.status, 0) << j.output;
+  auto doc = nlohmann::json::parse(j.output);
+  EXPECT_EQ(doc["geometry"]["size_bytes"], 67108864u);
+  ASSERT_EQ(doc["layers"].size(), 2u);
+  EXPECT_EQ(doc["layers"][0]["kind"], "passthrough");
+  EXPECT_EQ(doc["layers"][1]["kind"], "memory");
+  EXPECT_EQ(doc["spec"], "passthrough+memory:64M");
+}
+
+TEST(Cli, BadInputGivesAClearErrorAndNonZeroStatus) {
+  CommandResult r = RunVstack("info nosuch+memory:1M");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("vstack info: unknown layer 'nosuch'"), std::string::npos) << r.output;
+  CommandResult m = RunVstack("info /nonexistent/disk.img");
+  EXPECT_EQ(m.status, 1);
+  EXPECT_NE(m.output.find("No such file or directory"), std::string::npos) << m.output;
+  CommandResult o = RunVstack("info --output=xml memory:1M");
+  EXPECT_NE(o.status, 0);
+}
+
+TEST(Cli, LayersListsEveryComponentInJson) {
+  CommandResult j = RunVstack("layers --output=json");
+  ASSERT_EQ(j.status, 0);
+  auto doc = nlohmann::json::parse(j.output);
+  std::set<std::string> names;
+  for (auto& c : doc) names.insert(c["name"]);
+  for (const char* n : {"memory", "null", "file", "uring", "passthrough"}) {
+    EXPECT_TRUE(names.count(n)) << n;
+  }
+}
+
+}  // namespace
+}  // namespace vstack

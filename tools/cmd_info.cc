@@ -1,0 +1,84 @@
+// vstack info [--output=json] SPEC|FILE: geometry, capabilities and the layer chain of a
+// stack, with each layer's own facts (Properties).
+#include <fmt/format.h>
+
+#include "lib/registry.h"
+#include "lib/size.h"
+#include "tools/command.h"
+#include "tools/output.h"
+
+namespace vstack::cli {
+namespace {
+
+struct InfoArgs {
+  std::string target;
+  OutputFormat output = OutputFormat::kText;
+};
+
+std::string Limit(uint64_t v) { return v ? std::to_string(v) + " (" + FormatSize(v) + ")" : "unlimited"; }
+
+void PrintText(const std::string& spec, BlockDevice& dev) {
+  const Geometry& g = dev.geometry();
+  fmt::print("stack:            {}\n", spec);
+  fmt::print("virtual size:     {} ({})\n", g.size_bytes, FormatSize(g.size_bytes));
+  fmt::print("logical block:    {}\n", g.logical_block);
+  fmt::print("physical block:   {}\n", g.physical_block);
+  fmt::print("memory alignment: {}\n", g.mem_alignment);
+  fmt::print("max transfer:     {}\n", Limit(g.max_transfer));
+  if (g.optimal_transfer) fmt::print("optimal transfer: {}\n", FormatSize(g.optimal_transfer));
+  fmt::print("capabilities:     {}\n", CapabilitiesToString(dev.capabilities()));
+  fmt::print("layers (top first):\n");
+  int level = 0;
+  for (BlockDevice* d : StackChain(dev)) {
+    fmt::print("  [{}] {:<12} {}\n", level++, d->kind(), d->Describe());
+    PropertyList props;
+    d->Properties(props);
+    size_t width = 0;
+    for (const Property& p : props) width = std::max(width, p.key.size());
+    for (const Property& p : props) {
+      fmt::print("        {:<{}}  {}\n", p.key, width, PropertyText(p));
+    }
+  }
+}
+
+nlohmann::json Json(const std::string& spec, BlockDevice& dev) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (BlockDevice* d : StackChain(dev)) {
+    PropertyList props;
+    d->Properties(props);
+    layers.push_back({{"kind", d->kind()},
+                      {"description", d->Describe()},
+                      {"geometry", ToJson(d->geometry())},
+                      {"capabilities", CapabilitiesJson(d->capabilities())},
+                      {"properties", ToJson(props)}});
+  }
+  return {{"spec", spec},
+          {"geometry", ToJson(dev.geometry())},
+          {"capabilities", CapabilitiesJson(dev.capabilities())},
+          {"layers", layers}};
+}
+
+}  // namespace
+
+void AddInfoCommand(CLI::App& app) {
+  auto args = std::make_shared<InfoArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "info", "Show a stack's geometry, capabilities and layers (a spec, or an image file)");
+  cmd->add_option("target", args->target, "stack spec (e.g. vhd+file:d.vhd) or image file")
+      ->required();
+  AddOutputOption(cmd, &args->output);
+  cmd->callback([args] {
+    std::string spec;
+    OpenOptions open;
+    open.read_only = true;
+    auto dev = OpenImage(args->target, open, &spec);
+    if (!dev) Fail("info", dev.error().ToString());
+    if (args->output == OutputFormat::kJson) {
+      fmt::print("{}\n", Json(spec, **dev).dump(2));
+    } else {
+      PrintText(spec, **dev);
+    }
+  });
+}
+
+}  // namespace vstack::cli

@@ -1,0 +1,122 @@
+#include "tools/output.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "lib/size.h"
+
+namespace vstack::cli {
+
+void AddOutputOption(CLI::App* cmd, OutputFormat* format) {
+  static const std::map<std::string, OutputFormat> kMap = {{"text", OutputFormat::kText},
+                                                           {"json", OutputFormat::kJson}};
+  cmd->add_option("--output", *format, "output format: text or json")
+      ->transform(CLI::CheckedTransformer(kMap, CLI::ignore_case))
+      ->default_str("text");
+}
+
+TextTable::TextTable(std::vector<std::string> header, std::vector<bool> numeric)
+    : header_(std::move(header)), numeric_(std::move(numeric)) {
+  numeric_.resize(header_.size(), false);
+}
+
+void TextTable::AddRow(std::vector<std::string> cells) {
+  cells.resize(header_.size());
+  rows_.push_back(std::move(cells));
+}
+
+void TextTable::AddRule() { rows_.emplace_back(); }
+
+std::string TextTable::Render(const std::string& indent) const {
+  std::vector<size_t> width(header_.size());
+  for (size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
+  for (const auto& row : rows_) {
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out = indent;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (c) out += "  ";
+      const std::string& s = cells[c];
+      const std::string pad(width[c] - s.size(), ' ');
+      out += numeric_[c] ? pad + s : (c + 1 == cells.size() ? s : s + pad);
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string out = line(header_);
+  size_t total = 0;
+  for (size_t w : width) total += w;
+  const std::string rule = indent + std::string(total + 2 * (width.size() - 1), '-') + "\n";
+  out += rule;
+  for (const auto& row : rows_) out += row.empty() ? rule : line(row);
+  return out;
+}
+
+nlohmann::json ToJson(const PropertyValue& v) {
+  return std::visit([](const auto& x) { return nlohmann::json(x); }, v);
+}
+
+nlohmann::json ToJson(const PropertyList& props) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const Property& p : props) j[p.key] = ToJson(p.value);
+  return j;
+}
+
+nlohmann::json ToJson(const Geometry& g) {
+  return {{"size_bytes", g.size_bytes},         {"logical_block", g.logical_block},
+          {"physical_block", g.physical_block}, {"mem_alignment", g.mem_alignment},
+          {"max_transfer", g.max_transfer},     {"optimal_transfer", g.optimal_transfer}};
+}
+
+nlohmann::json CapabilitiesJson(Capabilities caps) {
+  nlohmann::json j = nlohmann::json::array();
+  const std::string s = CapabilitiesToString(caps);
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    j.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return j;
+}
+
+nlohmann::json ToJson(const LayerStats& stats) {
+  nlohmann::json ops = nlohmann::json::object();
+  for (int i = 0; i < kOpCount; ++i) {
+    const auto& h = stats.latency[i];
+    ops[std::string(OpName(static_cast<Op>(i)))] = {
+        {"ops", stats.op[i].ops},
+        {"bytes", stats.op[i].bytes},
+        {"errors", stats.op[i].errors},
+        {"latency_ns", {{"mean", h.mean()}, {"p50", h.Percentile(50)}, {"p99", h.Percentile(99)},
+                        {"max", h.max()}}}};
+  }
+  nlohmann::json counters = nlohmann::json::object();
+  for (size_t i = 0; i < stats.counter_names.size(); ++i) {
+    counters[stats.counter_names[i]] = stats.counters[i];
+  }
+  return {{"ops", ops}, {"in_flight", stats.in_flight}, {"counters", counters}};
+}
+
+std::string PropertyText(const Property& p) {
+  std::string s = PropertyValueToString(p.value);
+  if (p.unit == "bytes") {
+    if (const uint64_t* v = std::get_if<uint64_t>(&p.value); v && *v >= 1024) {
+      s += " (" + FormatSize(*v) + ")";
+    }
+  } else if (!p.unit.empty()) {
+    s += " " + p.unit;
+  }
+  return s;
+}
+
+std::vector<BlockDevice*> StackChain(BlockDevice& top) {
+  std::vector<BlockDevice*> chain;
+  for (BlockDevice* d = &top; d != nullptr; d = d->lower()) chain.push_back(d);
+  return chain;
+}
+
+}  // namespace vstack::cli
