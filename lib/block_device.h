@@ -42,6 +42,20 @@ namespace vstack {
 class IoQueue;
 class BlockDevice;
 
+// What `vstack check` asks of a layer: only look, repair leaked space, or repair everything
+// that can be repaired safely (qemu-img check's -r leaks / -r all).
+enum class CheckMode { kReadOnly, kRepairLeaks, kRepairAll };
+
+struct CheckResult {
+  uint64_t corruptions = 0;  // problems that make data unreliable
+  uint64_t leaks = 0;        // space allocated but unused: harmless
+  uint64_t repaired = 0;     // problems fixed by this run
+  std::vector<std::string> messages;  // one line each, naming the field and offset
+
+  void Corruption(std::string m) { ++corruptions; messages.push_back("ERROR " + std::move(m)); }
+  void Leak(std::string m) { ++leaks; messages.push_back("Leaked " + std::move(m)); }
+};
+
 // Devices are owned through DevicePtr, whose deleter calls Close() (ignoring its result) before
 // deleting, so metadata is persisted even when the owner forgets to close. Call Close() yourself
 // to see errors.
@@ -89,6 +103,13 @@ class BlockDevice {
   // range, in order, to `out`. The default reports one data extent. Devices with kCapExtents
   // report holes (never allocated / discarded) and known-zero ranges. Thread-safe; may do I/O.
   virtual Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out);
+
+  // Verifies this layer's own metadata (not the layers below; `vstack check` walks the stack).
+  // Adds what it finds to `out`. With a repair mode, fixes what can be fixed without losing
+  // data and counts it in out->repaired. The default has nothing to check. Returns an error
+  // only when the check itself could not run (I/O error); corruption goes into `out`.
+  // REQUIRES: no queue of this device is in use by another thread.
+  virtual Status Check(CheckMode mode, CheckResult* out) { return OkStatus(); }
 
   // Persists metadata and releases resources; a layer then closes the device below it. After
   // Close, OpenQueue fails. Idempotent: later calls return the first result.

@@ -1,6 +1,8 @@
 #include "lib/registry.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -193,6 +195,57 @@ bool IsStackSpec(std::string_view text) {
   if (!parts) return false;
   const ComponentInfo* last = Registry::Global().Find(parts->back().name);
   return last != nullptr && last->kind == ComponentKind::kBackend;
+}
+
+Status CreateImage(std::string_view format, const std::string& path, uint64_t size,
+                   std::string_view options) {
+  // Reuse the spec grammar for the option list: "fmt:k=v,k=v".
+  std::string text(format);
+  if (!options.empty()) text += ":" + std::string(options);
+  VSTACK_ASSIGN_OR_RETURN(std::vector<SpecPart> parts, ParseSpec(text));
+  if (parts.size() != 1 || !parts[0].positional.empty()) {
+    return MakeError(Errc::kInvalidArgument, "invalid create options '" + std::string(options) + "'");
+  }
+  const SpecPart& part = parts[0];
+  if (part.name == "raw") {
+    if (!part.options.empty()) {
+      return MakeError(Errc::kInvalidArgument, "format 'raw' takes no create options");
+    }
+    const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      const int err = errno;
+      return MakeError(SystemError(err), "cannot create '" + path + "': " + SystemError(err).message());
+    }
+    const bool ok = ::ftruncate(fd, static_cast<off_t>(size)) == 0;
+    const int err = errno;
+    ::close(fd);
+    if (!ok) {
+      ::unlink(path.c_str());
+      return MakeError(SystemError(err), "cannot size '" + path + "': " + SystemError(err).message());
+    }
+    return OkStatus();
+  }
+  const ComponentInfo* info = Registry::Global().Find(part.name);
+  if (info == nullptr || !info->create) {
+    std::string formats = "raw";
+    for (const ComponentInfo* c : Registry::Global().All()) {
+      if (c->create) formats += ", " + c->name;
+    }
+    return MakeError(Errc::kNotFound, "unknown image format '" + part.name +
+                                          "'; formats that can be created: " + formats);
+  }
+  for (const SpecOption& o : part.options) {
+    const bool known = std::any_of(info->create_options.begin(), info->create_options.end(),
+                                   [&](const OptionInfo& d) { return d.name == o.key; });
+    if (!known) {
+      std::string valid;
+      for (const OptionInfo& d : info->create_options) valid += (valid.empty() ? "" : ", ") + d.name;
+      return MakeError(Errc::kInvalidArgument, "unknown create option '" + o.key + "' for '" +
+                                                   part.name + "'; valid options: " + valid);
+    }
+  }
+  OptionValues values(part.name, "", part.options, &info->create_options);
+  return info->create(path, size, values);
 }
 
 Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& options,

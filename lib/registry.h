@@ -81,6 +81,12 @@ struct ComponentInfo {
   // Image formats only: true if `device` holds an image of this format, so that a bare path
   // can be opened as "<name>+file:PATH" (OpenImage).
   std::function<bool(BlockDevice& device)> probe;
+  // Image formats only: creates a new image of virtual size `size` at `path` (an existing file
+  // is an error), like `qemu-img create -f <name> -o <options>`. `options` are checked against
+  // `create_options` first.
+  std::function<Status(const std::string& path, uint64_t size, const OptionValues& options)>
+      create;
+  std::vector<OptionInfo> create_options;
 };
 
 class Registry {
@@ -109,6 +115,12 @@ Result<DevicePtr> Open(std::string_view spec, const OpenOptions& options = {});
 
 // True if `text` parses as a spec whose last part is a registered backend.
 bool IsStackSpec(std::string_view text);
+
+// Creates an image file, like `qemu-img create -f FORMAT -o OPTIONS PATH SIZE`. FORMAT is "raw"
+// (a sparse file) or a registered format with a `create` hook; OPTIONS is "k=v,k=v" checked
+// against the format's create_options. Never overwrites an existing file.
+Status CreateImage(std::string_view format, const std::string& path, uint64_t size,
+                   std::string_view options = "");
 
 // Opens a spec, or a path: a path is opened with the file backend and every registered format
 // probe (e.g. VHD's footer check) decides which format layer goes on top; a file no format

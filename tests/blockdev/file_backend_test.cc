@@ -162,3 +162,27 @@ TEST(OpenImage, PathsAreProbedAndSpecsPassThrough) {
 
 }  // namespace
 }  // namespace vstack
+
+namespace vstack {
+namespace {
+
+TEST(CreateImage, RawIsSparseAndNeverOverwrites) {
+  testing::TempDir dir;
+  const std::string p = dir.File("new.raw");
+  ASSERT_OK(CreateImage("raw", p, 1 << 30));
+  EXPECT_EQ(std::filesystem::file_size(p), 1u << 30);
+  struct stat st;
+  ASSERT_EQ(::stat(p.c_str(), &st), 0);
+  EXPECT_LT(st.st_blocks * 512, 1 << 20) << "raw images are created sparse";
+  auto again = CreateImage("raw", p, 1 << 20);
+  ASSERT_FALSE(again);
+  EXPECT_NE(again.error().message.find("File exists"), std::string::npos) << again.error().message;
+  EXPECT_EQ(std::filesystem::file_size(p), 1u << 30);
+  auto bad = CreateImage("nosuch", dir.File("x"), 1 << 20);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("unknown image format 'nosuch'"), std::string::npos);
+  EXPECT_FALSE(CreateImage("raw", dir.File("y"), 1 << 20, "preallocation=full"));
+}
+
+}  // namespace
+}  // namespace vstack
