@@ -236,6 +236,7 @@ class IoQueue {
   IoRequest* done_head_ = nullptr;  // completed, callbacks pending (FIFO)
   IoRequest* done_tail_ = nullptr;
   std::vector<IoRequest*> scratch_;
+  std::vector<IoRequest*> plugged_;  // submitted by callbacks during Drain; see Submit()
   std::vector<std::unique_ptr<Child>> free_children_;
   std::vector<std::unique_ptr<Fanout>> free_fanouts_;
 
