@@ -53,10 +53,17 @@ LayerStats BlockDevice::Stats() const {
   return out;
 }
 
-Status BlockDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
+Status BlockDevice::CheckRange(uint64_t offset, uint64_t length) const {
   if (offset > geometry_.size_bytes || length > geometry_.size_bytes - offset) {
-    return MakeError(Errc::kOutOfRange, "extent query beyond the end of the device");
+    return MakeError(Errc::kOutOfRange, kind_ + ": range " + std::to_string(offset) + "+" +
+                                            std::to_string(length) + " is beyond the end (" +
+                                            std::to_string(geometry_.size_bytes) + ")");
   }
+  return OkStatus();
+}
+
+Status BlockDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
+  VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
   AppendExtent(out, offset, length, 0);
   return OkStatus();
 }
