@@ -55,7 +55,9 @@ class RecordingQueue final : public LayerQueue {
 
 }  // namespace
 
-RecordingDevice::RecordingDevice(DevicePtr lower) : Layer("recording", std::move(lower)) {}
+RecordingDevice::RecordingDevice(DevicePtr lower) : Layer("recording", std::move(lower)) {
+  set_capabilities(capabilities() | (lower_device().capabilities() & kCapResizable));
+}
 
 Result<std::unique_ptr<IoQueue>> RecordingDevice::DoOpenQueue() {
   VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());

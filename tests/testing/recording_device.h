@@ -5,7 +5,9 @@
 //
 // The model (docs/design.md): a write that completed before a flush was submitted is durable
 // once that flush completes; any other write submitted before the crash may or may not have
-// reached the media, in any order; nothing submitted after the crash did.
+// reached the media, in any order; nothing submitted after the crash did. A crash image is as
+// long as the base plus the writes applied to it: growing with Resize (which the recording
+// device forwards, keeping kCapResizable) is not an event, as for a file grown by pwrite.
 #ifndef VSTACK_TESTS_TESTING_RECORDING_DEVICE_H_
 #define VSTACK_TESTS_TESTING_RECORDING_DEVICE_H_
 
@@ -42,6 +44,7 @@ class RecordingDevice final : public Layer {
 
  protected:
   Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
+  Status DoResize(uint64_t size) override { return lower_device().Resize(size); }
 
  private:
   mutable std::mutex mu_;
