@@ -66,6 +66,7 @@ Status BlockDevice::Resize(uint64_t size) {
   if (!Has(kCapResizable)) {
     return MakeError(Errc::kNotSupported, kind_ + ": this device cannot be resized");
   }
+  if (read_only()) return MakeError(Errc::kReadOnly, kind_ + ": read-only, cannot be resized");
   if (size == 0 || size % geometry_.logical_block != 0) {
     return MakeError(Errc::kUnaligned, kind_ + ": new size " + std::to_string(size) +
                                            " is not a positive multiple of " +

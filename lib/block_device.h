@@ -113,7 +113,8 @@ class BlockDevice {
   // REQUIRES: no queue of this device is in use by another thread.
   virtual Status Check(CheckMode mode, CheckResult* out) { return OkStatus(); }
 
-  // Changes the size of a device with kCapResizable (others: Errc::kNotSupported), for an image
+  // Changes the size of a device with kCapResizable (others: Errc::kNotSupported; read-only
+  // devices: Errc::kReadOnly), for an image
   // format that grows or shrinks its file (VHD). `size` must be a multiple of logical_block.
   // Growing makes [old size, size) addressable and reading as zeros; a regular file's length on
   // disk then follows the data written there, as with pwrite past the end, so after a crash

@@ -173,9 +173,9 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
   Capabilities caps = kCapRead | kCapFlush | kCapPersistent | kCapThreadSafe;
   if (!p.read_only) {
     caps |= kCapWrite | kCapFua | kCapDiscard | kCapWriteZeroes;
-    if (!out.is_block_device) caps |= kCapDiscardZeroes | kCapFastZeroes | kCapResizable;
+    if (!out.is_block_device) caps |= kCapDiscardZeroes | kCapFastZeroes;
   }
-  if (!out.is_block_device) caps |= kCapExtents;
+  if (!out.is_block_device) caps |= kCapExtents | kCapResizable;
   out.caps = caps;
   return out;
 }

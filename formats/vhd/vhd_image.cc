@@ -302,7 +302,10 @@ class Loader {
       }
       const Region* hit = nullptr;
       for (const Region& m : meta) {
-        if (start < m.end && m.start < end) hit = &m;
+        if (start < m.end && m.start < end) {
+          hit = &m;
+          break;
+        }
       }
       if (hit != nullptr) {
         VSTACK_RETURN_IF_ERROR(Corrupt(true, {Finding::kCorruption,
