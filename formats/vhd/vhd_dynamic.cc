@@ -126,11 +126,21 @@ class DynamicQueue final : public LayerQueue {
     Action action;
   };
 
+  // The steps of an allocation commit (docs/layers/vhd.md, "Write order").
+  enum class Stage : uint8_t {
+    kGrow,          // growable: the footer at the new end of the file
+    kGrowFlush,     // ... made durable before anything is written past the old end
+    kBlocksAndBat,  // growable: bitmaps, data and BAT sectors, all at once
+    kBlocks,        // fixed-size device: bitmaps, data and zeros over stale free space
+    kBlocksFlush,   // ... made durable before the BAT points at them
+    kBat,           // fixed-size device: the BAT sectors
+  };
+
   // The commit this queue is running (one at a time per device).
   struct Commit {
     std::vector<std::unique_ptr<Allocation>> allocs;
     uint64_t footer_at = 0;
-    int stage = 0;
+    Stage stage = Stage::kGrow;
     uint32_t pending = 0;
     std::error_code error;
   };
@@ -490,7 +500,9 @@ class DynamicQueue final : public LayerQueue {
         st_.committing = false;
         return;
       }
-      uint64_t free = st_.next_free;
+      // Growable: the end footer sits at next_free; the first block leaves it in a gap, so that
+      // a new bitmap never lies where old footer bytes are.
+      uint64_t free = st_.next_free + (st_.growable ? kFooterSize : 0);
       for (auto& a : c->allocs) {
         a->committing = true;
         a->pos = PlaceBlock(free, st_.bitmap_bytes);
@@ -508,8 +520,9 @@ class DynamicQueue final : public LayerQueue {
     Count(kCounterCommits);
     Count(kCounterAllocations, commit_->allocs.size());
     if (st_.growable) {
-      // (1) Grow the file: the footer at the new end, then flush, so the file never ends
-      // without a footer, whatever reaches the disk first.
+      // Grow the file: the footer at the new end, then a flush, so that the file never ends
+      // without a footer and no BAT entry can point past its end, whatever reaches the disk
+      // first.
       Status grown = st_.lower.Resize(commit_->footer_at + kFooterSize);
       if (!grown) {
         FinishCommit(grown.error().code);
@@ -518,10 +531,11 @@ class DynamicQueue final : public LayerQueue {
       LowerOp* op = NewOp(Kind::kCommit);
       SetPayload(op, Op::kWrite, commit_->footer_at, st_.footer_bytes.data(), kFooterSize);
       Count(kCounterFooterWrites);
-      commit_->stage = 1;
+      commit_->stage = Stage::kGrow;
       commit_->pending = 1;
       Issue(op);
     } else {
+      commit_->stage = Stage::kBlocks;
       StageBlocks();
     }
   }
@@ -535,17 +549,27 @@ class DynamicQueue final : public LayerQueue {
       return;
     }
     switch (c.stage) {
-      case 1:  // footer written
-      case 3:  // bitmaps and data written
+      case Stage::kGrow:
+        c.stage = Stage::kGrowFlush;
         IssueCommitFlush();
         return;
-      case 2:
+      case Stage::kGrowFlush:
+        // The new space is durable and reads as zeros, so a BAT entry that lands before its
+        // bitmap and data shows an empty block: the three go down together.
+        c.stage = Stage::kBlocksAndBat;
         StageBlocks();
-        return;
-      case 4:
         StageBat();
         return;
-      case 5:
+      case Stage::kBlocks:
+        c.stage = Stage::kBlocksFlush;
+        IssueCommitFlush();
+        return;
+      case Stage::kBlocksFlush:
+        c.stage = Stage::kBat;
+        StageBat();
+        return;
+      case Stage::kBlocksAndBat:
+      case Stage::kBat:
         FinishCommit({});
         return;
     }
@@ -555,17 +579,14 @@ class DynamicQueue final : public LayerQueue {
     LowerOp* op = NewOp(Kind::kCommit);
     op->req.op = Op::kFlush;
     Count(kCounterMetaFlushes);
-    ++commit_->stage;
     commit_->pending = 1;
     Issue(op);
   }
 
-  // (2) Bitmaps with the exact bits, the data of the writes, and (over a fixed-size device
-  // whose free space may hold old bytes) zeros for the rest of each block.
+  // Bitmaps with the exact bits, the data of the writes, and (over a fixed-size device whose
+  // free space may hold old bytes) zeros for the rest of each block. Adds to `pending`.
   void StageBlocks() {
     Commit& c = *commit_;
-    c.stage = 3;
-    c.pending = 0;
     for (auto& a : c.allocs) {
       LowerOp* bm = NewOp(Kind::kCommit);
       SetPayload(bm, Op::kWrite, a->pos, a->bits.data(), st_.bitmap_bytes);
@@ -603,11 +624,9 @@ class DynamicQueue final : public LayerQueue {
     }
   }
 
-  // (3) The BAT sectors holding the new entries, one write per sector.
+  // The BAT sectors holding the new entries, one write per sector. Adds to `pending`.
   void StageBat() {
     Commit& c = *commit_;
-    c.stage = 5;
-    c.pending = 0;
     std::vector<uint64_t> sectors;
     for (auto& a : c.allocs) sectors.push_back(a->block / kEntriesPerBatSector);
     std::sort(sectors.begin(), sectors.end());
@@ -628,7 +647,7 @@ class DynamicQueue final : public LayerQueue {
     }
   }
 
-  // (4) Publishes the entries (unless the commit failed: then the blocks are leaked), completes
+  // Publishes the entries (unless the commit failed: then the blocks are leaked), completes
   // the writes, translates the late arrivals again, and passes the commit role on.
   void FinishCommit(std::error_code ec) {
     std::unique_ptr<Commit> c = std::move(commit_);

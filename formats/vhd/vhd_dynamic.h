@@ -11,10 +11,12 @@
 // queue (re-translating a piece, issuing the next bitmap write, taking over the next commit)
 // is handed to them through their inbox.
 //
-// Write order of an allocation commit (docs/layers/vhd.md): (1) the file grows: footer at the
-// new end, flush; (2) bitmaps and data of every block in the group, flush; (3) the BAT sectors
-// that changed; (4) the entries are published in memory and the writes complete. A crash at
-// any point leaves a valid image: at worst the new blocks are leaked.
+// Write order of an allocation commit (docs/layers/vhd.md): over a file, (1) the footer at the
+// new end of the file, flush; (2) bitmaps, data and the changed BAT sectors together (the new
+// space reads as zeros, so a BAT entry that lands first shows an empty block). Over a
+// fixed-size device, whose free space may hold old bytes: (1) bitmaps, data and zeros, flush;
+// (2) the BAT sectors. Then the entries are published in memory and the writes complete. A
+// crash at any point leaves a valid image: at worst the new blocks are leaked.
 #ifndef VSTACK_FORMATS_VHD_VHD_DYNAMIC_H_
 #define VSTACK_FORMATS_VHD_VHD_DYNAMIC_H_
 

@@ -336,7 +336,8 @@ class Loader {
       if (bad[i]) img_.unusable.push_back(i);
     }
 
-    // Leaks: space no structure uses, beyond the padding that aligns data areas.
+    // Leaks: space no structure uses, beyond the padding in front of a block (less than
+    // 512 + 4096 bytes: the gap over the old footer, and the alignment of the data area).
     std::vector<Region> all = meta;
     for (const Region& b : blocks) {
       if (!bad[static_cast<size_t>(b.index)]) all.push_back(b);
@@ -345,7 +346,7 @@ class Loader {
               [](const Region& a, const Region& b) { return a.start < b.start; });
     uint64_t cursor = 0;
     for (const Region& r : all) {
-      if (r.start >= cursor + kDataAlignment) {
+      if (r.start >= cursor + 2 * kDataAlignment) {
         img_.findings.push_back({Finding::kLeak,
                                  "VHD: " + Off(r.start - cursor) + " unused bytes at offset " +
                                      Off(cursor) + " (reclaimed by `vstack compact`)",

@@ -94,7 +94,9 @@ TEST(VhdCrash, EveryPrefixAndSampledReorderingsOpenCheckAndKeepFlushedData) {
   {
     auto file = Open("file:" + path);
     ASSERT_OK(file);
-    auto* rec = new RecordingDevice(std::move(*file));
+    // Completions are deferred and reordered, so the engine cannot lean on the synchronous
+    // file backend finishing everything inside Submit.
+    auto* rec = new RecordingDevice(std::move(*file), /*defer_completions=*/true);
     auto dev = vhd::VhdDevice::Open(DevicePtr(rec), vhd::SizeRule::kAuto, false);
     ASSERT_OK(dev);
     auto q = (*dev)->OpenQueue();
@@ -160,7 +162,7 @@ TEST(VhdCrash, EveryPrefixAndSampledReorderingsOpenCheckAndKeepFlushedData) {
     for (const auto& [completed, state] : flushes) {
       if (completed < crash) durable = state;
     }
-    for (int sample = 0; sample < 6; ++sample) {
+    for (int sample = 0; sample < 4; ++sample) {
       const std::vector<unsigned char> img =
           CrashImage(base, log, crash, sample == 0 ? nullptr : &rng);
       ++images;
@@ -206,7 +208,7 @@ TEST(VhdCrash, EveryPrefixAndSampledReorderingsOpenCheckAndKeepFlushedData) {
       }
     }
   }
-  EXPECT_GT(images, 400);
+  EXPECT_GT(images, 300);
   EXPECT_GT(with_leaks, 0) << "some crash points leave leaked blocks (and that is allowed)";
 }
 

@@ -35,6 +35,16 @@ class RecordingQueue final : public LayerQueue {
     lower().Submit(children);
   }
 
+  void DoPoll(bool wait) override {
+    LayerQueue::DoPoll(wait && deferred_.empty());
+    // A blocking poll always makes progress; a non-blocking one only sometimes.
+    if (deferred_.empty() || (!wait && order_.Below(2) == 0)) return;
+    std::swap(deferred_[order_.Below(deferred_.size())], deferred_.back());
+    Child* c = deferred_.back();
+    deferred_.pop_back();
+    Finish(c);
+  }
+
  private:
   struct Child {
     IoRequest req;
@@ -44,18 +54,28 @@ class RecordingQueue final : public LayerQueue {
   };
   static void OnDone(IoRequest& r) {
     Child* c = static_cast<Child*>(r.user_data);
-    if (!r.status) c->queue->dev_.OnComplete(c->index);
-    c->queue->Complete(*c->parent, r.status);
-    c->queue->pool_.Put(c);
+    if (c->queue->dev_.defer_completions()) {
+      c->queue->deferred_.push_back(c);
+      return;
+    }
+    c->queue->Finish(c);
+  }
+  void Finish(Child* c) {
+    if (!c->req.status) dev_.OnComplete(c->index);
+    Complete(*c->parent, c->req.status);
+    pool_.Put(c);
   }
 
   RecordingDevice& dev_;
   RequestPool<Child> pool_;
+  std::vector<Child*> deferred_;  // completed below, not yet reported (defer_completions)
+  Rng order_{7};                  // which deferred request completes next
 };
 
 }  // namespace
 
-RecordingDevice::RecordingDevice(DevicePtr lower) : Layer("recording", std::move(lower)) {
+RecordingDevice::RecordingDevice(DevicePtr lower, bool defer_completions)
+    : Layer("recording", std::move(lower)), defer_(defer_completions) {
   set_capabilities(capabilities() | (lower_device().capabilities() & kCapResizable));
 }
 

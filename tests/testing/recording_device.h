@@ -31,7 +31,12 @@ struct RecordedOp {
 
 class RecordingDevice final : public Layer {
  public:
-  explicit RecordingDevice(DevicePtr lower);
+  // With `defer_completions`, every request completes only at a later Poll (at most one per
+  // Poll, and a non-blocking Poll only every other time on average), in a pseudo-random order, whatever the device below did: a layer above cannot rely on
+  // completion order or on inline completion, and the log's completion events are when the
+  // layer above learnt of them.
+  explicit RecordingDevice(DevicePtr lower, bool defer_completions = false);
+  bool defer_completions() const { return defer_; }
 
   // A copy of the log so far.
   std::vector<RecordedOp> Log() const;
@@ -47,6 +52,7 @@ class RecordingDevice final : public Layer {
   Status DoResize(uint64_t size) override { return lower_device().Resize(size); }
 
  private:
+  const bool defer_;
   mutable std::mutex mu_;
   std::vector<RecordedOp> log_;
   uint64_t seq_ = 0;
