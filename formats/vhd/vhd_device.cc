@@ -25,13 +25,7 @@ class FixedQueue final : public LayerQueue {
       Child* c = pool_.Get();
       c->parent = parent;
       c->queue = this;
-      c->req = IoRequest{};
-      c->req.op = parent->op;
-      c->req.flags = parent->flags;
-      c->req.offset = parent->offset;
-      c->req.length = parent->length;
-      c->req.iov = parent->iov;
-      c->req.iovcnt = parent->iovcnt;
+      ForwardRequest(*parent, &c->req);
       c->req.on_complete = &FixedQueue::OnLowerDone;
       c->req.user_data = c;
       children.push_back(&c->req);
@@ -209,10 +203,7 @@ void VhdDevice::Properties(PropertyList& out) const {
 }
 
 Status VhdDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
-  const uint64_t size = geometry().size_bytes;
-  if (offset > size || length > size - offset) {
-    return MakeError(Errc::kOutOfRange, "extent query beyond the end of the device");
-  }
+  VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
   if (dynamic_) return MapDynamicExtents(*dynamic_, offset, length, out);
   return lower_device().MapExtents(offset, length, out);
 }
