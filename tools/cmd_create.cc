@@ -38,13 +38,14 @@ void AddCreateCommand(CLI::App& app) {
   cmd->add_option("-f,--format", args->format, "image format: raw or vhd")->default_str("raw");
   cmd->add_option("-o,--options", args->options,
                   "format options k=v,k=v (e.g. subformat=dynamic,block_size=2M); -o help lists them");
-  cmd->add_option("file", args->file, "the image file to create (must not exist)")->required();
+  cmd->add_option("file", args->file, "the image file to create (must not exist)");
   cmd->add_option("size", args->size, "virtual size, e.g. 10G, 512M, 1000");
   cmd->callback([args] {
     if (args->options == "help") {
       PrintOptions(args->format);
       return;
     }
+    if (args->file.empty()) Fail("create", "missing FILE and SIZE (e.g. disk.vhd 10G)");
     if (args->size.empty()) Fail("create", "missing SIZE (e.g. 10G)");
     auto size = ParseSize(args->size);
     if (!size) Fail("create", size.error().message);
