@@ -138,7 +138,7 @@ Status VhdDevice::Check(CheckMode mode, CheckResult* out) {
   if (changed) {
     VSTACK_ASSIGN_OR_RETURN(img, LoadImage(lower, /*lenient=*/true));
     image_ = img;
-    if (dynamic_) dynamic_ = std::make_unique<DynamicState>(lower, image_);
+    if (dynamic_) dynamic_ = std::make_unique<DynamicState>(lower, image_, options_.reserve);
   }
   Report(img, out);
   return OkStatus();

@@ -17,14 +17,21 @@ ComponentInfo VhdComponent() {
        "virtual size: auto (current_size; CHS geometry for creators 'vpc ' and 'qemu'), "
        "current or chs",
        "auto"},
+      {"reserve",
+       "dynamic disks in a file: bytes of blocks reserved at once when the file grows, so that "
+       "allocations inside need no flush (0: grow for each commit)",
+       "64M"},
   };
   c.open_layer = [](DevicePtr lower, const OptionValues& o,
                     const OpenOptions& open) -> Result<DevicePtr> {
     VSTACK_ASSIGN_OR_RETURN(std::string rule, o.Choice("size_rule", {"auto", "current", "chs"}));
-    const SizeRule r = rule == "current" ? SizeRule::kCurrent
-                       : rule == "chs"   ? SizeRule::kChs
-                                         : SizeRule::kAuto;
-    return VhdDevice::Open(std::move(lower), r, open.for_check);
+    VhdOptions options;
+    options.size_rule = rule == "current" ? SizeRule::kCurrent
+                        : rule == "chs"   ? SizeRule::kChs
+                                          : SizeRule::kAuto;
+    VSTACK_ASSIGN_OR_RETURN(options.reserve, o.Size("reserve"));
+    options.for_check = open.for_check;
+    return VhdDevice::Open(std::move(lower), options);
   };
   c.probe = [](BlockDevice& device) { return ProbeImage(device); };
   c.create = [](const std::string& path, uint64_t size, const OptionValues& o) -> Status {

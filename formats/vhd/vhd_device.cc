@@ -104,7 +104,7 @@ std::vector<std::string> CounterNames() {
 
 }  // namespace
 
-Result<DevicePtr> VhdDevice::Open(DevicePtr lower, SizeRule rule, bool for_check) {
+Result<DevicePtr> VhdDevice::Open(DevicePtr lower, const VhdOptions& options) {
   const Geometry& g = lower->geometry();
   if (g.logical_block != kSectorSize || g.mem_alignment > kSectorSize) {
     return MakeError(Errc::kInvalidArgument,
@@ -113,19 +113,19 @@ Result<DevicePtr> VhdDevice::Open(DevicePtr lower, SizeRule rule, bool for_check
                          std::to_string(g.mem_alignment) +
                          "-byte memory alignment (use block=512, or no direct=on)");
   }
-  VSTACK_ASSIGN_OR_RETURN(VhdImage image, LoadImage(*lower, for_check));
-  return DevicePtr(new VhdDevice(std::move(lower), std::move(image), rule, for_check));
+  VSTACK_ASSIGN_OR_RETURN(VhdImage image, LoadImage(*lower, options.for_check));
+  return DevicePtr(new VhdDevice(std::move(lower), std::move(image), options));
 }
 
-VhdDevice::VhdDevice(DevicePtr lower, VhdImage image, SizeRule rule, bool for_check)
-    : Layer("vhd", std::move(lower)), image_(std::move(image)) {
+VhdDevice::VhdDevice(DevicePtr lower, VhdImage image, const VhdOptions& options)
+    : Layer("vhd", std::move(lower)), image_(std::move(image)), options_(options) {
   Geometry& g = mutable_geometry();
-  g.size_bytes = VirtualSize(image_.footer, rule, &size_source_);
+  g.size_bytes = VirtualSize(image_.footer, options.size_rule, &size_source_);
   g.logical_block = kSectorSize;
   DeclareCounters(CounterNames());
   const Capabilities below = lower_device().capabilities();
   if (image_.is_dynamic()) {
-    dynamic_ = std::make_unique<DynamicState>(lower_device(), image_);
+    dynamic_ = std::make_unique<DynamicState>(lower_device(), image_, options_.reserve);
     g.optimal_transfer = image_.header.block_size;
     Capabilities caps = kCapRead | kCapFlush | kCapWriteZeroes | kCapExtents;
     caps |= below & (kCapWrite | kCapPersistent | kCapThreadSafe | kCapFastZeroes);
@@ -133,7 +133,6 @@ VhdDevice::VhdDevice(DevicePtr lower, VhdImage image, SizeRule rule, bool for_ch
   } else {
     set_capabilities(below & ~(kCapResizable));
   }
-  (void)for_check;
 }
 
 VhdDevice::~VhdDevice() = default;
@@ -148,6 +147,7 @@ Status VhdDevice::CloseLayer() {
   // Every completed write already has its metadata written; make it durable, as a guest
   // shutting down would.
   if (read_only()) return OkStatus();
+  if (dynamic_) VSTACK_RETURN_IF_ERROR(dynamic_->TrimReservation());
   SyncIo io(lower_device());
   if (std::error_code ec = io.Flush()) {
     return MakeError(ec, "vhd: flush at close failed: " + ec.message());

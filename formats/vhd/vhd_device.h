@@ -3,7 +3,8 @@
 // type is read from the footer. docs/layers/vhd.md describes the format, the size rule, the
 // write order and its crash guarantees, the counters and the limits.
 //
-// Spec options: size_rule=auto|current|chs (which size is the virtual size; see the docs).
+// Spec options: size_rule=auto|current|chs (which size is the virtual size), reserve=64M (how
+// far a growing file is extended at once); see the docs.
 //
 // Fixed disks map offsets one to one. Dynamic disks translate through the BAT, allocate
 // blocks on first write with group commit (vhd_dynamic.h), and keep bitmaps exact.
@@ -37,15 +38,24 @@ enum VhdCounter : size_t {
 
 enum class SizeRule { kAuto, kCurrent, kChs };
 
+// How a VHD is opened (the spec options of `vhd`, and OpenOptions::for_check).
+struct VhdOptions {
+  SizeRule size_rule = SizeRule::kAuto;
+  // Dynamic disks in a file: when the file must grow, room for this many more bytes of blocks
+  // is reserved at once, so the allocations that use it need no flush (docs/layers/vhd.md).
+  uint64_t reserve = 64ull << 20;
+  bool for_check = false;
+};
+
 class VhdDevice final : public Layer {
  public:
   // Use Open; the constructor takes a loaded, validated image.
-  VhdDevice(DevicePtr lower, VhdImage image, SizeRule rule, bool for_check);
+  VhdDevice(DevicePtr lower, VhdImage image, const VhdOptions& options);
   ~VhdDevice() override;
 
-  // Opens the VHD on `lower`: loads and validates its metadata (leniently when `for_check`,
-  // see OpenOptions::for_check).
-  static Result<DevicePtr> Open(DevicePtr lower, SizeRule rule, bool for_check);
+  // Opens the VHD on `lower`: loads and validates its metadata (leniently when
+  // options.for_check, see OpenOptions::for_check).
+  static Result<DevicePtr> Open(DevicePtr lower, const VhdOptions& options = {});
 
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
@@ -63,6 +73,7 @@ class VhdDevice final : public Layer {
 
  private:
   VhdImage image_;
+  VhdOptions options_;
   std::string size_source_;
   std::unique_ptr<DynamicState> dynamic_;
 };

@@ -59,7 +59,7 @@ struct Allocation {
   std::vector<Piece*> later;   // arrived during the commit: translated again afterwards
 };
 
-DynamicState::DynamicState(BlockDevice& lower_device, const VhdImage& image)
+DynamicState::DynamicState(BlockDevice& lower_device, const VhdImage& image, uint64_t reserve)
     : lower(lower_device),
       block_size(image.header.block_size),
       bitmap_bytes(image.header.bitmap_bytes()),
@@ -69,16 +69,44 @@ DynamicState::DynamicState(BlockDevice& lower_device, const VhdImage& image)
       growable(image.growable),
       limit(image.growable ? kMaxBlockStart + image.header.bitmap_bytes() + image.header.block_size
                            : image.footer_offset),
+      reserve_blocks(reserve / image.header.block_size),
       bat(image.bat),
-      next_free(image.growable ? std::max(image.data_end, image.footer_offset) : image.data_end) {
+      next_free(image.growable ? std::max(image.data_end, image.footer_offset) : image.data_end),
+      footer_at(image.footer_offset) {
   for (uint32_t i : image.unusable) bat.SetFlags(i, Bat::kUnusable);
+  for (uint64_t i = 0; i < image.blocks_needed; ++i) {
+    if (image.bat[i] == kUnallocated) ++unallocated;
+  }
 }
 
 DynamicState::~DynamicState() = default;
 
 uint64_t DynamicState::FooterOffset() {
   std::lock_guard lock(mu);
-  return growable ? next_free : limit;
+  return growable ? footer_at : limit;
+}
+
+Status DynamicState::TrimReservation() {
+  uint64_t end;
+  {
+    std::lock_guard lock(mu);
+    if (!growable || footer_at <= next_free) return OkStatus();
+    end = next_free;
+  }
+  SyncIo io(lower);
+  AlignedBuffer footer(kFooterSize, 4096);
+  std::memcpy(footer.data(), footer_bytes.data(), kFooterSize);
+  if (std::error_code ec = io.Write(end, footer.span())) {
+    return MakeError(ec, "vhd: writing the footer at offset " + std::to_string(end) + ": " +
+                             ec.message());
+  }
+  if (std::error_code ec = io.Flush()) {
+    return MakeError(ec, "vhd: flush before trimming the file failed: " + ec.message());
+  }
+  VSTACK_RETURN_IF_ERROR(lower.Resize(end + kFooterSize));
+  std::lock_guard lock(mu);
+  footer_at = end;
+  return OkStatus();
 }
 
 class DynamicQueue final : public LayerQueue {
@@ -128,8 +156,7 @@ class DynamicQueue final : public LayerQueue {
 
   // The steps of an allocation commit (docs/layers/vhd.md, "Write order").
   enum class Stage : uint8_t {
-    kGrow,          // growable: the footer at the new end of the file
-    kGrowFlush,     // ... made durable before anything is written past the old end
+    kGrow,          // growable: the footer at the new end of the file, with FUA
     kBlocksAndBat,  // growable: bitmaps, data and BAT sectors, all at once
     kBlocks,        // fixed-size device: bitmaps, data and zeros over stale free space
     kBlocksFlush,   // ... made durable before the BAT points at them
@@ -493,6 +520,7 @@ class DynamicQueue final : public LayerQueue {
   void RunCommit() {
     auto c = std::make_unique<Commit>();
     std::error_code error;
+    bool grow = false;
     {
       std::lock_guard lock(st_.mu);
       c->allocs.swap(st_.open_group);
@@ -500,17 +528,34 @@ class DynamicQueue final : public LayerQueue {
         st_.committing = false;
         return;
       }
-      // Growable: the end footer sits at next_free; the first block leaves it in a gap, so that
-      // a new bitmap never lies where old footer bytes are.
-      uint64_t free = st_.next_free + (st_.growable ? kFooterSize : 0);
+      uint64_t free = st_.next_free;
       for (auto& a : c->allocs) {
         a->committing = true;
         a->pos = PlaceBlock(free, st_.bitmap_bytes);
+        if (st_.growable && a->pos + st_.bitmap_bytes + st_.block_size > st_.footer_at) {
+          // Past the space already reserved: the file must grow. The old footer stays in a
+          // gap, so that no bitmap or data area starts out holding its bytes.
+          a->pos = PlaceBlock(std::max(free, st_.footer_at + kFooterSize), st_.bitmap_bytes);
+          grow = true;
+        }
         free = a->pos + st_.bitmap_bytes + st_.block_size;
         if (a->pos > kMaxBlockStart || free > st_.limit) error = make_error_code(Errc::kNoSpace);
       }
-      if (!error) st_.next_free = free;
+      st_.next_free = std::max(st_.next_free, free);  // a failed commit leaks its space
       c->footer_at = free;
+      if (grow) {
+        // Reserve room for the next blocks as well, so that their allocations need no flush.
+        const uint64_t spare =
+            std::min<uint64_t>(st_.reserve_blocks, st_.unallocated - std::min<uint64_t>(
+                                                                       st_.unallocated,
+                                                                       c->allocs.size()));
+        for (uint64_t i = 0; i < spare; ++i) {
+          const uint64_t p = PlaceBlock(c->footer_at, st_.bitmap_bytes);
+          const uint64_t end = p + st_.bitmap_bytes + st_.block_size;
+          if (p > kMaxBlockStart || end > st_.limit) break;
+          c->footer_at = end;
+        }
+      }
     }
     commit_ = std::move(c);
     if (error) {
@@ -519,10 +564,11 @@ class DynamicQueue final : public LayerQueue {
     }
     Count(kCounterCommits);
     Count(kCounterAllocations, commit_->allocs.size());
-    if (st_.growable) {
-      // Grow the file: the footer at the new end, then a flush, so that the file never ends
-      // without a footer and no BAT entry can point past its end, whatever reaches the disk
-      // first.
+    if (grow) {
+      // Grow the file: the footer at the new end, durable (FUA) before anything else is
+      // written, so that the file never ends without a footer and no BAT entry can point past
+      // its end, whatever reaches the disk first. FUA makes only this write durable (a flush
+      // would also write back every dirty page of the file).
       Status grown = st_.lower.Resize(commit_->footer_at + kFooterSize);
       if (!grown) {
         FinishCommit(grown.error().code);
@@ -530,10 +576,16 @@ class DynamicQueue final : public LayerQueue {
       }
       LowerOp* op = NewOp(Kind::kCommit);
       SetPayload(op, Op::kWrite, commit_->footer_at, st_.footer_bytes.data(), kFooterSize);
+      op->req.flags = kIoFua;
       Count(kCounterFooterWrites);
       commit_->stage = Stage::kGrow;
       commit_->pending = 1;
       Issue(op);
+    } else if (st_.growable) {
+      // Inside space reserved (and made durable) earlier: no flush at all.
+      commit_->stage = Stage::kBlocksAndBat;
+      StageBlocks();
+      StageBat();
     } else {
       commit_->stage = Stage::kBlocks;
       StageBlocks();
@@ -549,11 +601,10 @@ class DynamicQueue final : public LayerQueue {
       return;
     }
     switch (c.stage) {
-      case Stage::kGrow:
-        c.stage = Stage::kGrowFlush;
-        IssueCommitFlush();
-        return;
-      case Stage::kGrowFlush:
+      case Stage::kGrow: {
+        std::lock_guard lock(st_.mu);
+        st_.footer_at = c.footer_at;  // the reservation is durable
+      }
         // The new space is durable and reads as zeros, so a BAT entry that lands before its
         // bitmap and data shows an empty block: the three go down together.
         c.stage = Stage::kBlocksAndBat;
@@ -669,6 +720,7 @@ class DynamicQueue final : public LayerQueue {
           }
           st_.bat.Publish(a->block, static_cast<uint32_t>(a->pos / kSectorSize),
                           full ? Bat::kFull : 0);
+          if (st_.unallocated > 0) --st_.unallocated;
         }
         done.insert(done.end(), a->pieces.begin(), a->pieces.end());
         later.insert(later.end(), a->later.begin(), a->later.end());

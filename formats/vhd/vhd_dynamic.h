@@ -11,9 +11,11 @@
 // queue (re-translating a piece, issuing the next bitmap write, taking over the next commit)
 // is handed to them through their inbox.
 //
-// Write order of an allocation commit (docs/layers/vhd.md): over a file, (1) the footer at the
-// new end of the file, flush; (2) bitmaps, data and the changed BAT sectors together (the new
-// space reads as zeros, so a BAT entry that lands first shows an empty block). Over a
+// Write order of an allocation commit (docs/layers/vhd.md): over a file, (1) if the blocks do
+// not fit in the space reserved earlier, the footer at a new end of the file (reserving room
+// for more blocks), written with FUA; (2) bitmaps, data and the changed BAT sectors together (reserved
+// space is durable and reads as zeros, so a BAT entry that lands first shows an empty block).
+// At close the unused reservation is given back. Over a
 // fixed-size device, whose free space may hold old bytes: (1) bitmaps, data and zeros, flush;
 // (2) the BAT sectors. Then the entries are published in memory and the writes complete. A
 // crash at any point leaves a valid image: at worst the new blocks are leaked.
@@ -36,7 +38,8 @@ struct BitmapState;
 struct Allocation;
 
 struct DynamicState {
-  DynamicState(BlockDevice& lower, const VhdImage& image);
+  // `reserve`: bytes of blocks to reserve beyond a commit's needs when the file grows.
+  DynamicState(BlockDevice& lower, const VhdImage& image, uint64_t reserve);
   ~DynamicState();
 
   // Fixed at open.
@@ -50,17 +53,26 @@ struct DynamicState {
   // at `limit` and blocks fill the space before it.
   const bool growable;
   const uint64_t limit;
+  // Growable: how many blocks' worth of space the file grows by beyond what a commit needs.
+  const uint64_t reserve_blocks;
   Bat bat;
 
   std::mutex mu;
   uint64_t next_free;  // guarded by mu: where the next block may start
+  // Growable: where the end footer is. [next_free, footer_at) is reserved space: durable,
+  // zero, unused, so blocks placed in it need no flush. Guarded by mu.
+  uint64_t footer_at;
+  uint64_t unallocated = 0;  // mu: BAT entries of the disk still unallocated
   std::unordered_map<uint32_t, std::unique_ptr<BitmapState>> bitmaps;  // partial blocks; mu
   std::unordered_map<uint32_t, Allocation*> allocating;  // blocks being allocated; mu
   std::vector<std::unique_ptr<Allocation>> open_group;   // next commit's blocks; mu
   bool committing = false;  // mu: a queue holds the commit role
 
-  // Where the end footer is now (growable: the end of the last block).
+  // Where the end footer is now.
   uint64_t FooterOffset();
+  // Growable: gives back the reserved space at the end of the file (footer moved down to the
+  // end of the last block, flush, truncate). Called at close, with no queue open.
+  Status TrimReservation();
 };
 
 // A queue of a dynamic VHD. `device` is the VhdDevice the queue belongs to.

@@ -78,7 +78,11 @@ void WriteSparse(const std::string& path, const std::vector<unsigned char>& img)
   ::close(fd);
 }
 
-TEST(VhdCrash, EveryPrefixAndSampledReorderingsOpenCheckAndKeepFlushedData) {
+// The parameter is the layer's `reserve`: 0 grows the file (a FUA footer) for every commit;
+// 64 MiB grows it once and allocates every later block inside the reservation, flush-free.
+class VhdCrash : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(VhdCrash, EveryPrefixAndSampledReorderingsOpenCheckAndKeepFlushedData) {
   TempDir dir;
   const std::string path = dir.File("crash.vhd");
   ASSERT_OK(CreateImage("vhd", path, kDiskSize, "block_size=512K"));
@@ -97,7 +101,9 @@ TEST(VhdCrash, EveryPrefixAndSampledReorderingsOpenCheckAndKeepFlushedData) {
     // Completions are deferred and reordered, so the engine cannot lean on the synchronous
     // file backend finishing everything inside Submit.
     auto* rec = new RecordingDevice(std::move(*file), /*defer_completions=*/true);
-    auto dev = vhd::VhdDevice::Open(DevicePtr(rec), vhd::SizeRule::kAuto, false);
+    vhd::VhdOptions options;
+    options.reserve = GetParam();
+    auto dev = vhd::VhdDevice::Open(DevicePtr(rec), options);
     ASSERT_OK(dev);
     auto q = (*dev)->OpenQueue();
     ASSERT_OK(q);
@@ -138,7 +144,11 @@ TEST(VhdCrash, EveryPrefixAndSampledReorderingsOpenCheckAndKeepFlushedData) {
     ASSERT_OK((*dev)->Close());
   }
   ASSERT_GT(log.size(), 30u);
-  EXPECT_GT(std::count_if(log.begin(), log.end(), [](auto& o) { return o.op == Op::kFlush; }), 4);
+  const auto lower_flushes =
+      std::count_if(log.begin(), log.end(), [](auto& o) { return o.op == Op::kFlush; });
+  const auto fua = std::count_if(log.begin(), log.end(), [](auto& o) { return o.flags & kIoFua; });
+  EXPECT_EQ(lower_flushes, 2) << "only the guest's: allocations flush nothing";
+  EXPECT_EQ(fua, GetParam() == 0 ? 3 : 1) << "one FUA footer write per growth of the file";
 
   uint64_t events = 0;
   for (const RecordedOp& op : log) {
@@ -211,6 +221,9 @@ TEST(VhdCrash, EveryPrefixAndSampledReorderingsOpenCheckAndKeepFlushedData) {
   EXPECT_GT(images, 250);
   EXPECT_GT(with_leaks, 0) << "some crash points leave leaked blocks (and that is allowed)";
 }
+
+INSTANTIATE_TEST_SUITE_P(Reserve, VhdCrash, ::testing::Values(0, 64ull << 20),
+                         [](const auto& info) { return info.param ? "64M" : "none"; });
 
 }  // namespace
 }  // namespace vstack::testing

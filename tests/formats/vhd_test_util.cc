@@ -35,7 +35,7 @@ Result<DevicePtr> MemoryVhd(uint64_t size, const std::string& options, uint64_t 
   VSTACK_ASSIGN_OR_RETURN(DevicePtr mem,
                           Open("memory:" + std::to_string(device_size ? device_size : file)));
   VSTACK_RETURN_IF_ERROR(vhd::WriteNewImage(*mem, p));
-  return vhd::VhdDevice::Open(std::move(mem), vhd::SizeRule::kAuto, false);
+  return vhd::VhdDevice::Open(std::move(mem));
 }
 
 Result<DevicePtr> FileVhd(const std::string& path, uint64_t size, const std::string& options) {

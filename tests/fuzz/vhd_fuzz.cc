@@ -58,7 +58,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (bool for_check : {false, true}) {
     DevicePtr mem = MemoryWith(data, size);
     if (!mem) return 0;
-    auto dev = vstack::vhd::VhdDevice::Open(std::move(mem), vstack::vhd::SizeRule::kAuto, for_check);
+    vstack::vhd::VhdOptions options;
+    options.for_check = for_check;
+    options.reserve = size % 3 == 0 ? 0 : 1 << 20;
+    auto dev = vstack::vhd::VhdDevice::Open(std::move(mem), options);
     if (!dev) continue;
     Exercise(**dev, /*write=*/!for_check);
     vstack::PropertyList props;

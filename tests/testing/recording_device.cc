@@ -83,6 +83,7 @@ uint64_t RecordingDevice::OnSubmit(const IoRequest& r) {
   if (r.op == Op::kRead) return UINT64_MAX;
   RecordedOp op;
   op.op = r.op;
+  op.flags = r.flags;
   op.offset = r.offset;
   op.length = r.length;
   if (r.op == Op::kWrite) {
@@ -123,7 +124,7 @@ std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
   std::vector<const RecordedOp*> durable, maybe;
   for (const RecordedOp& op : log) {
     if (op.op == Op::kFlush || op.submitted >= crash_point) continue;
-    if (op.completed < barrier) {
+    if (op.completed < barrier || ((op.flags & kIoFua) && op.completed < crash_point)) {
       durable.push_back(&op);
     } else {
       maybe.push_back(&op);
