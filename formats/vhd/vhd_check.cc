@@ -138,7 +138,10 @@ Status VhdDevice::Check(CheckMode mode, CheckResult* out) {
   if (changed) {
     VSTACK_ASSIGN_OR_RETURN(img, LoadImage(lower, /*lenient=*/true));
     image_ = img;
-    if (dynamic_) dynamic_ = std::make_unique<DynamicState>(lower, image_, options_.reserve);
+    if (dynamic_) {
+      dynamic_ = std::make_unique<DynamicState>(lower, image_, options_.reserve);
+      dynamic_->max_cached_bitmaps = options_.max_cached_bitmaps;
+    }
   }
   Report(img, out);
   return OkStatus();

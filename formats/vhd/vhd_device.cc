@@ -126,6 +126,7 @@ VhdDevice::VhdDevice(DevicePtr lower, VhdImage image, const VhdOptions& options)
   const Capabilities below = lower_device().capabilities();
   if (image_.is_dynamic()) {
     dynamic_ = std::make_unique<DynamicState>(lower_device(), image_, options_.reserve);
+    dynamic_->max_cached_bitmaps = options_.max_cached_bitmaps;
     g.optimal_transfer = image_.header.block_size;
     Capabilities caps = kCapRead | kCapFlush | kCapWriteZeroes | kCapExtents;
     caps |= below & (kCapWrite | kCapPersistent | kCapThreadSafe | kCapFastZeroes);

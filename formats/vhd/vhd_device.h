@@ -44,6 +44,8 @@ struct VhdOptions {
   // Dynamic disks in a file: when the file must grow, room for this many more bytes of blocks
   // is reserved at once, so the allocations that use it need no flush (docs/layers/vhd.md).
   uint64_t reserve = 64ull << 20;
+  // Bitmaps of partially written blocks kept in memory (about 1 KiB each, for 2 MiB blocks).
+  size_t max_cached_bitmaps = 16384;
   bool for_check = false;
 };
 

@@ -81,6 +81,17 @@ DynamicState::DynamicState(BlockDevice& lower_device, const VhdImage& image, uin
 
 DynamicState::~DynamicState() = default;
 
+void DynamicState::EvictIdleBitmaps() {
+  if (bitmaps.size() <= max_cached_bitmaps) return;
+  for (auto it = bitmaps.begin();
+       it != bitmaps.end() && bitmaps.size() > max_cached_bitmaps * 3 / 4;) {
+    const BitmapState& b = *it->second;
+    const bool idle = b.loaded && !b.loading && !b.writing && b.wait_load.empty() &&
+                      b.wait_write.empty() && b.wait_next.empty() && b.mem == b.disk;
+    it = idle ? bitmaps.erase(it) : std::next(it);
+  }
+}
+
 uint64_t DynamicState::FooterOffset() {
   std::lock_guard lock(mu);
   return growable ? footer_at : limit;
@@ -271,7 +282,10 @@ class DynamicQueue final : public LayerQueue {
       return;
     }
     std::unique_ptr<BitmapState>& slot = st_.bitmaps[p->block];
-    if (!slot) slot = std::make_unique<BitmapState>();
+    if (!slot) {
+      slot = std::make_unique<BitmapState>();
+      st_.EvictIdleBitmaps();  // never this one: it is not loaded yet
+    }
     BitmapState& bs = *slot;
     if (!bs.loaded) {
       bs.wait_load.push_back(p);
@@ -717,6 +731,7 @@ class DynamicQueue final : public LayerQueue {
             bs->mem = a->bits;
             bs->disk = a->bits;
             st_.bitmaps[a->block] = std::move(bs);
+            st_.EvictIdleBitmaps();
           }
           st_.bat.Publish(a->block, static_cast<uint32_t>(a->pos / kSectorSize),
                           full ? Bat::kFull : 0);

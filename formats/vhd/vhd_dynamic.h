@@ -63,7 +63,11 @@ struct DynamicState {
   // zero, unused, so blocks placed in it need no flush. Guarded by mu.
   uint64_t footer_at;
   uint64_t unallocated = 0;  // mu: BAT entries of the disk still unallocated
-  std::unordered_map<uint32_t, std::unique_ptr<BitmapState>> bitmaps;  // partial blocks; mu
+  // The bitmaps of partially written blocks (full blocks need none). At most about
+  // max_cached_bitmaps are kept: idle ones beyond are dropped and read again when needed.
+  size_t max_cached_bitmaps = 16384;
+  std::unordered_map<uint32_t, std::unique_ptr<BitmapState>> bitmaps;  // mu
+  void EvictIdleBitmaps();  // REQUIRES: mu held
   std::unordered_map<uint32_t, Allocation*> allocating;  // blocks being allocated; mu
   std::vector<std::unique_ptr<Allocation>> open_group;   // next commit's blocks; mu
   bool committing = false;  // mu: a queue holds the commit role

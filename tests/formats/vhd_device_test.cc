@@ -313,6 +313,39 @@ TEST_F(VhdDevice, SizeRuleFollowsTheCreator) {
   EXPECT_EQ(size_of("vhd:size_rule=chs+" + Q(path)), 104761344u);
 }
 
+// With room for only a few cached bitmaps, idle ones are dropped and read back when a block is
+// written or read again; data and bitmaps stay exact.
+TEST_F(VhdDevice, BitmapCacheEvictsIdleBitmapsAndReloadsThem) {
+  const std::string path = dir_.File("evict.vhd");
+  ASSERT_OK(CreateImage("vhd", path, 32 << 20, "block_size=512K"));
+  auto file = Open("file:" + path);
+  ASSERT_OK(file);
+  vhd::VhdOptions options;
+  options.max_cached_bitmaps = 4;
+  auto dev = vhd::VhdDevice::Open(std::move(*file), options);
+  ASSERT_OK(dev);
+  std::vector<unsigned char> model(32 << 20, 0);
+  for (int pass = 0; pass < 3; ++pass) {
+    for (uint64_t b = 0; b < 64; ++b) {  // one new 4 KiB piece in each block per pass
+      const uint64_t off = b * (512 << 10) + uint64_t(pass) * 8192;
+      const auto data = Pattern(4096, static_cast<unsigned char>(b + pass * 64));
+      WriteBytes(**dev, off, data);
+      std::copy(data.begin(), data.end(), model.begin() + off);
+    }
+  }
+  EXPECT_GT(Counter(**dev, "bitmap_reads"), 64u) << "evicted bitmaps were read back";
+  EXPECT_EQ(ReadBytes(**dev, 0, 32 << 20), model);
+  ASSERT_OK((*dev)->Close());
+  dev->reset();
+  auto again = OpenImage(path);
+  ASSERT_OK(again);
+  EXPECT_EQ(ReadBytes(**again, 0, 32 << 20), model);
+  std::vector<Extent> ext;
+  ASSERT_OK((*again)->MapExtents(0, 512 << 10, &ext));
+  EXPECT_EQ(ext[0], (Extent{0, 4096, 0})) << "exact bitmap: 4 KiB written, then a gap";
+  EXPECT_EQ(ext[1], (Extent{4096, 4096, kExtentZero}));
+}
+
 // Four threads, each with its own queue, write 4 KiB pieces into the same few blocks (never
 // the same sectors), so that allocations, bitmap updates and commits are shared between
 // queues. Everything reads back, the image checks clean, and survives reopening.
