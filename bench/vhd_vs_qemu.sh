@@ -21,6 +21,8 @@ DRIVER=$BUILD/bench/qemu_bench_driver
 command -v qemu-img >/dev/null || { echo "qemu-img is missing (./dev.sh installs qemu-utils)" >&2; exit 2; }
 WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/vhd-vs-qemu.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
+cp "$DRIVER" "$WORK/driver"  # immune to rebuilds during the run
+DRIVER=$WORK/driver
 RESULTS=$WORK/results.tsv
 
 # run MODE PHASE TARGET IMAGE: one timed run, appended to $RESULTS as IOPS.
