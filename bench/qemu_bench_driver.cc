@@ -31,8 +31,9 @@ struct Args {
 };
 
 [[noreturn]] void Usage(const std::string& why) {
-  std::fprintf(stderr, "qemu_bench_driver: %s\nusage: qemu_bench_driver [-c COUNT] [-d DEPTH] "
-                       "[-s SIZE] [-S STEP] [-o OFFSET] [-w] [--pattern=BYTE] SPEC|FILE\n",
+  std::fprintf(stderr,
+               "qemu_bench_driver: %s\nusage: qemu_bench_driver [-c COUNT] [-d DEPTH] "
+               "[-s SIZE] [-S STEP] [-o OFFSET] [-w] [--pattern=BYTE] SPEC|FILE\n",
                why.c_str());
   std::exit(2);
 }
@@ -51,15 +52,24 @@ Args Parse(int argc, char** argv) {
       if (i + 1 >= argc) Usage("missing value after " + s);
       return argv[++i];
     };
-    if (s == "-c") a.count = SizeArg(next());
-    else if (s == "-d") a.depth = SizeArg(next());
-    else if (s == "-s") a.size = SizeArg(next());
-    else if (s == "-S") a.step = SizeArg(next());
-    else if (s == "-o") a.offset = SizeArg(next());
-    else if (s == "-w") a.write = true;
-    else if (s.rfind("--pattern=", 0) == 0) a.pattern = std::atoi(s.c_str() + 10);
-    else if (!s.empty() && s[0] == '-') Usage("unknown option " + s);
-    else a.target = s;
+    if (s == "-c")
+      a.count = SizeArg(next());
+    else if (s == "-d")
+      a.depth = SizeArg(next());
+    else if (s == "-s")
+      a.size = SizeArg(next());
+    else if (s == "-S")
+      a.step = SizeArg(next());
+    else if (s == "-o")
+      a.offset = SizeArg(next());
+    else if (s == "-w")
+      a.write = true;
+    else if (s.rfind("--pattern=", 0) == 0)
+      a.pattern = std::atoi(s.c_str() + 10);
+    else if (!s.empty() && s[0] == '-')
+      Usage("unknown option " + s);
+    else
+      a.target = s;
   }
   if (a.target.empty()) Usage("missing SPEC|FILE");
   if (a.step == 0) a.step = a.size;
@@ -133,13 +143,13 @@ int main(int argc, char** argv) {
     all.push_back(slots[i].iov);
   }
   (*q)->RegisterBuffers(all);
-  std::printf("Sending %llu %s requests, %llu bytes each, %llu in parallel (starting at offset "
-              "%llu, step size %llu) through %s\n",
-              static_cast<unsigned long long>(b.args.count), b.args.write ? "write" : "read",
-              static_cast<unsigned long long>(b.args.size),
-              static_cast<unsigned long long>(b.args.depth),
-              static_cast<unsigned long long>(b.args.offset),
-              static_cast<unsigned long long>(b.args.step), spec.c_str());
+  std::printf(
+      "Sending %llu %s requests, %llu bytes each, %llu in parallel (starting at offset "
+      "%llu, step size %llu) through %s\n",
+      static_cast<unsigned long long>(b.args.count), b.args.write ? "write" : "read",
+      static_cast<unsigned long long>(b.args.size), static_cast<unsigned long long>(b.args.depth),
+      static_cast<unsigned long long>(b.args.offset), static_cast<unsigned long long>(b.args.step),
+      spec.c_str());
   const auto start = std::chrono::steady_clock::now();
   for (auto& s : slots) {
     if (b.issued < b.args.count) b.Issue(s);
@@ -161,8 +171,7 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("{\"spec\": \"%s\", \"seconds\": %.6f, \"iops\": %.0f, \"counters\": {%s}}\n",
-              spec.c_str(), seconds, static_cast<double>(b.args.count) / seconds,
-              counters.c_str());
+              spec.c_str(), seconds, static_cast<double>(b.args.count) / seconds, counters.c_str());
   q->reset();
   auto closed = (*dev)->Close();
   if (!closed) {

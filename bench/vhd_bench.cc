@@ -50,7 +50,8 @@ Result<DevicePtr> OpenTarget(const std::string& backend, const std::string& what
   } else {
     const std::string path = ShmPath(what);
     ::unlink(path.c_str());
-    VSTACK_ASSIGN_OR_RETURN(lower, Open("file:" + path + ",create=on,size=" + std::to_string(size)));
+    VSTACK_ASSIGN_OR_RETURN(lower,
+                            Open("file:" + path + ",create=on,size=" + std::to_string(size)));
     ::unlink(path.c_str());  // the open descriptor keeps it alive
   }
   if (!raw) VSTACK_RETURN_IF_ERROR(vhd::WriteNewImage(*lower, p));
@@ -96,8 +97,8 @@ void VhdIo(benchmark::State& state, const std::string& backend, const std::strin
   q->reset();
 }
 
-#define VHD_BENCH(name, backend, what, op)                                          \
-  void name(benchmark::State& s) { VhdIo(s, backend, what, op); }                   \
+#define VHD_BENCH(name, backend, what, op)                        \
+  void name(benchmark::State& s) { VhdIo(s, backend, what, op); } \
   BENCHMARK(name)->Arg(1)->Arg(32)->UseRealTime()->Unit(benchmark::kNanosecond)
 
 VHD_BENCH(BM_Memory_Raw_Read, "memory", "raw", Op::kRead);

@@ -41,9 +41,9 @@ void Print(const std::string& spec, const std::vector<LayerReport>& layers,
   }
   const int code = ExitCode(corruptions, leaks);
   if (output == OutputFormat::kJson) {
-    nlohmann::json j = {{"spec", spec},          {"status", Verdict(code)},
-                        {"exit_code", code},     {"corruptions", corruptions},
-                        {"leaks", leaks},        {"repaired", repaired}};
+    nlohmann::json j = {{"spec", spec},      {"status", Verdict(code)},
+                        {"exit_code", code}, {"corruptions", corruptions},
+                        {"leaks", leaks},    {"repaired", repaired}};
     if (!open_error.empty()) j["open_error"] = open_error;
     nlohmann::json arr = nlohmann::json::array();
     for (const LayerReport& l : layers) {
@@ -63,8 +63,10 @@ void Print(const std::string& spec, const std::vector<LayerReport>& layers,
   }
   if (repaired > 0) fmt::print("{} problem(s) repaired.\n", repaired);
   if (corruptions > 0) {
-    fmt::print("{} error(s) found on the image: data may be corrupt, or further writes may "
-               "corrupt it.\n", corruptions);
+    fmt::print(
+        "{} error(s) found on the image: data may be corrupt, or further writes may "
+        "corrupt it.\n",
+        corruptions);
   }
   if (leaks > 0) {
     fmt::print("{} leak(s) found on the image: wasted space, but no harm to data.\n", leaks);
@@ -87,7 +89,7 @@ void AddCheckCommand(CLI::App& app) {
     OpenOptions open;
     open.for_check = true;
     open.read_only = args->repair.empty();
-    const CheckMode mode = args->repair.empty()       ? CheckMode::kReadOnly
+    const CheckMode mode = args->repair.empty()      ? CheckMode::kReadOnly
                            : args->repair == "leaks" ? CheckMode::kRepairLeaks
                                                      : CheckMode::kRepairAll;
     std::string spec = args->target;

@@ -36,15 +36,14 @@ void AddCompactCommand(CLI::App& app) {
     if (!file) Fail("compact", file.error().ToString());
     if (!vhd::ProbeImage(**file)) Fail("compact", "'" + *target + "' is not a VHD image");
     ProgressBar bar(*progress);
-    auto report = vhd::CompactImage(**file, [&](uint64_t done, uint64_t total) {
-      bar.Update(done, total);
-    });
+    auto report =
+        vhd::CompactImage(**file, [&](uint64_t done, uint64_t total) { bar.Update(done, total); });
     bar.Finish();
     if (!report) Fail("compact", report.error().ToString());
     Status closed = (*file)->Close();
     if (!closed) Fail("compact", closed.error().ToString());
-    fmt::print("{}: {} all-zero block(s) freed of {}, {} block(s) moved; file {} -> {}\n",
-               *target, report->zero_blocks_freed, report->blocks_before, report->blocks_moved,
+    fmt::print("{}: {} all-zero block(s) freed of {}, {} block(s) moved; file {} -> {}\n", *target,
+               report->zero_blocks_freed, report->blocks_before, report->blocks_moved,
                FormatSize(report->file_size_before), FormatSize(report->file_size_after));
   });
 }

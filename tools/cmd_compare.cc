@@ -67,7 +67,9 @@ void AddCompareCommand(CLI::App& app) {
       if (both) {
         std::error_code ea = io_a.Read(off, buf_a.span().first(len));
         std::error_code eb = ea ? ea : io_b.Read(off, buf_b.span().first(len));
-        if (ea || eb) Fail("compare", fmt::format("read error at offset {}: {}", off, (ea ? ea : eb).message()), 2);
+        if (ea || eb)
+          Fail("compare", fmt::format("read error at offset {}: {}", off, (ea ? ea : eb).message()),
+               2);
         diff = FirstDifference(buf_a.data(), buf_b.data(), off, len);
       } else {
         // Past the end of the shorter one: the longer one must read as zeros.

@@ -40,8 +40,8 @@ class Copier {
  public:
   Copier(BlockDevice& src, BlockDevice& dst, bool dst_is_new, ProgressBar& progress)
       : src_(src), dst_(dst), dst_is_new_(dst_is_new), progress_(progress) {
-    const uint64_t opt = std::max<uint64_t>(dst.geometry().optimal_transfer,
-                                            src.geometry().optimal_transfer);
+    const uint64_t opt =
+        std::max<uint64_t>(dst.geometry().optimal_transfer, src.geometry().optimal_transfer);
     chunk_ = std::clamp<uint64_t>(opt, 2 << 20, 8 << 20);
   }
 
@@ -49,8 +49,8 @@ class Copier {
     VSTACK_ASSIGN_OR_RETURN(src_q_, src_.OpenQueue());
     VSTACK_ASSIGN_OR_RETURN(dst_q_, dst_.OpenQueue());
     size_ = src_.geometry().size_bytes;
-    const size_t align = std::max<size_t>({src_.geometry().mem_alignment,
-                                           dst_.geometry().mem_alignment, 4096});
+    const size_t align =
+        std::max<size_t>({src_.geometry().mem_alignment, dst_.geometry().mem_alignment, 4096});
     slots_.resize(kDepth);
     for (Slot& s : slots_) {
       s.copier = this;
@@ -105,8 +105,8 @@ class Copier {
       std::vector<Extent> ext;
       Status mapped = src_.MapExtents(s.offset, s.length, &ext);
       const bool all_zero = mapped && std::all_of(ext.begin(), ext.end(), [](const Extent& e) {
-        return (e.flags & kExtentZero) != 0;
-      });
+                              return (e.flags & kExtentZero) != 0;
+                            });
       if (all_zero && dst_is_new_) {  // nothing to read or write: skip it here, iteratively
         copied_ += s.length;
         progress_.Update(copied_, size_);
@@ -177,8 +177,8 @@ class Copier {
           Copier& c = *slot.copier;
           if (r.status) {
             c.Fail(MakeError(r.status, "writing the destination at offset " +
-                                           std::to_string(r.offset) + " failed: " +
-                                           r.status.message()));
+                                           std::to_string(r.offset) +
+                                           " failed: " + r.status.message()));
           }
           if (--slot.pending == 0) c.Done(slot);
         };
@@ -240,15 +240,16 @@ void AddConvertCommand(CLI::App& app) {
                           "' is a stack spec, which is written as it is");
     }
     if (!dst_is_spec) {
-      Status s = CreateImage(args->format.empty() ? "raw" : args->format, args->dst, size,
-                             args->options);
+      Status s =
+          CreateImage(args->format.empty() ? "raw" : args->format, args->dst, size, args->options);
       if (!s) Fail("convert", s.error().ToString());
     }
     auto dst = OpenImage(args->dst);
     if (!dst) Fail("convert", dst.error().ToString());
     if ((*dst)->geometry().size_bytes < size) {
-      Fail("convert", fmt::format("the destination ({} bytes) is smaller than the source ({} bytes)",
-                                  (*dst)->geometry().size_bytes, size));
+      Fail("convert",
+           fmt::format("the destination ({} bytes) is smaller than the source ({} bytes)",
+                       (*dst)->geometry().size_bytes, size));
     }
     ProgressBar bar(args->progress);
     Copier copier(**src, **dst, !dst_is_spec, bar);

@@ -36,8 +36,9 @@ void AddCreateCommand(CLI::App& app) {
   auto args = std::make_shared<CreateArgs>();
   CLI::App* cmd = app.add_subcommand("create", "Create an image file (qemu-img create style)");
   cmd->add_option("-f,--format", args->format, "image format: raw or vhd")->default_str("raw");
-  cmd->add_option("-o,--options", args->options,
-                  "format options k=v,k=v (e.g. subformat=dynamic,block_size=2M); -o help lists them");
+  cmd->add_option(
+      "-o,--options", args->options,
+      "format options k=v,k=v (e.g. subformat=dynamic,block_size=2M); -o help lists them");
   cmd->add_option("file", args->file, "the image file to create (must not exist)");
   cmd->add_option("size", args->size, "virtual size, e.g. 10G, 512M, 1000");
   cmd->callback([args] {
@@ -56,8 +57,8 @@ void AddCreateCommand(CLI::App& app) {
     auto dev = OpenImage(args->file, ro);
     if (!dev) Fail("create", "created, but cannot open it: " + dev.error().ToString());
     const uint64_t actual = (*dev)->geometry().size_bytes;
-    fmt::print("Created '{}': format {}, virtual size {} ({} bytes){}\n", args->file,
-               args->format, FormatSize(actual), actual,
+    fmt::print("Created '{}': format {}, virtual size {} ({} bytes){}\n", args->file, args->format,
+               FormatSize(actual), actual,
                actual != *size ? fmt::format(", {} requested", *size) : "");
   });
 }

@@ -59,8 +59,8 @@ class Bat {
 // ends, and the data begins, on a kDataAlignment boundary. Gaps left in front are unused
 // (other readers follow the BAT and do not care).
 inline uint64_t PlaceBlock(uint64_t free_from, uint32_t bitmap_bytes) {
-  const uint64_t data = (free_from + bitmap_bytes + kDataAlignment - 1) / kDataAlignment *
-                        kDataAlignment;
+  const uint64_t data =
+      (free_from + bitmap_bytes + kDataAlignment - 1) / kDataAlignment * kDataAlignment;
   return data - bitmap_bytes;
 }
 

@@ -25,8 +25,8 @@ Status WriteAt(SyncIo& io, uint64_t offset, const void* data, size_t len) {
   AlignedBuffer buf(len, 4096);
   std::memcpy(buf.data(), data, len);
   if (std::error_code ec = io.Write(offset, buf.span())) {
-    return MakeError(ec, "VHD repair: cannot write " + std::to_string(len) +
-                             " bytes at offset " + std::to_string(offset) + ": " + ec.message());
+    return MakeError(ec, "VHD repair: cannot write " + std::to_string(len) + " bytes at offset " +
+                             std::to_string(offset) + ": " + ec.message());
   }
   return OkStatus();
 }
@@ -71,8 +71,7 @@ Status Apply(BlockDevice& lower, SyncIo& io, VhdImage& img, const Finding& f) {
       const uint64_t sector = f.index / kEntriesPerBatSector;
       std::array<uint8_t, kSectorSize> bytes{};
       bat.SerializeSector(sector, bytes);
-      return WriteAt(io, img.header.table_offset + sector * kSectorSize, bytes.data(),
-                     kSectorSize);
+      return WriteAt(io, img.header.table_offset + sector * kSectorSize, bytes.data(), kSectorSize);
     }
     default:
       return OkStatus();

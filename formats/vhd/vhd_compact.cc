@@ -22,9 +22,14 @@ class Compactor {
  public:
   Compactor(BlockDevice& file, VhdImage img,
             const std::function<void(uint64_t, uint64_t)>& progress)
-      : file_(file), io_(file), img_(std::move(img)), progress_(progress),
-        bm_(img_.header.bitmap_bytes()), bs_(img_.header.block_size),
-        block_bytes_(uint64_t{bm_} + bs_), buf_(block_bytes_, 4096) {}
+      : file_(file),
+        io_(file),
+        img_(std::move(img)),
+        progress_(progress),
+        bm_(img_.header.bitmap_bytes()),
+        bs_(img_.header.block_size),
+        block_bytes_(uint64_t{bm_} + bs_),
+        buf_(block_bytes_, 4096) {}
 
   Result<CompactReport> Run() {
     report_.file_size_before = file_.size_bytes();
@@ -68,7 +73,8 @@ class Compactor {
     const uint32_t sectors = bs_ / kSectorSize;
     for (uint32_t s = 0; s < sectors;) {
       const uint32_t n = RunLength(bits, s, sectors);
-      if (TestBit(bits, s) && !IsZero(data + uint64_t{s} * kSectorSize, uint64_t{n} * kSectorSize)) {
+      if (TestBit(bits, s) &&
+          !IsZero(data + uint64_t{s} * kSectorSize, uint64_t{n} * kSectorSize)) {
         return false;
       }
       s += n;
@@ -179,8 +185,9 @@ Result<CompactReport> CompactImage(BlockDevice& file,
                                    const std::function<void(uint64_t, uint64_t)>& progress) {
   VSTACK_ASSIGN_OR_RETURN(VhdImage img, LoadImage(file, /*lenient=*/false));
   if (!img.is_dynamic()) {
-    return MakeError(Errc::kNotSupported, "VHD compact: only dynamic images can be compacted; "
-                                          "this one is fixed");
+    return MakeError(Errc::kNotSupported,
+                     "VHD compact: only dynamic images can be compacted; "
+                     "this one is fixed");
   }
   if (img.CountFindings(Finding::kCorruption) > 0) {
     return MakeError(Errc::kCorruption, "VHD compact: the image has errors (" +

@@ -109,8 +109,8 @@ Result<CreateParams> ParseCreateParams(uint64_t size, const OptionValues& o) {
     return BadOption("block_size", "applies to dynamic images only");
   }
   if (bs < kMinCreateBlockSize || bs > kMaxCreateBlockSize || (bs & (bs - 1)) != 0) {
-    return BadOption("block_size", std::to_string(bs) +
-                                       " is not a power of two from 512 KiB to 64 MiB");
+    return BadOption("block_size",
+                     std::to_string(bs) + " is not a power of two from 512 KiB to 64 MiB");
   }
   p.block_size = static_cast<uint32_t>(bs);
   VSTACK_ASSIGN_OR_RETURN(p.force_size, o.Bool("force_size"));
@@ -219,9 +219,11 @@ Status WriteNewImage(BlockDevice& device, const CreateParams& p) {
       const uint64_t n = std::min(kSectorsPerChunk, bat_sectors - s);
       chunk.resize(n * kSectorSize);
       for (uint64_t k = 0; k < n; ++k) {
-        bat.SerializeSector(s + k, std::span<uint8_t, kSectorSize>(&chunk[k * kSectorSize], kSectorSize));
+        bat.SerializeSector(s + k,
+                            std::span<uint8_t, kSectorSize>(&chunk[k * kSectorSize], kSectorSize));
       }
-      VSTACK_RETURN_IF_ERROR(WriteBytes(io, h.table_offset + s * kSectorSize, chunk.data(), chunk.size()));
+      VSTACK_RETURN_IF_ERROR(
+          WriteBytes(io, h.table_offset + s * kSectorSize, chunk.data(), chunk.size()));
     }
   }
   VSTACK_RETURN_IF_ERROR(WriteBytes(io, footer_at, footer.data(), kFooterSize));

@@ -60,8 +60,11 @@ uint64_t VirtualSize(const Footer& f, SizeRule rule, std::string* source) {
   const uint64_t chs = f.geometry.TotalSectors() * kSectorSize;
   bool use_chs = false;
   switch (rule) {
-    case SizeRule::kCurrent: break;
-    case SizeRule::kChs: use_chs = !f.geometry.IsMax(); break;
+    case SizeRule::kCurrent:
+      break;
+    case SizeRule::kChs:
+      use_chs = !f.geometry.IsMax();
+      break;
     case SizeRule::kAuto:
       use_chs = !f.geometry.IsMax() && (CreatorIs(f, "vpc ") || CreatorIs(f, "qemu"));
       break;
@@ -97,9 +100,9 @@ std::string TimeText(uint32_t vhd_seconds) {
 }
 
 std::vector<std::string> CounterNames() {
-  return {"allocations",  "alloc_commits",     "footer_writes",     "bitmap_writes",
-          "bat_sector_writes", "metadata_flushes", "bitmap_reads", "zero_filled_reads",
-          "bat_lookups",  "cross_queue_waits"};
+  return {"allocations",       "alloc_commits",    "footer_writes", "bitmap_writes",
+          "bat_sector_writes", "metadata_flushes", "bitmap_reads",  "zero_filled_reads",
+          "bat_lookups",       "cross_queue_waits"};
 }
 
 }  // namespace
@@ -157,8 +160,8 @@ Status VhdDevice::CloseLayer() {
 }
 
 std::string VhdDevice::Describe() const {
-  std::string s = "vhd " + DiskTypeName(image_.footer.disk_type) + ", " +
-                  FormatSize(geometry().size_bytes);
+  std::string s =
+      "vhd " + DiskTypeName(image_.footer.disk_type) + ", " + FormatSize(geometry().size_bytes);
   if (image_.is_dynamic()) s += ", " + FormatSize(image_.header.block_size) + " blocks";
   return s;
 }
@@ -170,9 +173,9 @@ void VhdDevice::Properties(PropertyList& out) const {
   out.push_back({"size_source", size_source_, ""});
   out.push_back({"current_size", f.current_size, "bytes"});
   out.push_back({"original_size", f.original_size, "bytes"});
-  out.push_back({"geometry_chs", std::to_string(f.geometry.cylinders) + "/" +
-                                     std::to_string(f.geometry.heads) + "/" +
-                                     std::to_string(f.geometry.sectors),
+  out.push_back({"geometry_chs",
+                 std::to_string(f.geometry.cylinders) + "/" + std::to_string(f.geometry.heads) +
+                     "/" + std::to_string(f.geometry.sectors),
                  ""});
   out.push_back({"geometry_size", f.geometry.TotalSectors() * kSectorSize, "bytes"});
   out.push_back({"creator_app", f.CreatorText(), ""});

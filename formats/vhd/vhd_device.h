@@ -23,16 +23,16 @@ struct DynamicState;
 
 // The layer's own counters (DeclareCounters order).
 enum VhdCounter : size_t {
-  kCounterAllocations,     // blocks allocated
-  kCounterCommits,         // allocation commits (each may carry several blocks)
-  kCounterFooterWrites,    // end-footer writes (the file grew)
-  kCounterBitmapWrites,    // sector-bitmap writes
-  kCounterBatWrites,       // 512-byte BAT sector writes
-  kCounterMetaFlushes,     // flushes the layer issued for its own write order
-  kCounterBitmapReads,     // bitmaps loaded from disk
-  kCounterZeroReads,       // read pieces answered with zeros, without I/O
-  kCounterBatLookups,      // per-block translations
-  kCounterWaits,           // pieces that waited for another queue's metadata I/O
+  kCounterAllocations,   // blocks allocated
+  kCounterCommits,       // allocation commits (each may carry several blocks)
+  kCounterFooterWrites,  // end-footer writes (the file grew)
+  kCounterBitmapWrites,  // sector-bitmap writes
+  kCounterBatWrites,     // 512-byte BAT sector writes
+  kCounterMetaFlushes,   // flushes the layer issued for its own write order
+  kCounterBitmapReads,   // bitmaps loaded from disk
+  kCounterZeroReads,     // read pieces answered with zeros, without I/O
+  kCounterBatLookups,    // per-block translations
+  kCounterWaits,         // pieces that waited for another queue's metadata I/O
   kCounterCount
 };
 

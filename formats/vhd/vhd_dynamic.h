@@ -13,12 +13,12 @@
 //
 // Write order of an allocation commit (docs/layers/vhd.md): over a file, (1) if the blocks do
 // not fit in the space reserved earlier, the footer at a new end of the file (reserving room
-// for more blocks), written with FUA; (2) bitmaps, data and the changed BAT sectors together (reserved
-// space is durable and reads as zeros, so a BAT entry that lands first shows an empty block).
-// At close the unused reservation is given back. Over a
-// fixed-size device, whose free space may hold old bytes: (1) bitmaps, data and zeros, flush;
-// (2) the BAT sectors. Then the entries are published in memory and the writes complete. A
-// crash at any point leaves a valid image: at worst the new blocks are leaked.
+// for more blocks), written with FUA; (2) bitmaps, data and the changed BAT sectors together
+// (reserved space is durable and reads as zeros, so a BAT entry that lands first shows an empty
+// block). At close the unused reservation is given back. Over a fixed-size device, whose free space
+// may hold old bytes: (1) bitmaps, data and zeros, flush; (2) the BAT sectors. Then the entries are
+// published in memory and the writes complete. A crash at any point leaves a valid image: at worst
+// the new blocks are leaked.
 #ifndef VSTACK_FORMATS_VHD_VHD_DYNAMIC_H_
 #define VSTACK_FORMATS_VHD_VHD_DYNAMIC_H_
 
@@ -67,9 +67,9 @@ struct DynamicState {
   // max_cached_bitmaps are kept: idle ones beyond are dropped and read again when needed.
   size_t max_cached_bitmaps = 16384;
   std::unordered_map<uint32_t, std::unique_ptr<BitmapState>> bitmaps;  // mu
-  void EvictIdleBitmaps();  // REQUIRES: mu held
-  std::unordered_map<uint32_t, Allocation*> allocating;  // blocks being allocated; mu
-  std::vector<std::unique_ptr<Allocation>> open_group;   // next commit's blocks; mu
+  void EvictIdleBitmaps();                                             // REQUIRES: mu held
+  std::unordered_map<uint32_t, Allocation*> allocating;                // blocks being allocated; mu
+  std::vector<std::unique_ptr<Allocation>> open_group;                 // next commit's blocks; mu
   bool committing = false;  // mu: a queue holds the commit role
 
   // Where the end footer is now.

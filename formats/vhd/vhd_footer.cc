@@ -12,10 +12,10 @@ namespace {
 
 // Field offsets within the footer.
 constexpr size_t kCookieAt = 0, kFeaturesAt = 8, kVersionAt = 12, kDataOffsetAt = 16,
-                 kTimestampAt = 24, kCreatorAppAt = 28, kCreatorVersionAt = 32,
-                 kCreatorOsAt = 36, kOriginalSizeAt = 40, kCurrentSizeAt = 48,
-                 kCylindersAt = 56, kHeadsAt = 58, kSectorsAt = 59, kDiskTypeAt = 60,
-                 kChecksumAt = 64, kUuidAt = 68, kSavedStateAt = 84, kHiddenAt = 85;
+                 kTimestampAt = 24, kCreatorAppAt = 28, kCreatorVersionAt = 32, kCreatorOsAt = 36,
+                 kOriginalSizeAt = 40, kCurrentSizeAt = 48, kCylindersAt = 56, kHeadsAt = 58,
+                 kSectorsAt = 59, kDiskTypeAt = 60, kChecksumAt = 64, kUuidAt = 68,
+                 kSavedStateAt = 84, kHiddenAt = 85;
 constexpr char kCookie[8] = {'c', 'o', 'n', 'e', 'c', 't', 'i', 'x'};
 
 std::string Hex(uint64_t v) {
@@ -33,10 +33,14 @@ Error Bad(Errc code, uint64_t at, size_t field_at, const std::string& what) {
 
 std::string DiskTypeName(uint32_t type) {
   switch (type) {
-    case 2: return "fixed";
-    case 3: return "dynamic";
-    case 4: return "differencing";
-    default: return "unknown (" + std::to_string(type) + ")";
+    case 2:
+      return "fixed";
+    case 3:
+      return "dynamic";
+    case 4:
+      return "differencing";
+    default:
+      return "unknown (" + std::to_string(type) + ")";
   }
 }
 
@@ -149,9 +153,9 @@ Result<Footer> ParseFooter(std::span<const uint8_t, kFooterSize> b, uint64_t at,
   f.data_offset = LoadBE64(p + kDataOffsetAt);
   if (f.is_fixed()) {
     if (f.data_offset != kNoDataOffset && f.data_offset != kNoDataOffset32) {
-      return Bad(Errc::kCorruption, at, kDataOffsetAt,
-                 "fixed disk has data offset " + Hex(f.data_offset) +
-                     " (expected 0xffffffffffffffff)");
+      return Bad(
+          Errc::kCorruption, at, kDataOffsetAt,
+          "fixed disk has data offset " + Hex(f.data_offset) + " (expected 0xffffffffffffffff)");
     }
   } else if (f.data_offset < kSectorSize || f.data_offset % kSectorSize != 0 ||
              f.data_offset == kNoDataOffset || f.data_offset == kNoDataOffset32) {
@@ -186,8 +190,8 @@ Result<Footer> ParseFooter(std::span<const uint8_t, kFooterSize> b, uint64_t at,
 std::vector<std::string> FooterWarnings(const Footer& f, uint64_t at) {
   std::vector<std::string> w;
   auto add = [&](size_t field_at, const std::string& what) {
-    w.push_back("VHD footer at offset " + std::to_string(at) + ": " + what +
-                " (field at offset " + std::to_string(at + field_at) + ")");
+    w.push_back("VHD footer at offset " + std::to_string(at) + ": " + what + " (field at offset " +
+                std::to_string(at + field_at) + ")");
   };
   if (!(f.features & kFeatureReserved)) add(kFeaturesAt, "reserved feature bit 0x2 is not set");
   if (f.saved_state > 1) {
@@ -237,9 +241,9 @@ void SerializeFooter(const Footer& f, std::span<uint8_t, kFooterSize> out) {
 std::string UuidText(const std::array<uint8_t, 16>& u) {
   char buf[40];
   std::snprintf(buf, sizeof buf,
-                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-                u[14], u[15]);
+                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+                u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+                u[15]);
   return buf;
 }
 

@@ -16,7 +16,7 @@ namespace vstack::vhd {
 
 inline constexpr uint32_t kSectorSize = 512;
 inline constexpr uint32_t kFooterSize = 512;
-inline constexpr uint64_t kNoDataOffset = UINT64_MAX;   // "none", as everybody writes it
+inline constexpr uint64_t kNoDataOffset = UINT64_MAX;    // "none", as everybody writes it
 inline constexpr uint64_t kNoDataOffset32 = 0xFFFFFFFF;  // "none", as the spec text says
 inline constexpr uint32_t kFormatVersion = 0x00010000;
 inline constexpr uint32_t kFeatureTemporary = 0x1;

@@ -47,9 +47,9 @@ Result<DynamicHeader> ParseHeader(std::span<const uint8_t, kHeaderSize> b, uint6
   }
   h.table_offset = LoadBE64(p + kTableOffsetAt);
   if (h.table_offset % kSectorSize != 0 || h.table_offset == 0) {
-    return Bad(Errc::kCorruption, at, kTableOffsetAt,
-               "BAT offset " + std::to_string(h.table_offset) +
-                   " is not a non-zero multiple of 512");
+    return Bad(
+        Errc::kCorruption, at, kTableOffsetAt,
+        "BAT offset " + std::to_string(h.table_offset) + " is not a non-zero multiple of 512");
   }
   h.version = LoadBE32(p + kVersionAt);
   if (h.version != kFormatVersion) {

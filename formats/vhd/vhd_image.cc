@@ -11,9 +11,12 @@ namespace vstack::vhd {
 
 std::string FooterSourceName(FooterSource s) {
   switch (s) {
-    case FooterSource::kEnd: return "end";
-    case FooterSource::kEndShort: return "end (511-byte legacy footer)";
-    case FooterSource::kCopyAtZero: return "copy at offset 0 (end footer unusable)";
+    case FooterSource::kEnd:
+      return "end";
+    case FooterSource::kEndShort:
+      return "end (511-byte legacy footer)";
+    case FooterSource::kCopyAtZero:
+      return "copy at offset 0 (end footer unusable)";
   }
   return "?";
 }
@@ -155,20 +158,19 @@ class Loader {
   void CompareCopy(const std::array<uint8_t, kFooterSize>& end) {
     std::vector<uint8_t> head;
     if (img_.device_size < 2 * kFooterSize || !Read(0, kFooterSize, &head)) {
-      img_.findings.push_back({Finding::kCorruption, "VHD footer copy at offset 0 is missing",
-                               Repair::kRewriteCopy});
+      img_.findings.push_back(
+          {Finding::kCorruption, "VHD footer copy at offset 0 is missing", Repair::kRewriteCopy});
       return;
     }
     if (std::memcmp(head.data(), end.data(), kFooterSize) == 0) return;
     std::array<uint8_t, kFooterSize> copy{};
     std::memcpy(copy.data(), head.data(), kFooterSize);
     Result<Footer> f = ParseFooter(copy, 0);
-    img_.findings.push_back(
-        {Finding::kCorruption,
-         f ? "VHD footer copy at offset 0 differs from the footer at offset " +
-                 Off(img_.footer_offset)
-           : f.error().message,
-         Repair::kRewriteCopy});
+    img_.findings.push_back({Finding::kCorruption,
+                             f ? "VHD footer copy at offset 0 differs from the footer at offset " +
+                                     Off(img_.footer_offset)
+                               : f.error().message,
+                             Repair::kRewriteCopy});
   }
 
   Status CheckFixedLayout() {
@@ -181,10 +183,10 @@ class Loader {
                            ", but the file ends with it at offset " + Off(img_.footer_offset));
     }
     if (img_.footer_offset > data) {
-      img_.findings.push_back({Finding::kWarning,
-                               "VHD: " + Off(img_.footer_offset - data) +
-                                   " unused bytes between the data (ending at offset " +
-                                   Off(data) + ") and the footer"});
+      img_.findings.push_back(
+          {Finding::kWarning, "VHD: " + Off(img_.footer_offset - data) +
+                                  " unused bytes between the data (ending at offset " + Off(data) +
+                                  ") and the footer"});
     }
     return OkStatus();
   }
@@ -242,9 +244,11 @@ class Loader {
     img_.bat.reserve(h.max_table_entries);
     constexpr uint64_t kChunk = 1 << 20;
     for (uint64_t done = 0; done < uint64_t{h.max_table_entries} * 4; done += kChunk) {
-      const size_t n = static_cast<size_t>(std::min(kChunk, uint64_t{h.max_table_entries} * 4 - done));
+      const size_t n =
+          static_cast<size_t>(std::min(kChunk, uint64_t{h.max_table_entries} * 4 - done));
       std::vector<uint8_t> raw;
-      VSTACK_RETURN_IF_ERROR(Read(t + done, (n + kSectorSize - 1) / kSectorSize * kSectorSize, &raw));
+      VSTACK_RETURN_IF_ERROR(
+          Read(t + done, (n + kSectorSize - 1) / kSectorSize * kSectorSize, &raw));
       DecodeBat(std::span<const uint8_t>(raw.data(), n), &img_.bat);
     }
     return OkStatus();
@@ -265,12 +269,12 @@ class Loader {
     for (size_t i = 0; i < h.locators.size(); ++i) {
       const ParentLocator& l = h.locators[i];
       if (l.platform_code == 0) continue;
-      const uint64_t space = l.data_space < kSectorSize ? uint64_t{l.data_space} * kSectorSize
-                                                        : l.data_space;
+      const uint64_t space =
+          l.data_space < kSectorSize ? uint64_t{l.data_space} * kSectorSize : l.data_space;
       const std::string name = "parent locator " + std::to_string(i);
-      img_.findings.push_back({Finding::kWarning, "VHD: " + name +
-                                                      " is set in a dynamic disk (field at offset " +
-                                                      Off(hdr + 576 + 24 * i) + ")"});
+      img_.findings.push_back(
+          {Finding::kWarning, "VHD: " + name + " is set in a dynamic disk (field at offset " +
+                                  Off(hdr + 576 + 24 * i) + ")"});
       if (l.data_offset >= kFooterSize && l.data_offset <= img_.footer_offset &&
           space <= img_.footer_offset - l.data_offset) {
         meta.push_back({l.data_offset, l.data_offset + space, -1, name + " data"});
@@ -287,16 +291,15 @@ class Loader {
       if (e == kUnallocated) continue;
       const uint64_t start = uint64_t{e} * kSectorSize, end = start + block_bytes;
       const std::string entry = "BAT entry " + std::to_string(i) + " (field at offset " +
-                                Off(h.table_offset + 4ull * i) + ") = sector " +
-                                std::to_string(e) + ": block at offset " + Off(start);
+                                Off(h.table_offset + 4ull * i) + ") = sector " + std::to_string(e) +
+                                ": block at offset " + Off(start);
       if (end > img_.footer_offset) {
         const bool gone = start >= img_.footer_offset;
-        VSTACK_RETURN_IF_ERROR(Corrupt(
-            true, {Finding::kCorruption,
-                   "VHD: " + entry + (gone ? " lies" : " runs") +
-                       " past the end of the file (footer at offset " +
-                       Off(img_.footer_offset) + ")",
-                   gone ? Repair::kClearEntry : Repair::kNone, i}));
+        VSTACK_RETURN_IF_ERROR(Corrupt(true, {Finding::kCorruption,
+                                              "VHD: " + entry + (gone ? " lies" : " runs") +
+                                                  " past the end of the file (footer at offset " +
+                                                  Off(img_.footer_offset) + ")",
+                                              gone ? Repair::kClearEntry : Repair::kNone, i}));
         bad[i] = true;
         continue;
       }
@@ -308,9 +311,9 @@ class Loader {
         }
       }
       if (hit != nullptr) {
-        VSTACK_RETURN_IF_ERROR(Corrupt(true, {Finding::kCorruption,
-                                              "VHD: " + entry + " overlaps " + hit->what,
-                                              Repair::kClearEntry, i}));
+        VSTACK_RETURN_IF_ERROR(
+            Corrupt(true, {Finding::kCorruption, "VHD: " + entry + " overlaps " + hit->what,
+                           Repair::kClearEntry, i}));
         bad[i] = true;
         continue;
       }
@@ -324,11 +327,11 @@ class Loader {
         const auto a = static_cast<uint32_t>(blocks[k - 1].index);
         const auto b = static_cast<uint32_t>(blocks[k].index);
         VSTACK_RETURN_IF_ERROR(Corrupt(
-            true, {Finding::kCorruption,
-                   "VHD: blocks of BAT entries " + std::to_string(a) + " (field at offset " +
-                       Off(h.table_offset + 4ull * a) + ") and " + std::to_string(b) +
-                       " (field at offset " + Off(h.table_offset + 4ull * b) +
-                       ") overlap at offset " + Off(blocks[k].start)}));
+            true, {Finding::kCorruption, "VHD: blocks of BAT entries " + std::to_string(a) +
+                                             " (field at offset " + Off(h.table_offset + 4ull * a) +
+                                             ") and " + std::to_string(b) + " (field at offset " +
+                                             Off(h.table_offset + 4ull * b) +
+                                             ") overlap at offset " + Off(blocks[k].start)}));
         bad[a] = bad[b] = true;
       }
     }

@@ -34,8 +34,8 @@ struct Finding {
   Kind kind = kCorruption;
   std::string message;  // names the field and the offset
   Repair repair = Repair::kNone;
-  uint32_t index = 0;   // kClearEntry: the BAT index
-  uint64_t bytes = 0;   // kLeak: leaked bytes
+  uint32_t index = 0;  // kClearEntry: the BAT index
+  uint64_t bytes = 0;  // kLeak: leaked bytes
 };
 
 enum class FooterSource {

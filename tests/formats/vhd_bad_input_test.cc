@@ -58,7 +58,8 @@ TEST_F(VhdBadInput, FixedFooterChecksumIsAnErrorThatCheckRepairs) {
   auto r = Check();
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("(field at offset " + std::to_string(footer_ + 64) + ")"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   r = Check("-r leaks");
   EXPECT_EQ(r.status, 2) << "-r leaks does not touch checksums: " << r.output;
   r = Check("-r all");
@@ -134,8 +135,9 @@ TEST_F(VhdBadInput, BatEntryIntoTheMetadataAndOverlappingBlocks) {
 TEST_F(VhdBadInput, HugeMaxTableEntriesNeedsNoMemory) {
   PutBE32(bytes_, 512 + 28, 0xFFFFFFFF);
   FixHeaderChecksum(bytes_, 512);
-  ExpectOpenError("max_table_entries 4294967295 (field at offset 540) needs a 17179869184-byte "
-                  "BAT at offset 1536, which runs past the footer");
+  ExpectOpenError(
+      "max_table_entries 4294967295 (field at offset 540) needs a 17179869184-byte "
+      "BAT at offset 1536, which runs past the footer");
   EXPECT_EQ(Check().status, 2);
   PutBE32(bytes_, 512 + 28, 3);  // too few for 16 MiB
   FixHeaderChecksum(bytes_, 512);
@@ -175,7 +177,8 @@ TEST_F(VhdBadInput, TruncatedFiles) {
   auto dev = OpenImage(dir_.File("fixed2.vhd"));
   ASSERT_FALSE(dev);
   EXPECT_NE(dev.error().message.find("fixed disk truncated: current size 1048576"),
-            std::string::npos) << dev.error().message;
+            std::string::npos)
+      << dev.error().message;
   EXPECT_EQ(RunVstack("check " + dir_.File("fixed2.vhd")).status, 2);
 }
 
@@ -184,7 +187,8 @@ TEST_F(VhdBadInput, DataOffsetPointingIntoTheFooter) {
   FixFooterChecksum(bytes_, footer_);
   std::copy(bytes_.begin() + footer_, bytes_.end(), bytes_.begin());  // keep the copy equal
   ExpectOpenError("dynamic header offset " + std::to_string(footer_) + " (field at offset " +
-                  std::to_string(footer_ + 16) + "): the 1024-byte header would overlap the "
+                  std::to_string(footer_ + 16) +
+                  "): the 1024-byte header would overlap the "
                   "footer");
   EXPECT_EQ(Check().status, 2);
 }

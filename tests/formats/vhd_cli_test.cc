@@ -1,6 +1,7 @@
 // The image tools as a user runs them on VHD images: create, info, check, convert, compare,
 // map and compact; exit codes, messages, JSON that agrees with the text.
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/formats/vhd_test_util.h"
@@ -30,7 +31,8 @@ class VhdCli : public ::testing::Test {
 TEST_F(VhdCli, CreateRoundsUpLikeQemuOrKeepsTheSizeWithForceSize) {
   CommandResult r = Ok("create -f vhd " + F("a.vhd") + " 1G");
   EXPECT_NE(r.output.find("virtual size 1 GiB (1073995776 bytes), 1073741824 requested"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   auto p = VhdProps(F("a.vhd"));
   EXPECT_EQ(p["type"], "dynamic");
   EXPECT_EQ(p["geometry_chs"], "2081/16/63");

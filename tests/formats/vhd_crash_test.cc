@@ -5,9 +5,8 @@
 // power loss could leave is opened (strictly), checked, and read: it must open, show no
 // corruption (leaked space is allowed), and hold every write flushed before the crash (or a
 // later write to the same sector).
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,14 +46,16 @@ Workload MakeWorkload() {
     w.batches.push_back(batch);
   };
   const uint64_t kB = 512 << 10;
-  add({{0, 4096}, {kB + 8192, 4096}, {3 * kB, 16384}});           // three new blocks, one commit
-  add({{4096, 4096}, {kB + 8192, 4096}});                           // bitmap grows; same sectors
+  add({{0, 4096}, {kB + 8192, 4096}, {3 * kB, 16384}});  // three new blocks, one commit
+  add({{4096, 4096}, {kB + 8192, 4096}});                // bitmap grows; same sectors
   w.flush_after.insert(1);
-  add({{2 * kB, kB}, {5 * kB - 4096, 8192}});                       // a whole block; a write across blocks
-  add({{512, 1024}, {7 * kB + 65536, 65536}, {6 * kB, 4096}});     // inside an allocated block, two new
+  add({{2 * kB, kB}, {5 * kB - 4096, 8192}});  // a whole block; a write across blocks
+  add({{512, 1024},
+       {7 * kB + 65536, 65536},
+       {6 * kB, 4096}});  // inside an allocated block, two new
   w.flush_after.insert(3);
-  add({{3 * kB + 16384, 4096}, {0, 8192}});                         // more bitmap updates
-  add({{kB, kB}});                                                  // fill a partial block
+  add({{3 * kB + 16384, 4096}, {0, 8192}});  // more bitmap updates
+  add({{kB, kB}});                           // fill a partial block
   return w;
 }
 
@@ -181,9 +182,8 @@ TEST_P(VhdCrash, EveryPrefixAndSampledReorderingsOpenCheckAndKeepFlushedData) {
       ASSERT_OK(dev) << "crash at event " << crash << " sample " << sample;
       CheckResult check;
       ASSERT_OK((*dev)->Check(CheckMode::kReadOnly, &check));
-      ASSERT_EQ(check.corruptions, 0u)
-          << "crash at event " << crash << " sample " << sample << ": "
-          << (check.messages.empty() ? "" : check.messages.front());
+      ASSERT_EQ(check.corruptions, 0u) << "crash at event " << crash << " sample " << sample << ": "
+                                       << (check.messages.empty() ? "" : check.messages.front());
       with_leaks += check.leaks > 0;
       const auto data = ReadBytes(**dev, 0, kDiskSize);
       for (uint64_t s = 0; s < kDiskSize / kSector; ++s) {
@@ -212,9 +212,8 @@ TEST_P(VhdCrash, EveryPrefixAndSampledReorderingsOpenCheckAndKeepFlushedData) {
             }
           }
         }
-        ASSERT_TRUE(later) << "flushed sector " << s << " lost: holds " << int(got)
-                           << ", flushed " << int(durable[s]) << " (crash at event " << crash
-                           << ")";
+        ASSERT_TRUE(later) << "flushed sector " << s << " lost: holds " << int(got) << ", flushed "
+                           << int(durable[s]) << " (crash at event " << crash << ")";
       }
     }
   }

@@ -38,16 +38,17 @@ ConformanceTarget FileTarget(std::string name, std::string backend, std::string 
   });
 }
 
-VSTACK_CONFORMANCE_TARGETS(vhd, {
-    MemoryTarget("vhd_fixed_memory", "subformat=fixed", 0),
-    MemoryTarget("vhd_dynamic_memory", "", 80 << 20),
-    MemoryTarget("vhd_dynamic_512k_memory", "block_size=512K", 80 << 20),
-    MemoryTarget("vhd_dynamic_4m_memory", "block_size=4M", 80 << 20),
-    FileTarget("vhd_fixed_file", "file", "subformat=fixed"),
-    FileTarget("vhd_dynamic_file", "file", ""),
-    FileTarget("vhd_dynamic_512k_uring", "uring", "block_size=512K"),
-    FileTarget("vhd_dynamic_uring_direct", "uring", "", ",direct=on"),
-});
+VSTACK_CONFORMANCE_TARGETS(vhd,
+                           {
+                               MemoryTarget("vhd_fixed_memory", "subformat=fixed", 0),
+                               MemoryTarget("vhd_dynamic_memory", "", 80 << 20),
+                               MemoryTarget("vhd_dynamic_512k_memory", "block_size=512K", 80 << 20),
+                               MemoryTarget("vhd_dynamic_4m_memory", "block_size=4M", 80 << 20),
+                               FileTarget("vhd_fixed_file", "file", "subformat=fixed"),
+                               FileTarget("vhd_dynamic_file", "file", ""),
+                               FileTarget("vhd_dynamic_512k_uring", "uring", "block_size=512K"),
+                               FileTarget("vhd_dynamic_uring_direct", "uring", "", ",direct=on"),
+                           });
 
 using vhd::kSectorSize;
 
@@ -281,7 +282,8 @@ TEST_F(VhdDevice, CorruptEndFooterFallsBackToTheCopyAndCheckRepairsIt) {
   auto r = RunVstack("check " + path);
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("no footer ('conectix' cookie) at offset " + std::to_string(size - 512)),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   r = RunVstack("check -r all " + path);
   EXPECT_EQ(r.status, 0) << r.output;
   auto file = ReadAll(path);
@@ -295,8 +297,14 @@ TEST_F(VhdDevice, SizeRuleFollowsTheCreator) {
   auto file = ReadAll(path);
   const uint64_t f = file.size() - 512;
   // A Virtual PC image whose geometry (spec rounding) is smaller than current_size.
-  file[f + 28] = 'v'; file[f + 29] = 'p'; file[f + 30] = 'c'; file[f + 31] = ' ';
-  file[f + 56] = 1003 >> 8; file[f + 57] = 1003 & 0xFF; file[f + 58] = 12; file[f + 59] = 17;
+  file[f + 28] = 'v';
+  file[f + 29] = 'p';
+  file[f + 30] = 'c';
+  file[f + 31] = ' ';
+  file[f + 56] = 1003 >> 8;
+  file[f + 57] = 1003 & 0xFF;
+  file[f + 58] = 12;
+  file[f + 59] = 17;
   FixFooterChecksum(file, f);
   WriteAll(path, file);
   auto size_of = [&](const std::string& spec) {
@@ -306,7 +314,10 @@ TEST_F(VhdDevice, SizeRuleFollowsTheCreator) {
   };
   EXPECT_EQ(size_of("vhd+" + Q(path)), 104761344u) << "vpc: C*H*S";
   EXPECT_EQ(size_of("vhd:size_rule=current+" + Q(path)), 104859136u);
-  file[f + 28] = 'w'; file[f + 29] = 'i'; file[f + 30] = 'n'; file[f + 31] = ' ';
+  file[f + 28] = 'w';
+  file[f + 29] = 'i';
+  file[f + 30] = 'n';
+  file[f + 31] = ' ';
   FixFooterChecksum(file, f);
   WriteAll(path, file);
   EXPECT_EQ(size_of("vhd+" + Q(path)), 104859136u) << "win: current_size";

@@ -17,14 +17,10 @@ TEST(VhdChs, SpecAlgorithmMatchesTheNotesTable) {
     uint64_t bytes;
     Chs chs;
   } cases[] = {
-      {20ull << 20, {602, 4, 17}},
-      {(100ull << 20) + 1536, {1003, 12, 17}},
-      {1ull << 30, {2080, 16, 63}},
-      {10ull << 30, {20805, 16, 63}},
-      {32ull << 30, {16448, 16, 255}},
-      {127ull << 30, {65278, 16, 255}},
-      {136899993600ull, {65535, 16, 255}},
-      {2040ull << 30, {65535, 16, 255}},
+      {20ull << 20, {602, 4, 17}},         {(100ull << 20) + 1536, {1003, 12, 17}},
+      {1ull << 30, {2080, 16, 63}},        {10ull << 30, {20805, 16, 63}},
+      {32ull << 30, {16448, 16, 255}},     {127ull << 30, {65278, 16, 255}},
+      {136899993600ull, {65535, 16, 255}}, {2040ull << 30, {65535, 16, 255}},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(ChsForSectors(c.bytes / 512), c.chs) << c.bytes;
@@ -72,12 +68,12 @@ TEST(VhdFooter, RoundTripAndQemuBytes) {
   SerializeFooter(SampleFooter(), b);
   // The first bytes of qemu-img's 1 GiB dynamic image (VHD-NOTES, hands-on record), up to the
   // time stamp and from the creator on.
-  const uint8_t head[] = {'c', 'o', 'n', 'e', 'c', 't', 'i', 'x', 0, 0, 0, 2, 0, 1, 0, 0,
-                          0,   0,   0,   0,   0,   0,   2,   0};
+  const uint8_t head[] = {'c', 'o', 'n', 'e', 'c', 't', 'i', 'x', 0, 0, 0, 2,
+                          0,   1,   0,   0,   0,   0,   0,   0,   0, 0, 2, 0};
   EXPECT_EQ(std::memcmp(b.data(), head, sizeof head), 0);
-  const uint8_t tail[] = {'q', 'e', 'm', 'u', 0, 5, 0, 3, 'W', 'i', '2', 'k', 0, 0, 0, 0,
-                          0x40, 0x03, 0xe0, 0, 0, 0, 0, 0, 0x40, 0x03, 0xe0, 0, 0x08, 0x21,
-                          0x10, 0x3f, 0, 0, 0, 3};
+  const uint8_t tail[] = {'q',  'e',  'm',  'u', 0,    5,    0,    3,    'W', 'i', '2', 'k',
+                          0,    0,    0,    0,   0x40, 0x03, 0xe0, 0,    0,   0,   0,   0,
+                          0x40, 0x03, 0xe0, 0,   0x08, 0x21, 0x10, 0x3f, 0,   0,   0,   3};
   EXPECT_EQ(std::memcmp(b.data() + 28, tail, sizeof tail), 0);
   auto f = ParseFooter(b, 1000);
   ASSERT_TRUE(f) << f.error().message;
@@ -100,7 +96,11 @@ TEST(VhdFooter, RejectsBadFieldsNamingFieldAndOffset) {
       {"cookie", 0, {'x'}, true, "no 'conectix' cookie (field at offset 1000)"},
       {"checksum", 64, {0, 0, 0, 0}, false, "checksum mismatch: stored 0x0, computed"},
       {"features", 8, {0, 0, 0, 6}, true, "unknown feature bits 0x6 (field at offset 1008)"},
-      {"version", 12, {0, 2, 0, 0}, true, "unsupported format version 0x20000 (expected 0x10000) (field at offset 1012)"},
+      {"version",
+       12,
+       {0, 2, 0, 0},
+       true,
+       "unsupported format version 0x20000 (expected 0x10000) (field at offset 1012)"},
       {"type", 60, {0, 0, 0, 5}, true, "invalid disk type 5"},
       {"differencing", 60, {0, 0, 0, 4}, true, "differencing disks (type 4) are not supported"},
       {"data offset", 16, {0, 0, 0, 0, 0, 0, 0, 7}, true, "invalid header offset 0x7"},
@@ -113,7 +113,10 @@ TEST(VhdFooter, RejectsBadFieldsNamingFieldAndOffset) {
     std::memcpy(b.data() + c.at, c.bytes.data(), c.bytes.size());
     if (c.fix_checksum) {
       const uint32_t sum = VhdChecksum(b, 64);
-      b[64] = sum >> 24; b[65] = sum >> 16; b[66] = sum >> 8; b[67] = sum;
+      b[64] = sum >> 24;
+      b[65] = sum >> 16;
+      b[66] = sum >> 8;
+      b[67] = sum;
     }
     auto f = ParseFooter(b, 1000);
     ASSERT_FALSE(f) << c.what;
@@ -176,8 +179,9 @@ TEST(VhdHeader, RoundTripAndValidation) {
     SerializeHeader(h, b);
     auto e = ParseHeader(b, 512);
     ASSERT_FALSE(e) << bad;
-    EXPECT_NE(e.error().message.find("block size " + std::to_string(bad) +
-                                     " is not a power of two"), std::string::npos);
+    EXPECT_NE(
+        e.error().message.find("block size " + std::to_string(bad) + " is not a power of two"),
+        std::string::npos);
     EXPECT_NE(e.error().message.find("(field at offset 544)"), std::string::npos)
         << e.error().message;
   }

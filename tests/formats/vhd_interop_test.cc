@@ -83,7 +83,8 @@ class VhdInterop : public ::testing::Test {
     if (size > block + 8192) {
       cmd += " -c 'write -P 0xbb " + std::to_string(block - 4096) + " 12288'";
     }
-    if (size > 3 * block) cmd += " -c 'write -P 0xcc " + std::to_string(2 * block + 1536) + " 3072'";
+    if (size > 3 * block)
+      cmd += " -c 'write -P 0xcc " + std::to_string(2 * block + 1536) + " 3072'";
     if (size >= 65536 * 2) cmd += " -c 'write -P 0xdd " + std::to_string(size - 65536) + " 65536'";
     Tool(cmd + " " + path);
   }
@@ -123,7 +124,7 @@ TEST_F(VhdInterop, QemuImagesReadLikeQemuImgConvert) {
   for (const Case& c : cases) {
     const std::string path = dir_.File("q" + std::to_string(n++) + ".vhd");
     Tool("qemu-img create -q -f vpc -o " + std::string(c.options) + " " + path + " " +
-        std::to_string(c.size));
+         std::to_string(c.size));
     const uint64_t size = QemuVirtualSize(path);
     auto dev = OpenImage(path);
     ASSERT_OK(dev) << c.options << " " << c.size;
@@ -160,8 +161,8 @@ TEST_F(VhdInterop, Qemu2040GiBDynamicImage) {
   const std::string path = dir_.File("huge.vhd");
   Tool("qemu-img create -q -f vpc -o subformat=dynamic " + path + " 2040G");
   const uint64_t size = QemuVirtualSize(path);
-  Tool("qemu-io -f vpc -c 'write -P 0x42 0 4096' -c 'write -P 0x43 " +
-      std::to_string(size - 4096) + " 4096' " + path);
+  Tool("qemu-io -f vpc -c 'write -P 0x42 0 4096' -c 'write -P 0x43 " + std::to_string(size - 4096) +
+       " 4096' " + path);
   auto dev = OpenImage(path);
   ASSERT_OK(dev);
   EXPECT_EQ((*dev)->geometry().size_bytes, size);

@@ -102,8 +102,6 @@ std::vector<unsigned char> ReadBytes(BlockDevice& dev, uint64_t offset, uint64_t
   return std::vector<unsigned char>(p, p + length);
 }
 
-uint64_t Counter(BlockDevice& dev, const std::string& name) {
-  return dev.Stats().counter(name);
-}
+uint64_t Counter(BlockDevice& dev, const std::string& name) { return dev.Stats().counter(name); }
 
 }  // namespace vstack::testing

@@ -22,8 +22,7 @@ Result<DevicePtr> MemoryVhd(uint64_t size, const std::string& options = "",
                             uint64_t device_size = 0);
 
 // Creates `path` with CreateImage("vhd", ...) and opens it as vhd+file:PATH.
-Result<DevicePtr> FileVhd(const std::string& path, uint64_t size,
-                          const std::string& options = "");
+Result<DevicePtr> FileVhd(const std::string& path, uint64_t size, const std::string& options = "");
 
 // Whole-file byte access (no vstack involved).
 std::vector<unsigned char> ReadAll(const std::string& path);
