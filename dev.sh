@@ -46,6 +46,25 @@ build() {
   cmake --build "$dir" -j "$JOBS"
 }
 
+# The VHD libFuzzer target (tests/fuzz): its own small clang build, and a short run from the
+# committed seeds. A crash fails the command and leaves the input in the printed directory.
+fuzz_vhd() {
+  if [ ! -f build-fuzz/build.ninja ]; then
+    cmake -S tests/fuzz -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++
+  fi
+  cmake --build build-fuzz -j "$JOBS"
+  local work
+  work=$(mktemp -d "${TMPDIR:-/var/tmp}/vstack-fuzz.XXXXXX")
+  echo "== fuzz: vhd for 30 s (inputs and any crash in $work)"
+  if ! build-fuzz/vhd_fuzz -max_total_time=30 -artifact_prefix="$work/" "$work" \
+      tests/fuzz/corpus/vhd >"$work/log" 2>&1; then
+    cat "$work/log"
+    return 1
+  fi
+  tail -n 4 "$work/log"
+  rm -rf "$work"
+}
+
 run_tests() {
   local dir=$1
   echo "== tests: $dir"
@@ -68,6 +87,7 @@ case "${1:-}" in
     run_tests build
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       run_tests build-asan
+    fuzz_vhd
     echo "== all tests passed"
     ;;
   *)

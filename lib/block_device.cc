@@ -54,10 +54,11 @@ LayerStats BlockDevice::Stats() const {
 }
 
 Status BlockDevice::CheckRange(uint64_t offset, uint64_t length) const {
-  if (offset > geometry_.size_bytes || length > geometry_.size_bytes - offset) {
+  const uint64_t size = size_bytes();
+  if (offset > size || length > size - offset) {
     return MakeError(Errc::kOutOfRange, kind_ + ": range " + std::to_string(offset) + "+" +
                                             std::to_string(length) + " is beyond the end (" +
-                                            std::to_string(geometry_.size_bytes) + ")");
+                                            std::to_string(size) + ")");
   }
   return OkStatus();
 }
@@ -66,6 +67,26 @@ Status BlockDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Ext
   VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
   AppendExtent(out, offset, length, 0);
   return OkStatus();
+}
+
+Status BlockDevice::Resize(uint64_t size) {
+  if (!Has(kCapResizable)) {
+    return MakeError(Errc::kNotSupported, kind_ + ": this device cannot be resized");
+  }
+  if (read_only()) return MakeError(Errc::kReadOnly, kind_ + ": read-only, cannot be resized");
+  if (size == 0 || size % geometry_.logical_block != 0) {
+    return MakeError(Errc::kUnaligned, kind_ + ": new size " + std::to_string(size) +
+                                           " is not a positive multiple of " +
+                                           std::to_string(geometry_.logical_block));
+  }
+  std::lock_guard lock(resize_mu_);
+  VSTACK_RETURN_IF_ERROR(DoResize(size));
+  __atomic_store_n(&geometry_.size_bytes, size, __ATOMIC_RELEASE);
+  return OkStatus();
+}
+
+Status BlockDevice::DoResize(uint64_t size) {
+  return MakeError(Errc::kNotSupported, kind_ + ": this device cannot be resized");
 }
 
 Status BlockDevice::Close() {
@@ -164,7 +185,8 @@ std::error_code IoQueue::Validate(const IoRequest& r) const {
   if (r.op != Op::kRead && device_.read_only()) return Errc::kReadOnly;
   if (r.length == 0) return Errc::kInvalidArgument;
   if ((r.offset | r.length) & (g.logical_block - 1)) return Errc::kUnaligned;
-  if (r.offset > g.size_bytes || r.length > g.size_bytes - r.offset) return Errc::kOutOfRange;
+  const uint64_t size = device_.size_bytes();
+  if (r.offset > size || r.length > size - r.offset) return Errc::kOutOfRange;
   switch (r.op) {
     case Op::kDiscard:
       if (!device_.Has(kCapDiscard)) return Errc::kNotSupported;

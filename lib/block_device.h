@@ -77,6 +77,8 @@ class BlockDevice {
   virtual ~BlockDevice();
 
   const Geometry& geometry() const { return geometry_; }
+  // geometry().size_bytes, safe to read while another thread calls Resize().
+  uint64_t size_bytes() const { return __atomic_load_n(&geometry_.size_bytes, __ATOMIC_ACQUIRE); }
   Capabilities capabilities() const { return caps_; }
   bool Has(Capability c) const { return (caps_ & c) != 0; }
   bool read_only() const { return !Has(kCapWrite); }
@@ -111,6 +113,16 @@ class BlockDevice {
   // REQUIRES: no queue of this device is in use by another thread.
   virtual Status Check(CheckMode mode, CheckResult* out) { return OkStatus(); }
 
+  // Changes the size of a device with kCapResizable (others: Errc::kNotSupported; read-only
+  // devices: Errc::kReadOnly), for an image
+  // format that grows or shrinks its file (VHD). `size` must be a multiple of logical_block.
+  // Growing makes [old size, size) addressable and reading as zeros; a regular file's length on
+  // disk then follows the data written there, as with pwrite past the end, so after a crash
+  // the file is as long as the writes that reached the disk (the crash model of
+  // tests/testing/recording_device.h). Shrinking truncates. Thread-safe against requests on
+  // other queues; REQUIRES: no request in flight touches a range that shrinking removes.
+  Status Resize(uint64_t size);
+
   // Persists metadata and releases resources; a layer then closes the device below it. After
   // Close, OpenQueue fails. Idempotent: later calls return the first result.
   // REQUIRES: every queue of this device has been destroyed.
@@ -123,6 +135,9 @@ class BlockDevice {
   virtual Result<std::unique_ptr<IoQueue>> DoOpenQueue() = 0;
   // Does the work of Close(). The default does nothing.
   virtual Status DoClose() { return OkStatus(); }
+  // Does the work of Resize() (called with the new size already checked, serialised with other
+  // resizes; size_bytes() changes after it succeeds). The default refuses.
+  virtual Status DoResize(uint64_t size);
 
   // kOutOfRange unless [offset, offset+length) lies within the device (overflow-safe). For
   // control-path queries such as MapExtents; the data path is checked by IoQueue.
@@ -153,6 +168,7 @@ class BlockDevice {
   std::unique_ptr<std::atomic<uint64_t>[]> shared_counters_;
 
   mutable std::mutex mu_;
+  std::mutex resize_mu_;           // serialises Resize()
   std::vector<IoQueue*> queues_;   // guarded by mu_
   LayerStats retired_;             // stats of destroyed queues; guarded by mu_
   bool closed_ = false;            // guarded by mu_

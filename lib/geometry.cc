@@ -12,7 +12,7 @@ std::string CapabilitiesToString(Capabilities caps) {
       {kCapWriteZeroes, "write_zeroes"}, {kCapFua, "fua"},
       {kCapDiscardZeroes, "discard_zeroes"}, {kCapFastZeroes, "fast_zeroes"},
       {kCapExtents, "extents"},    {kCapPersistent, "persistent"},
-      {kCapThreadSafe, "thread_safe"},
+      {kCapThreadSafe, "thread_safe"}, {kCapResizable, "resizable"},
   };
   std::string out;
   for (const auto& n : kNames) {

@@ -40,6 +40,9 @@ enum Capability : uint32_t {
   kCapExtents = 1u << 8,        // MapExtents reports real allocation, not just "all data"
   kCapPersistent = 1u << 9,     // data survives Close() and reopen
   kCapThreadSafe = 1u << 10,    // several queues may be used from several threads at once
+  kCapResizable = 1u << 11,     // the size can change (a regular file): Resize works unless
+                                // the device is read-only; layers do not inherit it unless
+                                // they implement Resize themselves
 };
 using Capabilities = uint32_t;
 

@@ -22,11 +22,12 @@ class Layer : public BlockDevice {
   BlockDevice& lower_device() const { return *lower_; }
 
  protected:
-  // Starts with the lower device's geometry and capabilities; a layer that changes them
-  // (a format's virtual size, a transform that cannot FUA natively) adjusts them in its
-  // constructor with mutable_geometry() and set_capabilities().
+  // Starts with the lower device's geometry and capabilities (except kCapResizable, which a
+  // layer claims only if it implements DoResize); a layer that changes them (a format's
+  // virtual size, a transform that cannot FUA natively) adjusts them in its constructor with
+  // mutable_geometry() and set_capabilities().
   Layer(std::string kind, DevicePtr lower)
-      : BlockDevice(std::move(kind), lower->geometry(), lower->capabilities()),
+      : BlockDevice(std::move(kind), lower->geometry(), lower->capabilities() & ~kCapResizable),
         lower_(std::move(lower)) {}
 
   // Persists this layer's metadata while the device below is still open. Default: nothing.

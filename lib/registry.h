@@ -32,6 +32,11 @@ struct OptionInfo {
 // Options apply to the whole stack being opened.
 struct OpenOptions {
   bool read_only = false;
+  // Opening for `vstack check`: layers accept metadata they would normally refuse (a bad
+  // checksum, a BAT entry past the end of the file) so that Check() can report and repair it;
+  // data I/O that depends on the broken parts fails with Errc::kCorruption. Metadata that
+  // cannot be read at all still fails the open.
+  bool for_check = false;
 };
 
 // The options of one spec part, checked against its component's OptionInfo list. Getters fall

@@ -5,11 +5,23 @@ namespace vstack::cli {
 
 void AddInfoCommand(CLI::App& app);
 void AddLayersCommand(CLI::App& app);
+void AddCreateCommand(CLI::App& app);
+void AddCheckCommand(CLI::App& app);
+void AddConvertCommand(CLI::App& app);
+void AddCompareCommand(CLI::App& app);
+void AddMapCommand(CLI::App& app);
+void AddCompactCommand(CLI::App& app);
 
 const std::vector<CommandRegistration>& AllCommands() {
   static const std::vector<CommandRegistration> kCommands = {
       {"info", &AddInfoCommand},
       {"layers", &AddLayersCommand},
+      {"create", &AddCreateCommand},
+      {"check", &AddCheckCommand},
+      {"convert", &AddConvertCommand},
+      {"compare", &AddCompareCommand},
+      {"map", &AddMapCommand},
+      {"compact", &AddCompactCommand},
   };
   return kCommands;
 }

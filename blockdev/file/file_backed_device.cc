@@ -174,7 +174,7 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
     caps |= kCapWrite | kCapFua | kCapDiscard | kCapWriteZeroes;
     if (!out.is_block_device) caps |= kCapDiscardZeroes | kCapFastZeroes;
   }
-  if (!out.is_block_device) caps |= kCapExtents;
+  if (!out.is_block_device) caps |= kCapExtents | kCapResizable;
   out.caps = caps;
   return out;
 }
@@ -198,7 +198,7 @@ Status FileBackedDevice::DoClose() {
 
 std::string FileBackedDevice::Describe() const {
   std::string s = kind() + " " + path_ + " (" + (is_block_device_ ? "block device" : "regular file");
-  s += ", " + FormatSize(geometry().size_bytes);
+  s += ", " + FormatSize(size_bytes());
   if (direct_) s += ", O_DIRECT";
   if (read_only()) s += ", read-only";
   return s + ")";
@@ -216,6 +216,18 @@ void FileBackedDevice::Properties(PropertyList& out) const {
     }
     out.push_back({"filesystem", FsName(fd_), ""});
   }
+}
+
+Status FileBackedDevice::DoResize(uint64_t size) {
+  // Growing only widens the addressable range: the file's length follows the data written
+  // past its end (see BlockDevice::Resize). Shrinking truncates.
+  if (size >= size_bytes()) return OkStatus();
+  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
+    const int err = errno;
+    return MakeError(SystemError(err), kind() + ": cannot truncate '" + path_ + "' to " +
+                                           std::to_string(size) + ": " + std::strerror(err));
+  }
+  return OkStatus();
 }
 
 Status FileBackedDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {

@@ -12,7 +12,8 @@
 //                        share an image by accident
 //
 // Geometry: the size is the file size rounded up to the logical block; reads past the end of
-// the file return zeros, as qemu's file driver does.
+// the file return zeros, as qemu's file driver does. A writable regular file is resizable
+// (BlockDevice::Resize), which is how VHD grows its image file.
 #ifndef VSTACK_BLOCKDEV_FILE_FILE_BACKED_DEVICE_H_
 #define VSTACK_BLOCKDEV_FILE_FILE_BACKED_DEVICE_H_
 
@@ -78,6 +79,9 @@ class FileBackedDevice : public BlockDevice {
   FileBackedDevice(std::string kind, const OpenedFile& file, const FileOpenParams& params);
   // Releases the advisory lock; the descriptor closes with the object.
   Status DoClose() override;
+  // Regular files only (kCapResizable): growing just widens the addressable range, shrinking
+  // truncates the file.
+  Status DoResize(uint64_t size) override;
 
  private:
   std::error_code WriteZeroBuffers(uint64_t offset, uint64_t length) const;

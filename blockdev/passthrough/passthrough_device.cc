@@ -82,8 +82,11 @@ ComponentInfo PassthroughComponent() {
 
 }  // namespace
 
-// Geometry and capabilities are exactly the lower device's, which is what Layer starts with.
-PassthroughDevice::PassthroughDevice(DevicePtr lower) : Layer("passthrough", std::move(lower)) {}
+// Geometry and capabilities are exactly the lower device's. Layer starts with them, minus
+// kCapResizable, which a passthrough implements by forwarding.
+PassthroughDevice::PassthroughDevice(DevicePtr lower) : Layer("passthrough", std::move(lower)) {
+  set_capabilities(capabilities() | (lower_device().capabilities() & kCapResizable));
+}
 
 Result<std::unique_ptr<IoQueue>> PassthroughDevice::DoOpenQueue() {
   VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());

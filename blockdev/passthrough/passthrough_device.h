@@ -22,6 +22,8 @@ class PassthroughDevice final : public Layer {
 
  protected:
   Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
+  // Resizing is the lower device's too (Layer does not inherit kCapResizable by default).
+  Status DoResize(uint64_t size) override { return lower_device().Resize(size); }
 };
 
 }  // namespace vstack

@@ -30,6 +30,16 @@ class RecordingQueue final : public LayerQueue {
     lower().Submit(children);
   }
 
+  void DoPoll(bool wait) override {
+    LayerQueue::DoPoll(wait && deferred_.empty());
+    // A blocking poll always makes progress; a non-blocking one only sometimes.
+    if (deferred_.empty() || (!wait && order_.Below(2) == 0)) return;
+    std::swap(deferred_[order_.Below(deferred_.size())], deferred_.back());
+    Child* c = deferred_.back();
+    deferred_.pop_back();
+    Finish(c);
+  }
+
  private:
   struct Child {
     IoRequest req;
@@ -39,18 +49,30 @@ class RecordingQueue final : public LayerQueue {
   };
   static void OnDone(IoRequest& r) {
     Child* c = static_cast<Child*>(r.user_data);
-    if (!r.status) c->queue->dev_.OnComplete(c->index);
-    c->queue->Complete(*c->parent, r.status);
-    c->queue->pool_.Put(c);
+    if (c->queue->dev_.defer_completions()) {
+      c->queue->deferred_.push_back(c);
+      return;
+    }
+    c->queue->Finish(c);
+  }
+  void Finish(Child* c) {
+    if (!c->req.status) dev_.OnComplete(c->index);
+    Complete(*c->parent, c->req.status);
+    pool_.Put(c);
   }
 
   RecordingDevice& dev_;
   RequestPool<Child> pool_;
+  std::vector<Child*> deferred_;  // completed below, not yet reported (defer_completions)
+  Rng order_{7};                  // which deferred request completes next
 };
 
 }  // namespace
 
-RecordingDevice::RecordingDevice(DevicePtr lower) : Layer("recording", std::move(lower)) {}
+RecordingDevice::RecordingDevice(DevicePtr lower, bool defer_completions)
+    : Layer("recording", std::move(lower)), defer_(defer_completions) {
+  set_capabilities(capabilities() | (lower_device().capabilities() & kCapResizable));
+}
 
 Result<std::unique_ptr<IoQueue>> RecordingDevice::DoOpenQueue() {
   VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
@@ -61,6 +83,7 @@ uint64_t RecordingDevice::OnSubmit(const IoRequest& r) {
   if (r.op == Op::kRead) return UINT64_MAX;
   RecordedOp op;
   op.op = r.op;
+  op.flags = r.flags;
   op.offset = r.offset;
   op.length = r.length;
   if (r.op == Op::kWrite) {
@@ -101,7 +124,7 @@ std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
   std::vector<const RecordedOp*> durable, maybe;
   for (const RecordedOp& op : log) {
     if (op.op == Op::kFlush || op.submitted >= crash_point) continue;
-    if (op.completed < barrier) {
+    if (op.completed < barrier || ((op.flags & kIoFua) && op.completed < crash_point)) {
       durable.push_back(&op);
     } else {
       maybe.push_back(&op);

@@ -4,8 +4,11 @@
 // could leave at any instant, for a crash-consistency test to open, check and verify.
 //
 // The model (docs/design.md): a write that completed before a flush was submitted is durable
-// once that flush completes; any other write submitted before the crash may or may not have
-// reached the media, in any order; nothing submitted after the crash did.
+// once that flush completes, and a FUA write once it completes; any other write submitted
+// before the crash may or may not have reached the media, in any order; nothing submitted
+// after the crash did. A crash image is as
+// long as the base plus the writes applied to it: growing with Resize (which the recording
+// device forwards, keeping kCapResizable) is not an event, as for a file grown by pwrite.
 #ifndef VSTACK_TESTS_TESTING_RECORDING_DEVICE_H_
 #define VSTACK_TESTS_TESTING_RECORDING_DEVICE_H_
 
@@ -20,6 +23,7 @@ namespace vstack::testing {
 
 struct RecordedOp {
   Op op = Op::kWrite;  // kWrite, kWriteZeroes, kDiscard or kFlush
+  IoFlags flags = 0;   // kIoFua: durable once completed
   uint64_t offset = 0;
   uint64_t length = 0;
   std::vector<unsigned char> data;  // kWrite only
@@ -29,7 +33,12 @@ struct RecordedOp {
 
 class RecordingDevice final : public Layer {
  public:
-  explicit RecordingDevice(DevicePtr lower);
+  // With `defer_completions`, every request completes only at a later Poll (at most one per
+  // Poll, and a non-blocking Poll only every other time on average), in a pseudo-random order, whatever the device below did: a layer above cannot rely on
+  // completion order or on inline completion, and the log's completion events are when the
+  // layer above learnt of them.
+  explicit RecordingDevice(DevicePtr lower, bool defer_completions = false);
+  bool defer_completions() const { return defer_; }
 
   // A copy of the log so far.
   std::vector<RecordedOp> Log() const;
@@ -42,15 +51,18 @@ class RecordingDevice final : public Layer {
 
  protected:
   Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
+  Status DoResize(uint64_t size) override { return lower_device().Resize(size); }
 
  private:
+  const bool defer_;
   mutable std::mutex mu_;
   std::vector<RecordedOp> log_;
   uint64_t seq_ = 0;
 };
 
 // Applies to `base` (the lower image as it was before recording started) the state after a crash
-// at event `crash_point`: every write guaranteed durable, plus each possibly-persisted write
+// at event `crash_point`: every write guaranteed durable (completed before a completed flush
+// was submitted, or completed with FUA), plus each possibly-persisted write
 // with probability 1/2 (chosen by `rng`; `rng` == nullptr applies all of them), in a random
 // order. Discarded ranges are treated like write-zeroes of that range or no-op at random.
 std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,

@@ -1,0 +1,200 @@
+#include "formats/vhd/vhd_compact.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "formats/vhd/vhd_bat.h"
+#include "formats/vhd/vhd_bitmap.h"
+#include "formats/vhd/vhd_image.h"
+#include "lib/aligned_buffer.h"
+#include "lib/iovec.h"
+#include "lib/sync_io.h"
+
+namespace vstack::vhd {
+namespace {
+
+struct Range {
+  uint64_t start, end;
+  uint32_t index;  // BAT index (blocks only)
+};
+
+class Compactor {
+ public:
+  Compactor(BlockDevice& file, VhdImage img,
+            const std::function<void(uint64_t, uint64_t)>& progress)
+      : file_(file),
+        io_(file),
+        img_(std::move(img)),
+        progress_(progress),
+        bm_(img_.header.bitmap_bytes()),
+        bs_(img_.header.block_size),
+        block_bytes_(uint64_t{bm_} + bs_),
+        buf_(block_bytes_, 4096) {}
+
+  Result<CompactReport> Run() {
+    report_.file_size_before = file_.size_bytes();
+    std::vector<uint32_t> allocated;
+    for (uint32_t i = 0; i < img_.bat.size(); ++i) {
+      if (img_.bat[i] != kUnallocated) allocated.push_back(i);
+    }
+    report_.blocks_before = allocated.size();
+    total_ = allocated.size();
+    VSTACK_RETURN_IF_ERROR(FreeZeroBlocks(allocated));
+    VSTACK_RETURN_IF_ERROR(MoveBlocks());
+    VSTACK_RETURN_IF_ERROR(Truncate());
+    report_.file_size_after = file_.size_bytes();
+    return report_;
+  }
+
+ private:
+  uint64_t At(uint32_t index) const { return uint64_t{img_.bat[index]} * kSectorSize; }
+
+  Status Io(std::error_code ec, const std::string& what, uint64_t offset) {
+    if (!ec) return OkStatus();
+    return MakeError(ec, "VHD compact: " + what + " at offset " + std::to_string(offset) +
+                             " failed: " + ec.message());
+  }
+  Status ReadBlock(uint64_t at) { return Io(io_.Read(at, buf_.span()), "reading a block", at); }
+  Status Flush() { return Io(io_.Flush(), "flush", 0); }
+  Status WriteBatSector(uint32_t index) {
+    const uint64_t sector = index / kEntriesPerBatSector;
+    const Bat bat(img_.bat);
+    AlignedBuffer out(kSectorSize, 4096);
+    bat.SerializeSector(sector, std::span<uint8_t, kSectorSize>(
+                                    reinterpret_cast<uint8_t*>(out.data()), kSectorSize));
+    const uint64_t at = img_.header.table_offset + sector * kSectorSize;
+    return Io(io_.Write(at, out.span()), "writing the BAT", at);
+  }
+
+  // A block reads as zeros if no sector with its bit set holds a non-zero byte.
+  bool ReadsZero() const {
+    const auto* bits = reinterpret_cast<const uint8_t*>(buf_.data());
+    const std::byte* data = buf_.data() + bm_;
+    const uint32_t sectors = bs_ / kSectorSize;
+    for (uint32_t s = 0; s < sectors;) {
+      const uint32_t n = RunLength(bits, s, sectors);
+      if (TestBit(bits, s) &&
+          !IsZero(data + uint64_t{s} * kSectorSize, uint64_t{n} * kSectorSize)) {
+        return false;
+      }
+      s += n;
+    }
+    return true;
+  }
+
+  Status FreeZeroBlocks(const std::vector<uint32_t>& allocated) {
+    std::vector<uint32_t> freed;
+    for (uint32_t i : allocated) {
+      VSTACK_RETURN_IF_ERROR(ReadBlock(At(i)));
+      if (ReadsZero()) freed.push_back(i);
+      progress_(++done_, total_);
+    }
+    for (uint32_t i : freed) img_.bat[i] = kUnallocated;
+    uint64_t last_sector = UINT64_MAX;
+    for (uint32_t i : freed) {
+      if (i / kEntriesPerBatSector == last_sector) continue;
+      last_sector = i / kEntriesPerBatSector;
+      VSTACK_RETURN_IF_ERROR(WriteBatSector(i));
+    }
+    report_.zero_blocks_freed = freed.size();
+    if (!freed.empty()) VSTACK_RETURN_IF_ERROR(Flush());
+    return OkStatus();
+  }
+
+  // Moves the last blocks of the file into the first holes that fit them.
+  Status MoveBlocks() {
+    std::vector<Range> used = {{0, img_.metadata_end, 0}};
+    const DynamicHeader& h = img_.header;
+    used.push_back({img_.footer.data_offset, img_.footer.data_offset + kHeaderSize, 0});
+    used.push_back({h.table_offset, h.table_offset + h.bat_bytes(), 0});
+    std::vector<Range> blocks;
+    for (uint32_t i = 0; i < img_.bat.size(); ++i) {
+      if (img_.bat[i] != kUnallocated) blocks.push_back({At(i), At(i) + block_bytes_, i});
+    }
+    std::sort(blocks.begin(), blocks.end(), [](auto& a, auto& b) { return a.start < b.start; });
+    std::vector<Range> all = used;
+    all.insert(all.end(), blocks.begin(), blocks.end());
+    std::sort(all.begin(), all.end(), [](auto& a, auto& b) { return a.start < b.start; });
+    std::vector<Range> holes;
+    uint64_t cursor = 0;
+    for (const Range& r : all) {
+      if (r.start > cursor) holes.push_back({cursor, r.start, 0});
+      cursor = std::max(cursor, r.end);
+    }
+    total_ += blocks.size();
+    size_t g = 0;
+    for (size_t j = blocks.size(); j-- > 0;) {
+      Range& b = blocks[j];
+      uint64_t pos = 0;
+      while (g < holes.size() && holes[g].start < b.start) {
+        const uint64_t aligned = PlaceBlock(holes[g].start, bm_);
+        if (aligned + block_bytes_ <= holes[g].end) {
+          pos = aligned;
+          break;
+        }
+        if (holes[g].start + block_bytes_ <= holes[g].end) {
+          pos = holes[g].start;
+          break;
+        }
+        ++g;
+      }
+      if (g >= holes.size() || holes[g].start >= b.start || pos + block_bytes_ > b.start) break;
+      VSTACK_RETURN_IF_ERROR(ReadBlock(b.start));
+      VSTACK_RETURN_IF_ERROR(Io(io_.Write(pos, buf_.span()), "copying a block", pos));
+      VSTACK_RETURN_IF_ERROR(Flush());
+      img_.bat[b.index] = static_cast<uint32_t>(pos / kSectorSize);
+      VSTACK_RETURN_IF_ERROR(WriteBatSector(b.index));
+      VSTACK_RETURN_IF_ERROR(Flush());
+      holes[g].start = pos + block_bytes_;
+      ++report_.blocks_moved;
+      progress_(++done_, total_);
+    }
+    return OkStatus();
+  }
+
+  // Writes the footer right after the last structure, then shrinks the file.
+  Status Truncate() {
+    if (!img_.growable) return OkStatus();
+    uint64_t end = img_.metadata_end;
+    for (uint32_t i = 0; i < img_.bat.size(); ++i) {
+      if (img_.bat[i] != kUnallocated) end = std::max(end, At(i) + block_bytes_);
+    }
+    end = (end + kSectorSize - 1) / kSectorSize * kSectorSize;
+    if (end >= img_.footer_offset) return OkStatus();
+    AlignedBuffer footer(kFooterSize, 4096);
+    std::memcpy(footer.data(), img_.footer_bytes.data(), kFooterSize);
+    VSTACK_RETURN_IF_ERROR(Io(io_.Write(end, footer.span()), "writing the footer", end));
+    VSTACK_RETURN_IF_ERROR(Flush());
+    return file_.Resize(end + kFooterSize);
+  }
+
+  BlockDevice& file_;
+  SyncIo io_;
+  VhdImage img_;
+  const std::function<void(uint64_t, uint64_t)>& progress_;
+  const uint32_t bm_, bs_;
+  const uint64_t block_bytes_;
+  AlignedBuffer buf_;
+  CompactReport report_;
+  uint64_t done_ = 0, total_ = 0;
+};
+
+}  // namespace
+
+Result<CompactReport> CompactImage(BlockDevice& file,
+                                   const std::function<void(uint64_t, uint64_t)>& progress) {
+  VSTACK_ASSIGN_OR_RETURN(VhdImage img, LoadImage(file, /*lenient=*/false));
+  if (!img.is_dynamic()) {
+    return MakeError(Errc::kNotSupported,
+                     "VHD compact: only dynamic images can be compacted; "
+                     "this one is fixed");
+  }
+  if (img.CountFindings(Finding::kCorruption) > 0) {
+    return MakeError(Errc::kCorruption, "VHD compact: the image has errors (" +
+                                            img.findings.front().message +
+                                            "); run `vstack check -r all` first");
+  }
+  return Compactor(file, std::move(img), progress).Run();
+}
+
+}  // namespace vstack::vhd

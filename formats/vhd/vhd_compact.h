@@ -1,0 +1,34 @@
+// Compacting a dynamic VHD (`vstack compact`): blocks that read as zeros are given back, blocks
+// from the end of the file move into the holes, and the file is truncated behind the last one.
+//
+// Every step keeps the image valid if interrupted: a block is freed by clearing its BAT entry
+// (its bytes become leaked space), a block moves by copying it into free space, flushing, and
+// only then pointing its BAT entry at the copy, and the file shrinks only after the footer has
+// been written at the new end and flushed.
+#ifndef VSTACK_FORMATS_VHD_VHD_COMPACT_H_
+#define VSTACK_FORMATS_VHD_VHD_COMPACT_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "lib/block_device.h"
+
+namespace vstack::vhd {
+
+struct CompactReport {
+  uint64_t blocks_before = 0;
+  uint64_t zero_blocks_freed = 0;
+  uint64_t blocks_moved = 0;
+  uint64_t file_size_before = 0;
+  uint64_t file_size_after = 0;
+};
+
+// Compacts the dynamic VHD held by `file` (the device below a vhd layer, with no vhd layer
+// open on it). Refuses images with corruption (run `vstack check -r all` first) and fixed
+// images. `progress(done, total)` is called as blocks are scanned and moved.
+Result<CompactReport> CompactImage(BlockDevice& file,
+                                   const std::function<void(uint64_t, uint64_t)>& progress);
+
+}  // namespace vstack::vhd
+
+#endif  // VSTACK_FORMATS_VHD_VHD_COMPACT_H_

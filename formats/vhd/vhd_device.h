@@ -1,0 +1,85 @@
+// vhd: Microsoft VHD images (fixed and dynamic) as a layer over any device holding the image
+// file: `vhd+file:/var/tmp/d.vhd`, `vhd+uring:...`, or a plain path opened by OpenImage. The
+// type is read from the footer. docs/layers/vhd.md describes the format, the size rule, the
+// write order and its crash guarantees, the counters and the limits.
+//
+// Spec options: size_rule=auto|current|chs (which size is the virtual size), reserve=64M (how
+// far a growing file is extended at once); see the docs.
+//
+// Fixed disks map offsets one to one. Dynamic disks translate through the BAT, allocate
+// blocks on first write with group commit (vhd_dynamic.h), and keep bitmaps exact.
+#ifndef VSTACK_FORMATS_VHD_VHD_DEVICE_H_
+#define VSTACK_FORMATS_VHD_VHD_DEVICE_H_
+
+#include <memory>
+#include <string>
+
+#include "formats/vhd/vhd_image.h"
+#include "lib/layer.h"
+
+namespace vstack::vhd {
+
+struct DynamicState;
+
+// The layer's own counters (DeclareCounters order).
+enum VhdCounter : size_t {
+  kCounterAllocations,   // blocks allocated
+  kCounterCommits,       // allocation commits (each may carry several blocks)
+  kCounterFooterWrites,  // end-footer writes (the file grew)
+  kCounterBitmapWrites,  // sector-bitmap writes
+  kCounterBatWrites,     // 512-byte BAT sector writes
+  kCounterMetaFlushes,   // flushes the layer issued for its own write order
+  kCounterBitmapReads,   // bitmaps loaded from disk
+  kCounterZeroReads,     // read pieces answered with zeros, without I/O
+  kCounterBatLookups,    // per-block translations
+  kCounterWaits,         // pieces that waited for another queue's metadata I/O
+  kCounterCount
+};
+
+enum class SizeRule { kAuto, kCurrent, kChs };
+
+// How a VHD is opened (the spec options of `vhd`, and OpenOptions::for_check).
+struct VhdOptions {
+  SizeRule size_rule = SizeRule::kAuto;
+  // Dynamic disks in a file: when the file must grow, room for this many more bytes of blocks
+  // is reserved at once, so the allocations that use it need no flush (docs/layers/vhd.md).
+  uint64_t reserve = 64ull << 20;
+  // Bitmaps of partially written blocks kept in memory (about 1 KiB each, for 2 MiB blocks).
+  size_t max_cached_bitmaps = 16384;
+  bool for_check = false;
+};
+
+class VhdDevice final : public Layer {
+ public:
+  // Use Open; the constructor takes a loaded, validated image.
+  VhdDevice(DevicePtr lower, VhdImage image, const VhdOptions& options);
+  ~VhdDevice() override;
+
+  // Opens the VHD on `lower`: loads and validates its metadata (leniently when
+  // options.for_check, see OpenOptions::for_check).
+  static Result<DevicePtr> Open(DevicePtr lower, const VhdOptions& options = {});
+
+  std::string Describe() const override;
+  void Properties(PropertyList& out) const override;
+  Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
+  Status Check(CheckMode mode, CheckResult* out) override;
+
+  bool is_dynamic() const { return image_.is_dynamic(); }
+  const VhdImage& image() const { return image_; }
+  // Which size rule produced the virtual size, in words.
+  const std::string& size_source() const { return size_source_; }
+
+ protected:
+  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
+  Status CloseLayer() override;
+
+ private:
+  VhdImage image_;
+  VhdOptions options_;
+  std::string size_source_;
+  std::unique_ptr<DynamicState> dynamic_;
+};
+
+}  // namespace vstack::vhd
+
+#endif  // VSTACK_FORMATS_VHD_VHD_DEVICE_H_

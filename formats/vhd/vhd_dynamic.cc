@@ -1,0 +1,131 @@
+// DynamicState (what every queue of a dynamic VHD shares), the queue factory, and extents.
+#include "formats/vhd/vhd_dynamic.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "formats/vhd/vhd_bitmap.h"
+#include "formats/vhd/vhd_dynamic_queue.h"
+#include "lib/sync_io.h"
+
+namespace vstack::vhd {
+
+DynamicState::DynamicState(BlockDevice& lower_device, const VhdImage& image, uint64_t reserve)
+    : lower(lower_device),
+      block_size(image.header.block_size),
+      bitmap_bytes(image.header.bitmap_bytes()),
+      sectors_per_block(image.header.block_size / kSectorSize),
+      bat_offset(image.header.table_offset),
+      footer_bytes(image.footer_bytes),
+      growable(image.growable),
+      limit(image.growable ? kMaxBlockStart + image.header.bitmap_bytes() + image.header.block_size
+                           : image.footer_offset),
+      reserve_blocks(reserve / image.header.block_size),
+      bat(image.bat),
+      next_free(image.growable ? std::max(image.data_end, image.footer_offset) : image.data_end),
+      footer_at(image.footer_offset) {
+  for (uint32_t i : image.unusable) bat.SetFlags(i, Bat::kUnusable);
+  for (uint64_t i = 0; i < image.blocks_needed; ++i) {
+    if (image.bat[i] == kUnallocated) ++unallocated;
+  }
+}
+
+DynamicState::~DynamicState() = default;
+
+void DynamicState::EvictIdleBitmaps() {
+  if (bitmaps.size() <= max_cached_bitmaps) return;
+  for (auto it = bitmaps.begin();
+       it != bitmaps.end() && bitmaps.size() > max_cached_bitmaps * 3 / 4;) {
+    const BitmapState& b = *it->second;
+    const bool idle = b.loaded && !b.loading && !b.writing && b.wait_load.empty() &&
+                      b.wait_write.empty() && b.wait_next.empty() && b.mem == b.disk;
+    it = idle ? bitmaps.erase(it) : std::next(it);
+  }
+}
+
+uint64_t DynamicState::FooterOffset() {
+  std::lock_guard lock(mu);
+  return growable ? footer_at : limit;
+}
+
+Status DynamicState::TrimReservation() {
+  uint64_t end;
+  {
+    std::lock_guard lock(mu);
+    if (!growable || footer_at <= next_free) return OkStatus();
+    end = next_free;
+  }
+  SyncIo io(lower);
+  AlignedBuffer footer(kFooterSize, 4096);
+  std::memcpy(footer.data(), footer_bytes.data(), kFooterSize);
+  if (std::error_code ec = io.Write(end, footer.span())) {
+    return MakeError(
+        ec, "vhd: writing the footer at offset " + std::to_string(end) + ": " + ec.message());
+  }
+  if (std::error_code ec = io.Flush()) {
+    return MakeError(ec, "vhd: flush before trimming the file failed: " + ec.message());
+  }
+  VSTACK_RETURN_IF_ERROR(lower.Resize(end + kFooterSize));
+  std::lock_guard lock(mu);
+  footer_at = end;
+  return OkStatus();
+}
+
+std::unique_ptr<IoQueue> NewDynamicQueue(BlockDevice& device, DynamicState& state,
+                                         std::unique_ptr<IoQueue> lower) {
+  return std::make_unique<DynamicQueue>(device, state, std::move(lower));
+}
+
+Status MapDynamicExtents(DynamicState& st, uint64_t offset, uint64_t length,
+                         std::vector<Extent>* out) {
+  const uint64_t end = offset + length;
+  std::unique_ptr<SyncIo> io;
+  std::vector<uint8_t> bits;
+  for (uint64_t pos = offset; pos < end;) {
+    const uint32_t block = static_cast<uint32_t>(pos / st.block_size);
+    const uint64_t block_start = uint64_t{block} * st.block_size;
+    const uint64_t stop = std::min(end, block_start + st.block_size);
+    const uint32_t entry = st.bat.entry(block);
+    const uint8_t flags = st.bat.flags(block);
+    if (entry == kUnallocated) {
+      AppendExtent(out, pos, stop - pos, kExtentHole | kExtentZero);
+      pos = stop;
+      continue;
+    }
+    if (flags & (Bat::kFull | Bat::kUnusable)) {
+      AppendExtent(out, pos, stop - pos, 0);
+      pos = stop;
+      continue;
+    }
+    bool have = false;
+    {
+      std::lock_guard lock(st.mu);
+      auto it = st.bitmaps.find(block);
+      if (it != st.bitmaps.end() && it->second->loaded) {
+        bits = it->second->mem;
+        have = true;
+      }
+    }
+    if (!have) {
+      if (!io) io = std::make_unique<SyncIo>(st.lower);
+      AlignedBuffer buf(st.bitmap_bytes, 4096);
+      if (std::error_code ec = io->Read(uint64_t{entry} * kSectorSize, buf.span())) {
+        return MakeError(ec, "VHD: cannot read the bitmap of block " + std::to_string(block));
+      }
+      const auto* p = reinterpret_cast<const uint8_t*>(buf.data());
+      bits.assign(p, p + st.bitmap_bytes);
+    }
+    uint32_t s = static_cast<uint32_t>((pos - block_start) / kSectorSize);
+    const uint32_t last = static_cast<uint32_t>((stop - block_start) / kSectorSize);
+    while (s < last) {
+      const uint32_t n = RunLength(bits.data(), s, last);
+      AppendExtent(out, block_start + uint64_t{s} * kSectorSize, uint64_t{n} * kSectorSize,
+                   TestBit(bits.data(), s) ? 0u : uint32_t{kExtentZero});
+      s += n;
+    }
+    pos = stop;
+  }
+  return OkStatus();
+}
+
+}  // namespace vstack::vhd

@@ -1,0 +1,446 @@
+#include "formats/vhd/vhd_dynamic_queue.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "formats/vhd/vhd_bitmap.h"
+#include "formats/vhd/vhd_device.h"
+#include "lib/iovec.h"
+
+namespace vstack::vhd {
+
+void DynamicQueue::DoSubmit(std::span<IoRequest* const> batch) {
+  DrainInbox();
+  for (IoRequest* parent : batch) Start(*parent);
+  AfterWork();
+}
+
+void DynamicQueue::DoPoll(bool wait) {
+  bool did = DrainInbox();
+  if (did) AfterWork();
+  if (lower().in_flight() > 0) {
+    lower().Poll(wait && !did ? 1 : 0);
+  } else {
+    lower().Poll(0);
+    if (wait && !did) std::this_thread::yield();
+  }
+  if (DrainInbox()) AfterWork();
+}
+
+void DynamicQueue::Start(IoRequest& parent) {
+  if (parent.op == Op::kFlush) {
+    LowerOp* op = NewOp(Kind::kFlush);
+    op->parent = &parent;
+    op->req.op = Op::kFlush;
+    Issue(op);
+    return;
+  }
+  if (parent.op == Op::kDiscard) {  // not claimed; Submit rejects it before we see it
+    Complete(parent, make_error_code(Errc::kNotSupported));
+    return;
+  }
+  Request* r = NewRequest();
+  r->parent = &parent;
+  const uint64_t end = parent.offset + parent.length;
+  for (uint64_t pos = parent.offset; pos < end;) {
+    const uint64_t block = pos / st_.block_size;
+    const uint64_t in_block = pos % st_.block_size;
+    const uint64_t n = std::min<uint64_t>(st_.block_size - in_block, end - pos);
+    r->pieces.push_back(Piece{r, static_cast<uint32_t>(block),
+                              static_cast<uint32_t>(in_block / kSectorSize),
+                              static_cast<uint32_t>(n / kSectorSize), pos - parent.offset});
+    pos += n;
+  }
+  // One unit per piece, plus one held while translating so the request cannot finish
+  // (on this or another thread) before the loop is done.
+  r->pending.store(static_cast<uint32_t>(r->pieces.size()) + 1, std::memory_order_relaxed);
+  for (Piece& p : r->pieces) Translate(&p);
+  Finish(r, {});
+}
+
+Request* DynamicQueue::NewRequest() {
+  Request* r = requests_.Get();
+  r->owner = this;
+  r->failed.store(false, std::memory_order_relaxed);
+  r->error.clear();
+  r->pieces.clear();
+  return r;
+}
+
+void DynamicQueue::Finish(Request* r, std::error_code ec) {
+  if (ec && !r->failed.exchange(true, std::memory_order_relaxed)) r->error = ec;
+  if (r->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  IoRequest* parent = r->parent;
+  const std::error_code status = r->error;
+  DynamicQueue* owner = r->owner;
+  if (owner == this) {
+    Complete(*parent, status);
+    requests_.Put(r);
+  } else {
+    owner->Give(r);
+    owner->PostCompletion(*parent, status);  // `owner` may be gone after this
+  }
+}
+
+void DynamicQueue::Translate(Piece* p) {
+  Request* r = p->req;
+  const Op op = r->parent->op;
+  Count(kCounterBatLookups);
+  uint32_t entry = st_.bat.entry(p->block);
+  if (entry != kUnallocated) {
+    const uint8_t flags = st_.bat.flags(p->block);
+    if (flags & Bat::kUnusable) {
+      Finish(r, make_error_code(Errc::kCorruption));
+      return;
+    }
+    if ((flags & Bat::kFull) || op == Op::kWriteZeroes) {
+      // Zeroing an allocated range keeps the bitmap as it is: set bits now hold zeros, clear
+      // bits were zeros already.
+      IssueData(p, entry, p->first, p->count);
+      return;
+    }
+  } else if (op != Op::kWrite) {
+    ZeroPiece(p);
+    return;
+  }
+
+  std::unique_lock lock(st_.mu);
+  entry = st_.bat.entry(p->block);
+  if (entry == kUnallocated) {
+    if (op != Op::kWrite) {  // an allocation is in flight: reading zeros (old data) is right
+      lock.unlock();
+      ZeroPiece(p);
+      return;
+    }
+    JoinAllocation(p);
+    return;
+  }
+  if (st_.bat.flags(p->block) & Bat::kFull) {
+    lock.unlock();
+    IssueData(p, entry, p->first, p->count);
+    return;
+  }
+  std::unique_ptr<BitmapState>& slot = st_.bitmaps[p->block];
+  if (!slot) {
+    slot = std::make_unique<BitmapState>();
+    st_.EvictIdleBitmaps();  // never this one: it is not loaded yet
+  }
+  BitmapState& bs = *slot;
+  if (!bs.loaded) {
+    bs.wait_load.push_back(p);
+    if (bs.loading) {
+      Count(kCounterWaits);
+      return;
+    }
+    bs.loading = true;
+    lock.unlock();
+    IssueBitmapRead(p->block, entry);
+    return;
+  }
+  if (op == Op::kRead) {
+    // Sectors whose bit is clear read as zeros (the spec says they are zeros on disk, but
+    // other writers leave garbage there).
+    runs_.clear();
+    for (uint32_t s = p->first, end = p->first + p->count; s < end;) {
+      const uint32_t n = RunLength(bs.mem.data(), s, end);
+      runs_.push_back({s, n, TestBit(bs.mem.data(), s)});
+      s += n;
+    }
+    lock.unlock();
+    ReadRuns(p);
+    return;
+  }
+  // A write into a partially written block.
+  if (AllSet(bs.disk.data(), p->first, p->count)) {
+    lock.unlock();
+    IssueData(p, entry, p->first, p->count);
+    return;
+  }
+  SetBits(bs.mem.data(), p->first, p->count);
+  r->pending.fetch_add(1, std::memory_order_relaxed);  // the bitmap write is a second unit
+  std::vector<uint8_t> snapshot;
+  const bool start = WaitForBitmap(bs, p, &snapshot);
+  lock.unlock();
+  IssueData(p, entry, p->first, p->count);
+  if (start) IssueBitmapWrite(p->block, entry, snapshot);
+}
+
+bool DynamicQueue::WaitForBitmap(BitmapState& bs, Piece* p, std::vector<uint8_t>* snapshot) {
+  if (bs.writing && AllSet(bs.inflight.data(), p->first, p->count)) {
+    bs.wait_write.push_back(p);
+    return false;
+  }
+  bs.wait_next.push_back(p);
+  if (bs.writing) return false;
+  bs.writing = true;
+  bs.inflight = bs.mem;
+  bs.wait_write.swap(bs.wait_next);
+  *snapshot = bs.inflight;
+  return true;
+}
+
+void DynamicQueue::ResumeBitmapWait(Piece* p) {
+  std::unique_lock lock(st_.mu);
+  auto it = st_.bitmaps.find(p->block);
+  if (it == st_.bitmaps.end() || AllSet(it->second->disk.data(), p->first, p->count)) {
+    lock.unlock();  // the block became full: its bits are on disk
+    Finish(p->req, {});
+    return;
+  }
+  std::vector<uint8_t> snapshot;
+  const bool start = WaitForBitmap(*it->second, p, &snapshot);
+  lock.unlock();
+  if (start) IssueBitmapWrite(p->block, st_.bat.entry(p->block), snapshot);
+}
+
+void DynamicQueue::ZeroPiece(Piece* p) {
+  if (p->req->parent->op == Op::kRead) {
+    const IoRequest& parent = *p->req->parent;
+    ZeroIov(parent.iov, parent.iovcnt, p->buf_offset, uint64_t{p->count} * kSectorSize);
+    Count(kCounterZeroReads);
+  }
+  Finish(p->req, {});
+}
+
+void DynamicQueue::ReadRuns(Piece* p) {
+  const IoRequest& parent = *p->req->parent;
+  const uint32_t entry = st_.bat.entry(p->block);
+  uint32_t data_runs = 0;
+  for (const Run& run : runs_) data_runs += run.set ? 1 : 0;
+  if (data_runs > 1) p->req->pending.fetch_add(data_runs - 1, std::memory_order_relaxed);
+  for (const Run& run : runs_) {
+    if (!run.set) {
+      ZeroIov(parent.iov, parent.iovcnt,
+              p->buf_offset + uint64_t{run.first - p->first} * kSectorSize,
+              uint64_t{run.count} * kSectorSize);
+    }
+  }
+  if (data_runs == 0) {
+    Count(kCounterZeroReads);
+    Finish(p->req, {});
+    return;
+  }
+  for (const Run& run : runs_) {
+    if (run.set) IssueData(p, entry, run.first, run.count);
+  }
+}
+
+void DynamicQueue::IssueData(Piece* p, uint32_t entry, uint32_t first, uint32_t count) {
+  const IoRequest& parent = *p->req->parent;
+  LowerOp* op = NewOp(Kind::kPiece);
+  op->request = p->req;
+  op->req.op = parent.op;
+  op->req.flags = parent.flags & (kIoMayUnmap | kIoFastZero);
+  op->req.offset = uint64_t{entry} * kSectorSize + st_.bitmap_bytes + uint64_t{first} * kSectorSize;
+  op->req.length = uint64_t{count} * kSectorSize;
+  if (parent.op != Op::kWriteZeroes) {
+    IovSlice(parent.iov, parent.iovcnt, p->buf_offset + uint64_t{first - p->first} * kSectorSize,
+             op->req.length, &op->iov);
+    op->req.iov = op->iov.data();
+    op->req.iovcnt = static_cast<uint32_t>(op->iov.size());
+  }
+  Issue(op);
+}
+
+void DynamicQueue::IssueBitmapRead(uint32_t block, uint32_t entry) {
+  LowerOp* op = NewOp(Kind::kBitmapRead);
+  op->block = block;
+  SetPayload(op, Op::kRead, uint64_t{entry} * kSectorSize, nullptr, st_.bitmap_bytes);
+  Count(kCounterBitmapReads);
+  Issue(op);
+}
+
+void DynamicQueue::IssueBitmapWrite(uint32_t block, uint32_t entry,
+                                    const std::vector<uint8_t>& bits) {
+  LowerOp* op = NewOp(Kind::kBitmapWrite);
+  op->block = block;
+  SetPayload(op, Op::kWrite, uint64_t{entry} * kSectorSize, bits.data(), st_.bitmap_bytes);
+  Count(kCounterBitmapWrites);
+  Issue(op);
+}
+
+void DynamicQueue::OnBitmapRead(LowerOp* op, std::error_code ec) {
+  std::vector<Piece*> waiters;
+  {
+    std::lock_guard lock(st_.mu);
+    auto it = st_.bitmaps.find(op->block);
+    BitmapState& bs = *it->second;
+    bs.loading = false;
+    waiters.swap(bs.wait_load);
+    if (!ec) {
+      const auto* p = reinterpret_cast<const uint8_t*>(op->buf.data());
+      bs.mem.assign(p, p + st_.bitmap_bytes);
+      bs.disk = bs.mem;
+      bs.loaded = true;
+      if (AllSet(bs.disk.data(), 0, st_.sectors_per_block)) {
+        st_.bat.SetFlags(op->block, Bat::kFull);
+        st_.bitmaps.erase(it);
+      }
+    } else {
+      st_.bitmaps.erase(it);  // the next access tries again
+    }
+  }
+  for (Piece* p : waiters) {
+    if (ec) {
+      Finish(p->req, ec);
+    } else {
+      Redo(p, Action::kTranslate);
+    }
+  }
+}
+
+void DynamicQueue::OnBitmapWrite(LowerOp* op, std::error_code ec) {
+  std::vector<Piece*> done, retry;
+  std::vector<uint8_t> snapshot;
+  bool start = false;
+  {
+    std::lock_guard lock(st_.mu);
+    auto it = st_.bitmaps.find(op->block);
+    BitmapState& bs = *it->second;
+    bs.writing = false;
+    if (!ec) bs.disk = bs.inflight;
+    done.swap(bs.wait_write);
+    for (Piece* p : bs.wait_next) {
+      (!ec && AllSet(bs.disk.data(), p->first, p->count) ? done : retry).push_back(p);
+    }
+    bs.wait_next.clear();
+    const bool mine =
+        std::any_of(retry.begin(), retry.end(), [&](Piece* p) { return p->req->owner == this; });
+    if (mine) {  // this queue keeps polling for its own piece: it writes the next copy
+      start = true;
+      bs.writing = true;
+      bs.inflight = bs.mem;
+      bs.wait_write.swap(retry);
+      snapshot = bs.inflight;
+    }
+    if (!ec && !bs.writing && bs.wait_load.empty() &&
+        AllSet(bs.disk.data(), 0, st_.sectors_per_block)) {
+      st_.bat.SetFlags(op->block, Bat::kFull);
+      st_.bitmaps.erase(it);
+    }
+  }
+  for (Piece* p : done) Finish(p->req, ec);
+  if (start) IssueBitmapWrite(op->block, st_.bat.entry(op->block), snapshot);
+  for (Piece* p : retry) Redo(p, Action::kBitmapWait);
+}
+
+void DynamicQueue::Redo(Piece* p, Action action) {
+  if (p->req->owner != this) {
+    Count(kCounterWaits);
+    p->req->owner->Hand({p, action});
+    return;
+  }
+  if (action == Action::kTranslate) {
+    Translate(p);
+  } else {
+    ResumeBitmapWait(p);
+  }
+}
+
+void DynamicQueue::Hand(Handoff h) {
+  std::lock_guard lock(inbox_mu_);
+  inbox_.push_back(h);
+  inbox_flag_.store(true, std::memory_order_release);
+}
+
+void DynamicQueue::Kick() {
+  std::lock_guard lock(inbox_mu_);
+  kick_ = true;
+  inbox_flag_.store(true, std::memory_order_release);
+}
+
+void DynamicQueue::Give(Request* r) {
+  std::lock_guard lock(inbox_mu_);
+  returned_.push_back(r);
+  inbox_flag_.store(true, std::memory_order_release);
+}
+
+bool DynamicQueue::DrainInbox() {
+  if (!inbox_flag_.load(std::memory_order_acquire)) return false;
+  std::vector<Handoff> items;
+  std::vector<Request*> returned;
+  bool kick;
+  {
+    std::lock_guard lock(inbox_mu_);
+    items.swap(inbox_);
+    returned.swap(returned_);
+    kick = kick_;
+    kick_ = false;
+    inbox_flag_.store(false, std::memory_order_relaxed);
+  }
+  for (Request* r : returned) requests_.Put(r);
+  for (const Handoff& h : items) {
+    if (h.action == Action::kTranslate) {
+      Translate(h.piece);
+    } else {
+      ResumeBitmapWait(h.piece);
+    }
+  }
+  if (kick) RunCommit();
+  return !items.empty() || kick;
+}
+
+void DynamicQueue::AfterWork() {
+  MaybeStartCommit();
+  FlushOutgoing();
+}
+
+DynamicQueue::LowerOp* DynamicQueue::NewOp(Kind kind) {
+  LowerOp* op = ops_.Get();
+  op->req = IoRequest{};
+  op->req.on_complete = &DynamicQueue::OnLowerDone;
+  op->req.user_data = op;
+  op->iov.clear();
+  op->queue = this;
+  op->kind = kind;
+  op->request = nullptr;
+  op->parent = nullptr;
+  return op;
+}
+
+void DynamicQueue::SetPayload(LowerOp* op, Op rw, uint64_t offset, const void* src, size_t len) {
+  if (op->buf.size() < len) op->buf = AlignedBuffer(len, 4096);
+  if (src != nullptr) std::memcpy(op->buf.data(), src, len);
+  op->req.op = rw;
+  op->req.offset = offset;
+  op->req.length = len;
+  op->iov.assign(1, iovec{op->buf.data(), len});
+  op->req.iov = op->iov.data();
+  op->req.iovcnt = 1;
+}
+
+void DynamicQueue::FlushOutgoing() {
+  while (!outgoing_.empty()) {
+    std::vector<IoRequest*> batch;
+    batch.swap(outgoing_);
+    lower().Submit(batch);
+  }
+}
+
+void DynamicQueue::OnLowerDone(IoRequest& req) {
+  LowerOp* op = static_cast<LowerOp*>(req.user_data);
+  DynamicQueue* q = op->queue;
+  const std::error_code ec = req.status;
+  switch (op->kind) {
+    case Kind::kPiece:
+      q->Finish(op->request, ec);
+      break;
+    case Kind::kFlush:
+      q->Complete(*op->parent, ec);
+      break;
+    case Kind::kBitmapRead:
+      q->OnBitmapRead(op, ec);
+      break;
+    case Kind::kBitmapWrite:
+      q->OnBitmapWrite(op, ec);
+      break;
+    case Kind::kCommit:
+      q->OnCommitOp(ec);
+      break;
+  }
+  q->ops_.Put(op);
+  q->AfterWork();
+}
+
+}  // namespace vstack::vhd

@@ -1,0 +1,219 @@
+// The queue of a dynamic VHD and the state it shares with other queues' requests (internal to
+// formats/vhd). The queue's work is split in two files: vhd_dynamic_queue.cc (requests,
+// translation, bitmaps, hand-offs between queues) and vhd_commit.cc (allocation and group
+// commit). vhd_dynamic.h describes the design.
+#ifndef VSTACK_FORMATS_VHD_VHD_DYNAMIC_QUEUE_H_
+#define VSTACK_FORMATS_VHD_VHD_DYNAMIC_QUEUE_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "formats/vhd/vhd_dynamic.h"
+#include "lib/aligned_buffer.h"
+#include "lib/layer.h"
+
+namespace vstack::vhd {
+
+class DynamicQueue;
+struct Piece;
+
+// One caller's request, split into pieces that each stay within one block. `pending` counts
+// the units still outstanding (pieces, plus extra lower requests and bitmap writes some
+// pieces need); whoever finishes the last one completes the request.
+struct Request {
+  IoRequest* parent = nullptr;
+  DynamicQueue* owner = nullptr;
+  std::atomic<uint32_t> pending{0};
+  std::atomic<bool> failed{false};
+  std::error_code error;  // written once, by the thread that set `failed`
+  std::vector<Piece> pieces;
+};
+
+struct Piece {
+  Request* req = nullptr;
+  uint32_t block = 0;
+  uint32_t first = 0;       // first sector within the block
+  uint32_t count = 0;       // sectors
+  uint64_t buf_offset = 0;  // byte offset of this piece in the caller's buffers
+};
+
+// The bitmap of a partially written block. `disk` is what completed writes put on disk;
+// `mem` adds the bits of writes whose bitmap update is pending; `inflight` is the copy being
+// written. A write completes only once its bits are in `disk`.
+struct BitmapState {
+  std::vector<uint8_t> mem, disk, inflight;
+  bool loaded = false, loading = false, writing = false;
+  std::vector<Piece*> wait_load;   // to translate again once loaded
+  std::vector<Piece*> wait_write;  // bits are in `inflight`
+  std::vector<Piece*> wait_next;   // bits are only in `mem`
+};
+
+// A block being allocated: open (collecting writes) until a commit takes it.
+struct Allocation {
+  uint32_t block = 0;
+  bool committing = false;
+  uint64_t pos = 0;            // byte offset of its bitmap
+  std::vector<uint8_t> bits;   // the sectors its writes cover
+  std::vector<Piece*> pieces;  // written by the commit
+  std::vector<Piece*> later;   // arrived during the commit: translated again afterwards
+};
+
+// One thread's queue of a dynamic VHD (see vhd_dynamic.h for the design).
+class DynamicQueue final : public LayerQueue {
+ public:
+  DynamicQueue(BlockDevice& device, DynamicState& state, std::unique_ptr<IoQueue> lower)
+      : LayerQueue(device, std::move(lower)), st_(state) {}
+
+ protected:
+  void DoSubmit(std::span<IoRequest* const> batch) override;
+  // Runs hand-offs from other queues, then polls below (yielding if nothing is in flight).
+  void DoPoll(bool wait) override;
+
+ private:
+  enum class Kind : uint8_t { kPiece, kFlush, kBitmapRead, kBitmapWrite, kCommit };
+  enum class Action : uint8_t { kTranslate, kBitmapWait };
+
+  // A request this queue sends down.
+  struct LowerOp {
+    IoRequest req;
+    std::vector<iovec> iov;
+    AlignedBuffer buf;  // metadata payload
+    DynamicQueue* queue = nullptr;
+    Kind kind = Kind::kPiece;
+    Request* request = nullptr;   // kPiece: the unit it finishes
+    IoRequest* parent = nullptr;  // kFlush
+    uint32_t block = 0;           // bitmap I/O
+  };
+
+  struct Handoff {
+    Piece* piece;
+    Action action;
+  };
+
+  // The steps of an allocation commit (docs/layers/vhd.md, "Write order").
+  enum class Stage : uint8_t {
+    kGrow,          // growable: the footer at the new end of the file, with FUA
+    kBlocksAndBat,  // growable: bitmaps, data and BAT sectors, all at once
+    kBlocks,        // fixed-size device: bitmaps, data and zeros over stale free space
+    kBlocksFlush,   // ... made durable before the BAT points at them
+    kBat,           // fixed-size device: the BAT sectors
+  };
+
+  // The commit this queue is running (one at a time per device).
+  struct Commit {
+    std::vector<std::unique_ptr<Allocation>> allocs;
+    uint64_t footer_at = 0;
+    Stage stage = Stage::kGrow;
+    uint32_t pending = 0;
+    std::error_code error;
+  };
+
+  // ---- requests and completion (vhd_dynamic_queue.cc) ----
+
+  // Splits a caller's request into per-block pieces and translates each (flush: one flush
+  // below).
+  void Start(IoRequest& parent);
+  Request* NewRequest();
+  // Finishes one unit of `r`; the last one completes the caller's request, here or, for
+  // another queue's request, with PostCompletion.
+  void Finish(Request* r, std::error_code ec);
+
+  // ---- translation ----
+
+  // Maps one piece to I/O below: zeros for unallocated blocks, direct I/O for full ones, the
+  // bitmap path for partial ones, an allocation for the first write to a block. Runs on the
+  // piece's own queue.
+  void Translate(Piece* p);
+  // Queues `p` behind the bitmap write that will carry its bits. Returns true (and the bits
+  // to write) if the caller must start that write now. REQUIRES: st_.mu held.
+  bool WaitForBitmap(BitmapState& bs, Piece* p, std::vector<uint8_t>* snapshot);
+  // A piece handed back after the bitmap write it waited for left its bits out.
+  void ResumeBitmapWait(Piece* p);
+  // Answers a read piece with zeros (no I/O); other pieces just finish.
+  void ZeroPiece(Piece* p);
+  // Reads the set runs (runs_) of a partial block and zero-fills the clear ones.
+  void ReadRuns(Piece* p);
+  // Reads, writes or zeroes sectors [first, first + count) of `p`'s block, at `entry`.
+  void IssueData(Piece* p, uint32_t entry, uint32_t first, uint32_t count);
+
+  // ---- bitmaps ----
+
+  void IssueBitmapRead(uint32_t block, uint32_t entry);
+  void IssueBitmapWrite(uint32_t block, uint32_t entry, const std::vector<uint8_t>& bits);
+  // Loaded: the waiting pieces are translated again (on their own queues).
+  void OnBitmapRead(LowerOp* op, std::error_code ec);
+  // Written: completes the pieces whose bits it carried, and writes the next copy if this
+  // queue has a piece waiting for one (others are handed back to their queues).
+  void OnBitmapWrite(LowerOp* op, std::error_code ec);
+
+  // ---- allocation and group commit (vhd_commit.cc) ----
+
+  // Adds a write to its block's open allocation (creating it), or, if the block is being
+  // committed, to the pieces translated again afterwards. REQUIRES: st_.mu held.
+  void JoinAllocation(Piece* p);
+  // Starts a commit if this queue added blocks and nobody holds the commit role.
+  void MaybeStartCommit();
+  // Commits the open group. REQUIRES: this queue holds the commit role.
+  void RunCommit();
+  // One lower request of the commit finished; the last of a stage starts the next.
+  void OnCommitOp(std::error_code ec);
+  void IssueCommitFlush();
+  // Bitmaps with the exact bits, the data of the writes, and (over a fixed-size device whose
+  // free space may hold old bytes) zeros for the rest of each block. Adds to `pending`.
+  void StageBlocks();
+  // The BAT sectors holding the new entries, one write per sector. Adds to `pending`.
+  void StageBat();
+  // Publishes the entries (unless the commit failed: then the blocks are leaked), completes
+  // the writes, translates the late arrivals again, and passes the commit role on.
+  void FinishCommit(std::error_code ec);
+
+  // ---- hand-offs between queues ----
+
+  // Runs `action` for `p` on its own queue: here if it is ours, else through its inbox.
+  void Redo(Piece* p, Action action);
+  // Called by other queues (thread-safe): work for this queue, the commit role, and a
+  // finished request to recycle.
+  void Hand(Handoff h);
+  void Kick();
+  void Give(Request* r);
+  // Runs what other queues handed over. Returns true if there was work.
+  bool DrainInbox();
+  // Starts a commit if one is due and submits what was issued, as one batch.
+  void AfterWork();
+
+  // ---- lower requests ----
+
+  LowerOp* NewOp(Kind kind);
+  // Makes `op` a read or write of `len` metadata bytes at `offset` through its own buffer,
+  // filled from `src` (a write; nullptr leaves it for the caller to fill).
+  void SetPayload(LowerOp* op, Op rw, uint64_t offset, const void* src, size_t len);
+  // Requests go down in batches: Issue collects, FlushOutgoing submits.
+  void Issue(LowerOp* op) { outgoing_.push_back(&op->req); }
+  void FlushOutgoing();
+  static void OnLowerDone(IoRequest& req);
+
+  struct Run {
+    uint32_t first, count;
+    bool set;
+  };
+
+  DynamicState& st_;
+  RequestPool<Request> requests_;
+  RequestPool<LowerOp> ops_;
+  std::vector<IoRequest*> outgoing_;
+  std::vector<Run> runs_;
+  std::unique_ptr<Commit> commit_;
+  bool want_commit_ = false;
+
+  std::mutex inbox_mu_;
+  std::atomic<bool> inbox_flag_{false};
+  std::vector<Handoff> inbox_;      // guarded by inbox_mu_
+  std::vector<Request*> returned_;  // guarded by inbox_mu_
+  bool kick_ = false;               // guarded by inbox_mu_: take over the commit role
+};
+
+}  // namespace vstack::vhd
+
+#endif  // VSTACK_FORMATS_VHD_VHD_DYNAMIC_QUEUE_H_

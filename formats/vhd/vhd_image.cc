@@ -1,0 +1,402 @@
+#include "formats/vhd/vhd_image.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "formats/vhd/vhd_bat.h"
+#include "lib/aligned_buffer.h"
+#include "lib/sync_io.h"
+
+namespace vstack::vhd {
+
+std::string FooterSourceName(FooterSource s) {
+  switch (s) {
+    case FooterSource::kEnd:
+      return "end";
+    case FooterSource::kEndShort:
+      return "end (511-byte legacy footer)";
+    case FooterSource::kCopyAtZero:
+      return "copy at offset 0 (end footer unusable)";
+  }
+  return "?";
+}
+
+uint64_t VhdImage::CountFindings(Finding::Kind kind) const {
+  return static_cast<uint64_t>(std::count_if(findings.begin(), findings.end(),
+                                             [&](const Finding& f) { return f.kind == kind; }));
+}
+
+namespace {
+
+std::string Off(uint64_t v) { return std::to_string(v); }
+
+class Loader {
+ public:
+  Loader(BlockDevice& device, bool lenient) : device_(device), io_(device), lenient_(lenient) {}
+
+  Result<VhdImage> Run() {
+    img_.device_size = device_.size_bytes();
+    img_.growable = device_.Has(kCapResizable);
+    VSTACK_RETURN_IF_ERROR(FindFooter());
+    for (std::string& w : FooterWarnings(img_.footer, img_.footer_offset)) {
+      img_.findings.push_back({Finding::kWarning, std::move(w)});
+    }
+    if (img_.footer.is_fixed()) {
+      VSTACK_RETURN_IF_ERROR(CheckFixedLayout());
+    } else {
+      VSTACK_RETURN_IF_ERROR(LoadHeader());
+      VSTACK_RETURN_IF_ERROR(LoadBat());
+      VSTACK_RETURN_IF_ERROR(CheckDynamicLayout());
+    }
+    return std::move(img_);
+  }
+
+ private:
+  // Reads `len` bytes at `offset` (inside the device) into `out`.
+  Status Read(uint64_t offset, size_t len, std::vector<uint8_t>* out) {
+    AlignedBuffer buf(len, 4096);
+    if (std::error_code ec = io_.Read(offset, buf.span())) {
+      return MakeError(ec, "VHD: cannot read " + std::to_string(len) + " bytes at offset " +
+                               Off(offset) + ": " + ec.message());
+    }
+    const auto* p = reinterpret_cast<const uint8_t*>(buf.data());
+    out->assign(p, p + len);
+    return OkStatus();
+  }
+
+  // Records a corruption; in a strict load a `fatal` one is the error instead.
+  Status Corrupt(bool fatal, Finding f, Errc code = Errc::kCorruption) {
+    if (fatal && !lenient_) return MakeError(code, f.message);
+    f.kind = Finding::kCorruption;
+    img_.findings.push_back(std::move(f));
+    return OkStatus();
+  }
+
+  Status FindFooter() {
+    const uint64_t size = img_.device_size;
+    if (size < kFooterSize) {
+      return MakeError(Errc::kCorruption, "VHD: the image is " + Off(size) +
+                                              " bytes, too small for a 512-byte footer");
+    }
+    const size_t tail_len = static_cast<size_t>(std::min<uint64_t>(size, 2 * kFooterSize));
+    const uint64_t tail_at = size - tail_len;
+    std::vector<uint8_t> tail;
+    VSTACK_RETURN_IF_ERROR(Read(tail_at, tail_len, &tail));
+
+    std::array<uint8_t, kFooterSize> end{};
+    uint64_t end_at = size - kFooterSize;
+    bool end_cookie = false;
+    FooterSource end_source = FooterSource::kEnd;
+    if (HasFooterCookie(&tail[tail_len - kFooterSize])) {
+      std::memcpy(end.data(), &tail[tail_len - kFooterSize], kFooterSize);
+      end_cookie = true;
+    } else if (tail_len >= kFooterSize + 1 && HasFooterCookie(&tail[tail_len - 511])) {
+      std::memcpy(end.data(), &tail[tail_len - 511], 511);  // the last byte stays zero
+      end_at = size - 511;
+      end_cookie = true;
+      end_source = FooterSource::kEndShort;
+    }
+    Error end_error;
+    if (end_cookie) {
+      Result<Footer> f = ParseFooter(end, end_at);
+      if (f) {
+        img_.footer = *f;
+        img_.footer_bytes = end;
+        img_.source = end_source;
+        img_.footer_offset = end_at;
+        if (img_.footer.is_dynamic()) CompareCopy(end);
+        return OkStatus();
+      }
+      end_error = f.error();
+      if (end_error.code == make_error_code(Errc::kNotSupported)) return end_error;
+    } else {
+      end_error = MakeError(Errc::kCorruption, "VHD: no footer ('conectix' cookie) at offset " +
+                                                   Off(end_at) + " (the end of the file)");
+    }
+
+    // The spec's fallback for dynamic disks: the copy at offset 0.
+    std::string copy_problem = "no dynamic-disk footer copy at offset 0";
+    if (size >= 2 * kFooterSize) {
+      std::vector<uint8_t> head;
+      VSTACK_RETURN_IF_ERROR(Read(0, kFooterSize, &head));
+      std::array<uint8_t, kFooterSize> copy{};
+      std::memcpy(copy.data(), head.data(), kFooterSize);
+      if (HasFooterCookie(copy.data())) {
+        Result<Footer> f = ParseFooter(copy, 0);
+        if (f && f->is_dynamic()) {
+          img_.footer = *f;
+          img_.footer_bytes = copy;
+          img_.source = FooterSource::kCopyAtZero;
+          // A damaged footer keeps its slot; a missing one (a torn tail) goes after everything.
+          img_.footer_offset = end_cookie || !img_.growable ? end_at : size;
+          img_.findings.push_back({Finding::kCorruption,
+                                   end_error.message + "; using the footer copy at offset 0",
+                                   Repair::kRewriteEndFooter});
+          return OkStatus();
+        }
+        if (!f) copy_problem = f.error().message;
+        if (f && !f->is_dynamic()) copy_problem = "the copy at offset 0 is not a dynamic disk's";
+      }
+    }
+    // Opened for check: a footer whose only fault is its checksum can still be used.
+    if (lenient_ && end_cookie && end_error.code == make_error_code(Errc::kChecksumMismatch)) {
+      Result<Footer> f = ParseFooter(end, end_at, /*verify_checksum=*/false);
+      if (f) {
+        img_.footer = *f;
+        SerializeFooter(*f, img_.footer_bytes);
+        img_.source = end_source;
+        img_.footer_offset = end_at;
+        img_.findings.push_back({Finding::kCorruption, end_error.message, Repair::kRewriteFooter});
+        if (img_.footer.is_dynamic()) CompareCopy(img_.footer_bytes);
+        return OkStatus();
+      }
+    }
+    return MakeError(end_error.code, end_error.message + "; " + copy_problem);
+  }
+
+  // Records whether the dynamic disk's copy at offset 0 matches `end`.
+  void CompareCopy(const std::array<uint8_t, kFooterSize>& end) {
+    std::vector<uint8_t> head;
+    if (img_.device_size < 2 * kFooterSize || !Read(0, kFooterSize, &head)) {
+      img_.findings.push_back(
+          {Finding::kCorruption, "VHD footer copy at offset 0 is missing", Repair::kRewriteCopy});
+      return;
+    }
+    if (std::memcmp(head.data(), end.data(), kFooterSize) == 0) return;
+    std::array<uint8_t, kFooterSize> copy{};
+    std::memcpy(copy.data(), head.data(), kFooterSize);
+    Result<Footer> f = ParseFooter(copy, 0);
+    img_.findings.push_back({Finding::kCorruption,
+                             f ? "VHD footer copy at offset 0 differs from the footer at offset " +
+                                     Off(img_.footer_offset)
+                               : f.error().message,
+                             Repair::kRewriteCopy});
+  }
+
+  Status CheckFixedLayout() {
+    const uint64_t data = img_.footer.current_size / kSectorSize * kSectorSize;
+    if (img_.footer_offset < data) {
+      return MakeError(Errc::kCorruption,
+                       "VHD: fixed disk truncated: current size " + Off(img_.footer.current_size) +
+                           " (field at offset " + Off(img_.footer_offset + 48) +
+                           ") needs the footer at offset " + Off(data) +
+                           ", but the file ends with it at offset " + Off(img_.footer_offset));
+    }
+    if (img_.footer_offset > data) {
+      img_.findings.push_back(
+          {Finding::kWarning, "VHD: " + Off(img_.footer_offset - data) +
+                                  " unused bytes between the data (ending at offset " + Off(data) +
+                                  ") and the footer"});
+    }
+    return OkStatus();
+  }
+
+  Status LoadHeader() {
+    const uint64_t at = img_.footer.data_offset;
+    if (at > img_.footer_offset || img_.footer_offset - at < kHeaderSize) {
+      return MakeError(Errc::kCorruption,
+                       "VHD: dynamic header offset " + Off(at) + " (field at offset " +
+                           Off(img_.footer_offset + 16) +
+                           "): the 1024-byte header would overlap the footer at offset " +
+                           Off(img_.footer_offset));
+    }
+    std::vector<uint8_t> raw;
+    VSTACK_RETURN_IF_ERROR(Read(at, kHeaderSize, &raw));
+    std::span<const uint8_t, kHeaderSize> bytes(raw.data(), kHeaderSize);
+    Result<DynamicHeader> h = ParseHeader(bytes, at);
+    if (!h && h.error().code == make_error_code(Errc::kChecksumMismatch)) {
+      VSTACK_RETURN_IF_ERROR(
+          Corrupt(true, {Finding::kCorruption, h.error().message, Repair::kRewriteHeader},
+                  Errc::kChecksumMismatch));
+      h = ParseHeader(bytes, at, /*verify_checksum=*/false);
+    }
+    if (!h) return std::move(h).error();
+    img_.header = *h;
+    return OkStatus();
+  }
+
+  Status LoadBat() {
+    const DynamicHeader& h = img_.header;
+    const uint64_t hdr = img_.footer.data_offset;
+    const uint64_t t = h.table_offset;
+    const uint64_t len = h.bat_bytes();
+    const std::string field = " (field at offset " + Off(hdr + 16) + ")";
+    if (t < kFooterSize || (t < hdr + kHeaderSize && hdr < t + std::max<uint64_t>(len, 1))) {
+      return MakeError(Errc::kCorruption, "VHD: BAT offset " + Off(t) + field +
+                                              " overlaps the footer copy or the header");
+    }
+    if (t > img_.footer_offset || len > img_.footer_offset - t) {
+      return MakeError(Errc::kCorruption,
+                       "VHD: max_table_entries " + std::to_string(h.max_table_entries) +
+                           " (field at offset " + Off(hdr + 28) + ") needs a " + Off(len) +
+                           "-byte BAT at offset " + Off(t) +
+                           ", which runs past the footer at offset " + Off(img_.footer_offset));
+    }
+    const uint64_t data = img_.footer.current_size / kSectorSize * kSectorSize;
+    img_.blocks_needed = (data + h.block_size - 1) / h.block_size;
+    if (h.max_table_entries < img_.blocks_needed) {
+      return MakeError(Errc::kCorruption,
+                       "VHD: max_table_entries " + std::to_string(h.max_table_entries) +
+                           " (field at offset " + Off(hdr + 28) + ") is too small for a " +
+                           Off(data) + "-byte disk with " + Off(h.block_size) +
+                           "-byte blocks, which needs " + Off(img_.blocks_needed));
+    }
+    img_.bat.reserve(h.max_table_entries);
+    constexpr uint64_t kChunk = 1 << 20;
+    for (uint64_t done = 0; done < uint64_t{h.max_table_entries} * 4; done += kChunk) {
+      const size_t n =
+          static_cast<size_t>(std::min(kChunk, uint64_t{h.max_table_entries} * 4 - done));
+      std::vector<uint8_t> raw;
+      VSTACK_RETURN_IF_ERROR(
+          Read(t + done, (n + kSectorSize - 1) / kSectorSize * kSectorSize, &raw));
+      DecodeBat(std::span<const uint8_t>(raw.data(), n), &img_.bat);
+    }
+    return OkStatus();
+  }
+
+  struct Region {
+    uint64_t start, end;
+    int64_t index;  // BAT index, or -1 for metadata
+    std::string what;
+  };
+
+  Status CheckDynamicLayout() {
+    const DynamicHeader& h = img_.header;
+    const uint64_t hdr = img_.footer.data_offset;
+    std::vector<Region> meta = {{0, kFooterSize, -1, "the footer copy"},
+                                {hdr, hdr + kHeaderSize, -1, "the dynamic header"},
+                                {h.table_offset, h.table_offset + h.bat_bytes(), -1, "the BAT"}};
+    for (size_t i = 0; i < h.locators.size(); ++i) {
+      const ParentLocator& l = h.locators[i];
+      if (l.platform_code == 0) continue;
+      const uint64_t space =
+          l.data_space < kSectorSize ? uint64_t{l.data_space} * kSectorSize : l.data_space;
+      const std::string name = "parent locator " + std::to_string(i);
+      img_.findings.push_back(
+          {Finding::kWarning, "VHD: " + name + " is set in a dynamic disk (field at offset " +
+                                  Off(hdr + 576 + 24 * i) + ")"});
+      if (l.data_offset >= kFooterSize && l.data_offset <= img_.footer_offset &&
+          space <= img_.footer_offset - l.data_offset) {
+        meta.push_back({l.data_offset, l.data_offset + space, -1, name + " data"});
+      }
+    }
+    img_.metadata_end = 0;
+    for (const Region& r : meta) img_.metadata_end = std::max(img_.metadata_end, r.end);
+
+    const uint64_t block_bytes = uint64_t{h.bitmap_bytes()} + h.block_size;
+    std::vector<Region> blocks;
+    std::vector<bool> bad(img_.bat.size(), false);
+    for (uint32_t i = 0; i < img_.bat.size(); ++i) {
+      const uint32_t e = img_.bat[i];
+      if (e == kUnallocated) continue;
+      const uint64_t start = uint64_t{e} * kSectorSize, end = start + block_bytes;
+      const std::string entry = "BAT entry " + std::to_string(i) + " (field at offset " +
+                                Off(h.table_offset + 4ull * i) + ") = sector " + std::to_string(e) +
+                                ": block at offset " + Off(start);
+      if (end > img_.footer_offset) {
+        const bool gone = start >= img_.footer_offset;
+        VSTACK_RETURN_IF_ERROR(Corrupt(true, {Finding::kCorruption,
+                                              "VHD: " + entry + (gone ? " lies" : " runs") +
+                                                  " past the end of the file (footer at offset " +
+                                                  Off(img_.footer_offset) + ")",
+                                              gone ? Repair::kClearEntry : Repair::kNone, i}));
+        bad[i] = true;
+        continue;
+      }
+      const Region* hit = nullptr;
+      for (const Region& m : meta) {
+        if (start < m.end && m.start < end) {
+          hit = &m;
+          break;
+        }
+      }
+      if (hit != nullptr) {
+        VSTACK_RETURN_IF_ERROR(
+            Corrupt(true, {Finding::kCorruption, "VHD: " + entry + " overlaps " + hit->what,
+                           Repair::kClearEntry, i}));
+        bad[i] = true;
+        continue;
+      }
+      if ((start + h.bitmap_bytes()) % 4096 != 0) ++img_.unaligned_blocks;
+      blocks.push_back({start, end, i, ""});
+    }
+    std::sort(blocks.begin(), blocks.end(),
+              [](const Region& a, const Region& b) { return a.start < b.start; });
+    for (size_t k = 1; k < blocks.size(); ++k) {
+      if (blocks[k].start < blocks[k - 1].end) {
+        const auto a = static_cast<uint32_t>(blocks[k - 1].index);
+        const auto b = static_cast<uint32_t>(blocks[k].index);
+        VSTACK_RETURN_IF_ERROR(Corrupt(
+            true, {Finding::kCorruption, "VHD: blocks of BAT entries " + std::to_string(a) +
+                                             " (field at offset " + Off(h.table_offset + 4ull * a) +
+                                             ") and " + std::to_string(b) + " (field at offset " +
+                                             Off(h.table_offset + 4ull * b) +
+                                             ") overlap at offset " + Off(blocks[k].start)}));
+        bad[a] = bad[b] = true;
+      }
+    }
+    for (uint32_t i = 0; i < bad.size(); ++i) {
+      if (bad[i]) img_.unusable.push_back(i);
+    }
+
+    // Leaks: space no structure uses, beyond the padding in front of a block (less than
+    // 512 + 4096 bytes: the gap over the old footer, and the alignment of the data area).
+    std::vector<Region> all = meta;
+    for (const Region& b : blocks) {
+      if (!bad[static_cast<size_t>(b.index)]) all.push_back(b);
+    }
+    std::sort(all.begin(), all.end(),
+              [](const Region& a, const Region& b) { return a.start < b.start; });
+    uint64_t cursor = 0;
+    for (const Region& r : all) {
+      if (r.start >= cursor + 2 * kDataAlignment) {
+        img_.findings.push_back({Finding::kLeak,
+                                 "VHD: " + Off(r.start - cursor) + " unused bytes at offset " +
+                                     Off(cursor) + " (reclaimed by `vstack compact`)",
+                                 Repair::kNone, 0, r.start - cursor});
+      }
+      cursor = std::max(cursor, r.end);
+    }
+    img_.data_end = cursor;
+    if (img_.growable && img_.footer_offset > cursor) {
+      const uint64_t tail = img_.footer_offset - cursor;
+      img_.findings.push_back({Finding::kLeak,
+                               "VHD: " + Off(tail) + " unused bytes at offset " + Off(cursor) +
+                                   " before the footer at offset " + Off(img_.footer_offset),
+                               Repair::kTruncateTail, 0, tail});
+    }
+    return OkStatus();
+  }
+
+  BlockDevice& device_;
+  SyncIo io_;
+  bool lenient_;
+  VhdImage img_;
+};
+
+}  // namespace
+
+Result<VhdImage> LoadImage(BlockDevice& device, bool lenient) {
+  return Loader(device, lenient).Run();
+}
+
+bool ProbeImage(BlockDevice& device) {
+  const uint64_t size = device.size_bytes();
+  if (size < kFooterSize || device.geometry().logical_block != kSectorSize) return false;
+  SyncIo io(device);
+  const size_t tail_len = static_cast<size_t>(std::min<uint64_t>(size, 2 * kFooterSize));
+  AlignedBuffer tail(tail_len, 4096);
+  if (io.Read(size - tail_len, tail.span())) return false;
+  const auto* t = reinterpret_cast<const uint8_t*>(tail.data());
+  if (HasFooterCookie(t + tail_len - kFooterSize)) return true;
+  if (tail_len > kFooterSize && HasFooterCookie(t + tail_len - 511)) return true;
+  if (size < 2 * kFooterSize) return false;
+  AlignedBuffer head(kFooterSize, 4096);
+  if (io.Read(0, head.span())) return false;
+  std::span<const uint8_t, kFooterSize> copy(reinterpret_cast<const uint8_t*>(head.data()),
+                                             kFooterSize);
+  Result<Footer> f = ParseFooter(copy, 0);
+  return f && f->is_dynamic();
+}
+
+}  // namespace vstack::vhd

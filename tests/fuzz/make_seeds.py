@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Writes the VHD fuzzer's seed corpus (small, valid and slightly broken images) into
+corpus/vhd/. Run it from this directory; the files are committed, this script documents them."""
+import os
+import struct
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "vhd")
+
+
+def checksum(b, at):
+    s = sum(b[:at]) + sum(b[at + 4:])
+    return (~s) & 0xFFFFFFFF
+
+
+def footer(disk_type, size, data_offset, geometry=(65535, 16, 255)):
+    f = bytearray(512)
+    f[0:8] = b"conectix"
+    struct.pack_into(">IIQI4sIIQQHBBI", f, 8, 2, 0x10000, data_offset, 0, b"fuzz", 0x10000,
+                     0x5769326B, size, size, geometry[0], geometry[1], geometry[2], disk_type)
+    f[68:84] = bytes(range(1, 17))
+    struct.pack_into(">I", f, 64, checksum(f, 64))
+    return bytes(f)
+
+
+def header(entries, block_size):
+    h = bytearray(1024)
+    h[0:8] = b"cxsparse"
+    struct.pack_into(">QQIII", h, 8, 0xFFFFFFFFFFFFFFFF, 1536, 0x10000, entries, block_size)
+    struct.pack_into(">I", h, 36, checksum(h, 36))
+    return bytes(h)
+
+
+def dynamic(size, block_size, blocks):
+    """`blocks`: {block index: (bitmap bytes, data bytes)} placed after the BAT."""
+    entries = (size + block_size - 1) // block_size
+    bat_bytes = (entries * 4 + 511) // 512 * 512
+    f = footer(3, size, 512)
+    body = bytearray(f + header(entries, block_size) + b"\xff" * bat_bytes)
+    bm_size = ((block_size // 512 + 7) // 8 + 511) // 512 * 512
+    for index, (bitmap, data) in sorted(blocks.items()):
+        sector = len(body) // 512
+        struct.pack_into(">I", body, 1536 + 4 * index, sector)
+        body += bitmap.ljust(bm_size, b"\0") + data.ljust(block_size, b"\0")
+    return bytes(body) + f
+
+
+def write(name, data):
+    with open(os.path.join(OUT, name), "wb") as out:
+        out.write(data)
+
+
+os.makedirs(OUT, exist_ok=True)
+write("fixed_4k.seed", bytes(range(256)) * 16 + footer(2, 4096, 0xFFFFFFFFFFFFFFFF))
+write("fixed_legacy511.seed", b"\x5a" * 4096 + footer(2, 4096, 0xFFFFFFFFFFFFFFFF)[:511])
+write("dynamic_fresh.seed", dynamic(1 << 20, 512 << 10, {}))
+partial = dynamic(64 << 10, 4096, {0: (b"\xff", b"\x11" * 4096), 3: (b"\x30", b"\x22" * 4096)})
+write("dynamic_4k_blocks.seed", partial)
+write("dynamic_chs.seed", dynamic(8 << 10, 4096, {1: (b"\xf0", b"\x33" * 2048)})[:-512] +
+      footer(3, 8 << 10, 512, (1, 4, 4)))
+torn = bytearray(partial)
+torn[-512:] = b"\xc7" * 512  # the end footer killed; the copy at offset 0 is good
+write("dynamic_no_end_footer.seed", bytes(torn))

@@ -1,0 +1,66 @@
+// vstack create -f FORMAT [-o OPTIONS] FILE SIZE: a new image, like qemu-img create. FORMAT is
+// raw or any format with a create hook (vhd); `-o help` lists the format's options.
+#include <fmt/format.h>
+
+#include "lib/registry.h"
+#include "lib/size.h"
+#include "tools/command.h"
+
+namespace vstack::cli {
+namespace {
+
+struct CreateArgs {
+  std::string format = "raw";
+  std::string options;
+  std::string file;
+  std::string size;
+};
+
+void PrintOptions(const std::string& format) {
+  const ComponentInfo* c = Registry::Global().Find(format);
+  if (format == "raw") {
+    fmt::print("format 'raw' has no create options\n");
+    return;
+  }
+  if (c == nullptr || !c->create) Fail("create", "unknown image format '" + format + "'");
+  fmt::print("Create options for format '{}':\n", format);
+  for (const OptionInfo& o : c->create_options) {
+    fmt::print("  {:<16} {}{}\n", o.name + "=", o.help,
+               o.default_value.empty() ? "" : " [" + o.default_value + "]");
+  }
+}
+
+}  // namespace
+
+void AddCreateCommand(CLI::App& app) {
+  auto args = std::make_shared<CreateArgs>();
+  CLI::App* cmd = app.add_subcommand("create", "Create an image file (qemu-img create style)");
+  cmd->add_option("-f,--format", args->format, "image format: raw or vhd")->default_str("raw");
+  cmd->add_option(
+      "-o,--options", args->options,
+      "format options k=v,k=v (e.g. subformat=dynamic,block_size=2M); -o help lists them");
+  cmd->add_option("file", args->file, "the image file to create (must not exist)");
+  cmd->add_option("size", args->size, "virtual size, e.g. 10G, 512M, 1000");
+  cmd->callback([args] {
+    if (args->options == "help") {
+      PrintOptions(args->format);
+      return;
+    }
+    if (args->file.empty()) Fail("create", "missing FILE and SIZE (e.g. disk.vhd 10G)");
+    if (args->size.empty()) Fail("create", "missing SIZE (e.g. 10G)");
+    auto size = ParseSize(args->size);
+    if (!size) Fail("create", size.error().message);
+    Status s = CreateImage(args->format, args->file, *size, args->options);
+    if (!s) Fail("create", s.error().ToString());
+    OpenOptions ro;
+    ro.read_only = true;
+    auto dev = OpenImage(args->file, ro);
+    if (!dev) Fail("create", "created, but cannot open it: " + dev.error().ToString());
+    const uint64_t actual = (*dev)->geometry().size_bytes;
+    fmt::print("Created '{}': format {}, virtual size {} ({} bytes){}\n", args->file, args->format,
+               FormatSize(actual), actual,
+               actual != *size ? fmt::format(", {} requested", *size) : "");
+  });
+}
+
+}  // namespace vstack::cli
