@@ -66,3 +66,20 @@ VSTACK_CONFORMANCE_TARGETS(passthrough, {
 });
 
 }  // namespace vstack::testing
+
+// Transform layers, alone and stacked (issue 4). The device below is larger than the 64 MiB the
+// suite needs, for the layers' metadata and copy-on-write headroom.
+namespace vstack::testing {
+
+VSTACK_CONFORMANCE_TARGETS(dedup, {
+    SpecTarget("dedup_memory", "dedup:size=64M+memory:96M"),
+    SpecTarget("dedup_memory_4k", "dedup:size=64M+memory:96M,block=4096"),
+    SpecTarget("dedup_grain64k_verify", "dedup:grain=64K,verify=on,size=64M+memory:96M"),
+    SpecTarget("dedup_file", "dedup:size=64M+file:{dir}/t.img,create=on,size=96M",
+               "dedup+file:{dir}/t.img"),
+    SpecTarget("dedup_uring_direct",
+               "dedup:size=64M+uring:{dir}/t.img,create=on,size=96M,direct=on",
+               "dedup+uring:{dir}/t.img,direct=on"),
+});
+
+}  // namespace vstack::testing
