@@ -548,6 +548,7 @@ Result<DedupOptions> ParseDedupOptions(const OptionValues& values, uint64_t lowe
                                                  " is not a power of two from 4K to 64K");
   }
   o.grain = static_cast<uint32_t>(grain);
+  o.grain_given = values.Has("grain");
   VSTACK_ASSIGN_OR_RETURN(o.verify, values.Bool("verify"));
   o.size_given = values.Has("size");
   if (o.size_given) {
@@ -636,7 +637,7 @@ Result<DevicePtr> DedupDevice::Open(DevicePtr lower, const DedupOptions& o, bool
                          std::to_string(size) + ", " + std::to_string(pgrains) +
                          " physical grains, device below " + std::to_string(lower_size) + " bytes)");
   }
-  if (grain != o.grain) {
+  if (o.grain_given && grain != o.grain) {
     return MakeError(Errc::kInvalidArgument, "dedup: option 'grain': the device was formatted with grain=" +
                                                  std::to_string(grain) + ", not " +
                                                  std::to_string(o.grain));

@@ -24,6 +24,7 @@ namespace vstack {
 
 struct DedupOptions {
   uint32_t grain = 4096;
+  bool grain_given = false;  // else a formatted device keeps its own grain
   bool verify = false;
   uint64_t size = 0;  // virtual size; 0 = the size of the device below
   bool size_given = false;

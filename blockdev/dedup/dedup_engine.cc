@@ -190,8 +190,7 @@ void DedupEngine::AddRef(uint32_t p) {
   if (r.ref++ == 0) {
     // Back from the dead before its release was committed: it was never freed.
     ++unique_;
-    released_.erase(p);
-    deferred_.erase(p);
+    reclaim_.Revived(p);
   }
   RecordGrain(p);
 }
@@ -202,7 +201,7 @@ void DedupEngine::Release(uint32_t old_entry) {
   GrainRec& r = grains_.At(p);
   if (--r.ref == 0) {
     --unique_;
-    released_[p] = epoch_;
+    reclaim_.Released(p);
   }
   RecordGrain(p);
 }
@@ -210,14 +209,6 @@ void DedupEngine::Release(uint32_t old_entry) {
 void DedupEngine::FreeGrain(uint32_t p) {
   IndexErase(p);
   alloc_.Free(p);
-}
-
-void DedupEngine::Unpin_(uint32_t p) {
-  auto it = pins_.find(p);
-  if (it == pins_.end()) return;
-  if (--it->second > 0) return;
-  pins_.erase(it);
-  if (deferred_.erase(p)) FreeGrain(p);
 }
 
 DedupEngine::ClaimResult DedupEngine::AllocateAndWrite(uint64_t v, const Fingerprint& fp,
@@ -256,7 +247,7 @@ DedupEngine::ClaimResult DedupEngine::ClaimWrite(uint64_t v, bool zero, const Fi
     if (writing_.count(p)) return {Claim::kBusy};  // an identical grain is on its way down
     if (verify) {
       locked_.insert(v);
-      ++pins_[p];
+      reclaim_.Pin(p);
       return {Claim::kVerify, p};
     }
     const uint32_t old = map_.Get(v);
@@ -315,7 +306,7 @@ bool DedupEngine::LockForRmw(uint64_t v, uint32_t* entry) {
   if (locked_.count(v)) return false;
   locked_.insert(v);
   *entry = map_.Get(v);
-  if (*entry >= kFirstGrain) ++pins_[*entry - kFirstGrain];
+  if (*entry >= kFirstGrain) reclaim_.Pin(*entry - kFirstGrain);
   return true;
 }
 
@@ -342,7 +333,7 @@ void DedupEngine::LookupForRead(uint64_t first, uint64_t count, std::vector<uint
   std::lock_guard lock(mu_);
   for (uint64_t v = first; v < first + count; ++v) {
     const uint32_t e = map_.Get(v);
-    if (e >= kFirstGrain) ++pins_[e - kFirstGrain];
+    if (e >= kFirstGrain) reclaim_.Pin(e - kFirstGrain);
     out->push_back(e);
   }
 }
@@ -369,7 +360,7 @@ DedupEngine::Snapshot DedupEngine::TakeSnapshot() {
   std::lock_guard lock(mu_);
   Snapshot s;
   if (store_) s.batch = store_->TakePending();
-  s.epoch = epoch_++;
+  s.epoch = reclaim_.Snapshot();
   return s;
 }
 
@@ -379,19 +370,9 @@ void DedupEngine::FinishCommit(Snapshot snapshot, bool ok) {
     if (store_) store_->RestorePending(std::move(snapshot.batch));
     return;
   }
-  for (auto it = released_.begin(); it != released_.end();) {
-    if (it->second > snapshot.epoch) {
-      ++it;
-      continue;
-    }
-    const uint32_t p = it->first;
-    it = released_.erase(it);
-    if (pins_.count(p)) {
-      deferred_.insert(p);
-    } else {
-      FreeGrain(p);
-    }
-  }
+  std::vector<uint64_t> freed;
+  reclaim_.Committed(snapshot.epoch, &freed);
+  for (uint64_t p : freed) FreeGrain(static_cast<uint32_t>(p));
 }
 
 size_t DedupEngine::pending_bytes() const {
@@ -401,7 +382,7 @@ size_t DedupEngine::pending_bytes() const {
 
 uint64_t DedupEngine::pending_frees() const {
   std::lock_guard lock(mu_);
-  return released_.size() + deferred_.size();
+  return reclaim_.pending_count();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -451,7 +432,7 @@ void DedupEngine::Check(CheckMode mode, CheckResult* out) {
       if (!IndexFind(fp)) out->Corruption(name + ": its fingerprint is not in the index");
     }
     if (d == 0 && alloc_.IsUsed(p) && !writing_.count(static_cast<uint32_t>(p)) &&
-        !released_.count(static_cast<uint32_t>(p)) && !deferred_.count(static_cast<uint32_t>(p))) {
+        !reclaim_.pending(p)) {
       out->Leak(name + ": allocated but unused (lost)");
       if (mode != CheckMode::kReadOnly) {
         alloc_.Free(p);

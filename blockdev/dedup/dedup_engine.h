@@ -32,6 +32,7 @@
 #include "blockdev/metastore/bitmap_allocator.h"
 #include "blockdev/metastore/chunked_array.h"
 #include "blockdev/metastore/meta_store.h"
+#include "blockdev/metastore/unit_reclaimer.h"
 #include "lib/block_device.h"
 
 namespace vstack {
@@ -160,7 +161,9 @@ class DedupEngine {
   void Release(uint32_t old_entry);
   void FreeGrain(uint32_t p);
   ClaimResult AllocateAndWrite(uint64_t v, const Fingerprint& fp, bool indexed);
-  void Unpin_(uint32_t p);
+  void Unpin_(uint32_t p) {
+    if (reclaim_.Unpin(p)) FreeGrain(p);
+  }
   uint64_t SlotOf(const Fingerprint& fp) const { return fp.lo & (slots_.size() - 1); }
   std::optional<uint32_t> IndexFind(const Fingerprint& fp) const;
   void IndexInsert(const Fingerprint& fp, uint32_t p);
@@ -174,13 +177,10 @@ class DedupEngine {
   std::vector<uint32_t> slots_;  // index: 0 = empty, else physical grain + 1
   uint64_t index_entries_ = 0;
   BitmapAllocator alloc_;
+  UnitReclaimer reclaim_;                               // released and pinned grains
   std::unordered_set<uint64_t> locked_;                 // virtual grains being written
-  std::unordered_map<uint32_t, uint32_t> pins_;         // physical grain -> readers
   std::unordered_map<uint32_t, bool> writing_;          // physical grain -> indexed
-  std::unordered_map<uint32_t, uint64_t> released_;     // refcount 0 since epoch
-  std::unordered_set<uint32_t> deferred_;               // freeable once unpinned
   std::unordered_map<uint32_t, uint32_t> stored_refs_;  // loaded refcount where it differs
-  uint64_t epoch_ = 1;
   uint64_t live_ = 0, zeros_ = 0, unique_ = 0, collisions_ = 0;
 };
 

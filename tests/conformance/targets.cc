@@ -65,6 +65,25 @@ VSTACK_CONFORMANCE_TARGETS(passthrough, {
                "passthrough+passthrough+uring:{dir}/t.img"),
 });
 
+VSTACK_CONFORMANCE_TARGETS(zstd, {
+    SpecTarget("zstd_memory", "zstd:size=64M+memory:96M"),
+    SpecTarget("zstd_memory_4k_packed", "zstd:size=64M,rule=packed+memory:96M,block=4096"),
+    SpecTarget("zstd_vsan_osa_fast", "zstd:size=64M,rule=vsan-osa,level=-5+memory:96M"),
+    SpecTarget("zstd_grain64k_min_saving", "zstd:grain=64K,size=64M,rule=min-saving=12.5+memory:96M"),
+    SpecTarget("zstd_file", "zstd:size=64M+file:{dir}/t.img,create=on,size=96M",
+               "zstd+file:{dir}/t.img"),
+    SpecTarget("zstd_uring_direct", "zstd:size=64M+uring:{dir}/t.img,create=on,size=96M,direct=on",
+               "zstd+uring:{dir}/t.img,direct=on"),
+});
+
+VSTACK_CONFORMANCE_TARGETS(stacked, {
+    SpecTarget("dedup_zstd_memory", "dedup:size=64M+zstd+memory:128M"),
+    SpecTarget("zstd_dedup_memory", "zstd:size=64M+dedup+memory:128M"),
+    SpecTarget("dedup64k_zstd_packed_file",
+               "dedup:grain=64K,size=64M+zstd:rule=packed+file:{dir}/t.img,create=on,size=128M",
+               "dedup+zstd+file:{dir}/t.img"),
+});
+
 }  // namespace vstack::testing
 
 // Transform layers, alone and stacked (issue 4). The device below is larger than the 64 MiB the
