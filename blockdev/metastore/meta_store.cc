@@ -135,6 +135,10 @@ Result<std::unique_ptr<MetaStore>> MetaStore::Format(BlockDevice& lower, Superbl
 Result<std::unique_ptr<MetaStore>> MetaStore::Attach(BlockDevice& lower, Superblock sb,
                                                      bool read_only, std::string who) {
   VSTACK_RETURN_IF_ERROR(ValidateLayout(sb, lower.geometry().size_bytes, who));
+  if (sb.journal_bytes < 16 * kMetaPageSize) {
+    return MakeError(Errc::kCorruption, who + ": superblock: journal size " +
+                                            std::to_string(sb.journal_bytes) + " is too small");
+  }
   return std::unique_ptr<MetaStore>(new MetaStore(lower, std::move(sb), read_only, std::move(who)));
 }
 

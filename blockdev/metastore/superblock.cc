@@ -129,10 +129,12 @@ Status ValidateLayout(const Superblock& sb, uint64_t device_size, const std::str
     pos = off + len;
     return OkStatus();
   };
-  if (sb.journal_bytes < kMetaPageSize || sb.journal_bytes % kMetaPageSize != 0) {
+  if (sb.journal_bytes % kMetaPageSize != 0) {
     return bad("journal size " + std::to_string(sb.journal_bytes) + " is invalid");
   }
-  VSTACK_RETURN_IF_ERROR(region("journal", sb.journal_offset, sb.journal_bytes));
+  if (sb.journal_bytes > 0) {  // layers without a journal (crc32c) have none
+    VSTACK_RETURN_IF_ERROR(region("journal", sb.journal_offset, sb.journal_bytes));
+  }
   for (size_t i = 0; i < sb.tables.size(); ++i) {
     const TableDesc& t = sb.tables[i];
     if (t.entries > (uint64_t{1} << 48)) {

@@ -76,12 +76,27 @@ VSTACK_CONFORMANCE_TARGETS(zstd, {
                "zstd+uring:{dir}/t.img,direct=on"),
 });
 
+VSTACK_CONFORMANCE_TARGETS(crc32c, {
+    SpecTarget("crc32c_memory", "crc32c+memory:72M"),
+    SpecTarget("crc32c_memory_4k", "crc32c+memory:72M,block=4096"),
+    SpecTarget("crc32c_grain64k", "crc32c:grain=64K+memory:72M"),
+    SpecTarget("crc32c_file", "crc32c+file:{dir}/t.img,create=on,size=72M", "crc32c+file:{dir}/t.img"),
+    SpecTarget("crc32c_uring_direct", "crc32c+uring:{dir}/t.img,create=on,size=72M,direct=on",
+               "crc32c+uring:{dir}/t.img,direct=on"),
+});
+
 VSTACK_CONFORMANCE_TARGETS(stacked, {
     SpecTarget("dedup_zstd_memory", "dedup:size=64M+zstd+memory:128M"),
     SpecTarget("zstd_dedup_memory", "zstd:size=64M+dedup+memory:128M"),
     SpecTarget("dedup64k_zstd_packed_file",
                "dedup:grain=64K,size=64M+zstd:rule=packed+file:{dir}/t.img,create=on,size=128M",
                "dedup+zstd+file:{dir}/t.img"),
+    SpecTarget("crc32c_dedup_zstd_memory", "crc32c+dedup+zstd+memory:160M"),
+    SpecTarget("crc32c_dedup_zstd_file", "crc32c+dedup+zstd+file:{dir}/t.img,create=on,size=160M",
+               "crc32c+dedup+zstd+file:{dir}/t.img"),
+    SpecTarget("zstd_crc32c_passthrough_uring",
+               "zstd:size=64M+crc32c+passthrough+uring:{dir}/t.img,create=on,size=96M",
+               "zstd+crc32c+passthrough+uring:{dir}/t.img"),
 });
 
 }  // namespace vstack::testing
