@@ -66,6 +66,7 @@ uint64_t RecordingDevice::OnSubmit(const IoRequest& r) {
   if (r.op == Op::kRead) return UINT64_MAX;
   RecordedOp op;
   op.op = r.op;
+  op.flags = r.flags;
   op.offset = r.offset;
   op.length = r.length;
   if (r.op == Op::kWrite) {
@@ -106,7 +107,7 @@ std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
   std::vector<const RecordedOp*> durable, maybe;
   for (const RecordedOp& op : log) {
     if (op.op == Op::kFlush || op.submitted >= crash_point) continue;
-    if (op.completed < barrier) {
+    if (op.completed < barrier || ((op.flags & kIoFua) && op.completed < crash_point)) {
       durable.push_back(&op);
     } else {
       maybe.push_back(&op);
@@ -127,7 +128,16 @@ std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
   if (rng) {
     for (size_t i = maybe.size(); i > 1; --i) std::swap(maybe[i - 1], maybe[rng->Below(i)]);
   }
+  // Newer data wins: a write that completed before an overlapping durable write was submitted
+  // cannot land after it.
+  auto superseded = [&durable](const RecordedOp& m) {
+    return std::any_of(durable.begin(), durable.end(), [&m](const RecordedOp* d) {
+      return d->submitted > m.completed && d->offset < m.offset + m.length &&
+             m.offset < d->offset + d->length;
+    });
+  };
   for (const RecordedOp* op : maybe) {
+    if (superseded(*op)) continue;
     if (rng == nullptr || rng->Below(2)) apply(*op, rng ? rng->Below(2) : true);
   }
   return img;

@@ -5,7 +5,9 @@
 //
 // The model (docs/design.md): a write that completed before a flush was submitted is durable
 // once that flush completes; any other write submitted before the crash may or may not have
-// reached the media, in any order; nothing submitted after the crash did.
+// reached the media, in any order; nothing submitted after the crash did. A write with kIoFua is
+// durable once it completes, and no write that completed before it was submitted can land on
+// top of it afterwards (a disk cache keeps the newest data of a block).
 #ifndef VSTACK_TESTS_TESTING_RECORDING_DEVICE_H_
 #define VSTACK_TESTS_TESTING_RECORDING_DEVICE_H_
 
@@ -20,6 +22,7 @@ namespace vstack::testing {
 
 struct RecordedOp {
   Op op = Op::kWrite;  // kWrite, kWriteZeroes, kDiscard or kFlush
+  IoFlags flags = 0;   // kIoFua: durable on completion
   uint64_t offset = 0;
   uint64_t length = 0;
   std::vector<unsigned char> data;  // kWrite only
@@ -50,9 +53,11 @@ class RecordingDevice final : public Layer {
 };
 
 // Applies to `base` (the lower image as it was before recording started) the state after a crash
-// at event `crash_point`: every write guaranteed durable, plus each possibly-persisted write
-// with probability 1/2 (chosen by `rng`; `rng` == nullptr applies all of them), in a random
-// order. Discarded ranges are treated like write-zeroes of that range or no-op at random.
+// at event `crash_point`: every write guaranteed durable (completed before a completed flush was
+// submitted, or completed with FUA), plus each possibly-persisted write with probability 1/2
+// (chosen by `rng`; `rng` == nullptr applies all of them), in a random order, except that a
+// write never lands on top of an overlapping durable write submitted after it completed.
+// Discarded ranges are treated like write-zeroes of that range or no-op at random.
 std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
                                       const std::vector<RecordedOp>& log, uint64_t crash_point,
                                       Rng* rng);
