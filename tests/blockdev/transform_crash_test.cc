@@ -16,6 +16,7 @@
 #include "blockdev/memory/memory_device.h"
 #include "lib/iovec.h"
 #include "lib/sync_io.h"
+#include "tests/testing/crash_workload.h"
 #include "tests/testing/layer_stack.h"
 #include "tests/testing/recording_device.h"
 #include "tests/testing/test_util.h"
@@ -33,33 +34,6 @@ struct CrashParam {
 };
 
 void PrintTo(const CrashParam& p, std::ostream* os) { *os << p.name; }
-
-// Fills `len` bytes with a mix per 4 KiB: a few repeated patterns (dedup hits), text-like data
-// (compresses), random data (does not), zeros.
-void FillMixed(Rng& rng, unsigned char* p, size_t len) {
-  static const char* kWords[] = {"vstack ", "grain ", "journal ", "flush ", "dedup ", "zstd "};
-  for (size_t at = 0; at < len; at += 4096) {
-    const size_t n = std::min<size_t>(4096, len - at);
-    switch (rng.Below(4)) {
-      case 0: {
-        Rng pattern(1000 + rng.Below(6));
-        pattern.Fill(p + at, n);
-        break;
-      }
-      case 1:
-        for (size_t i = 0; i < n;) {
-          const char* w = kWords[rng.Below(6)];
-          for (; *w && i < n; ++w) p[at + i++] = static_cast<unsigned char>(*w);
-        }
-        break;
-      case 2:
-        rng.Fill(p + at, n);
-        break;
-      default:
-        std::memset(p + at, 0, n);
-    }
-  }
-}
 
 uint64_t HashBlock(const unsigned char* p) {
   return std::hash<std::string_view>()(std::string_view(reinterpret_cast<const char*>(p), kBlock));
