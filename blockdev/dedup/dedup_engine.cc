@@ -9,6 +9,7 @@ namespace vstack {
 namespace {
 
 constexpr size_t kInitialSlots = 1024;
+constexpr uint64_t kMaxLoadPercent = 80;
 
 }  // namespace
 
@@ -16,6 +17,7 @@ DedupEngine::DedupEngine(uint64_t virtual_grains, uint64_t physical_grains, Meta
     : store_(store),
       map_(virtual_grains),
       grains_(physical_grains),
+      tags_(kInitialSlots, 0),
       slots_(kInitialSlots, 0),
       alloc_(physical_grains) {}
 
@@ -102,58 +104,64 @@ void DedupEngine::FinishLoad() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Index: open addressing over 4-byte slots holding grain + 1; the fingerprint is in grains_.
+// Index: linear probing over 4-byte slots of physical grain numbers with a 1-byte tag each; the
+// fingerprint itself is in grains_.
 
 std::optional<uint32_t> DedupEngine::IndexFind(const Fingerprint& fp) const {
-  const uint64_t mask = slots_.size() - 1;
-  for (uint64_t s = SlotOf(fp);; s = (s + 1) & mask) {
-    const uint32_t v = slots_[s];
-    if (v == 0) return std::nullopt;
-    if (FpOf(grains_.Get(v - 1)) == fp) return v - 1;
+  const uint8_t tag = TagOf(fp);
+  const uint64_t n = slots_.size();
+  for (uint64_t s = SlotOf(fp);; s = s + 1 == n ? 0 : s + 1) {
+    if (tags_[s] == 0) return std::nullopt;
+    if (tags_[s] == tag && FpOf(grains_.Get(slots_[s])) == fp) return slots_[s];
   }
 }
 
 void DedupEngine::IndexInsert(const Fingerprint& fp, uint32_t p) {
-  if ((index_entries_ + 1) * 4 > slots_.size() * 3) IndexGrow();
-  const uint64_t mask = slots_.size() - 1;
+  if ((index_entries_ + 1) * 100 > slots_.size() * kMaxLoadPercent) IndexGrow();
+  const uint64_t n = slots_.size();
   uint64_t s = SlotOf(fp);
-  while (slots_[s] != 0) s = (s + 1) & mask;
-  slots_[s] = p + 1;
+  while (tags_[s] != 0) s = s + 1 == n ? 0 : s + 1;
+  tags_[s] = TagOf(fp);
+  slots_[s] = p;
   ++index_entries_;
 }
 
 void DedupEngine::IndexErase(uint32_t p) {
   const Fingerprint fp = FpOf(grains_.Get(p));
-  const uint64_t mask = slots_.size() - 1;
+  const uint64_t n = slots_.size();
   uint64_t s = SlotOf(fp);
-  for (;; s = (s + 1) & mask) {
-    if (slots_[s] == 0) return;  // not indexed (a duplicate kept after a collision)
-    if (slots_[s] == p + 1) break;
+  for (;; s = s + 1 == n ? 0 : s + 1) {
+    if (tags_[s] == 0) return;  // not indexed (a duplicate kept after a collision)
+    if (slots_[s] == p && tags_[s] == TagOf(fp)) break;
   }
   // Backward-shift deletion keeps every probe sequence unbroken without tombstones.
   uint64_t hole = s;
-  for (uint64_t j = (s + 1) & mask; slots_[j] != 0; j = (j + 1) & mask) {
-    const uint64_t home = SlotOf(FpOf(grains_.Get(slots_[j] - 1)));
-    // Move j into the hole if its home is not cyclically in (hole, j].
+  for (uint64_t j = s + 1 == n ? 0 : s + 1; tags_[j] != 0; j = j + 1 == n ? 0 : j + 1) {
+    const uint64_t home = SlotOf(FpOf(grains_.Get(slots_[j])));
+    // j may move into the hole unless its home lies cyclically in (hole, j].
     const bool in_range = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
     if (!in_range) {
+      tags_[hole] = tags_[j];
       slots_[hole] = slots_[j];
       hole = j;
     }
   }
-  slots_[hole] = 0;
+  tags_[hole] = 0;
   --index_entries_;
 }
 
 void DedupEngine::IndexGrow() {
-  std::vector<uint32_t> old(slots_.size() * 2, 0);
-  old.swap(slots_);
-  const uint64_t mask = slots_.size() - 1;
-  for (uint32_t v : old) {
-    if (v == 0) continue;
-    uint64_t s = SlotOf(FpOf(grains_.Get(v - 1)));
-    while (slots_[s] != 0) s = (s + 1) & mask;
-    slots_[s] = v;
+  std::vector<uint8_t> old_tags(slots_.size() * 3 / 2, 0);
+  std::vector<uint32_t> old_slots(old_tags.size(), 0);
+  old_tags.swap(tags_);
+  old_slots.swap(slots_);
+  const uint64_t n = slots_.size();
+  for (uint64_t i = 0; i < old_slots.size(); ++i) {
+    if (old_tags[i] == 0) continue;
+    uint64_t s = SlotOf(FpOf(grains_.Get(old_slots[i])));
+    while (tags_[s] != 0) s = s + 1 == n ? 0 : s + 1;
+    tags_[s] = old_tags[i];
+    slots_[s] = old_slots[i];
   }
 }
 
@@ -396,8 +404,8 @@ DedupEngine::Usage DedupEngine::usage() const {
   u.unique_grains = unique_;
   u.allocated_grains = alloc_.used();
   u.index_entries = index_entries_;
-  u.index_memory_bytes =
-      slots_.capacity() * sizeof(uint32_t) + grains_.memory_bytes() + alloc_.memory_bytes();
+  u.index_memory_bytes = tags_.capacity() + slots_.capacity() * sizeof(uint32_t) +
+                         grains_.memory_bytes() + alloc_.memory_bytes();
   u.map_memory_bytes = map_.memory_bytes();
   u.collisions = collisions_;
   return u;

@@ -1,5 +1,5 @@
 // ChunkedArray<T>: an array indexed by grain number whose memory is allocated in chunks of
-// 2^16 entries on first write, so a layer over a mostly empty 1 TiB device holds only the
+// 2^12 entries on first write, so a layer over a mostly empty 1 TiB device holds only the
 // chunks it has touched. Entries of chunks never written read as T{}. Not thread-safe.
 #ifndef VSTACK_BLOCKDEV_METASTORE_CHUNKED_ARRAY_H_
 #define VSTACK_BLOCKDEV_METASTORE_CHUNKED_ARRAY_H_
@@ -13,7 +13,7 @@ namespace vstack {
 template <typename T>
 class ChunkedArray {
  public:
-  static constexpr int kChunkBits = 16;
+  static constexpr int kChunkBits = 12;
   static constexpr uint64_t kChunk = uint64_t{1} << kChunkBits;
 
   explicit ChunkedArray(uint64_t size = 0) : size_(size), chunks_((size + kChunk - 1) / kChunk) {}
