@@ -30,11 +30,6 @@ bool ChecksumTable::Matches(uint64_t g, uint32_t crc) const {
   return false;
 }
 
-uint64_t ChecksumTable::writes_issued() const {
-  std::lock_guard lock(mu_);
-  return writes_issued_;
-}
-
 void ChecksumTable::TouchRegions(uint64_t first_grain, uint64_t last_grain,
                                  std::vector<uint64_t>* to_mark) {
   std::lock_guard lock(mu_);
@@ -76,7 +71,6 @@ void ChecksumTable::Unlock(uint64_t g) {
 void ChecksumTable::AddPending(uint64_t g, uint32_t crc) {
   std::lock_guard lock(mu_);
   pending_.emplace(g, crc);
-  ++writes_issued_;
 }
 
 void ChecksumTable::Finish(uint64_t g, uint32_t crc, bool ok) {

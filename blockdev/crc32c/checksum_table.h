@@ -42,8 +42,6 @@ class ChecksumTable {
 
   // ---- Reads. True if `crc` is the checksum of grain g, or of a write of g in flight.
   bool Matches(uint64_t g, uint32_t crc) const;
-  // Counts writes issued so far: a reader whose data matches nothing retries if it changed.
-  uint64_t writes_issued() const;
 
   // ---- Writes. A write request first touches its regions (TouchRegions, which says which of
   // them must be marked dirty on disk before any data goes down), then per grain: Lock (write
@@ -98,7 +96,6 @@ class ChecksumTable {
   std::unordered_multimap<uint64_t, uint32_t> pending_;  // grain -> checksum being written
   std::unordered_set<uint64_t> locked_;
   uint64_t epoch_ = 1;
-  uint64_t writes_issued_ = 0;
 };
 
 }  // namespace vstack

@@ -5,8 +5,10 @@
 //   write:  touch its regions (marking them dirty on disk first if needed, which blocks) ->
 //           lock its grains -> checksum -> register the new checksums as pending -> write ->
 //           store the checksums, unlock
-//   read:   read -> verify every grain against its checksum or a pending one; a mismatch while
-//           writes were issued meanwhile retries the read, otherwise fails it with
+//   read:   read -> verify every grain against its checksum or a pending one. A read that
+//           overlaps a write may see a grain half old, half new (blocks are atomic, grains are
+//           not), so a grain that mismatches is read again holding the grains' write locks,
+//           which makes the data stable; a mismatch then fails the read with
 //           Errc::kChecksumMismatch (the caller's buffer is zeroed: no bad data goes up)
 #include <cassert>
 #include <cstring>
@@ -18,8 +20,6 @@
 
 namespace vstack {
 namespace {
-
-constexpr int kReadAttempts = 4;
 
 bool SliceAligned(const iovec* iov, uint32_t iovcnt, uint64_t offset, uint64_t length,
                   uint64_t align) {
@@ -58,8 +58,7 @@ class Crc32cQueue final : public LayerQueue {
     bool is_read = false;
     // Reads: every piece, verified together once all are in.
     std::vector<Piece*> pieces;
-    uint64_t writes_at_start = 0;
-    int attempts = 0;
+    bool locked = false;  // reads: the second attempt, holding the grains' locks
   };
 
   // A run of whole grains (read or written in place, from the caller's buffers when they suit
@@ -84,6 +83,9 @@ class Crc32cQueue final : public LayerQueue {
   void StartRead(IoRequest* parent, std::vector<IoRequest*>& out);
   void IssueRead(Piece* p, std::vector<IoRequest*>& out);
   void VerifyRead(Ctx* ctx);
+  bool LockGrains(uint64_t first, uint64_t last);
+  void UnlockGrains(uint64_t first, uint64_t last);
+  void RetryLocked(Ctx* ctx, std::vector<IoRequest*>& out);
   void StartWrite(IoRequest* parent, std::vector<IoRequest*>& out);
   void RunWrite(Piece* p, std::vector<IoRequest*>& out);
   void IssueWrite(Piece* p, std::vector<IoRequest*>& out);
@@ -121,6 +123,7 @@ class Crc32cQueue final : public LayerQueue {
   std::vector<std::unique_ptr<AlignedBuffer>> buffers_;
   std::vector<AlignedBuffer*> free_buffers_;
   std::vector<Piece*> parked_;
+  std::vector<Ctx*> parked_reads_;
 };
 
 Crc32cQueue::Piece* Crc32cQueue::NewPiece(Ctx* ctx, uint64_t first_grain, uint64_t grains,
@@ -158,11 +161,14 @@ void Crc32cQueue::DoSubmit(std::span<IoRequest* const> batch) {
 }
 
 void Crc32cQueue::DoPoll(bool wait) {
-  if (!parked_.empty()) {
+  if (!parked_.empty() || !parked_reads_.empty()) {
     std::vector<Piece*> retry;
     retry.swap(parked_);
+    std::vector<Ctx*> reads;
+    reads.swap(parked_reads_);
     std::vector<IoRequest*> out;
     for (Piece* p : retry) RunWrite(p, out);
+    for (Ctx* ctx : reads) RetryLocked(ctx, out);
     Submit(out);
   }
   LayerQueue::DoPoll(wait);
@@ -197,7 +203,8 @@ void Crc32cQueue::StartRead(IoRequest* parent, std::vector<IoRequest*>& out) {
   *ctx = Ctx{};
   ctx->parent = parent;
   ctx->is_read = true;
-  ctx->writes_at_start = table_.writes_issued();
+  ctx->first_grain = parent->offset / grain_;
+  ctx->last_grain = (parent->offset + parent->length - 1) / grain_;
   ForEachPiece(parent->offset, parent->length, grain_,
                [&](uint64_t g, uint64_t n, uint64_t iov_off, bool partial, uint32_t in_off,
                    uint32_t len) {
@@ -255,18 +262,17 @@ void Crc32cQueue::VerifyRead(Ctx* ctx) {
         if (!table_.Matches(g, crc)) bad_offset = g * grain_;
       }
     }
-    if (bad_offset != UINT64_MAX && table_.writes_issued() != ctx->writes_at_start &&
-        ++ctx->attempts < kReadAttempts) {
-      // A write of these grains may have landed between our read and its checksum: read again.
+    if (bad_offset != UINT64_MAX && !ctx->locked) {
+      // A write may have overlapped the read: read again with the writers held off.
       Count(Crc32cDevice::kReadRetries);
-      ctx->writes_at_start = table_.writes_issued();
-      ctx->pending = static_cast<uint32_t>(ctx->pieces.size());
+      ctx->locked = true;
       std::vector<IoRequest*> out;
-      for (Piece* p : ctx->pieces) IssueRead(p, out);
+      RetryLocked(ctx, out);
       Submit(out);
       return;
     }
   }
+  if (ctx->locked) UnlockGrains(ctx->first_grain, ctx->last_grain);
   std::error_code status = ctx->error;
   if (!status && bad_offset != UINT64_MAX) {
     dev_.RecordMismatch(bad_offset);
@@ -285,6 +291,29 @@ void Crc32cQueue::VerifyRead(Ctx* ctx) {
   ctx->pieces.clear();
   ctxs_.Put(ctx);
   Complete(*parent, status);
+}
+
+bool Crc32cQueue::LockGrains(uint64_t first, uint64_t last) {
+  for (uint64_t g = first; g <= last; ++g) {
+    if (!table_.Lock(g)) {
+      if (g > first) UnlockGrains(first, g - 1);
+      return false;
+    }
+  }
+  return true;
+}
+
+void Crc32cQueue::UnlockGrains(uint64_t first, uint64_t last) {
+  for (uint64_t g = first; g <= last; ++g) table_.Unlock(g);
+}
+
+void Crc32cQueue::RetryLocked(Ctx* ctx, std::vector<IoRequest*>& out) {
+  if (!LockGrains(ctx->first_grain, ctx->last_grain)) {
+    parked_reads_.push_back(ctx);
+    return;
+  }
+  ctx->pending = static_cast<uint32_t>(ctx->pieces.size());
+  for (Piece* p : ctx->pieces) IssueRead(p, out);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -329,12 +358,9 @@ void Crc32cQueue::StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) {
 
 // Locks the piece's grains (or parks it), then reads (partial) or writes (whole grains).
 void Crc32cQueue::RunWrite(Piece* p, std::vector<IoRequest*>& out) {
-  for (uint64_t i = 0; i < p->grains; ++i) {
-    if (!table_.Lock(p->first_grain + i)) {
-      for (uint64_t k = 0; k < i; ++k) table_.Unlock(p->first_grain + k);
-      parked_.push_back(p);
-      return;
-    }
+  if (!LockGrains(p->first_grain, p->first_grain + p->grains - 1)) {
+    parked_.push_back(p);
+    return;
   }
   if (!p->partial) return IssueWrite(p, out);
   // Read-modify-write: read the whole grain first.
