@@ -283,9 +283,7 @@ void ZstdDevice::Properties(PropertyList& out) const {
 }
 
 Status ZstdDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
-  if (offset > geometry().size_bytes || length > geometry().size_bytes - offset) {
-    return MakeError(Errc::kOutOfRange, "extent query beyond the end of the device");
-  }
+  VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
   constexpr uint64_t kBatch = 4096;  // map entries looked up per lock
   std::vector<uint64_t> entries;
   uint64_t batch_first = 0;
