@@ -65,7 +65,7 @@ TEST_P(TransformCrash, EveryCrashPointReopensConsistent) {
     DevicePtr dev = std::move(*top);
     auto q = dev->OpenQueue();
     ASSERT_OK(q);
-    Rng rng(42);
+    WorkloadRng rng(42);
     for (int i = 0; i < 160; ++i) {
       const int step = static_cast<int>(steps.size());
       Step s;

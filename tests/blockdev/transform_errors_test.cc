@@ -24,7 +24,7 @@ namespace {
 
 std::vector<unsigned char> Pattern(uint64_t seed, size_t len) {
   std::vector<unsigned char> v(len);
-  Rng rng(seed);
+  WorkloadRng rng(seed);
   FillMixed(rng, v.data(), len);
   return v;
 }

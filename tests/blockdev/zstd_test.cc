@@ -103,7 +103,7 @@ class ZstdRules : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ZstdRules, AccountingMatchesTheCodecAndTheRuleGrainByGrain) {
   std::vector<unsigned char> data(4 << 20);
-  Rng rng(5);
+  WorkloadRng rng(5);
   FillMixed(rng, data.data(), data.size());
   auto dev = Open(std::string("zstd:level=3,rule=") + GetParam() + "+memory:64M");
   ASSERT_OK(dev);
@@ -164,7 +164,7 @@ TEST(ZstdDevice, OverwrittenFragmentsFreeTheirBins) {
   SyncIo io(**dev);
   std::vector<unsigned char> data(1 << 20);
   for (int round = 0; round < 6; ++round) {
-    Rng rng(round);
+    WorkloadRng rng(round);
     FillMixed(rng, data.data(), data.size());
     AlignedBuffer b(data.size());
     std::memcpy(b.data(), data.data(), data.size());

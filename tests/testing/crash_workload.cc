@@ -5,13 +5,21 @@
 
 namespace vstack::testing {
 
-void FillMixed(Rng& rng, unsigned char* p, size_t len) {
+void WorkloadRng::Fill(void* data, size_t len) {
+  unsigned char* p = static_cast<unsigned char*>(data);
+  for (size_t i = 0; i < len; i += 8) {
+    const uint64_t v = Next();
+    std::memcpy(p + i, &v, std::min<size_t>(8, len - i));
+  }
+}
+
+void FillMixed(WorkloadRng& rng, unsigned char* p, size_t len) {
   static const char* kWords[] = {"vstack ", "grain ", "journal ", "flush ", "dedup ", "zstd "};
   for (size_t at = 0; at < len; at += 4096) {
     const size_t n = std::min<size_t>(4096, len - at);
     switch (rng.Below(4)) {
       case 0: {
-        Rng pattern(1000 + rng.Below(6));
+        WorkloadRng pattern(1000 + rng.Below(6));
         pattern.Fill(p + at, n);
         break;
       }

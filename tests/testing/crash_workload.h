@@ -5,15 +5,31 @@
 #ifndef VSTACK_TESTS_TESTING_CRASH_WORKLOAD_H_
 #define VSTACK_TESTS_TESTING_CRASH_WORKLOAD_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "tests/testing/test_util.h"
-
 namespace vstack::testing {
 
+// splitmix64: deterministic per seed, and free of gtest so the writer process can use it.
+class WorkloadRng {
+ public:
+  explicit WorkloadRng(uint64_t seed) : s_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  uint64_t Below(uint64_t n) { return n ? Next() % n : 0; }
+  void Fill(void* data, size_t len);
+
+ private:
+  uint64_t s_;
+};
+
 // Fills `len` bytes with the mix above, 4 KiB at a time.
-void FillMixed(Rng& rng, unsigned char* p, size_t len);
+void FillMixed(WorkloadRng& rng, unsigned char* p, size_t len);
 
 struct WorkloadOp {
   enum Kind { kWrite, kZeroes, kFlush };
@@ -31,7 +47,7 @@ class CrashWorkload {
   WorkloadOp Next();
 
  private:
-  Rng rng_;
+  WorkloadRng rng_;
   uint64_t span_;
   int flush_every_;
   uint64_t count_ = 0;
