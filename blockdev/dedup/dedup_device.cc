@@ -540,6 +540,11 @@ Result<Layout> PlanLayout(uint32_t grain, uint64_t size, uint64_t lower_size) {
 
 }  // namespace
 
+uint64_t DedupMetadataBytes(uint64_t mapped_grains, uint64_t unique_grains) {
+  return TableDesc{0, mapped_grains, DedupEngine::kMapEntryBytes}.bytes() +
+         TableDesc{0, unique_grains, DedupEngine::kGrainEntryBytes}.bytes();
+}
+
 Result<DedupOptions> ParseDedupOptions(const OptionValues& values, uint64_t lower_size) {
   DedupOptions o;
   VSTACK_ASSIGN_OR_RETURN(uint64_t grain, values.Size("grain"));

@@ -30,6 +30,10 @@ struct DedupOptions {
   bool size_given = false;
 };
 
+// Bytes of dedup table pages that hold `mapped_grains` map entries and `unique_grains` grain
+// records (what `vstack space` reports as dedup metadata).
+uint64_t DedupMetadataBytes(uint64_t mapped_grains, uint64_t unique_grains);
+
 // Parses the options of a dedup spec part (shared with `vstack space`).
 Result<DedupOptions> ParseDedupOptions(const OptionValues& values, uint64_t lower_size);
 

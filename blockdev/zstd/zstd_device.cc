@@ -60,6 +60,11 @@ Result<Layout> PlanLayout(uint32_t grain, const SizeRule& rule, uint64_t size,
 
 }  // namespace
 
+uint64_t ZstdMetadataBytes(uint64_t stored_grains, uint64_t bins) {
+  return TableDesc{0, stored_grains, ZstdEngine::kMapEntryBytes}.bytes() +
+         TableDesc{0, bins, ZstdEngine::kBinEntryBytes}.bytes();
+}
+
 Result<ZstdOptions> ParseZstdOptions(const OptionValues& values, uint64_t lower_size) {
   ZstdOptions o;
   VSTACK_ASSIGN_OR_RETURN(int64_t level, values.Int("level", MinZstdLevel(), MaxZstdLevel()));

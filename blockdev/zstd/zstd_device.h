@@ -32,6 +32,10 @@ struct ZstdOptions {
   bool size_given = false;
 };
 
+// Bytes of zstd table pages that map `stored_grains` grains into `bins` bins (what
+// `vstack space` reports as compression metadata).
+uint64_t ZstdMetadataBytes(uint64_t stored_grains, uint64_t bins);
+
 // Parses the options of a zstd spec part (shared with `vstack space`).
 Result<ZstdOptions> ParseZstdOptions(const OptionValues& values, uint64_t lower_size);
 
