@@ -23,11 +23,8 @@ ChecksumTable::ChecksumTable(uint64_t grains, uint32_t grain, uint32_t grains_pe
 bool ChecksumTable::Matches(uint64_t g, uint32_t crc) const {
   std::lock_guard lock(mu_);
   if (crc_.Get(g) == Stored(crc)) return true;
-  auto [b, e] = pending_.equal_range(g);
-  for (auto it = b; it != e; ++it) {
-    if (it->second == crc) return true;
-  }
-  return false;
+  const uint32_t* pending = pending_.Find(g);
+  return pending != nullptr && *pending == crc;
 }
 
 void ChecksumTable::TouchRegions(uint64_t first_grain, uint64_t last_grain,
@@ -60,28 +57,22 @@ bool ChecksumTable::NeedsMark(uint64_t r) const {
 
 bool ChecksumTable::Lock(uint64_t g) {
   std::lock_guard lock(mu_);
-  return locked_.insert(g).second;
+  return locked_.Insert(g);
 }
 
 void ChecksumTable::Unlock(uint64_t g) {
   std::lock_guard lock(mu_);
-  locked_.erase(g);
+  locked_.Erase(g);
 }
 
 void ChecksumTable::AddPending(uint64_t g, uint32_t crc) {
   std::lock_guard lock(mu_);
-  pending_.emplace(g, crc);
+  pending_[g] = crc;
 }
 
 void ChecksumTable::Finish(uint64_t g, uint32_t crc, bool ok) {
   std::lock_guard lock(mu_);
-  auto [b, e] = pending_.equal_range(g);
-  for (auto it = b; it != e; ++it) {
-    if (it->second == crc) {
-      pending_.erase(it);
-      break;
-    }
-  }
+  pending_.Erase(g);
   if (ok) crc_.At(g) = Stored(crc);
 }
 

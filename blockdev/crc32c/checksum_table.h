@@ -16,11 +16,10 @@
 
 #include <cstdint>
 #include <mutex>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "blockdev/metastore/chunked_array.h"
+#include "blockdev/metastore/flat_map.h"
 
 namespace vstack {
 
@@ -93,8 +92,8 @@ class ChecksumTable {
   mutable std::mutex mu_;
   ChunkedArray<uint32_t> crc_;  // stored form
   std::vector<Region> regions_;
-  std::unordered_multimap<uint64_t, uint32_t> pending_;  // grain -> checksum being written
-  std::unordered_set<uint64_t> locked_;
+  FlatMap<uint32_t> pending_;  // grain -> checksum being written (writes hold the grain's lock)
+  FlatSet locked_;
   uint64_t epoch_ = 1;
 };
 

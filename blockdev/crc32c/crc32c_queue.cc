@@ -124,6 +124,7 @@ class Crc32cQueue final : public LayerQueue {
   std::vector<AlignedBuffer*> free_buffers_;
   std::vector<Piece*> parked_;
   std::vector<Ctx*> parked_reads_;
+  std::vector<IoRequest*> scratch_;
 };
 
 Crc32cQueue::Piece* Crc32cQueue::NewPiece(Ctx* ctx, uint64_t first_grain, uint64_t grains,
@@ -140,6 +141,7 @@ Crc32cQueue::Piece* Crc32cQueue::NewPiece(Ctx* ctx, uint64_t first_grain, uint64
 
 void Crc32cQueue::DoSubmit(std::span<IoRequest* const> batch) {
   std::vector<IoRequest*> out;
+  out.swap(scratch_);  // reuse its capacity; a callback may enter DoSubmit again
   for (IoRequest* parent : batch) {
     switch (parent->op) {
       case Op::kFlush: {
@@ -158,6 +160,8 @@ void Crc32cQueue::DoSubmit(std::span<IoRequest* const> batch) {
     }
   }
   Submit(out);
+  out.clear();
+  if (out.capacity() > scratch_.capacity()) scratch_.swap(out);
 }
 
 void Crc32cQueue::DoPoll(bool wait) {

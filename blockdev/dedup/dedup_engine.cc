@@ -116,11 +116,17 @@ std::optional<uint32_t> DedupEngine::IndexFind(const Fingerprint& fp) const {
   }
 }
 
+// REQUIRES: fp is not in the index.
 void DedupEngine::IndexInsert(const Fingerprint& fp, uint32_t p) {
-  if ((index_entries_ + 1) * 100 > slots_.size() * kMaxLoadPercent) IndexGrow();
+  if ((index_entries_ + index_tombstones_ + 1) * 100 > slots_.size() * kMaxLoadPercent) {
+    // Purge tombstones; grow by half if the entries alone fill more than 60%.
+    const bool grow = (index_entries_ + 1) * 100 > slots_.size() * 60;
+    IndexRehash(grow ? slots_.size() * 3 / 2 : slots_.size());
+  }
   const uint64_t n = slots_.size();
   uint64_t s = SlotOf(fp);
-  while (tags_[s] != 0) s = s + 1 == n ? 0 : s + 1;
+  while (tags_[s] != 0 && tags_[s] != kTombstone) s = s + 1 == n ? 0 : s + 1;
+  if (tags_[s] == kTombstone) --index_tombstones_;
   tags_[s] = TagOf(fp);
   slots_[s] = p;
   ++index_entries_;
@@ -128,36 +134,28 @@ void DedupEngine::IndexInsert(const Fingerprint& fp, uint32_t p) {
 
 void DedupEngine::IndexErase(uint32_t p) {
   const Fingerprint fp = FpOf(grains_.Get(p));
+  const uint8_t tag = TagOf(fp);
   const uint64_t n = slots_.size();
-  uint64_t s = SlotOf(fp);
-  for (;; s = s + 1 == n ? 0 : s + 1) {
+  for (uint64_t s = SlotOf(fp);; s = s + 1 == n ? 0 : s + 1) {
     if (tags_[s] == 0) return;  // not indexed (a duplicate kept after a collision)
-    if (slots_[s] == p && tags_[s] == TagOf(fp)) break;
-  }
-  // Backward-shift deletion keeps every probe sequence unbroken without tombstones.
-  uint64_t hole = s;
-  for (uint64_t j = s + 1 == n ? 0 : s + 1; tags_[j] != 0; j = j + 1 == n ? 0 : j + 1) {
-    const uint64_t home = SlotOf(FpOf(grains_.Get(slots_[j])));
-    // j may move into the hole unless its home lies cyclically in (hole, j].
-    const bool in_range = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
-    if (!in_range) {
-      tags_[hole] = tags_[j];
-      slots_[hole] = slots_[j];
-      hole = j;
+    if (tags_[s] == tag && slots_[s] == p) {
+      tags_[s] = kTombstone;
+      --index_entries_;
+      ++index_tombstones_;
+      return;
     }
   }
-  tags_[hole] = 0;
-  --index_entries_;
 }
 
-void DedupEngine::IndexGrow() {
-  std::vector<uint8_t> old_tags(slots_.size() * 3 / 2, 0);
-  std::vector<uint32_t> old_slots(old_tags.size(), 0);
+void DedupEngine::IndexRehash(size_t slots) {
+  std::vector<uint8_t> old_tags(slots, 0);
+  std::vector<uint32_t> old_slots(slots, 0);
   old_tags.swap(tags_);
   old_slots.swap(slots_);
+  index_tombstones_ = 0;
   const uint64_t n = slots_.size();
   for (uint64_t i = 0; i < old_slots.size(); ++i) {
-    if (old_tags[i] == 0) continue;
+    if (old_tags[i] == 0 || old_tags[i] == kTombstone) continue;
     uint64_t s = SlotOf(FpOf(grains_.Get(old_slots[i])));
     while (tags_[s] != 0) s = s + 1 == n ? 0 : s + 1;
     tags_[s] = old_tags[i];
@@ -223,7 +221,7 @@ DedupEngine::ClaimResult DedupEngine::AllocateAndWrite(uint64_t v, const Fingerp
                                                        bool indexed) {
   std::optional<uint64_t> p = alloc_.Allocate();
   if (!p) {
-    locked_.erase(v);
+    locked_.Erase(v);
     return {Claim::kNoSpace};
   }
   const uint32_t g = static_cast<uint32_t>(*p);
@@ -241,20 +239,20 @@ DedupEngine::ClaimResult DedupEngine::AllocateAndWrite(uint64_t v, const Fingerp
 DedupEngine::ClaimResult DedupEngine::ClaimWrite(uint64_t v, bool zero, const Fingerprint& fp,
                                                  bool verify, bool locked) {
   std::lock_guard lock(mu_);
-  if (!locked && locked_.count(v)) return {Claim::kBusy};
+  if (!locked && locked_.Contains(v)) return {Claim::kBusy};
   if (zero) {
     const uint32_t old = map_.Get(v);
     SetMap(v, kZero);
     Release(old);
     if (store_) store_->EndGroup();
-    if (locked) locked_.erase(v);
+    if (locked) locked_.Erase(v);
     return {Claim::kDone};
   }
   if (std::optional<uint32_t> hit = IndexFind(fp)) {
     const uint32_t p = *hit;
-    if (writing_.count(p)) return {Claim::kBusy};  // an identical grain is on its way down
+    if (writing_.Contains(p)) return {Claim::kBusy};  // an identical grain is on its way down
     if (verify) {
-      locked_.insert(v);
+      locked_.Insert(v);
       reclaim_.Pin(p);
       return {Claim::kVerify, p};
     }
@@ -263,10 +261,10 @@ DedupEngine::ClaimResult DedupEngine::ClaimWrite(uint64_t v, bool zero, const Fi
     SetMap(v, kFirstGrain + p);
     Release(old);
     if (store_) store_->EndGroup();
-    if (locked) locked_.erase(v);
+    if (locked) locked_.Erase(v);
     return {Claim::kDone};
   }
-  locked_.insert(v);
+  locked_.Insert(v);
   return AllocateAndWrite(v, fp, /*indexed=*/true);
 }
 
@@ -280,7 +278,7 @@ DedupEngine::ClaimResult DedupEngine::FinishVerify(uint64_t v, uint32_t pgrain,
     Release(old);
     if (store_) store_->EndGroup();
     Unpin_(pgrain);
-    locked_.erase(v);
+    locked_.Erase(v);
     return {Claim::kDone};
   }
   Unpin_(pgrain);
@@ -290,9 +288,9 @@ DedupEngine::ClaimResult DedupEngine::FinishVerify(uint64_t v, uint32_t pgrain,
 
 void DedupEngine::FinishWrite(uint64_t v, uint32_t pgrain, const Fingerprint& fp, bool ok) {
   std::lock_guard lock(mu_);
-  auto it = writing_.find(pgrain);
-  const bool indexed = it != writing_.end() && it->second;
-  if (it != writing_.end()) writing_.erase(it);
+  const bool* w = writing_.Find(pgrain);
+  const bool indexed = w != nullptr && *w;
+  writing_.Erase(pgrain);
   if (ok) {
     const uint32_t old = map_.Get(v);
     AddRef(pgrain);
@@ -306,13 +304,12 @@ void DedupEngine::FinishWrite(uint64_t v, uint32_t pgrain, const Fingerprint& fp
       FreeGrain(pgrain);
     }
   }
-  locked_.erase(v);
+  locked_.Erase(v);
 }
 
 bool DedupEngine::LockForRmw(uint64_t v, uint32_t* entry) {
   std::lock_guard lock(mu_);
-  if (locked_.count(v)) return false;
-  locked_.insert(v);
+  if (!locked_.Insert(v)) return false;
   *entry = map_.Get(v);
   if (*entry >= kFirstGrain) reclaim_.Pin(*entry - kFirstGrain);
   return true;
@@ -320,17 +317,17 @@ bool DedupEngine::LockForRmw(uint64_t v, uint32_t* entry) {
 
 void DedupEngine::Unlock(uint64_t v) {
   std::lock_guard lock(mu_);
-  locked_.erase(v);
+  locked_.Erase(v);
 }
 
 DedupEngine::Claim DedupEngine::SetZero(uint64_t v, bool unmap, bool locked) {
   std::lock_guard lock(mu_);
-  if (!locked && locked_.count(v)) return Claim::kBusy;
+  if (!locked && locked_.Contains(v)) return Claim::kBusy;
   const uint32_t old = map_.Get(v);
   SetMap(v, unmap ? kUnmapped : kZero);
   Release(old);
   if (store_) store_->EndGroup();
-  if (locked) locked_.erase(v);
+  if (locked) locked_.Erase(v);
   return Claim::kDone;
 }
 
@@ -439,7 +436,7 @@ void DedupEngine::Check(CheckMode mode, CheckResult* out) {
       const Fingerprint fp = FpOf(grains_.Get(p));
       if (!IndexFind(fp)) out->Corruption(name + ": its fingerprint is not in the index");
     }
-    if (d == 0 && alloc_.IsUsed(p) && !writing_.count(static_cast<uint32_t>(p)) &&
+    if (d == 0 && alloc_.IsUsed(p) && !writing_.Contains(p) &&
         !reclaim_.pending(p)) {
       out->Leak(name + ": allocated but unused (lost)");
       if (mode != CheckMode::kReadOnly) {

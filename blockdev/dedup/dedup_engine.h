@@ -9,7 +9,8 @@
 //    (20 bytes);
 //  - the fingerprint index: fingerprint -> physical grain, linear probing over 4-byte slots
 //    plus a 1-byte tag per slot (the fingerprint itself stays in the grain table, which a probe
-//    reads only when the tag matches), grown by half at 80% load: 6.25 to 9.4 bytes per entry;
+//    reads only when the tag matches); erased slots become tombstones; rehashed, and grown by
+//    half when needed, at 80% use: 6.25 to 9.4 bytes per entry;
 //  - a next-fit bitmap allocator of physical grains;
 //  - transient state: per-virtual-grain write locks (a partial-grain write is a
 //    read-modify-write and must not interleave with another write of the same grain), pins on
@@ -32,6 +33,7 @@
 #include "blockdev/dedup/fingerprint.h"
 #include "blockdev/metastore/bitmap_allocator.h"
 #include "blockdev/metastore/chunked_array.h"
+#include "blockdev/metastore/flat_map.h"
 #include "blockdev/metastore/meta_store.h"
 #include "blockdev/metastore/unit_reclaimer.h"
 #include "lib/block_device.h"
@@ -168,11 +170,13 @@ class DedupEngine {
   uint64_t SlotOf(const Fingerprint& fp) const {
     return static_cast<uint64_t>((static_cast<unsigned __int128>(fp.lo) * slots_.size()) >> 64);
   }
-  static uint8_t TagOf(const Fingerprint& fp) { return static_cast<uint8_t>(1 + fp.hi % 255); }
+  // Index tags: 0 is an empty slot, kTombstone an erased one, 1..254 a fingerprint's tag.
+  static constexpr uint8_t kTombstone = 255;
+  static uint8_t TagOf(const Fingerprint& fp) { return static_cast<uint8_t>(1 + fp.hi % 254); }
   std::optional<uint32_t> IndexFind(const Fingerprint& fp) const;
   void IndexInsert(const Fingerprint& fp, uint32_t p);
   void IndexErase(uint32_t p);
-  void IndexGrow();
+  void IndexRehash(size_t slots);
 
   MetaStore* const store_;
   mutable std::mutex mu_;
@@ -181,10 +185,11 @@ class DedupEngine {
   std::vector<uint8_t> tags_;    // index: 0 = empty slot, else TagOf(fingerprint)
   std::vector<uint32_t> slots_;  // index: the physical grain of each used slot
   uint64_t index_entries_ = 0;
+  uint64_t index_tombstones_ = 0;
   BitmapAllocator alloc_;
   UnitReclaimer reclaim_;                               // released and pinned grains
-  std::unordered_set<uint64_t> locked_;                 // virtual grains being written
-  std::unordered_map<uint32_t, bool> writing_;          // physical grain -> indexed
+  FlatSet locked_;                                      // virtual grains being written
+  FlatMap<bool> writing_;                               // physical grain -> indexed
   std::unordered_map<uint32_t, uint32_t> stored_refs_;  // loaded refcount where it differs
   uint64_t live_ = 0, zeros_ = 0, unique_ = 0, collisions_ = 0;
 };

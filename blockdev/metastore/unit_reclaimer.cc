@@ -3,23 +3,22 @@
 namespace vstack {
 
 bool UnitReclaimer::Unpin(uint64_t unit) {
-  auto it = pins_.find(unit);
-  if (it == pins_.end()) return false;
-  if (--it->second > 0) return false;
-  pins_.erase(it);
-  return deferred_.erase(unit) != 0;
+  uint32_t* n = pins_.Find(unit);
+  if (n == nullptr) return false;
+  if (--*n > 0) return false;
+  pins_.Erase(unit);
+  return deferred_.Erase(unit);
 }
 
 void UnitReclaimer::Committed(uint64_t epoch, std::vector<uint64_t>* out) {
-  for (auto it = released_.begin(); it != released_.end();) {
-    if (it->second > epoch) {
-      ++it;
-      continue;
-    }
-    const uint64_t unit = it->first;
-    it = released_.erase(it);
-    if (pins_.count(unit)) {
-      deferred_.insert(unit);
+  std::vector<uint64_t> due;
+  released_.ForEach([&](uint64_t unit, uint64_t released) {
+    if (released <= epoch) due.push_back(unit);
+  });
+  for (uint64_t unit : due) {
+    released_.Erase(unit);
+    if (pins_.Contains(unit)) {
+      deferred_.Insert(unit);
     } else {
       out->push_back(unit);
     }

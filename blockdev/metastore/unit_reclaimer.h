@@ -11,9 +11,9 @@
 #define VSTACK_BLOCKDEV_METASTORE_UNIT_RECLAIMER_H_
 
 #include <cstdint>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
+
+#include "blockdev/metastore/flat_map.h"
 
 namespace vstack {
 
@@ -22,17 +22,17 @@ class UnitReclaimer {
   void Pin(uint64_t unit) { ++pins_[unit]; }
   // Drops one pin; true if `unit` must be freed now (it was deferred).
   bool Unpin(uint64_t unit);
-  bool pinned(uint64_t unit) const { return pins_.count(unit) != 0; }
+  bool pinned(uint64_t unit) const { return pins_.Contains(unit); }
 
   // `unit` lost its last reference in the current epoch.
   void Released(uint64_t unit) { released_[unit] = epoch_; }
   // `unit` is referenced again before it was freed.
   void Revived(uint64_t unit) {
-    released_.erase(unit);
-    deferred_.erase(unit);
+    released_.Erase(unit);
+    deferred_.Erase(unit);
   }
   // True while released but not yet freed.
-  bool pending(uint64_t unit) const { return released_.count(unit) || deferred_.count(unit); }
+  bool pending(uint64_t unit) const { return released_.Contains(unit) || deferred_.Contains(unit); }
   uint64_t pending_count() const { return released_.size() + deferred_.size(); }
 
   // Starts a new epoch at a commit snapshot; returns the epoch the snapshot covers.
@@ -43,9 +43,9 @@ class UnitReclaimer {
 
  private:
   uint64_t epoch_ = 1;
-  std::unordered_map<uint64_t, uint32_t> pins_;
-  std::unordered_map<uint64_t, uint64_t> released_;  // unit -> epoch of its release
-  std::unordered_set<uint64_t> deferred_;
+  FlatMap<uint32_t> pins_;
+  FlatMap<uint64_t> released_;  // unit -> epoch of its release
+  FlatSet deferred_;
 };
 
 }  // namespace vstack

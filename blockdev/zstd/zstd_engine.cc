@@ -124,12 +124,12 @@ void ZstdEngine::SetBinCount(uint32_t bin, uint32_t count) {
 
 bool ZstdEngine::Lock(uint64_t v) {
   std::lock_guard lock(mu_);
-  return locked_.insert(v).second;
+  return locked_.Insert(v);
 }
 
 bool ZstdEngine::LockForRmw(uint64_t v, uint64_t* entry) {
   std::lock_guard lock(mu_);
-  if (!locked_.insert(v).second) return false;
+  if (!locked_.Insert(v)) return false;
   *entry = map_.Get(v);
   if (IsFragment(*entry)) reclaim_.Pin(Decode(*entry).bin);
   return true;
@@ -137,7 +137,7 @@ bool ZstdEngine::LockForRmw(uint64_t v, uint64_t* entry) {
 
 void ZstdEngine::Unlock(uint64_t v) {
   std::lock_guard lock(mu_);
-  locked_.erase(v);
+  locked_.Erase(v);
 }
 
 void ZstdEngine::Remap(uint64_t v, uint64_t entry) {
@@ -154,23 +154,23 @@ void ZstdEngine::Remap(uint64_t v, uint64_t entry) {
     const uint32_t b = Decode(old).bin;
     const uint32_t n = live_.Get(b) - 1;
     SetBinCount(b, n);
-    if (n == 0 && !open_.count(b)) reclaim_.Released(b);
+    if (n == 0 && !open_.Contains(b)) reclaim_.Released(b);
   }
   if (store_) store_->EndGroup();
-  locked_.erase(v);
+  locked_.Erase(v);
 }
 
 std::optional<uint32_t> ZstdEngine::AllocateBin(bool open) {
   std::lock_guard lock(mu_);
   std::optional<uint64_t> b = alloc_.Allocate();
   if (!b) return std::nullopt;
-  if (open) open_.insert(static_cast<uint32_t>(*b));
+  if (open) open_.Insert(*b);
   return static_cast<uint32_t>(*b);
 }
 
 void ZstdEngine::CloseBin(uint32_t bin) {
   std::lock_guard lock(mu_);
-  open_.erase(bin);
+  open_.Erase(bin);
   if (live_.Get(bin) == 0) reclaim_.Released(bin);
 }
 
@@ -293,7 +293,7 @@ void ZstdEngine::Check(CheckMode mode, CheckResult* out) {
   }
   for (uint64_t b = 0; b < alloc_.units(); ++b) {
     if (!alloc_.IsUsed(b) || by_bin.count(static_cast<uint32_t>(b)) ||
-        open_.count(static_cast<uint32_t>(b)) || reclaim_.pending(b)) {
+        open_.Contains(b) || reclaim_.pending(b)) {
       continue;
     }
     out->Leak("zstd: bin " + std::to_string(b) + ": allocated but unused (lost)");

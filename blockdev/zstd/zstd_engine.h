@@ -24,6 +24,7 @@
 
 #include "blockdev/metastore/bitmap_allocator.h"
 #include "blockdev/metastore/chunked_array.h"
+#include "blockdev/metastore/flat_map.h"
 #include "blockdev/metastore/meta_store.h"
 #include "blockdev/metastore/unit_reclaimer.h"
 #include "blockdev/zstd/size_rule.h"
@@ -138,8 +139,8 @@ class ZstdEngine {
   ChunkedArray<uint32_t> live_;  // live fragments per bin
   BitmapAllocator alloc_;
   UnitReclaimer reclaim_;
-  std::unordered_set<uint32_t> open_;
-  std::unordered_set<uint64_t> locked_;
+  FlatSet open_;
+  FlatSet locked_;
   std::unordered_map<uint32_t, uint32_t> stored_counts_;  // loaded count where it differs
   Usage usage_;
 };

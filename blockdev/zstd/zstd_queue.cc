@@ -189,12 +189,14 @@ class ZstdQueue final : public LayerQueue {
   std::vector<std::unique_ptr<AlignedBuffer>> buffers_;
   std::vector<AlignedBuffer*> free_buffers_;
   std::vector<GrainOp*> parked_;
+  std::vector<IoRequest*> scratch_;
   bool need_commit_ = false;
 };
 
 void ZstdQueue::DoSubmit(std::span<IoRequest* const> batch) {
   if (eng_.pending_bytes() > dev_.commit_threshold()) (void)dev_.Commit();
   std::vector<IoRequest*> out;
+  out.swap(scratch_);  // reuse its capacity; a callback may enter DoSubmit again
   for (IoRequest* parent : batch) {
     switch (parent->op) {
       case Op::kFlush: {
@@ -213,6 +215,8 @@ void ZstdQueue::DoSubmit(std::span<IoRequest* const> batch) {
     }
   }
   Submit(out);
+  out.clear();
+  if (out.capacity() > scratch_.capacity()) scratch_.swap(out);
 }
 
 void ZstdQueue::DoPoll(bool wait) {
