@@ -236,3 +236,57 @@ TEST(SpaceDatasets, GeneratorIsReproducibleAndScanEqualsReplay) {
 
 }  // namespace
 }  // namespace vstack
+
+namespace vstack {
+namespace {
+
+// `vstack info` shows each transform layer's space figures, in text and JSON, with the same
+// numbers the layers report through Space().
+TEST(InfoSpace, ShowsEveryTransformLayersFigures) {
+  TempDir dir;
+  const std::string path = dir.File("d.img");
+  SpaceUsage dedup_usage, zstd_usage;
+  {
+    auto dev = Open("crc32c+dedup+zstd:rule=packed+file:" + path + ",create=on,size=48M");
+    ASSERT_TRUE(dev.has_value());
+    SyncIo io(**dev);
+    const auto t = Text(7, 1 << 20);
+    AlignedBuffer b(t.size());
+    std::memcpy(b.data(), t.data(), t.size());
+    ASSERT_FALSE(io.Write(0, b.span()));
+    ASSERT_FALSE(io.Write(4 << 20, b.span()));  // the same megabyte again: dedup hits
+    ASSERT_FALSE(io.Flush());
+  }
+  {
+    auto dev = Open("crc32c+dedup+zstd+file:" + path);
+    ASSERT_TRUE(dev.has_value());
+    dedup_usage = *(*dev)->lower()->Space();
+    zstd_usage = *(*dev)->lower()->lower()->Space();
+  }
+  // 256 grains of data written twice, plus crc32c's own metadata (it sits above dedup).
+  EXPECT_GE(dedup_usage.unique_grains, 256u);
+  EXPECT_LT(dedup_usage.unique_grains, 300u);
+  testing::CommandResult j = RunVstack("info --output=json crc32c+dedup+zstd+file:" + path);
+  ASSERT_EQ(j.status, 0) << j.output;
+  const nlohmann::json doc = nlohmann::json::parse(j.output);
+  ASSERT_EQ(doc["layers"].size(), 4u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(doc["layers"][i]["properties"].contains("space_metadata_bytes")) << i;
+  }
+  const auto& dp = doc["layers"][1]["properties"];
+  EXPECT_EQ(dp["space_unique_grains"], dedup_usage.unique_grains);
+  EXPECT_EQ(dp["space_logical_bytes_live"], dedup_usage.logical_bytes_live);
+  EXPECT_GE(dp["dedup_ratio"].get<double>(), 1.9);
+  EXPECT_EQ(doc["layers"][2]["properties"]["space_stored_bytes"], zstd_usage.stored_bytes);
+  testing::CommandResult t = RunVstack("info crc32c+dedup+zstd+file:" + path);
+  ASSERT_EQ(t.status, 0);
+  EXPECT_NE(t.output.find("space_unique_grains"), std::string::npos) << t.output;
+  EXPECT_NE(t.output.find(std::to_string(zstd_usage.stored_bytes)), std::string::npos);
+  // A read-only look at blank memory writes nothing and shows empty layers.
+  testing::CommandResult blank = RunVstack("info dedup+zstd+memory:1G");
+  EXPECT_EQ(blank.status, 0) << blank.output;
+  EXPECT_NE(blank.output.find("[1] zstd"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vstack
