@@ -15,22 +15,12 @@
 
 #include "blockdev/crc32c/crc32c.h"
 #include "blockdev/crc32c/crc32c_device.h"
+#include "blockdev/metastore/grain_io.h"
 #include "lib/aligned_buffer.h"
 #include "lib/iovec.h"
 
 namespace vstack {
 namespace {
-
-bool SliceAligned(const iovec* iov, uint32_t iovcnt, uint64_t offset, uint64_t length,
-                  uint64_t align) {
-  if (align <= 1) return true;
-  std::vector<iovec> pieces;
-  IovSlice(iov, iovcnt, offset, length, &pieces);
-  for (const iovec& v : pieces) {
-    if ((reinterpret_cast<uintptr_t>(v.iov_base) | v.iov_len) & (align - 1)) return false;
-  }
-  return true;
-}
 
 class Crc32cQueue final : public LayerQueue {
  public:
@@ -40,7 +30,8 @@ class Crc32cQueue final : public LayerQueue {
         table_(dev.table()),
         grain_(dev.grain()),
         align_(std::max<uint64_t>(4096, dev.lower_device().geometry().mem_alignment)),
-        lower_align_(dev.lower_device().geometry().mem_alignment) {}
+        lower_align_(dev.lower_device().geometry().mem_alignment),
+        buffers_(grain_, align_) {}
 
  protected:
   void DoSubmit(std::span<IoRequest* const> batch) override;
@@ -98,19 +89,14 @@ class Crc32cQueue final : public LayerQueue {
   static void OnReadDone(IoRequest& r);
   static void OnWriteIo(IoRequest& r);
 
-  AlignedBuffer* GetBuffer() {
-    if (free_buffers_.empty()) {
-      buffers_.push_back(std::make_unique<AlignedBuffer>(grain_, align_));
-      return buffers_.back().get();
-    }
-    AlignedBuffer* b = free_buffers_.back();
-    free_buffers_.pop_back();
-    return b;
-  }
+  AlignedBuffer* GetBuffer() { return buffers_.Get(); }
+  // Partial grains use pooled buffers; runs of whole grains own a bounce buffer (`owned`).
   void PutBuffer(AlignedBuffer*& b, bool owned) {
-    if (b && owned) delete b;
-    if (b && !owned) free_buffers_.push_back(b);
-    b = nullptr;
+    if (owned) {
+      delete b;
+      b = nullptr;
+    }
+    buffers_.Put(b);
   }
 
   Crc32cDevice& dev_;
@@ -120,8 +106,7 @@ class Crc32cQueue final : public LayerQueue {
   const uint64_t lower_align_;
   RequestPool<Ctx> ctxs_;
   RequestPool<Piece> pieces_;
-  std::vector<std::unique_ptr<AlignedBuffer>> buffers_;
-  std::vector<AlignedBuffer*> free_buffers_;
+  BufferPool buffers_;
   std::vector<Piece*> parked_;
   std::vector<Ctx*> parked_reads_;
   std::vector<IoRequest*> scratch_;

@@ -94,6 +94,9 @@ class DedupDevice final : public Layer {
   size_t commit_threshold_ = 0;
 };
 
+// The queue of a DedupDevice (dedup_queue.cc).
+std::unique_ptr<IoQueue> NewDedupQueue(DedupDevice& device, std::unique_ptr<IoQueue> lower);
+
 }  // namespace vstack
 
 #endif  // VSTACK_BLOCKDEV_DEDUP_DEDUP_DEVICE_H_

@@ -14,6 +14,7 @@
 #include <cassert>
 #include <cstring>
 
+#include "blockdev/metastore/grain_io.h"
 #include "blockdev/zstd/grain_codec.h"
 #include "blockdev/zstd/zstd_device.h"
 #include "lib/aligned_buffer.h"
@@ -23,31 +24,6 @@ namespace vstack {
 namespace {
 
 using Fragment = ZstdEngine::Fragment;
-
-// True if every piece of bytes [offset, offset+length) of the iovecs is aligned to `align`.
-bool SliceAligned(const iovec* iov, uint32_t iovcnt, uint64_t offset, uint64_t length,
-                  uint64_t align) {
-  if (align <= 1) return true;
-  std::vector<iovec> pieces;
-  IovSlice(iov, iovcnt, offset, length, &pieces);
-  for (const iovec& v : pieces) {
-    if ((reinterpret_cast<uintptr_t>(v.iov_base) | v.iov_len) & (align - 1)) return false;
-  }
-  return true;
-}
-
-// The address of bytes [offset, offset+length) if they lie in one iovec, else nullptr.
-char* Contiguous(const iovec* iov, uint32_t iovcnt, uint64_t offset, uint64_t length) {
-  for (uint32_t i = 0; i < iovcnt; ++i) {
-    if (offset >= iov[i].iov_len) {
-      offset -= iov[i].iov_len;
-      continue;
-    }
-    return iov[i].iov_len - offset >= length ? static_cast<char*>(iov[i].iov_base) + offset
-                                             : nullptr;
-  }
-  return nullptr;
-}
 
 class ZstdQueue final : public LayerQueue {
  public:
@@ -59,7 +35,8 @@ class ZstdQueue final : public LayerQueue {
         align_(std::max<uint64_t>(4096, dev.lower_device().geometry().mem_alignment)),
         lower_align_(dev.lower_device().geometry().mem_alignment),
         lower_block_(dev.lower_device().geometry().logical_block),
-        compressor_(dev.level()) {}
+        compressor_(dev.level()),
+        buffers_(grain_, align_) {}
 
   ~ZstdQueue() override {
     if (open_) CloseBin(open_);
@@ -159,19 +136,8 @@ class ZstdQueue final : public LayerQueue {
   static void OnBinWritten(IoRequest& r);
   static void OnRead(IoRequest& r);
 
-  AlignedBuffer* GetBuffer() {
-    if (free_buffers_.empty()) {
-      buffers_.push_back(std::make_unique<AlignedBuffer>(grain_, align_));
-      return buffers_.back().get();
-    }
-    AlignedBuffer* b = free_buffers_.back();
-    free_buffers_.pop_back();
-    return b;
-  }
-  void PutBuffer(AlignedBuffer*& b) {
-    if (b) free_buffers_.push_back(b);
-    b = nullptr;
-  }
+  AlignedBuffer* GetBuffer() { return buffers_.Get(); }
+  void PutBuffer(AlignedBuffer*& b) { buffers_.Put(b); }
 
   ZstdDevice& dev_;
   ZstdEngine& eng_;
@@ -186,8 +152,7 @@ class ZstdQueue final : public LayerQueue {
   RequestPool<ReadOp> reads_;
   RequestPool<Bin> bins_;
   Bin* open_ = nullptr;
-  std::vector<std::unique_ptr<AlignedBuffer>> buffers_;
-  std::vector<AlignedBuffer*> free_buffers_;
+  BufferPool buffers_;
   std::vector<GrainOp*> parked_;
   std::vector<IoRequest*> scratch_;
   bool need_commit_ = false;
@@ -330,7 +295,7 @@ void ZstdQueue::Merge(GrainOp* op, std::vector<IoRequest*>& out) {
 void ZstdQueue::Store(GrainOp* op, std::vector<IoRequest*>& out) {
   op->step = Step::kStore;
   const char* src = op->buf ? reinterpret_cast<const char*>(op->buf->data())
-                            : Contiguous(piov(op), piovcnt(op), op->iov_off, grain_);
+                            : ContiguousSlice(piov(op), piovcnt(op), op->iov_off, grain_);
   if (src == nullptr) {
     op->buf = GetBuffer();  // the caller's grain spans several buffers: gather it
     CopyFromIov(piov(op), piovcnt(op), op->iov_off, op->buf->data(), grain_);
@@ -628,7 +593,7 @@ void ZstdQueue::OnRead(IoRequest& req) {
       const char* stored = reinterpret_cast<const char*>(r->buf->data()) + (r->frag.offset - r->lo);
       // Whole grain into one piece of the caller's buffer: decompress in place.
       char* dst = r->length == q->grain_
-                      ? Contiguous(parent->iov, parent->iovcnt, r->iov_off, q->grain_)
+                      ? ContiguousSlice(parent->iov, parent->iovcnt, r->iov_off, q->grain_)
                       : nullptr;
       AlignedBuffer* scratch = dst ? nullptr : q->GetBuffer();
       if (!q->decompressor_.Decompress(stored, r->frag.length,
