@@ -19,6 +19,7 @@ PACKAGES=(
   nbdkit nbdkit-plugin-dev libnbd-dev libnbd-bin
   clang libclang-rt-14-dev
   e2fsprogs sqlite3 librsvg2-bin procps
+  python3
 )
 
 JOBS=$(nproc)

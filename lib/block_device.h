@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@
 #include "lib/geometry.h"
 #include "lib/io_request.h"
 #include "lib/property.h"
+#include "lib/space_usage.h"
 #include "lib/stats.h"
 
 namespace vstack {
@@ -100,6 +102,10 @@ class BlockDevice {
   // Layer-specific facts for `vstack info` (VHD type, dedup space figures...). Appends to
   // `out`; the base adds nothing.
   virtual void Properties(PropertyList& out) const {}
+
+  // This layer's space accounting (lib/space_usage.h), for layers that map, deduplicate,
+  // compress or checksum grains; nullopt for the others (the default). Thread-safe.
+  virtual std::optional<SpaceUsage> Space() const { return std::nullopt; }
 
   // Describes allocation over [offset, offset+length): appends extents covering exactly that
   // range, in order, to `out`. The default reports one data extent. Devices with kCapExtents

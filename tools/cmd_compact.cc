@@ -35,7 +35,7 @@ void AddCompactCommand(CLI::App& app) {
     auto file = Open(below);
     if (!file) Fail("compact", file.error().ToString());
     if (!vhd::ProbeImage(**file)) Fail("compact", "'" + *target + "' is not a VHD image");
-    ProgressBar bar(*progress);
+    Progress bar("compact", 0, *progress);
     auto report =
         vhd::CompactImage(**file, [&](uint64_t done, uint64_t total) { bar.Update(done, total); });
     bar.Finish();

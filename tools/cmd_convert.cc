@@ -38,7 +38,7 @@ constexpr int kDepth = 8;
 // Copies src[0, size) to dst through their own queues, `kDepth` chunks at a time.
 class Copier {
  public:
-  Copier(BlockDevice& src, BlockDevice& dst, bool dst_is_new, ProgressBar& progress)
+  Copier(BlockDevice& src, BlockDevice& dst, bool dst_is_new, Progress& progress)
       : src_(src), dst_(dst), dst_is_new_(dst_is_new), progress_(progress) {
     const uint64_t opt =
         std::max<uint64_t>(dst.geometry().optimal_transfer, src.geometry().optimal_transfer);
@@ -207,7 +207,7 @@ class Copier {
   BlockDevice& src_;
   BlockDevice& dst_;
   const bool dst_is_new_;
-  ProgressBar& progress_;
+  Progress& progress_;
   std::unique_ptr<IoQueue> src_q_, dst_q_;
   std::vector<Slot> slots_;
   uint64_t chunk_ = 2 << 20;
@@ -251,7 +251,7 @@ void AddConvertCommand(CLI::App& app) {
            fmt::format("the destination ({} bytes) is smaller than the source ({} bytes)",
                        (*dst)->geometry().size_bytes, size));
     }
-    ProgressBar bar(args->progress);
+    Progress bar("convert", 0, args->progress);
     Copier copier(**src, **dst, !dst_is_spec, bar);
     Status s = copier.Run();
     bar.Finish();

@@ -11,6 +11,7 @@ void AddConvertCommand(CLI::App& app);
 void AddCompareCommand(CLI::App& app);
 void AddMapCommand(CLI::App& app);
 void AddCompactCommand(CLI::App& app);
+void AddSpaceCommand(CLI::App& app);
 
 const std::vector<CommandRegistration>& AllCommands() {
   static const std::vector<CommandRegistration> kCommands = {
@@ -22,6 +23,7 @@ const std::vector<CommandRegistration>& AllCommands() {
       {"compare", &AddCompareCommand},
       {"map", &AddMapCommand},
       {"compact", &AddCompactCommand},
+      {"space", &AddSpaceCommand},
   };
   return kCommands;
 }

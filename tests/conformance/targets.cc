@@ -65,4 +65,55 @@ VSTACK_CONFORMANCE_TARGETS(passthrough, {
                "passthrough+passthrough+uring:{dir}/t.img"),
 });
 
+VSTACK_CONFORMANCE_TARGETS(zstd, {
+    SpecTarget("zstd_memory", "zstd:size=64M+memory:96M"),
+    SpecTarget("zstd_memory_4k_packed", "zstd:size=64M,rule=packed+memory:96M,block=4096"),
+    SpecTarget("zstd_vsan_osa_fast", "zstd:size=64M,rule=vsan-osa,level=-5+memory:96M"),
+    SpecTarget("zstd_grain64k_min_saving", "zstd:grain=64K,size=64M,rule=min-saving=12.5+memory:96M"),
+    SpecTarget("zstd_file", "zstd:size=64M+file:{dir}/t.img,create=on,size=96M",
+               "zstd+file:{dir}/t.img"),
+    SpecTarget("zstd_uring_direct", "zstd:size=64M+uring:{dir}/t.img,create=on,size=96M,direct=on",
+               "zstd+uring:{dir}/t.img,direct=on"),
+});
+
+VSTACK_CONFORMANCE_TARGETS(crc32c, {
+    SpecTarget("crc32c_memory", "crc32c+memory:72M"),
+    SpecTarget("crc32c_memory_4k", "crc32c+memory:72M,block=4096"),
+    SpecTarget("crc32c_grain64k", "crc32c:grain=64K+memory:72M"),
+    SpecTarget("crc32c_file", "crc32c+file:{dir}/t.img,create=on,size=72M", "crc32c+file:{dir}/t.img"),
+    SpecTarget("crc32c_uring_direct", "crc32c+uring:{dir}/t.img,create=on,size=72M,direct=on",
+               "crc32c+uring:{dir}/t.img,direct=on"),
+});
+
+VSTACK_CONFORMANCE_TARGETS(stacked, {
+    SpecTarget("dedup_zstd_memory", "dedup:size=64M+zstd+memory:128M"),
+    SpecTarget("zstd_dedup_memory", "zstd:size=64M+dedup+memory:128M"),
+    SpecTarget("dedup64k_zstd_packed_file",
+               "dedup:grain=64K,size=64M+zstd:rule=packed+file:{dir}/t.img,create=on,size=128M",
+               "dedup+zstd+file:{dir}/t.img"),
+    SpecTarget("crc32c_dedup_zstd_memory", "crc32c+dedup+zstd+memory:160M"),
+    SpecTarget("crc32c_dedup_zstd_file", "crc32c+dedup+zstd+file:{dir}/t.img,create=on,size=160M",
+               "crc32c+dedup+zstd+file:{dir}/t.img"),
+    SpecTarget("zstd_crc32c_passthrough_uring",
+               "zstd:size=64M+crc32c+passthrough+uring:{dir}/t.img,create=on,size=96M",
+               "zstd+crc32c+passthrough+uring:{dir}/t.img"),
+});
+
+}  // namespace vstack::testing
+
+// Transform layers, alone and stacked (issue 4). The device below is larger than the 64 MiB the
+// suite needs, for the layers' metadata and copy-on-write headroom.
+namespace vstack::testing {
+
+VSTACK_CONFORMANCE_TARGETS(dedup, {
+    SpecTarget("dedup_memory", "dedup:size=64M+memory:96M"),
+    SpecTarget("dedup_memory_4k", "dedup:size=64M+memory:96M,block=4096"),
+    SpecTarget("dedup_grain64k_verify", "dedup:grain=64K,verify=on,size=64M+memory:96M"),
+    SpecTarget("dedup_file", "dedup:size=64M+file:{dir}/t.img,create=on,size=96M",
+               "dedup+file:{dir}/t.img"),
+    SpecTarget("dedup_uring_direct",
+               "dedup:size=64M+uring:{dir}/t.img,create=on,size=96M,direct=on",
+               "dedup+uring:{dir}/t.img,direct=on"),
+});
+
 }  // namespace vstack::testing

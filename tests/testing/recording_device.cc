@@ -145,7 +145,16 @@ std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
   if (rng) {
     for (size_t i = maybe.size(); i > 1; --i) std::swap(maybe[i - 1], maybe[rng->Below(i)]);
   }
+  // Newer data wins: a write that completed before an overlapping durable write was submitted
+  // cannot land after it.
+  auto superseded = [&durable](const RecordedOp& m) {
+    return std::any_of(durable.begin(), durable.end(), [&m](const RecordedOp* d) {
+      return d->submitted > m.completed && d->offset < m.offset + m.length &&
+             m.offset < d->offset + d->length;
+    });
+  };
   for (const RecordedOp* op : maybe) {
+    if (superseded(*op)) continue;
     if (rng == nullptr || rng->Below(2)) apply(*op, rng ? rng->Below(2) : true);
   }
   return img;

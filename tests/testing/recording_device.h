@@ -6,7 +6,8 @@
 // The model (docs/design.md): a write that completed before a flush was submitted is durable
 // once that flush completes, and a FUA write once it completes; any other write submitted
 // before the crash may or may not have reached the media, in any order; nothing submitted
-// after the crash did. A crash image is as
+// after the crash did. No write that completed before a durable write was submitted can land
+// on top of it afterwards (a disk cache keeps the newest data of a block). A crash image is as
 // long as the base plus the writes applied to it: growing with Resize (which the recording
 // device forwards, keeping kCapResizable) is not an event, as for a file grown by pwrite.
 #ifndef VSTACK_TESTS_TESTING_RECORDING_DEVICE_H_
@@ -61,10 +62,11 @@ class RecordingDevice final : public Layer {
 };
 
 // Applies to `base` (the lower image as it was before recording started) the state after a crash
-// at event `crash_point`: every write guaranteed durable (completed before a completed flush
-// was submitted, or completed with FUA), plus each possibly-persisted write
-// with probability 1/2 (chosen by `rng`; `rng` == nullptr applies all of them), in a random
-// order. Discarded ranges are treated like write-zeroes of that range or no-op at random.
+// at event `crash_point`: every write guaranteed durable (completed before a completed flush was
+// submitted, or completed with FUA), plus each possibly-persisted write with probability 1/2
+// (chosen by `rng`; `rng` == nullptr applies all of them), in a random order, except that a
+// write never lands on top of an overlapping durable write submitted after it completed.
+// Discarded ranges are treated like write-zeroes of that range or no-op at random.
 std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
                                       const std::vector<RecordedOp>& log, uint64_t crash_point,
                                       Rng* rng);

@@ -1,0 +1,435 @@
+// The crc32c device: formatting, opening and crash recovery, marking and cleaning regions,
+// reporting and scrubbing. The data path is in crc32c_queue.cc.
+#include "blockdev/crc32c/crc32c_device.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "blockdev/crc32c/crc32c.h"
+#include "blockdev/metastore/meta_store.h"
+#include "blockdev/metastore/table_page.h"
+#include "lib/aligned_buffer.h"
+#include "lib/endian.h"
+#include "lib/registry.h"
+#include "lib/size.h"
+
+namespace vstack {
+namespace {
+
+constexpr char kMagic[] = "VSCRC32C";
+constexpr uint32_t kPayloadVersion = 1;
+constexpr uint32_t kCrcTable = 0;    // 4-byte stored checksums, one per grain
+constexpr uint32_t kDirtyTable = 1;  // 1-byte dirty flags, one per region
+constexpr uint64_t kDataAlign = 1 << 20;
+
+uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// The layout for a device below of `lower_size` bytes: the most grains that fit after their
+// metadata.
+Result<Superblock> Plan(uint32_t grain, uint64_t lower_size) {
+  const uint32_t per_region = TablePageCapacity(4);
+  uint64_t grains = lower_size / grain;
+  for (;;) {
+    Superblock sb;
+    sb.magic = kMagic;
+    sb.generation = 1;
+    sb.journal_offset = kSuperblockBytes;
+    sb.journal_bytes = 0;
+    const uint64_t regions = (grains + per_region - 1) / per_region;
+    TableDesc crc{kSuperblockBytes, grains, 4};
+    TableDesc dirty{kSuperblockBytes + crc.bytes(), regions, 1};
+    sb.tables = {crc, dirty};
+    sb.data_offset = RoundUp(dirty.offset + dirty.bytes(), kDataAlign);
+    ByteWriter w;
+    w.U32(kPayloadVersion);
+    w.U32(grain);
+    w.U64(grains);
+    sb.payload = std::move(w.bytes());
+    if (grains > 0 && sb.data_offset + grains * grain <= lower_size) return sb;
+    const uint64_t need = sb.data_offset + grains * grain;
+    const uint64_t excess = need > lower_size ? (need - lower_size + grain - 1) / grain : 1;
+    if (excess >= grains) {
+      return MakeError(Errc::kNoSpace, "crc32c: the device below (" + FormatSize(lower_size) +
+                                           ") is too small");
+    }
+    grains -= excess;
+  }
+}
+
+}  // namespace
+
+Crc32cDevice::Crc32cDevice(DevicePtr lower, uint32_t grain, Superblock sb, bool read_only)
+    : Layer("crc32c", std::move(lower)),
+      grain_(grain),
+      sb_(std::move(sb)),
+      table_(sb_.tables[kCrcTable].entries, grain, TablePageCapacity(4)),
+      read_only_(read_only),
+      dirty_(sb_.tables[kDirtyTable].entries, 0) {
+  Geometry& g = mutable_geometry();
+  g.size_bytes = sb_.tables[kCrcTable].entries * grain;
+  g.physical_block = std::max<uint32_t>(g.physical_block, grain);
+  g.optimal_transfer = grain;
+  g.max_transfer = std::max<uint64_t>(1 << 20, grain);
+  const Capabilities below = lower_device().capabilities();
+  Capabilities caps = kCapRead | kCapFlush | (below & (kCapPersistent | kCapThreadSafe));
+  if (!read_only && (below & kCapWrite)) {
+    caps |= kCapWrite | kCapDiscard | kCapWriteZeroes | kCapDiscardZeroes |
+            (below & (kCapFua | kCapFastZeroes));
+  }
+  set_capabilities(caps);
+  DeclareCounters({"checksum_errors", "rmw_reads", "read_retries", "regions_marked",
+                   "regions_cleaned"});
+}
+
+Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, uint32_t grain, bool grain_given,
+                                     bool read_only) {
+  const std::string who = "crc32c";
+  if (!lower->Has(kCapThreadSafe)) {
+    return MakeError(Errc::kNotSupported, "crc32c: the device below must support several queues");
+  }
+  read_only = read_only || lower->read_only();
+  const uint64_t lower_size = lower->geometry().size_bytes;
+  Result<Superblock> sb = [&] {
+    SyncIo io(*lower);
+    return ReadSuperblock(io, kMagic, who);
+  }();
+  if (!sb && sb.error().code != make_error_code(Errc::kNotFound)) return std::move(sb).error();
+  if (!sb) {
+    VSTACK_ASSIGN_OR_RETURN(Superblock planned, Plan(grain, lower_size));
+    auto* dev = new Crc32cDevice(std::move(lower), grain, planned, read_only);
+    DevicePtr owned(dev);
+    if (read_only) return owned;  // blank: all zeros, which the zero checksums describe
+    // Zero everything after the superblocks (data included: zero grains match a zero table),
+    // then write both superblock slots.
+    std::random_device rd;
+    dev->sb_.volume_id = (uint64_t{rd()} << 32) ^ rd();
+    dev->io_ = std::make_unique<SyncIo>(dev->lower_device());
+    SyncIo& io = *dev->io_;
+    const uint64_t end = dev->sb_.data_offset + dev->geometry().size_bytes;
+    if (std::error_code ec = io.WriteZeroes(kSuperblockBytes, end - kSuperblockBytes, kIoMayUnmap)) {
+      return MakeError(ec, "crc32c: cannot zero the device below: " + ec.message());
+    }
+    if (std::error_code ec = io.Flush()) {
+      return MakeError(ec, "crc32c: flush after zeroing: " + ec.message());
+    }
+    Superblock first = dev->sb_;
+    first.generation = 0;
+    VSTACK_RETURN_IF_ERROR(WriteSuperblock(io, first, who));
+    VSTACK_RETURN_IF_ERROR(WriteSuperblock(io, dev->sb_, who));
+    dev->formatted_ = true;
+    return owned;
+  }
+  VSTACK_RETURN_IF_ERROR(ValidateLayout(*sb, lower_size, who));
+  ByteReader r(sb->payload);
+  const uint32_t version = r.U32();
+  const uint32_t stored_grain = r.U32();
+  const uint64_t grains = r.U64();
+  const uint32_t per_region = TablePageCapacity(4);
+  if (!r.ok() || version != kPayloadVersion || stored_grain < 4096 || stored_grain > 65536 ||
+      (stored_grain & (stored_grain - 1)) || sb->tables.size() != 2 ||
+      sb->tables[kCrcTable].entries != grains || sb->tables[kCrcTable].entry_size != 4 ||
+      sb->tables[kDirtyTable].entry_size != 1 ||
+      sb->tables[kDirtyTable].entries != (grains + per_region - 1) / per_region ||
+      sb->data_offset + grains * stored_grain > lower_size) {
+    return MakeError(Errc::kCorruption, "crc32c: superblock: inconsistent geometry (grain " +
+                                            std::to_string(stored_grain) + ", " +
+                                            std::to_string(grains) + " grains, device below " +
+                                            std::to_string(lower_size) + " bytes)");
+  }
+  if (grain_given && grain != stored_grain) {
+    return MakeError(Errc::kInvalidArgument, "crc32c: option 'grain': the device was formatted with grain=" +
+                                                 std::to_string(stored_grain) + ", not " +
+                                                 std::to_string(grain));
+  }
+  auto* dev = new Crc32cDevice(std::move(lower), stored_grain, std::move(*sb), read_only);
+  DevicePtr owned(dev);
+  dev->formatted_ = true;
+  dev->io_ = std::make_unique<SyncIo>(dev->lower_device());
+  VSTACK_RETURN_IF_ERROR(dev->Load());
+  VSTACK_RETURN_IF_ERROR(dev->Recover());
+  return owned;
+}
+
+// Reads the dirty-region table and the checksum table (verifying every page).
+Status Crc32cDevice::Load() {
+  SyncIo& io = *io_;
+  AlignedBuffer page(kMetaPageSize);
+  const auto* p = reinterpret_cast<const uint8_t*>(page.data());
+  for (uint32_t t : {kDirtyTable, kCrcTable}) {
+    const TableDesc& d = sb_.tables[t];
+    for (uint64_t n = 0; n < d.pages(); ++n) {
+      const uint64_t offset = d.offset + n * kMetaPageSize;
+      if (std::error_code ec = io.Read(offset, page.span())) {
+        return MakeError(ec, "crc32c: cannot read metadata at offset " + std::to_string(offset) +
+                                 ": " + ec.message());
+      }
+      VSTACK_RETURN_IF_ERROR(CheckTablePage(p, sb_.volume_id, t, n, offset, "crc32c"));
+      const uint32_t per = d.per_page();
+      for (uint32_t k = 0; k < per && n * per + k < d.entries; ++k) {
+        const uint64_t index = n * per + k;
+        if (t == kDirtyTable) {
+          const uint8_t flag = p[kTablePageHeader + k];
+          if (flag > 1) {
+            return MakeError(Errc::kCorruption, "crc32c: dirty flag of region " +
+                                                    std::to_string(index) + " is " +
+                                                    std::to_string(flag));
+          }
+          dirty_[index] = flag;
+          if (flag) table_.LoadDirty(index);
+        } else {
+          const uint32_t stored = LoadLE32(p + kTablePageHeader + 4 * k);
+          if (stored) table_.LoadStored(index, stored);
+        }
+      }
+    }
+  }
+  return OkStatus();
+}
+
+// Recomputes the checksums of every region a crash left dirty, from the data.
+Status Crc32cDevice::Recover() {
+  std::vector<uint64_t> dirty;
+  for (uint64_t r = 0; r < dirty_.size(); ++r) {
+    if (dirty_[r]) dirty.push_back(r);
+  }
+  if (dirty.empty()) return OkStatus();
+  const uint32_t per = table_.grains_per_region();
+  AlignedBuffer buf(uint64_t{per} * grain_,
+                    std::max<uint64_t>(4096, lower_device().geometry().mem_alignment));
+  for (uint64_t r : dirty) {
+    const uint64_t first = r * per;
+    const uint64_t n = std::min<uint64_t>(per, table_.grains() - first);
+    const uint64_t offset = sb_.data_offset + first * grain_;
+    if (std::error_code ec = io_->Read(offset, buf.span().first(n * grain_))) {
+      return MakeError(ec, "crc32c: recovery: cannot read region " + std::to_string(r) + ": " +
+                               ec.message());
+    }
+    for (uint64_t i = 0; i < n; ++i) table_.Set(first + i, Crc32c(buf.data() + i * grain_, grain_));
+    ++recovered_regions_;
+  }
+  if (read_only_) return OkStatus();  // recomputed in memory only
+  return Commit(/*clean_all=*/true);
+}
+
+Status Crc32cDevice::WriteDirtyPages(const std::vector<uint64_t>& pages, IoFlags flags) {
+  const TableDesc& d = sb_.tables[kDirtyTable];
+  AlignedBuffer page(kMetaPageSize);
+  auto* p = reinterpret_cast<uint8_t*>(page.data());
+  for (uint64_t n : pages) {
+    std::memset(p, 0, kMetaPageSize);
+    const uint32_t per = d.per_page();
+    for (uint32_t k = 0; k < per && n * per + k < d.entries; ++k) {
+      p[kTablePageHeader + k] = dirty_[n * per + k];
+    }
+    SealTablePage(p, sb_.volume_id, kDirtyTable, n);
+    const uint64_t offset = d.offset + n * kMetaPageSize;
+    if (std::error_code ec = io_->Write(offset, page.span(), flags)) {
+      return MakeError(ec, "crc32c: cannot write the dirty-region table at offset " +
+                               std::to_string(offset) + ": " + ec.message());
+    }
+  }
+  return OkStatus();
+}
+
+Status Crc32cDevice::MarkDirty(const std::vector<uint64_t>& regions) {
+  std::lock_guard lock(meta_mu_);
+  if (!formatted_ || read_only_) return MakeError(Errc::kReadOnly, "crc32c: read-only");
+  std::vector<uint64_t> marked, pages;
+  const uint32_t per = sb_.tables[kDirtyTable].per_page();
+  for (uint64_t r : regions) {
+    if (!table_.NeedsMark(r)) continue;  // another thread marked it meanwhile
+    dirty_[r] = 1;
+    marked.push_back(r);
+    if (pages.empty() || pages.back() != r / per) pages.push_back(r / per);
+  }
+  if (marked.empty()) return OkStatus();
+  VSTACK_RETURN_IF_ERROR(WriteDirtyPages(pages, kIoFua));
+  table_.Marked(marked);
+  CountShared(kRegionsMarked, marked.size());
+  return OkStatus();
+}
+
+Status Crc32cDevice::Commit(bool clean_all) {
+  std::lock_guard lock(meta_mu_);
+  if (!formatted_ || read_only_) return OkStatus();
+  std::vector<ChecksumTable::Clean> clean = table_.PickClean(clean_all);
+  const TableDesc& crc = sb_.tables[kCrcTable];
+  // Checksum pages of the regions to clean, written before the flush that makes them durable
+  // along with the data they describe.
+  std::vector<AlignedBuffer> pages;
+  std::vector<IoRequest> reqs(clean.size());
+  std::vector<iovec> iov(clean.size());
+  for (size_t i = 0; i < clean.size(); ++i) {
+    pages.emplace_back(kMetaPageSize);
+    auto* p = reinterpret_cast<uint8_t*>(pages.back().data());
+    for (size_t k = 0; k < clean[i].stored.size(); ++k) {
+      StoreLE32(p + kTablePageHeader + 4 * k, clean[i].stored[k]);
+    }
+    SealTablePage(p, sb_.volume_id, kCrcTable, clean[i].region);
+    iov[i] = pages.back().iov();
+    reqs[i].op = Op::kWrite;
+    reqs[i].offset = crc.offset + clean[i].region * kMetaPageSize;
+    reqs[i].length = kMetaPageSize;
+    reqs[i].iov = &iov[i];
+    reqs[i].iovcnt = 1;
+  }
+  auto put_back = [&] {
+    // Not cleaned after all: the regions stay dirty (on disk they still are).
+    std::vector<uint64_t> regions;
+    for (const auto& c : clean) regions.push_back(c.region);
+    table_.Marked(regions);
+  };
+  if (!reqs.empty()) {
+    IoQueue* q = io_->queue();
+    if (q == nullptr) {
+      put_back();
+      return Annotate(io_->open_error(), "crc32c: no queue for metadata");
+    }
+    if (std::error_code ec = RunRequests(*q, reqs)) {
+      put_back();
+      return MakeError(ec, "crc32c: cannot write the checksum table: " + ec.message());
+    }
+  }
+  if (std::error_code ec = io_->Flush()) {
+    put_back();
+    return MakeError(ec, "crc32c: flush of the device below failed: " + ec.message());
+  }
+  if (clean.empty()) return OkStatus();
+  std::vector<uint64_t> dirty_pages;
+  const uint32_t per = sb_.tables[kDirtyTable].per_page();
+  for (const auto& c : clean) {
+    dirty_[c.region] = 0;
+    if (dirty_pages.empty() || dirty_pages.back() != c.region / per) {
+      dirty_pages.push_back(c.region / per);
+    }
+  }
+  CountShared(kRegionsCleaned, clean.size());
+  // Clearing a bit needs no flush of its own: if it is lost, the region is merely recomputed.
+  VSTACK_RETURN_IF_ERROR(WriteDirtyPages(dirty_pages, clean_all ? IoFlags{kIoFua} : IoFlags{0}));
+  return OkStatus();
+}
+
+void Crc32cDevice::RecordMismatch(uint64_t offset) {
+  mismatches_.fetch_add(1);
+  last_mismatch_.store(offset);
+  CountShared(kChecksumErrors);
+}
+
+Result<std::unique_ptr<IoQueue>> Crc32cDevice::DoOpenQueue() {
+  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
+  return NewCrc32cQueue(*this, std::move(lower));
+}
+
+Status Crc32cDevice::CloseLayer() {
+  Status s = Commit(/*clean_all=*/true);
+  std::lock_guard lock(meta_mu_);
+  io_.reset();
+  return s;
+}
+
+std::string Crc32cDevice::Describe() const {
+  return "crc32c grain=" + FormatSize(grain_) + ", " + std::to_string(table_.grains()) + " grains";
+}
+
+std::optional<SpaceUsage> Crc32cDevice::Space() const {
+  SpaceUsage s;
+  const LayerStats st = Stats();
+  s.grain_bytes = grain_;
+  s.logical_bytes_written = st.of(Op::kWrite).bytes + st.of(Op::kWriteZeroes).bytes;
+  s.logical_bytes_live = geometry().size_bytes;
+  s.zero_grains = table_.zero_grains();
+  s.unique_grains = table_.grains() - s.zero_grains;
+  s.compressed_bytes = s.stored_bytes = s.physical_bytes_used = geometry().size_bytes;
+  s.metadata_bytes = sb_.data_offset;
+  return s;
+}
+
+void Crc32cDevice::Properties(PropertyList& out) const {
+  out.push_back({"grain", uint64_t{grain_}, "bytes"});
+  out.push_back({"grains", table_.grains(), ""});
+  out.push_back({"regions", table_.regions(), ""});
+  out.push_back({"dirty_regions", table_.dirty_regions(), ""});
+  out.push_back({"recovered_regions", recovered_regions_, ""});
+  out.push_back({"data_offset", sb_.data_offset, "bytes"});
+  out.push_back({"checksum_mismatches", mismatches(), ""});
+  if (mismatches()) out.push_back({"last_mismatch_offset", last_mismatch_offset(), ""});
+  if (auto s = Space()) AppendSpaceProperties(*s, out);
+}
+
+Status Crc32cDevice::Check(CheckMode mode, CheckResult* out) {
+  SyncIo io(lower_device());
+  constexpr uint64_t kChunk = 1 << 20;
+  const uint64_t size = geometry().size_bytes;
+  AlignedBuffer buf(std::max<uint64_t>(kChunk, grain_),
+                    std::max<uint64_t>(4096, lower_device().geometry().mem_alignment));
+  constexpr uint64_t kMaxMessages = 100;
+  uint64_t bad = 0;
+  std::vector<uint64_t> repaired_regions;
+  for (uint64_t off = 0; off < size; off += buf.size()) {
+    const uint64_t n = std::min<uint64_t>(buf.size(), size - off);
+    if (std::error_code ec = io.Read(sb_.data_offset + off, buf.span().first(n))) {
+      return MakeError(ec, "crc32c: check: cannot read offset " + std::to_string(off) + ": " +
+                               ec.message());
+    }
+    for (uint64_t g = 0; g < n; g += grain_) {
+      const uint64_t grain = (off + g) / grain_;
+      const uint32_t actual = Crc32c(buf.data() + g, grain_);
+      const uint32_t stored = table_.crc(grain);
+      if (actual == stored) continue;
+      ++bad;
+      if (bad <= kMaxMessages) {
+        out->Corruption("crc32c: checksum mismatch in the grain at offset " +
+                        std::to_string(off + g) + " (stored " + std::to_string(stored) +
+                        ", data " + std::to_string(actual) + ")");
+      } else {
+        ++out->corruptions;
+      }
+      if (mode == CheckMode::kRepairAll && !read_only_) {
+        // The data is what it is; accepting it makes reads succeed again (the damage stays).
+        table_.Set(grain, actual);
+        repaired_regions.push_back(grain / table_.grains_per_region());
+        ++out->repaired;
+      }
+    }
+  }
+  if (bad > kMaxMessages) {
+    out->messages.push_back("ERROR crc32c: " + std::to_string(bad - kMaxMessages) +
+                            " more checksum mismatches");
+  }
+  if (!repaired_regions.empty()) {
+    // Persist the accepted checksums: mark their regions dirty, then clean them.
+    repaired_regions.erase(std::unique(repaired_regions.begin(), repaired_regions.end()),
+                           repaired_regions.end());
+    VSTACK_RETURN_IF_ERROR(MarkDirty(repaired_regions));
+    return Commit(/*clean_all=*/true);
+  }
+  return OkStatus();
+}
+
+namespace {
+
+ComponentInfo Crc32cComponent() {
+  ComponentInfo c;
+  c.name = "crc32c";
+  c.kind = ComponentKind::kLayer;
+  c.summary = "a CRC-32C per grain, stored persistently and verified on every read";
+  c.options = {{"grain", "checksum grain: a power of two from 4K to 64K", "4K"}};
+  c.open_layer = [](DevicePtr lower, const OptionValues& values,
+                    const OpenOptions& open) -> Result<DevicePtr> {
+    VSTACK_ASSIGN_OR_RETURN(uint64_t grain, values.Size("grain"));
+    if (grain < 4096 || grain > 65536 || (grain & (grain - 1))) {
+      return MakeError(Errc::kInvalidArgument, "crc32c: option 'grain': " + std::to_string(grain) +
+                                                   " is not a power of two from 4K to 64K");
+    }
+    return Crc32cDevice::Open(std::move(lower), static_cast<uint32_t>(grain), values.Has("grain"),
+                              open.read_only);
+  };
+  return c;
+}
+
+}  // namespace
+
+VSTACK_REGISTER_COMPONENT(crc32c, Crc32cComponent());
+
+}  // namespace vstack

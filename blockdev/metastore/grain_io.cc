@@ -1,0 +1,71 @@
+#include "blockdev/metastore/grain_io.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "lib/iovec.h"
+
+namespace vstack {
+
+bool SliceAligned(const iovec* iov, uint32_t iovcnt, uint64_t offset, uint64_t length,
+                  uint64_t align) {
+  if (align <= 1) return true;
+  for (uint32_t i = 0; i < iovcnt && length > 0; ++i) {
+    if (offset >= iov[i].iov_len) {
+      offset -= iov[i].iov_len;
+      continue;
+    }
+    const uint64_t take = std::min<uint64_t>(iov[i].iov_len - offset, length);
+    const uintptr_t base = reinterpret_cast<uintptr_t>(iov[i].iov_base) + offset;
+    if ((base | take) & (align - 1)) return false;
+    length -= take;
+    offset = 0;
+  }
+  return true;
+}
+
+char* ContiguousSlice(const iovec* iov, uint32_t iovcnt, uint64_t offset, uint64_t length) {
+  for (uint32_t i = 0; i < iovcnt; ++i) {
+    if (offset >= iov[i].iov_len) {
+      offset -= iov[i].iov_len;
+      continue;
+    }
+    return iov[i].iov_len - offset >= length ? static_cast<char*>(iov[i].iov_base) + offset
+                                             : nullptr;
+  }
+  return nullptr;
+}
+
+bool EqualsIov(const void* buf, const iovec* iov, uint32_t iovcnt, uint64_t offset,
+               uint64_t length) {
+  const char* b = static_cast<const char*>(buf);
+  for (uint32_t i = 0; i < iovcnt && length > 0; ++i) {
+    if (offset >= iov[i].iov_len) {
+      offset -= iov[i].iov_len;
+      continue;
+    }
+    const uint64_t take = std::min<uint64_t>(iov[i].iov_len - offset, length);
+    if (std::memcmp(b, static_cast<const char*>(iov[i].iov_base) + offset, take) != 0) return false;
+    b += take;
+    length -= take;
+    offset = 0;
+  }
+  return true;
+}
+
+AlignedBuffer* BufferPool::Get() {
+  if (free_.empty()) {
+    all_.push_back(std::make_unique<AlignedBuffer>(size_, alignment_));
+    return all_.back().get();
+  }
+  AlignedBuffer* b = free_.back();
+  free_.pop_back();
+  return b;
+}
+
+void BufferPool::Put(AlignedBuffer*& b) {
+  if (b) free_.push_back(b);
+  b = nullptr;
+}
+
+}  // namespace vstack

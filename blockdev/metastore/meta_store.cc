@@ -1,0 +1,486 @@
+#include "blockdev/metastore/meta_store.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "blockdev/crc32c/crc32c.h"
+#include "blockdev/metastore/table_page.h"
+#include "lib/aligned_buffer.h"
+#include "lib/endian.h"
+#include "lib/iovec.h"
+
+namespace vstack {
+namespace {
+
+// Journal transaction header, at the start of its first 4 KiB block (little-endian):
+//   0 u32 magic "VSJ1"  4 u32 crc32c of all its blocks with this field zero, seeded with the
+//   volume id  8 u64 sequence number  16 u64 volume id  24 u32 blocks  28 u32 payload bytes
+//  32 payload: records [u8 table][u48 index][entry bytes], back to back
+constexpr uint32_t kTxnMagic = 0x314A5356;  // "VSJ1"
+constexpr size_t kTxnHeader = 32;
+constexpr uint64_t kDataAlign = 1 << 20;
+constexpr size_t kPagesPerChunk = 256;  // table pages read or written per batch (1 MiB)
+
+uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+uint32_t TxnCrc(const uint8_t* txn, size_t bytes, uint64_t volume_id) {
+  uint8_t seed[8];
+  StoreLE64(seed, volume_id);
+  uint32_t crc = Crc32c(seed, sizeof seed);
+  crc = Crc32cExtend(crc, txn, 4);
+  const uint8_t zero[4] = {};
+  crc = Crc32cExtend(crc, zero, 4);
+  return Crc32cExtend(crc, txn + 8, bytes - 8);
+}
+
+uint64_t LoadLE48(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 6; ++i) v |= uint64_t{p[i]} << (8 * i);
+  return v;
+}
+
+struct TxnHeader {
+  uint64_t seq = 0;
+  uint32_t blocks = 0;
+  uint32_t payload = 0;
+};
+
+// Parses a header; false if it is not a transaction of this volume.
+bool ParseHeader(const uint8_t* block, uint64_t volume_id, TxnHeader* h) {
+  if (LoadLE32(block) != kTxnMagic || LoadLE64(block + 16) != volume_id) return false;
+  h->seq = LoadLE64(block + 8);
+  h->blocks = LoadLE32(block + 24);
+  h->payload = LoadLE32(block + 28);
+  return true;
+}
+
+}  // namespace
+
+std::error_code RunRequests(IoQueue& queue, std::span<IoRequest> reqs) {
+  size_t done = 0;
+  std::vector<IoRequest*> ptrs;
+  for (IoRequest& r : reqs) {
+    r.on_complete = [](IoRequest& req) { ++*static_cast<size_t*>(req.user_data); };
+    r.user_data = &done;
+    ptrs.push_back(&r);
+  }
+  queue.Submit(ptrs);
+  while (done < reqs.size()) queue.Poll(1);
+  for (const IoRequest& r : reqs) {
+    if (r.status) return r.status;
+  }
+  return {};
+}
+
+Superblock MetaStore::Plan(std::string magic, std::vector<TableDesc> tables,
+                           uint64_t journal_bytes, std::vector<uint8_t> payload) {
+  Superblock sb;
+  sb.magic = std::move(magic);
+  sb.generation = 1;
+  sb.checkpoint_seq = 1;
+  sb.journal_offset = kSuperblockBytes;
+  sb.journal_bytes = RoundUp(std::max<uint64_t>(journal_bytes, 16 * kMetaPageSize), kMetaPageSize);
+  uint64_t pos = sb.journal_offset + sb.journal_bytes;
+  for (TableDesc& t : tables) {
+    t.offset = pos;
+    pos += t.bytes();
+  }
+  sb.tables = std::move(tables);
+  sb.data_offset = RoundUp(pos, kDataAlign);
+  sb.payload = std::move(payload);
+  return sb;
+}
+
+MetaStore::MetaStore(BlockDevice& lower, Superblock sb, bool read_only, std::string who)
+    : lower_(lower), sb_(std::move(sb)), read_only_(read_only), who_(std::move(who)) {
+  next_seq_ = sb_.checkpoint_seq;
+}
+
+MetaStore::~MetaStore() = default;
+
+SyncIo& MetaStore::io() {
+  if (!io_) io_ = std::make_unique<SyncIo>(lower_);
+  return *io_;
+}
+
+Result<std::unique_ptr<MetaStore>> MetaStore::Format(BlockDevice& lower, Superblock sb,
+                                                     std::string who) {
+  VSTACK_RETURN_IF_ERROR(ValidateLayout(sb, lower.geometry().size_bytes, who));
+  std::random_device rd;
+  sb.volume_id = (uint64_t{rd()} << 32) ^ rd() ^ 0x5653544B00000000ull;
+  std::unique_ptr<MetaStore> store(new MetaStore(lower, sb, false, who));
+  SyncIo& io = store->io();
+  if (IoQueue* q = io.queue(); q == nullptr) {
+    return Annotate(io.open_error(), who + ": cannot open a queue of the device below");
+  }
+  const uint64_t zero_from = sb.journal_offset;
+  const uint64_t zero_len = sb.data_offset - zero_from;
+  if (std::error_code ec = io.WriteZeroes(zero_from, zero_len, kIoMayUnmap)) {
+    return MakeError(ec, who + ": cannot zero the metadata area [" + std::to_string(zero_from) +
+                             ", " + std::to_string(sb.data_offset) + "): " + ec.message());
+  }
+  if (std::error_code ec = io.Flush()) {
+    return MakeError(ec, who + ": flush after zeroing the metadata area: " + ec.message());
+  }
+  // Both slots, so a later torn superblock write always has a valid sibling.
+  Superblock first = sb;
+  first.generation = 0;
+  VSTACK_RETURN_IF_ERROR(WriteSuperblock(io, first, who));
+  VSTACK_RETURN_IF_ERROR(WriteSuperblock(io, sb, who));
+  store->sb_ = sb;
+  return store;
+}
+
+Result<std::unique_ptr<MetaStore>> MetaStore::Attach(BlockDevice& lower, Superblock sb,
+                                                     bool read_only, std::string who) {
+  VSTACK_RETURN_IF_ERROR(ValidateLayout(sb, lower.geometry().size_bytes, who));
+  if (sb.journal_bytes < 16 * kMetaPageSize) {
+    return MakeError(Errc::kCorruption, who + ": superblock: journal size " +
+                                            std::to_string(sb.journal_bytes) + " is too small");
+  }
+  return std::unique_ptr<MetaStore>(new MetaStore(lower, std::move(sb), read_only, std::move(who)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading
+
+Status MetaStore::Load(const EntrySink& sink) {
+  SyncIo& io = this->io();
+  AlignedBuffer chunk(kPagesPerChunk * kMetaPageSize);
+  for (uint32_t t = 0; t < sb_.tables.size(); ++t) {
+    const TableDesc& d = sb_.tables[t];
+    const uint32_t per = d.per_page();
+    for (uint64_t first = 0; first < d.pages(); first += kPagesPerChunk) {
+      const uint64_t n = std::min<uint64_t>(kPagesPerChunk, d.pages() - first);
+      const uint64_t offset = d.offset + first * kMetaPageSize;
+      if (std::error_code ec = io.Read(offset, chunk.span().first(n * kMetaPageSize))) {
+        return MakeError(ec, who_ + ": cannot read metadata table " + std::to_string(t) +
+                                 " at offset " + std::to_string(offset) + ": " + ec.message());
+      }
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint8_t* page = reinterpret_cast<const uint8_t*>(chunk.data()) + i * kMetaPageSize;
+        const uint64_t page_no = first + i;
+        VSTACK_RETURN_IF_ERROR(CheckTablePage(page, sb_.volume_id, t, page_no,
+                                              offset + i * kMetaPageSize, who_));
+        const uint8_t* e = page + kTablePageHeader;
+        for (uint32_t k = 0; k < per; ++k, e += d.entry_size) {
+          const uint64_t index = page_no * per + k;
+          if (index >= d.entries) break;
+          if (IsZero(e, d.entry_size)) continue;
+          VSTACK_RETURN_IF_ERROR(sink(t, index, e));
+        }
+      }
+    }
+  }
+  return ReplayJournal(sink);
+}
+
+Status MetaStore::CheckRecords(const uint8_t* p, size_t n, uint64_t seq, uint64_t offset) const {
+  size_t at = 0;
+  uint64_t k = 0;
+  while (at < n) {
+    const std::string where = who_ + ": journal transaction " + std::to_string(seq) +
+                              " at offset " + std::to_string(offset) + ", record " +
+                              std::to_string(k) + ": ";
+    const uint32_t table = p[at];
+    if (table >= sb_.tables.size()) {
+      return MakeError(Errc::kCorruption, where + "table " + std::to_string(table) +
+                                              " does not exist");
+    }
+    if (n - at < RecordSize(table)) return MakeError(Errc::kCorruption, where + "truncated");
+    const uint64_t index = LoadLE48(p + at + 1);
+    if (index >= sb_.tables[table].entries) {
+      return MakeError(Errc::kCorruption, where + "entry " + std::to_string(index) +
+                                              " is beyond table " + std::to_string(table) +
+                                              " (" + std::to_string(sb_.tables[table].entries) +
+                                              " entries)");
+    }
+    at += RecordSize(table);
+    ++k;
+  }
+  return OkStatus();
+}
+
+Result<bool> MetaStore::ValidTransactionAfter(uint64_t pos, uint64_t seq) {
+  SyncIo& io = this->io();
+  AlignedBuffer block(kMetaPageSize);
+  for (uint64_t at = pos + kMetaPageSize; at + kMetaPageSize <= sb_.journal_bytes;
+       at += kMetaPageSize) {
+    if (std::error_code ec = io.Read(sb_.journal_offset + at, block.span())) {
+      return MakeError(ec, who_ + ": cannot read the journal: " + ec.message());
+    }
+    TxnHeader h;
+    const auto* b = reinterpret_cast<const uint8_t*>(block.data());
+    if (!ParseHeader(b, sb_.volume_id, &h) || h.seq <= seq || h.blocks == 0 ||
+        h.blocks > (sb_.journal_bytes - at) / kMetaPageSize) {
+      continue;
+    }
+    AlignedBuffer txn(h.blocks * kMetaPageSize);
+    if (std::error_code ec = io.Read(sb_.journal_offset + at, txn.span())) {
+      return MakeError(ec, who_ + ": cannot read the journal: " + ec.message());
+    }
+    const auto* tb = reinterpret_cast<const uint8_t*>(txn.data());
+    if (LoadLE32(tb + 4) == TxnCrc(tb, txn.size(), sb_.volume_id)) return true;
+  }
+  return false;
+}
+
+Status MetaStore::ReplayJournal(const EntrySink& sink) {
+  SyncIo& io = this->io();
+  uint64_t pos = 0;
+  uint64_t seq = sb_.checkpoint_seq;
+  AlignedBuffer block(kMetaPageSize);
+  while (pos + kMetaPageSize <= sb_.journal_bytes) {
+    const uint64_t offset = sb_.journal_offset + pos;
+    if (std::error_code ec = io.Read(offset, block.span())) {
+      return MakeError(ec, who_ + ": cannot read the journal at offset " + std::to_string(offset) +
+                               ": " + ec.message());
+    }
+    TxnHeader h;
+    if (!ParseHeader(reinterpret_cast<const uint8_t*>(block.data()), sb_.volume_id, &h) ||
+        h.seq != seq) {
+      break;  // the end of the journal
+    }
+    bool valid = h.blocks > 0 && h.blocks <= (sb_.journal_bytes - pos) / kMetaPageSize &&
+                 h.payload <= h.blocks * kMetaPageSize - kTxnHeader;
+    AlignedBuffer txn;
+    if (valid) {
+      txn = AlignedBuffer(h.blocks * kMetaPageSize);
+      if (std::error_code ec = io.Read(offset, txn.span())) {
+        return MakeError(ec, who_ + ": cannot read the journal at offset " +
+                                 std::to_string(offset) + ": " + ec.message());
+      }
+      const auto* tb = reinterpret_cast<const uint8_t*>(txn.data());
+      valid = LoadLE32(tb + 4) == TxnCrc(tb, txn.size(), sb_.volume_id);
+    }
+    if (!valid) {
+      // A torn last transaction ends the journal; a bad one with valid successors is corruption.
+      VSTACK_ASSIGN_OR_RETURN(bool later, ValidTransactionAfter(pos, seq));
+      if (later) {
+        return MakeError(Errc::kCorruption,
+                         who_ + ": journal transaction " + std::to_string(seq) + " at offset " +
+                             std::to_string(offset) +
+                             " is corrupt (bad header or checksum) but later transactions exist");
+      }
+      break;
+    }
+    const uint8_t* payload = reinterpret_cast<const uint8_t*>(txn.data()) + kTxnHeader;
+    VSTACK_RETURN_IF_ERROR(CheckRecords(payload, h.payload, seq, offset));
+    for (size_t at = 0; at < h.payload;) {
+      const uint32_t table = payload[at];
+      VSTACK_RETURN_IF_ERROR(sink(table, LoadLE48(payload + at + 1), payload + at + 7));
+      at += RecordSize(table);
+    }
+    since_checkpoint_.insert(since_checkpoint_.end(), payload, payload + h.payload);
+    pos += uint64_t{h.blocks} * kMetaPageSize;
+    ++seq;
+    ++counters_.replayed_transactions;
+  }
+  journal_pos_ = pos;
+  next_seq_ = seq;
+  return OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recording
+
+void MetaStore::Set(uint32_t table, uint64_t index, const void* entry) {
+  const uint32_t es = sb_.tables[table].entry_size;
+  const size_t at = pending_.records.size();
+  pending_.records.resize(at + 7 + es);
+  uint8_t* p = &pending_.records[at];
+  p[0] = static_cast<uint8_t>(table);
+  for (int i = 0; i < 6; ++i) p[1 + i] = static_cast<uint8_t>(index >> (8 * i));
+  std::memcpy(p + 7, entry, es);
+}
+
+void MetaStore::EndGroup() {
+  const size_t end = pending_.records.size();
+  if (pending_.group_ends.empty() || pending_.group_ends.back() != end) {
+    pending_.group_ends.push_back(end);
+  }
+}
+
+MetaBatch MetaStore::TakePending() {
+  EndGroup();
+  MetaBatch out;
+  std::swap(out, pending_);
+  if (!out.group_ends.empty() && out.group_ends.front() == 0) out.group_ends.erase(out.group_ends.begin());
+  return out;
+}
+
+void MetaStore::RestorePending(MetaBatch batch) {
+  if (batch.empty()) return;
+  const size_t shift = batch.records.size();
+  batch.records.insert(batch.records.end(), pending_.records.begin(), pending_.records.end());
+  for (size_t e : pending_.group_ends) {
+    if (e > 0) batch.group_ends.push_back(e + shift);
+  }
+  pending_ = std::move(batch);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Committing
+
+Status MetaStore::WriteTransaction(const uint8_t* payload, size_t bytes) {
+  const uint64_t blocks = (kTxnHeader + bytes + kMetaPageSize - 1) / kMetaPageSize;
+  AlignedBuffer txn(blocks * kMetaPageSize);
+  auto* t = reinterpret_cast<uint8_t*>(txn.data());
+  StoreLE32(t, kTxnMagic);
+  StoreLE64(t + 8, next_seq_);
+  StoreLE64(t + 16, sb_.volume_id);
+  StoreLE32(t + 24, static_cast<uint32_t>(blocks));
+  StoreLE32(t + 28, static_cast<uint32_t>(bytes));
+  std::memcpy(t + kTxnHeader, payload, bytes);
+  StoreLE32(t + 4, TxnCrc(t, txn.size(), sb_.volume_id));
+  const uint64_t offset = sb_.journal_offset + journal_pos_;
+  if (std::error_code ec = io().Write(offset, txn.span(), kIoFua)) {
+    return MakeError(ec, who_ + ": cannot write journal transaction " + std::to_string(next_seq_) +
+                             " at offset " + std::to_string(offset) + ": " + ec.message());
+  }
+  journal_pos_ += txn.size();
+  ++next_seq_;
+  since_checkpoint_.insert(since_checkpoint_.end(), payload, payload + bytes);
+  ++counters_.transactions;
+  counters_.journal_bytes_written += txn.size();
+  return OkStatus();
+}
+
+Status MetaStore::Commit(MetaBatch* batch) {
+  if (read_only_) return MakeError(Errc::kReadOnly, who_ + ": metadata is read-only");
+  if (std::error_code ec = io().Flush()) {
+    return MakeError(ec, who_ + ": flush of the device below failed: " + ec.message());
+  }
+  if (batch->empty()) return OkStatus();
+  if (batch->group_ends.empty() || batch->group_ends.back() != batch->records.size()) {
+    batch->group_ends.push_back(batch->records.size());
+  }
+  size_t start = 0, gi = 0;
+  Status status;
+  while (start < batch->records.size()) {
+    const uint64_t room = sb_.journal_bytes - journal_pos_;
+    const uint64_t payload_room = room > kTxnHeader ? room - kTxnHeader : 0;
+    size_t end = start;
+    while (gi < batch->group_ends.size() && batch->group_ends[gi] - start <= payload_room) {
+      end = batch->group_ends[gi++];
+    }
+    if (end == start) {
+      if (journal_pos_ == 0) {
+        status = MakeError(Errc::kNoSpace, who_ + ": one metadata change group of " +
+                                               std::to_string(batch->group_ends[gi] - start) +
+                                               " bytes does not fit in the journal");
+        break;
+      }
+      status = Checkpoint();
+      if (!status) break;
+      continue;
+    }
+    status = WriteTransaction(batch->records.data() + start, end - start);
+    if (!status) break;
+    start = end;
+  }
+  // Keep what was not journaled, for the caller to restore.
+  batch->records.erase(batch->records.begin(), batch->records.begin() + start);
+  std::vector<size_t> rest;
+  for (size_t e : batch->group_ends) {
+    if (e > start) rest.push_back(e - start);
+  }
+  batch->group_ends = std::move(rest);
+  if (!status) return status;
+  ++counters_.commits;
+  if (journal_pos_ * 2 >= sb_.journal_bytes) return Checkpoint();
+  return OkStatus();
+}
+
+Status MetaStore::Checkpoint() {
+  if (read_only_) return MakeError(Errc::kReadOnly, who_ + ": metadata is read-only");
+  if (since_checkpoint_.empty() && journal_pos_ == 0) return OkStatus();
+  // Every record's page, in page order; records of one page keep their journal order.
+  struct Ref {
+    uint32_t table;
+    uint64_t page;
+    size_t at;
+  };
+  std::vector<Ref> refs;
+  for (size_t at = 0; at < since_checkpoint_.size();) {
+    const uint32_t table = since_checkpoint_[at];
+    const uint64_t index = LoadLE48(&since_checkpoint_[at + 1]);
+    refs.push_back({table, index / sb_.tables[table].per_page(), at});
+    at += RecordSize(table);
+  }
+  std::stable_sort(refs.begin(), refs.end(), [](const Ref& a, const Ref& b) {
+    return a.table != b.table ? a.table < b.table : a.page < b.page;
+  });
+  SyncIo& io = this->io();
+  IoQueue* queue = io.queue();
+  if (queue == nullptr) return Annotate(io.open_error(), who_ + ": no queue for the checkpoint");
+  AlignedBuffer chunk(kPagesPerChunk * kMetaPageSize);
+  for (size_t r = 0; r < refs.size();) {
+    // The next run of up to kPagesPerChunk distinct pages.
+    std::vector<std::pair<uint32_t, uint64_t>> pages;
+    size_t end = r;
+    while (end < refs.size()) {
+      if (pages.empty() || pages.back() != std::make_pair(refs[end].table, refs[end].page)) {
+        if (pages.size() == kPagesPerChunk) break;
+        pages.emplace_back(refs[end].table, refs[end].page);
+      }
+      ++end;
+    }
+    std::vector<IoRequest> reqs(pages.size());
+    std::vector<iovec> iov(pages.size());
+    for (size_t i = 0; i < pages.size(); ++i) {
+      iov[i] = iovec{chunk.data() + i * kMetaPageSize, kMetaPageSize};
+      reqs[i].op = Op::kRead;
+      reqs[i].offset = sb_.tables[pages[i].first].offset + pages[i].second * kMetaPageSize;
+      reqs[i].length = kMetaPageSize;
+      reqs[i].iov = &iov[i];
+      reqs[i].iovcnt = 1;
+    }
+    if (std::error_code ec = RunRequests(*queue, reqs)) {
+      return MakeError(ec, who_ + ": checkpoint: cannot read table pages: " + ec.message());
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < pages.size(); ++i) {
+      auto* page = reinterpret_cast<uint8_t*>(chunk.data()) + i * kMetaPageSize;
+      const auto [table, page_no] = pages[i];
+      VSTACK_RETURN_IF_ERROR(
+          CheckTablePage(page, sb_.volume_id, table, page_no, reqs[i].offset, who_));
+      const TableDesc& d = sb_.tables[table];
+      for (; r + k < end && refs[r + k].table == table && refs[r + k].page == page_no; ++k) {
+        const uint8_t* rec = &since_checkpoint_[refs[r + k].at];
+        const uint64_t slot = LoadLE48(rec + 1) % d.per_page();
+        std::memcpy(page + kTablePageHeader + slot * d.entry_size, rec + 7, d.entry_size);
+      }
+      SealTablePage(page, sb_.volume_id, table, page_no);
+      reqs[i].op = Op::kWrite;
+    }
+    if (std::error_code ec = RunRequests(*queue, reqs)) {
+      return MakeError(ec, who_ + ": checkpoint: cannot write table pages: " + ec.message());
+    }
+    counters_.pages_written += pages.size();
+    r = end;
+  }
+  if (std::error_code ec = io.Flush()) {
+    return MakeError(ec, who_ + ": checkpoint: flush failed: " + ec.message());
+  }
+  Superblock next = sb_;
+  ++next.generation;
+  next.checkpoint_seq = next_seq_;
+  VSTACK_RETURN_IF_ERROR(WriteSuperblock(io, next, who_));
+  sb_ = std::move(next);
+  journal_pos_ = 0;
+  since_checkpoint_.clear();
+  ++counters_.checkpoints;
+  return OkStatus();
+}
+
+Status MetaStore::Close() {
+  Status s = read_only_ ? OkStatus() : Checkpoint();
+  io_.reset();
+  return s;
+}
+
+MetaStore::Counters MetaStore::counters() const { return counters_; }
+
+}  // namespace vstack

@@ -1,0 +1,219 @@
+#include "blockdev/metastore/superblock.h"
+
+#include <cstring>
+
+#include "blockdev/crc32c/crc32c.h"
+#include "blockdev/metastore/table_page.h"
+#include "lib/aligned_buffer.h"
+#include "lib/endian.h"
+#include "lib/iovec.h"
+
+namespace vstack {
+namespace {
+
+// Slot layout (little-endian):
+//   0 magic[8]  8 u32 crc32c(slot with this field zero)  12 u32 version
+//  16 u64 generation  24 u64 volume_id  32 u64 checkpoint_seq
+//  40 u64 journal_offset  48 u64 journal_bytes  56 u64 data_offset
+//  64 u32 table_count  68 u32 payload_bytes
+//  72 tables[table_count] {u64 offset, u64 entries, u32 entry_size, u32 reserved}  (24 B each)
+// 512 payload[payload_bytes]
+constexpr uint32_t kVersion = 1;
+constexpr size_t kTablesAt = 72;
+constexpr size_t kTableDescBytes = 24;
+constexpr size_t kPayloadAt = 512;
+static_assert(kTablesAt + kMaxTables * kTableDescBytes <= kPayloadAt);
+static_assert(kPayloadAt + kMaxPayload <= kMetaPageSize);
+
+std::string Hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+uint32_t TableDesc::per_page() const { return TablePageCapacity(entry_size); }
+
+uint64_t TableDesc::pages() const {
+  const uint32_t per = per_page();
+  return per == 0 ? 0 : (entries + per - 1) / per;
+}
+
+std::vector<uint8_t> EncodeSuperblock(const Superblock& sb) {
+  std::vector<uint8_t> s(kMetaPageSize, 0);
+  std::memcpy(&s[0], sb.magic.data(), std::min<size_t>(8, sb.magic.size()));
+  StoreLE32(&s[12], kVersion);
+  StoreLE64(&s[16], sb.generation);
+  StoreLE64(&s[24], sb.volume_id);
+  StoreLE64(&s[32], sb.checkpoint_seq);
+  StoreLE64(&s[40], sb.journal_offset);
+  StoreLE64(&s[48], sb.journal_bytes);
+  StoreLE64(&s[56], sb.data_offset);
+  StoreLE32(&s[64], static_cast<uint32_t>(sb.tables.size()));
+  StoreLE32(&s[68], static_cast<uint32_t>(sb.payload.size()));
+  for (size_t i = 0; i < sb.tables.size() && i < kMaxTables; ++i) {
+    uint8_t* t = &s[kTablesAt + i * kTableDescBytes];
+    StoreLE64(t, sb.tables[i].offset);
+    StoreLE64(t + 8, sb.tables[i].entries);
+    StoreLE32(t + 16, sb.tables[i].entry_size);
+  }
+  std::memcpy(&s[kPayloadAt], sb.payload.data(), std::min(sb.payload.size(), kMaxPayload));
+  StoreLE32(&s[8], Crc32c(s.data(), s.size()));
+  return s;
+}
+
+Result<Superblock> DecodeSuperblock(const uint8_t* slot, std::string_view magic, uint64_t offset,
+                                    const std::string& who) {
+  const std::string where = who + ": superblock at offset " + std::to_string(offset) + ": ";
+  if (std::memcmp(slot, magic.data(), 8) != 0) {
+    return MakeError(Errc::kCorruption, where + "bad magic (expected '" + std::string(magic) + "')");
+  }
+  std::vector<uint8_t> copy(slot, slot + kMetaPageSize);
+  const uint32_t stored = LoadLE32(&copy[8]);
+  StoreLE32(&copy[8], 0);
+  const uint32_t actual = Crc32c(copy.data(), copy.size());
+  if (stored != actual) {
+    return MakeError(Errc::kChecksumMismatch, where + "checksum mismatch (stored " + Hex(stored) +
+                                                  ", computed " + Hex(actual) + ")");
+  }
+  const uint32_t version = LoadLE32(slot + 12);
+  if (version != kVersion) {
+    return MakeError(Errc::kNotSupported,
+                     where + "version " + std::to_string(version) + " is not supported (expected " +
+                         std::to_string(kVersion) + ")");
+  }
+  Superblock sb;
+  sb.magic = std::string(magic);
+  sb.generation = LoadLE64(slot + 16);
+  sb.volume_id = LoadLE64(slot + 24);
+  sb.checkpoint_seq = LoadLE64(slot + 32);
+  sb.journal_offset = LoadLE64(slot + 40);
+  sb.journal_bytes = LoadLE64(slot + 48);
+  sb.data_offset = LoadLE64(slot + 56);
+  const uint32_t tables = LoadLE32(slot + 64);
+  const uint32_t payload = LoadLE32(slot + 68);
+  if (tables > kMaxTables) {
+    return MakeError(Errc::kCorruption, where + "table count " + std::to_string(tables) +
+                                            " exceeds " + std::to_string(kMaxTables));
+  }
+  if (payload > kMaxPayload) {
+    return MakeError(Errc::kCorruption, where + "payload size " + std::to_string(payload) +
+                                            " exceeds " + std::to_string(kMaxPayload));
+  }
+  for (uint32_t i = 0; i < tables; ++i) {
+    const uint8_t* t = slot + kTablesAt + i * kTableDescBytes;
+    TableDesc d{LoadLE64(t), LoadLE64(t + 8), LoadLE32(t + 16)};
+    if (d.entry_size == 0 || d.per_page() == 0) {
+      return MakeError(Errc::kCorruption, where + "table " + std::to_string(i) + ": entry size " +
+                                              std::to_string(d.entry_size) + " is invalid");
+    }
+    sb.tables.push_back(d);
+  }
+  sb.payload.assign(slot + kPayloadAt, slot + kPayloadAt + payload);
+  return sb;
+}
+
+Status ValidateLayout(const Superblock& sb, uint64_t device_size, const std::string& who) {
+  auto bad = [&](const std::string& what) {
+    return MakeError(Errc::kCorruption, who + ": superblock layout: " + what +
+                                            " (device below has " + std::to_string(device_size) +
+                                            " bytes)");
+  };
+  uint64_t pos = kSuperblockBytes;
+  auto region = [&](const std::string& name, uint64_t off, uint64_t len) -> Status {
+    if (off % kMetaPageSize != 0 || off < pos || len > device_size || off > device_size - len) {
+      return bad(name + " at offset " + std::to_string(off) + ", " + std::to_string(len) +
+                 " bytes, is misplaced");
+    }
+    pos = off + len;
+    return OkStatus();
+  };
+  if (sb.journal_bytes % kMetaPageSize != 0) {
+    return bad("journal size " + std::to_string(sb.journal_bytes) + " is invalid");
+  }
+  if (sb.journal_bytes > 0) {  // layers without a journal (crc32c) have none
+    VSTACK_RETURN_IF_ERROR(region("journal", sb.journal_offset, sb.journal_bytes));
+  }
+  for (size_t i = 0; i < sb.tables.size(); ++i) {
+    const TableDesc& t = sb.tables[i];
+    if (t.entries > (uint64_t{1} << 48)) {
+      return bad("table " + std::to_string(i) + " has " + std::to_string(t.entries) + " entries");
+    }
+    VSTACK_RETURN_IF_ERROR(region("table " + std::to_string(i), t.offset, t.bytes()));
+  }
+  if (sb.data_offset < pos || sb.data_offset > device_size) {
+    return bad("data offset " + std::to_string(sb.data_offset) + " is misplaced");
+  }
+  return OkStatus();
+}
+
+Result<Superblock> ReadSuperblock(SyncIo& io, std::string_view magic, const std::string& who) {
+  AlignedBuffer buf(kSuperblockBytes);
+  if (std::error_code ec = io.Read(0, buf.span())) {
+    return MakeError(ec, who + ": cannot read the superblock: " + ec.message());
+  }
+  const uint8_t* slots = reinterpret_cast<const uint8_t*>(buf.data());
+  if (IsZero(slots, kSuperblockBytes)) {
+    return MakeError(Errc::kNotFound, who + ": no superblock (the device below is blank)");
+  }
+  Result<Superblock> a = DecodeSuperblock(slots, magic, 0, who);
+  Result<Superblock> b = DecodeSuperblock(slots + kMetaPageSize, magic, kMetaPageSize, who);
+  if (a && b) return a->generation >= b->generation ? std::move(a) : std::move(b);
+  if (a) return a;
+  if (b) return b;
+  // Report the slot that holds something; if both do, both.
+  const bool a_blank = IsZero(slots, kMetaPageSize);
+  const bool b_blank = IsZero(slots + kMetaPageSize, kMetaPageSize);
+  if (a_blank) return std::move(b).error();
+  if (b_blank) return std::move(a).error();
+  Error e = a.error();
+  e.message += "; " + b.error().message;
+  return e;
+}
+
+Status WriteSuperblock(SyncIo& io, const Superblock& sb, const std::string& who) {
+  std::vector<uint8_t> image = EncodeSuperblock(sb);
+  AlignedBuffer buf(kMetaPageSize);
+  std::memcpy(buf.data(), image.data(), kMetaPageSize);
+  const uint64_t offset = (sb.generation % 2) * kMetaPageSize;
+  if (std::error_code ec = io.Write(offset, buf.span(), kIoFua)) {
+    return MakeError(ec, who + ": cannot write the superblock at offset " +
+                             std::to_string(offset) + ": " + ec.message());
+  }
+  return OkStatus();
+}
+
+void ByteWriter::U32(uint32_t v) {
+  for (int i = 0; i < 4; ++i) bytes_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+void ByteWriter::U64(uint64_t v) {
+  for (int i = 0; i < 8; ++i) bytes_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+bool ByteReader::Need(size_t n) {
+  if (!ok_ || bytes_.size() - pos_ < n || pos_ > bytes_.size()) {
+    ok_ = false;
+    return false;
+  }
+  return true;
+}
+
+uint8_t ByteReader::U8() { return Need(1) ? bytes_[pos_++] : 0; }
+
+uint32_t ByteReader::U32() {
+  if (!Need(4)) return 0;
+  uint32_t v = LoadLE32(&bytes_[pos_]);
+  pos_ += 4;
+  return v;
+}
+
+uint64_t ByteReader::U64() {
+  if (!Need(8)) return 0;
+  uint64_t v = LoadLE64(&bytes_[pos_]);
+  pos_ += 8;
+  return v;
+}
+
+}  // namespace vstack

@@ -1,0 +1,100 @@
+// The superblock of a transform layer's metadata (dedup, zstd, crc32c): two 4 KiB slots at
+// offsets 0 and 4096 of the device below, written alternately (slot = generation % 2) with FUA,
+// so that a torn superblock write leaves the previous generation intact. The valid slot with the
+// higher generation wins.
+//
+// It holds what every layer needs to find its metadata (the journal region, the tables, where
+// data starts, the journal sequence that replay starts from, a random volume id that seeds every
+// metadata checksum so stale metadata of an earlier format never validates) plus the layer's
+// own fields as an opaque payload (grain size, virtual size, options), encoded with ByteWriter.
+// The byte layout is in docs/layers/dedup.md, "On-disk format".
+#ifndef VSTACK_BLOCKDEV_METASTORE_SUPERBLOCK_H_
+#define VSTACK_BLOCKDEV_METASTORE_SUPERBLOCK_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/errors.h"
+#include "lib/sync_io.h"
+
+namespace vstack {
+
+inline constexpr uint64_t kMetaPageSize = 4096;
+inline constexpr uint64_t kSuperblockBytes = 2 * kMetaPageSize;  // slots A and B
+inline constexpr size_t kMaxTables = 8;
+inline constexpr size_t kMaxPayload = 2048;
+
+// One table of fixed-size entries, stored in 4 KiB pages (see table_page.h).
+struct TableDesc {
+  uint64_t offset = 0;   // byte offset of page 0 on the device below
+  uint64_t entries = 0;  // number of entries
+  uint32_t entry_size = 0;
+
+  uint32_t per_page() const;
+  uint64_t pages() const;
+  uint64_t bytes() const { return pages() * kMetaPageSize; }
+};
+
+struct Superblock {
+  std::string magic;  // exactly 8 characters, e.g. "VSDEDUP1"
+  uint64_t generation = 0;
+  uint64_t volume_id = 0;
+  uint64_t checkpoint_seq = 1;  // journal replay starts with this transaction sequence number
+  uint64_t journal_offset = 0;
+  uint64_t journal_bytes = 0;
+  uint64_t data_offset = 0;  // first byte after all metadata
+  std::vector<TableDesc> tables;
+  std::vector<uint8_t> payload;  // the layer's own fields
+};
+
+// The 4 KiB image of `sb` (checksum included).
+std::vector<uint8_t> EncodeSuperblock(const Superblock& sb);
+// Parses one slot read from `offset`. Errors name the slot's offset and the bad field.
+Result<Superblock> DecodeSuperblock(const uint8_t* slot, std::string_view magic, uint64_t offset,
+                                    const std::string& who);
+// Checks that the journal, the tables and the data area lie inside a device of `device_size`
+// bytes, in order and without overlap.
+Status ValidateLayout(const Superblock& sb, uint64_t device_size, const std::string& who);
+
+// Reads both slots through `io` and returns the newer valid one. Returns Errc::kNotFound when
+// both slots are blank (all zeros: never formatted); an error naming each slot's problem when
+// neither is valid but something is written there.
+Result<Superblock> ReadSuperblock(SyncIo& io, std::string_view magic, const std::string& who);
+// Writes `sb` to slot sb.generation % 2 with FUA.
+Status WriteSuperblock(SyncIo& io, const Superblock& sb, const std::string& who);
+
+// Little-endian field encoding for superblock payloads.
+class ByteWriter {
+ public:
+  void U8(uint8_t v) { bytes_.push_back(v); }
+  void U32(uint32_t v);
+  void U64(uint64_t v);
+  void I32(int32_t v) { U32(static_cast<uint32_t>(v)); }
+  std::vector<uint8_t>& bytes() { return bytes_; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+// Reads fields back; reading past the end sets !ok() and yields zeros.
+class ByteReader {
+ public:
+  explicit ByteReader(const std::vector<uint8_t>& bytes) : bytes_(bytes) {}
+  uint8_t U8();
+  uint32_t U32();
+  uint64_t U64();
+  int32_t I32() { return static_cast<int32_t>(U32()); }
+  bool ok() const { return ok_; }
+
+ private:
+  bool Need(size_t n);
+  const std::vector<uint8_t>& bytes_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+}  // namespace vstack
+
+#endif  // VSTACK_BLOCKDEV_METASTORE_SUPERBLOCK_H_

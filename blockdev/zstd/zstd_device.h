@@ -1,0 +1,100 @@
+// zstd: per-grain compression with libzstd, with a policy for the stored size.
+//
+// Spec: zstd[:level=1,grain=4K,rule=sector|vsan-osa|packed|min-saving=P,size=N]+<lower>
+//
+// Each grain (4 KiB by default, up to 64 KiB) is compressed on its own; a partial-grain write is
+// a read-modify-write. An all-zero grain is a map entry and costs nothing. A grain that does not
+// compress, or that the stored-size rule (size_rule.h) does not keep compressed, is stored raw
+// in a bin of its own; compressed fragments are packed into bins, one open bin per queue.
+// Compression runs on the caller's thread, so queues on several threads compress in parallel.
+// Metadata (map, bin table, journal) lives at the start of the device below. See
+// docs/layers/zstd.md.
+#ifndef VSTACK_BLOCKDEV_ZSTD_ZSTD_DEVICE_H_
+#define VSTACK_BLOCKDEV_ZSTD_ZSTD_DEVICE_H_
+
+#include <memory>
+
+#include "blockdev/metastore/meta_store.h"
+#include "blockdev/zstd/size_rule.h"
+#include "blockdev/zstd/zstd_engine.h"
+#include "lib/layer.h"
+#include "lib/registry.h"
+
+namespace vstack {
+
+struct ZstdOptions {
+  int level = 1;
+  uint32_t grain = 4096;
+  bool grain_given = false;  // else a formatted device keeps its own grain
+  SizeRule rule;
+  bool rule_given = false;
+  uint64_t size = 0;  // virtual size; 0 = the size of the device below
+  bool size_given = false;
+};
+
+// Bytes of zstd table pages that map `stored_grains` grains into `bins` bins (what
+// `vstack space` reports as compression metadata).
+uint64_t ZstdMetadataBytes(uint64_t stored_grains, uint64_t bins);
+
+// Parses the options of a zstd spec part (shared with `vstack space`).
+Result<ZstdOptions> ParseZstdOptions(const OptionValues& values, uint64_t lower_size);
+
+class ZstdDevice final : public Layer {
+ public:
+  // Opens the zstd metadata on `lower`, formatting a blank device (unless read-only: a blank
+  // device is then presented as empty without writing anything).
+  static Result<DevicePtr> Open(DevicePtr lower, const ZstdOptions& options, bool read_only);
+
+  std::string Describe() const override;
+  void Properties(PropertyList& out) const override;
+  std::optional<SpaceUsage> Space() const override;
+  Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
+  // Live counts against the map, overlapping fragments, lost bins; then every fragment is
+  // decompressed.
+  Status Check(CheckMode mode, CheckResult* out) override;
+
+  // The space figures of virtual bytes [offset, offset+length) only (grain-aligned), e.g. the
+  // data area of a dedup layer above, without its metadata.
+  SpaceUsage SpaceOf(uint64_t offset, uint64_t length) const;
+
+  // For the queues.
+  ZstdEngine& engine() { return *engine_; }
+  int level() const { return level_; }
+  uint32_t grain() const { return grain_; }
+  const SizeRule& rule() const { return engine_->rule(); }
+  uint64_t data_offset() const { return data_offset_; }
+  Status Commit();
+  size_t commit_threshold() const { return commit_threshold_; }
+
+  enum Counter : size_t {
+    kCompressed,
+    kStoredRaw,
+    kZeroGrains,
+    kRmwReads,
+    kDecompressErrors,
+    kRetries,
+    kCommits,
+  };
+
+ protected:
+  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
+  Status CloseLayer() override;
+
+ private:
+  ZstdDevice(DevicePtr lower, const ZstdOptions& o, uint64_t bins,
+             std::unique_ptr<MetaStore> store, uint64_t data_offset, bool read_only);
+
+  const int level_;
+  const uint32_t grain_;
+  const uint64_t data_offset_;
+  std::unique_ptr<MetaStore> store_;  // null on a read-only blank device
+  std::unique_ptr<ZstdEngine> engine_;
+  size_t commit_threshold_ = 0;
+};
+
+// The queue of a ZstdDevice (zstd_queue.cc).
+std::unique_ptr<IoQueue> NewZstdQueue(ZstdDevice& device, std::unique_ptr<IoQueue> lower);
+
+}  // namespace vstack
+
+#endif  // VSTACK_BLOCKDEV_ZSTD_ZSTD_DEVICE_H_

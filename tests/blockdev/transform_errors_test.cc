@@ -1,0 +1,373 @@
+// Bad things happening to the transform layers (dedup, zstd, crc32c): the device below runs out
+// of space, the layer runs out of space, metadata is corrupt, options are wrong. Each must give
+// a clear error, and lose nothing that was flushed.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "blockdev/metastore/superblock.h"
+#include "blockdev/metastore/table_page.h"
+#include "lib/endian.h"
+#include "lib/iovec.h"
+#include "lib/registry.h"
+#include "lib/sync_io.h"
+#include "tests/testing/crash_workload.h"
+#include "tests/testing/fault_device.h"
+#include "tests/testing/layer_stack.h"
+#include "tests/testing/test_util.h"
+
+namespace vstack::testing {
+namespace {
+
+std::vector<unsigned char> Pattern(uint64_t seed, size_t len) {
+  std::vector<unsigned char> v(len);
+  WorkloadRng rng(seed);
+  FillMixed(rng, v.data(), len);
+  return v;
+}
+
+std::error_code WriteAt(SyncIo& io, uint64_t off, const std::vector<unsigned char>& data) {
+  AlignedBuffer b(data.size());
+  std::memcpy(b.data(), data.data(), data.size());
+  return io.Write(off, b.span());
+}
+
+std::vector<unsigned char> ReadAt(SyncIo& io, uint64_t off, size_t len, std::error_code* ec = nullptr) {
+  AlignedBuffer b(len);
+  std::error_code e = io.Read(off, b.span());
+  if (ec) *ec = e;
+  auto* p = reinterpret_cast<unsigned char*>(b.data());
+  return std::vector<unsigned char>(p, p + len);
+}
+
+// Bytes of a file, and writing them back.
+std::vector<unsigned char> Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<unsigned char>(std::istreambuf_iterator<char>(f), {});
+}
+void Spit(const std::string& path, const std::vector<unsigned char>& data) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ENOSPC below the layer
+
+class NoSpaceBelow : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(NoSpaceBelow, SurfacesEnospcAndKeepsFlushedData) {
+  TempDir dir;
+  const std::string path = dir.File("d.img");
+  const auto a = Pattern(1, 1 << 20);
+  {
+    auto file = Open("file:" + path + ",create=on,size=40M");
+    ASSERT_OK(file);
+    auto* fault = new FaultDevice(std::move(*file));
+    auto dev = OpenLayersOn(GetParam(), DevicePtr(fault));
+    ASSERT_OK(dev);
+    {
+      SyncIo io(**dev);
+      ASSERT_OK(WriteAt(io, 0, a));
+      ASSERT_OK(io.Flush());
+      fault->ArmNoSpace(256 << 10);
+      std::error_code ec;
+      for (int i = 0; i < 64 && !ec; ++i) {
+        std::vector<unsigned char> more(256 << 10);
+        Rng rng(100 + i);
+        rng.Fill(more.data(), more.size());  // incompressible and unique
+        ec = WriteAt(io, (4 << 20) + i * more.size(), more);
+        if (!ec) ec = io.Flush();
+      }
+      EXPECT_EQ(ec, std::errc::no_space_on_device) << ec.message();
+      EXPECT_GT(fault->failed_writes(), 0u);
+      // Reads still work and flushed data is intact in the running stack.
+      std::error_code rec;
+      EXPECT_EQ(ReadAt(io, 0, a.size(), &rec), a);
+      EXPECT_OK(rec);
+      fault->Disarm();
+    }
+    EXPECT_OK((*dev)->Close());
+  }
+  auto dev = OpenImage(GetParam() + "+file:" + path);
+  ASSERT_OK(dev);
+  SyncIo io(**dev);
+  EXPECT_EQ(ReadAt(io, 0, a.size()), a);
+  const CheckResult check = CheckStack(**dev);
+  EXPECT_EQ(check.corruptions, 0u) << (check.messages.empty() ? "" : check.messages[0]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layers, NoSpaceBelow,
+                         ::testing::Values("dedup:size=16M", "zstd:size=16M", "crc32c",
+                                           "dedup:size=16M+zstd"),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                           std::string n;
+                           for (char c : i.param) n += std::isalnum(c) ? c : '_';
+                           return n;
+                         });
+
+// ---------------------------------------------------------------------------------------------
+// The layer's own space
+
+class OwnSpace : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OwnSpace, FullLayerSaysNoSpaceAndFreedSpaceIsReused) {
+  // A thin 16 MiB device over 6 MiB: unique data runs out of physical space.
+  auto dev = Open(GetParam() + "+memory:6M");
+  ASSERT_OK(dev);
+  SyncIo io(**dev);
+  const auto a = Pattern(7, 256 << 10);
+  ASSERT_OK(WriteAt(io, 0, a));
+  ASSERT_OK(io.Flush());
+  std::error_code ec;
+  uint64_t off = 1 << 20;
+  for (; off < (16 << 20) && !ec; off += 256 << 10) {
+    std::vector<unsigned char> more(256 << 10);
+    Rng rng(off);
+    rng.Fill(more.data(), more.size());
+    ec = WriteAt(io, off, more);
+  }
+  EXPECT_EQ(ec, make_error_code(Errc::kNoSpace)) << ec.message();
+  EXPECT_EQ(ReadAt(io, 0, a.size()), a);
+  // Discard everything but `a`; after a flush the space is free again and new data fits.
+  ASSERT_OK(io.Discard(1 << 20, (16 << 20) - (1 << 20)));
+  ASSERT_OK(io.Flush());
+  for (uint64_t o = 1 << 20; o + (256 << 10) <= off - (512 << 10); o += 256 << 10) {
+    std::vector<unsigned char> more(256 << 10);
+    Rng rng(o + 1);
+    rng.Fill(more.data(), more.size());
+    ASSERT_OK(WriteAt(io, o, more)) << "at " << o;
+  }
+  EXPECT_EQ(ReadAt(io, 0, a.size()), a);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layers, OwnSpace, ::testing::Values("dedup:size=16M", "zstd:size=16M"),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                           return i.param.substr(0, i.param.find(':'));
+                         });
+
+// Without a flush, space released by overwrites is reused too: the layer commits by itself.
+TEST(OwnSpace, OverwritesWithoutFlushReuseSpace) {
+  auto dev = Open("dedup:size=4M+memory:4M");
+  ASSERT_OK(dev);
+  SyncIo io(**dev);
+  for (int round = 0; round < 8; ++round) {
+    std::vector<unsigned char> data(1 << 20);
+    Rng rng(round);
+    rng.Fill(data.data(), data.size());
+    ASSERT_OK(WriteAt(io, 0, data)) << "round " << round;
+    EXPECT_EQ(ReadAt(io, 0, data.size()), data);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Corrupt metadata gives a clear error at open
+
+struct CorruptCase {
+  std::string layers;
+  std::string magic;
+};
+
+class CorruptMetadata : public ::testing::TestWithParam<CorruptCase> {
+ protected:
+  void SetUp() override {
+    path_ = dir_.File("d.img");
+    auto dev = Open(GetParam().layers + "+file:" + path_ + ",create=on,size=24M");
+    ASSERT_OK(dev);
+    SyncIo io(**dev);
+    ASSERT_OK(WriteAt(io, 0, Pattern(3, 512 << 10)));
+    ASSERT_OK(io.Flush());
+  }
+  Result<DevicePtr> Reopen() { return Open(GetParam().layers + "+file:" + path_); }
+  Superblock ReadSb() {
+    auto file = Open("file:" + path_);
+    EXPECT_TRUE(file.has_value());
+    SyncIo io(**file);
+    auto sb = ReadSuperblock(io, GetParam().magic, "test");
+    EXPECT_TRUE(sb.has_value());
+    return sb ? *sb : Superblock{};
+  }
+  TempDir dir_;
+  std::string path_;
+};
+
+TEST_P(CorruptMetadata, OneBadSuperblockSlotIsSurvivedBothAreNot) {
+  auto img = Slurp(path_);
+  img[100] ^= 0xFF;  // slot A
+  Spit(path_, img);
+  ASSERT_OK(Reopen());
+  img = Slurp(path_);
+  img[100] ^= 0x01;
+  img[4096 + 100] ^= 0x01;  // and slot B
+  Spit(path_, img);
+  auto dev = Reopen();
+  ASSERT_FALSE(dev);
+  EXPECT_NE(dev.error().message.find("superblock at offset 0: checksum mismatch"), std::string::npos)
+      << dev.error().message;
+  EXPECT_NE(dev.error().message.find("superblock at offset 4096"), std::string::npos)
+      << dev.error().message;
+}
+
+TEST_P(CorruptMetadata, BadTablePageNamesTableAndOffset) {
+  const Superblock sb = ReadSb();  // after the clean close in SetUp the tables are written
+  auto img = Slurp(path_);
+  const uint64_t page = sb.tables[0].offset;
+  ASSERT_FALSE(IsZero(&img[page], kMetaPageSize));
+  img[page + 200] ^= 0x40;
+  Spit(path_, img);
+  auto dev = Reopen();
+  ASSERT_FALSE(dev);
+  EXPECT_NE(dev.error().message.find("metadata table 0 page 0 at offset " + std::to_string(page) +
+                                     ": checksum mismatch"),
+            std::string::npos)
+      << dev.error().message;
+}
+
+TEST_P(CorruptMetadata, NonsenseBehindAValidChecksumIsRejected) {
+  const Superblock sb = ReadSb();
+  auto img = Slurp(path_);
+  uint8_t* page = &img[sb.tables[0].offset];
+  // The first map entry (or checksum) becomes all ones, sealed with a valid checksum.
+  std::memset(page + kTablePageHeader, 0xFF, sb.tables[0].entry_size);
+  SealTablePage(page, sb.volume_id, 0, 0);
+  Spit(path_, img);
+  auto dev = Reopen();
+  if (GetParam().magic == "VSCRC32C") {
+    // A wrong checksum is not structural: the open succeeds and the read fails, naming it.
+    ASSERT_OK(dev);
+    SyncIo io(**dev);
+    std::error_code ec;
+    ReadAt(io, 0, 4096, &ec);
+    EXPECT_EQ(ec, make_error_code(Errc::kChecksumMismatch));
+    CheckResult check;
+    ASSERT_OK((*dev)->Check(CheckMode::kReadOnly, &check));
+    ASSERT_GE(check.corruptions, 1u);
+    EXPECT_NE(check.messages[0].find("checksum mismatch in the grain at offset 0"), std::string::npos)
+        << check.messages[0];
+    return;
+  }
+  ASSERT_FALSE(dev);
+  EXPECT_NE(dev.error().message.find("map entry of virtual grain 0"), std::string::npos)
+      << dev.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(Layers, CorruptMetadata,
+                         ::testing::Values(CorruptCase{"dedup", "VSDEDUP1"},
+                                           CorruptCase{"zstd", "VSZSTD01"},
+                                           CorruptCase{"crc32c", "VSCRC32C"}),
+                         [](const ::testing::TestParamInfo<CorruptCase>& i) {
+                           return i.param.layers;
+                         });
+
+// A journal transaction in the middle that is corrupt fails the open; a torn last one does not.
+TEST(CorruptJournal, MiddleTransactionIsCorruptionTornTailIsNot) {
+  TempDir dir;
+  const std::string path = dir.File("d.img"), copy = dir.File("copy.img");
+  auto dev = Open("dedup+file:" + path + ",create=on,size=24M");
+  ASSERT_OK(dev);
+  {
+    SyncIo io(**dev);
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_OK(WriteAt(io, i << 20, Pattern(10 + i, 64 << 10)));
+      ASSERT_OK(io.Flush());  // one journal transaction each
+    }
+  }
+  // The image as a crash would leave it: journal not yet checkpointed.
+  Spit(copy, Slurp(path));
+  auto sb = [&] {
+    auto file = Open("file:" + copy);
+    SyncIo io(**file);
+    return *ReadSuperblock(io, "VSDEDUP1", "test");
+  }();
+  auto img = Slurp(copy);
+  std::vector<unsigned char> torn = img;
+  // Find the transactions: 4 KiB-aligned headers with magic "VSJ1".
+  std::vector<uint64_t> txns;
+  for (uint64_t at = sb.journal_offset; at < sb.journal_offset + sb.journal_bytes; at += 4096) {
+    if (LoadLE32(&img[at]) == 0x314A5356) txns.push_back(at);
+  }
+  ASSERT_GE(txns.size(), 3u);
+  img[txns[0] + 40] ^= 1;
+  Spit(copy, img);
+  auto bad = Open("dedup+file:" + copy);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("journal transaction 1 at offset " + std::to_string(txns[0]) +
+                                     " is corrupt"),
+            std::string::npos)
+      << bad.error().message;
+  torn[txns.back() + 40] ^= 1;
+  Spit(copy, torn);
+  auto ok = Open("dedup+file:" + copy);
+  ASSERT_OK(ok);
+  SyncIo io(**ok);
+  EXPECT_EQ(ReadAt(io, 0, 64 << 10), Pattern(10, 64 << 10));  // transactions before the tail
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+TEST(TransformOptions, BadOptionsNameTheOptionAndTheValue) {
+  struct Case {
+    std::string spec;
+    std::string want;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"dedup:grain=3K+memory:64M", "dedup: option 'grain': 3072 is not a power of two"},
+           {"dedup:grain=128K+memory:64M", "from 4K to 64K"},
+           {"dedup:verify=maybe+memory:64M", "dedup: option 'verify': expected on or off"},
+           {"dedup:size=1000+memory:64M", "dedup: option 'size': 1000 is not a positive multiple"},
+           {"zstd:level=99+memory:64M", "zstd: option 'level': 99 is outside"},
+           {"zstd:rule=tight+memory:64M", "rule 'tight' is not one of: vsan-osa, sector, packed"},
+           {"zstd:rule=min-saving=100+memory:64M", "expected a percentage from 0 to below 100"},
+           {"crc32c:grain=5K+memory:64M", "crc32c: option 'grain'"},
+           {"dedup+memory:1M", "too small for the metadata"},
+       }) {
+    auto dev = Open(c.spec);
+    ASSERT_FALSE(dev) << c.spec;
+    EXPECT_NE(dev.error().message.find(c.want), std::string::npos)
+        << c.spec << ": " << dev.error().message;
+  }
+}
+
+TEST(TransformOptions, ReopenKeepsFormatOptionsAndRefusesContradictions) {
+  TempDir dir;
+  const std::string path = dir.File("d.img");
+  {
+    auto dev = Open("zstd:grain=16K,rule=vsan-osa+file:" + path + ",create=on,size=24M");
+    ASSERT_OK(dev);
+  }
+  auto same = Open("zstd+file:" + path);
+  ASSERT_OK(same);
+  EXPECT_EQ((*same)->geometry().optimal_transfer, 16384u);
+  PropertyList props;
+  (*same)->Properties(props);
+  bool saw_rule = false;
+  for (const Property& p : props) {
+    if (p.key == "rule") saw_rule = PropertyValueToString(p.value) == "vsan-osa";
+  }
+  EXPECT_TRUE(saw_rule);
+  same->reset();
+  auto other = Open("zstd:rule=packed+file:" + path);
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.error().message.find("zstd: option 'rule': the device was formatted with "
+                                       "rule=vsan-osa, not packed"),
+            std::string::npos)
+      << other.error().message;
+}
+
+TEST(TransformOptions, NonBlankDeviceWithoutSuperblockIsNotFormatted) {
+  TempDir dir;
+  const std::string path = dir.File("d.img");
+  WriteFile(path, 16 << 20, 0xAB);
+  for (const char* layer : {"dedup", "zstd", "crc32c"}) {
+    auto dev = Open(std::string(layer) + "+file:" + path);
+    ASSERT_FALSE(dev) << layer;
+    EXPECT_NE(dev.error().message.find("bad magic"), std::string::npos) << dev.error().message;
+  }
+  EXPECT_EQ(Slurp(path), std::vector<unsigned char>(16 << 20, 0xAB));  // nothing was written
+}
+
+}  // namespace
+}  // namespace vstack::testing

@@ -1,0 +1,292 @@
+// `vstack space` as a user runs it: scan and replay agree exactly on several datasets and option
+// sets; the counts are what the data holds; text, JSON and SVG carry the same numbers; bad
+// options and inputs fail clearly.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "lib/registry.h"
+#include "lib/sync_io.h"
+#include "tests/testing/test_util.h"
+
+namespace vstack {
+namespace {
+
+using testing::RunVstack;
+using testing::TempDir;
+
+// Writes `data` at `offset` of a (sparse) file of `size` bytes, creating it if needed.
+void PutAt(const std::string& path, uint64_t size, uint64_t offset, const std::vector<char>& data) {
+  const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(size)), 0);
+  ASSERT_EQ(::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset)),
+            static_cast<ssize_t>(data.size()));
+  ::close(fd);
+}
+
+std::vector<char> Text(uint64_t seed, size_t n) {
+  static const char* kWords[] = {"select ", "from ", "where ", "vstack ", "grain ", "index "};
+  testing::Rng rng(seed);
+  std::vector<char> out;
+  while (out.size() < n) {
+    for (const char* w = kWords[rng.Below(6)]; *w; ++w) out.push_back(*w);
+  }
+  out.resize(n);
+  return out;
+}
+
+std::vector<char> Random(uint64_t seed, size_t n) {
+  std::vector<char> out(n);
+  testing::Rng rng(seed);
+  rng.Fill(out.data(), n);
+  return out;
+}
+
+nlohmann::json Space(const std::string& args) {
+  testing::CommandResult r = RunVstack("space --output=json " + args);
+  EXPECT_EQ(r.status, 0) << args << "\n" << r.output;
+  try {
+    return nlohmann::json::parse(r.output);
+  } catch (...) {
+    ADD_FAILURE() << "not JSON: " << r.output;
+    return {};
+  }
+}
+
+class SpaceCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Three VM-like images: a shared "OS" part (text), their own compressible data, some random
+    // data, written zeros, and never-written space.
+    const auto shared = Text(1, 4 << 20);
+    for (int i = 0; i < 3; ++i) {
+      const std::string p = dir_.File("vm" + std::to_string(i) + ".img");
+      PutAt(p, 32 << 20, 0, shared);
+      PutAt(p, 32 << 20, 8 << 20, Text(10 + i, 2 << 20));
+      PutAt(p, 32 << 20, 12 << 20, Random(20 + i, 1 << 20));
+      PutAt(p, 32 << 20, 16 << 20, std::vector<char>(1 << 20, 0));
+      vms_ += " " + p;
+    }
+    // An image whose size is not a multiple of the grain, written to its very end.
+    odd_ = dir_.File("odd.img");
+    PutAt(odd_, (6 << 20) + 512, 0, Text(30, (6 << 20) + 512));
+  }
+  TempDir dir_;
+  std::string vms_;
+  std::string odd_;
+};
+
+TEST_F(SpaceCommand, CountsAreWhatTheImagesHold) {
+  const nlohmann::json j = Space("--codec=none" + vms_);
+  const auto& c = j["counts"];
+  EXPECT_EQ(c["provisioned_bytes"], 3u * (32 << 20));
+  // Written: 4 + 2 + 1 + 1 MiB per image, in 4 KiB grains.
+  EXPECT_EQ(c["used_grains"], 3u * 8 * 256);
+  EXPECT_EQ(c["zero_grains"], 3u * 256);
+  // The shared 4 MiB once, the rest of each image's non-zero data once per image.
+  EXPECT_EQ(c["unique_grains"], 1024u + 3u * (512 + 256));
+  EXPECT_EQ(c["stored_bytes"], c["unique_grains"].get<uint64_t>() * 4096);
+  const nlohmann::json per_image = Space("--codec=none --scope=image" + vms_);
+  EXPECT_EQ(per_image["counts"]["unique_grains"], 3u * (1024 + 512 + 256));
+  EXPECT_EQ(j["images"].size(), 3u);
+  EXPECT_EQ(j["images"][0]["used_bytes"], 8u << 20);
+}
+
+// The property `vstack space` is built on: scan and replay agree exactly, on every dataset, for
+// every option set (one test per option set, so they run in parallel).
+class SpaceAgreement : public SpaceCommand, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(SpaceAgreement, ScanAndReplayAgreeOnEveryDataset) {
+  // A third dataset: an image read through a stack spec (zstd over a file).
+  const std::string layered = dir_.File("layered.img");
+  {
+    auto dev = Open("zstd+file:" + layered + ",create=on,size=24M");
+    ASSERT_TRUE(dev.has_value());
+    SyncIo io(**dev);
+    const auto t = Text(40, 3 << 20);
+    AlignedBuffer b(t.size());
+    std::memcpy(b.data(), t.data(), t.size());
+    ASSERT_FALSE(io.Write(1 << 20, b.span()));
+  }
+  const std::string opts = GetParam();
+  for (const std::string& data : {vms_, " " + odd_ + vms_, " zstd+file:" + layered}) {
+    const nlohmann::json scan = Space(opts + " --mode=scan" + data);
+    const nlohmann::json replay = Space(opts + " --mode=replay" + data);
+    EXPECT_EQ(scan["counts"], replay["counts"]) << opts << " on" << data;
+    EXPECT_EQ(scan["steps"], replay["steps"]) << opts << " on" << data;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Options, SpaceAgreement,
+    ::testing::Values("", "--scope=image --rule=sector",
+                      "--scope=groups=2 --rule=packed --codec=zstd:3",
+                      "--grain=16K --rule=min-saving=12.5", "--codec=none",
+                      "--dedup=off --codec=zstd:-1", "--grain=64K --protection=raid5 --threads=1"),
+    [](const ::testing::TestParamInfo<const char*>& i) { return "set" + std::to_string(i.index); });
+
+TEST_F(SpaceCommand, ReplayOntoFilesLeavesNothingBehind) {
+  const nlohmann::json on_files = Space("--mode=replay --replay-dir=" + dir_.path() + vms_);
+  EXPECT_EQ(on_files["counts"], Space(vms_)["counts"]);
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+    EXPECT_EQ(entry.path().filename().string().find("replay"), std::string::npos)
+        << entry.path() << " was left behind";
+  }
+}
+
+TEST_F(SpaceCommand, TextJsonAndSvgCarryTheSameNumbers) {
+  const std::string svg = dir_.File("w.svg");
+  testing::CommandResult t = RunVstack("space --rule=sector --protection=raid6 --svg " + svg + vms_);
+  ASSERT_EQ(t.status, 0) << t.output;
+  const nlohmann::json j = Space("--rule=sector --protection=raid6" + vms_);
+  ASSERT_EQ(j["steps"].size(), 7u);
+  std::ifstream f(svg);
+  std::stringstream chart;
+  chart << f.rdbuf();
+  EXPECT_NE(chart.str().find("<svg"), std::string::npos);
+  for (const auto& step : j["steps"]) {
+    const std::string bytes = std::to_string(step["bytes"].get<uint64_t>());
+    EXPECT_NE(t.output.find(bytes), std::string::npos) << "text lacks " << bytes;
+  }
+  const double overall = j["overall"];
+  char want[64];
+  std::snprintf(want, sizeof want, "overall (used / after protection):      %.2fx", overall);
+  EXPECT_NE(t.output.find(want), std::string::npos) << t.output;
+  std::snprintf(want, sizeof want, "overall %.2fx", overall);
+  EXPECT_NE(chart.str().find(want), std::string::npos);
+  EXPECT_NE(t.output.find("RAID-6 (4+2)"), std::string::npos);
+  const double protection = j["steps"][6]["bytes"].get<double>() / j["steps"][5]["bytes"].get<double>();
+  EXPECT_NEAR(protection, 1.5, 1e-6);
+}
+
+TEST_F(SpaceCommand, ShowsProgressWhenAsked) {
+  testing::CommandResult r = RunVstack("space --progress=on" + vms_);
+  ASSERT_EQ(r.status, 0);
+  EXPECT_NE(r.output.find("scan 100% |##############################|"), std::string::npos)
+      << r.output;
+  testing::CommandResult q = RunVstack("space --progress=auto" + vms_);  // not a terminal
+  EXPECT_EQ(q.output.find("100%"), std::string::npos);
+}
+
+TEST_F(SpaceCommand, BadOptionsAndInputsFailClearly) {
+  struct Case {
+    std::string args;
+    std::string want;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--scope=groups=0" + vms_, "--scope groups=0: expected groups=N"},
+           {"--scope=pool" + vms_, "--scope 'pool' is not one of"},
+           {"--grain=3K" + vms_, "--grain 3K: not a power of two"},
+           {"--codec=lz4" + vms_, "--codec 'lz4' is not zstd:N or none"},
+           {"--codec=zstd:99" + vms_, "the zstd level must be from"},
+           {"--rule=half" + vms_, "rule 'half' is not one of"},
+           {"--protection=raid10" + vms_, "--protection 'raid10' is not one of"},
+           {"--mode=replay --dedup=off --codec=none" + vms_, "needs a layer to replay through"},
+           {" /nonexistent/vm.img", "No such file or directory"},
+       }) {
+    testing::CommandResult r = RunVstack("space " + c.args);
+    EXPECT_EQ(r.status, 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.want), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace vstack
+
+namespace vstack {
+namespace {
+
+// The dataset generator (bench/datasets/make_datasets.py) is reproducible byte for byte, and
+// scan and replay agree on what it makes. The README set-up installs python3 and e2fsprogs, so
+// their absence is a failure, not a skip.
+TEST(SpaceDatasets, GeneratorIsReproducibleAndScanEqualsReplay) {
+  ASSERT_TRUE(testing::HaveProgram("python3")) << "python3 is missing: run ./dev.sh to install it";
+  ASSERT_TRUE(testing::HaveProgram("mke2fs")) << "mke2fs is missing: run ./dev.sh to install it";
+  TempDir a, b;
+  const std::string gen = std::string("python3 ") + VSTACK_SOURCE_DIR +
+                          "/bench/datasets/make_datasets.py --preset tiny ";
+  for (const TempDir* d : {&a, &b}) {
+    testing::CommandResult r = testing::RunCommand(gen + d->path());
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  auto slurp = [](const std::string& p) {
+    std::ifstream f(p);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  };
+  const std::string manifest = slurp(a.File("manifest.txt"));
+  EXPECT_NE(manifest.find("vm01.img size=50331648"), std::string::npos) << manifest;
+  EXPECT_EQ(manifest, slurp(b.File("manifest.txt")));
+  const std::string images = " " + a.File("vm00.img") + " " + a.File("vm01.img");
+  const nlohmann::json scan = Space("--mode=scan" + images);
+  const nlohmann::json replay = Space("--mode=replay" + images);
+  EXPECT_EQ(scan["counts"], replay["counts"]);
+  // The dataset has what it promises: shared template (dedup), zeros, compressible data.
+  for (size_t s = 2; s <= 4; ++s) EXPECT_GT(scan["steps"][s]["ratio"].get<double>(), 1.05) << s;
+}
+
+}  // namespace
+}  // namespace vstack
+
+namespace vstack {
+namespace {
+
+// `vstack info` shows each transform layer's space figures, in text and JSON, with the same
+// numbers the layers report through Space().
+TEST(InfoSpace, ShowsEveryTransformLayersFigures) {
+  TempDir dir;
+  const std::string path = dir.File("d.img");
+  SpaceUsage dedup_usage, zstd_usage;
+  {
+    auto dev = Open("crc32c+dedup+zstd:rule=packed+file:" + path + ",create=on,size=48M");
+    ASSERT_TRUE(dev.has_value());
+    SyncIo io(**dev);
+    const auto t = Text(7, 1 << 20);
+    AlignedBuffer b(t.size());
+    std::memcpy(b.data(), t.data(), t.size());
+    ASSERT_FALSE(io.Write(0, b.span()));
+    ASSERT_FALSE(io.Write(4 << 20, b.span()));  // the same megabyte again: dedup hits
+    ASSERT_FALSE(io.Flush());
+  }
+  {
+    auto dev = Open("crc32c+dedup+zstd+file:" + path);
+    ASSERT_TRUE(dev.has_value());
+    dedup_usage = *(*dev)->lower()->Space();
+    zstd_usage = *(*dev)->lower()->lower()->Space();
+  }
+  // 256 grains of data written twice, plus crc32c's own metadata (it sits above dedup).
+  EXPECT_GE(dedup_usage.unique_grains, 256u);
+  EXPECT_LT(dedup_usage.unique_grains, 300u);
+  testing::CommandResult j = RunVstack("info --output=json crc32c+dedup+zstd+file:" + path);
+  ASSERT_EQ(j.status, 0) << j.output;
+  const nlohmann::json doc = nlohmann::json::parse(j.output);
+  ASSERT_EQ(doc["layers"].size(), 4u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(doc["layers"][i]["properties"].contains("space_metadata_bytes")) << i;
+  }
+  const auto& dp = doc["layers"][1]["properties"];
+  EXPECT_EQ(dp["space_unique_grains"], dedup_usage.unique_grains);
+  EXPECT_EQ(dp["space_logical_bytes_live"], dedup_usage.logical_bytes_live);
+  EXPECT_GE(dp["dedup_ratio"].get<double>(), 1.9);
+  EXPECT_EQ(doc["layers"][2]["properties"]["space_stored_bytes"], zstd_usage.stored_bytes);
+  testing::CommandResult t = RunVstack("info crc32c+dedup+zstd+file:" + path);
+  ASSERT_EQ(t.status, 0);
+  EXPECT_NE(t.output.find("space_unique_grains"), std::string::npos) << t.output;
+  EXPECT_NE(t.output.find(std::to_string(zstd_usage.stored_bytes)), std::string::npos);
+  // A read-only look at blank memory writes nothing and shows empty layers.
+  testing::CommandResult blank = RunVstack("info dedup+zstd+memory:1G");
+  EXPECT_EQ(blank.status, 0) << blank.output;
+  EXPECT_NE(blank.output.find("[1] zstd"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vstack

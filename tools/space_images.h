@@ -1,0 +1,67 @@
+// The input side of `vstack space`: opening images (raw files, VHD through OpenImage's probes,
+// or any stack spec) read-only, finding the grains that hold written data, and cutting them
+// into jobs for worker threads. Scan and replay read exactly the same grains.
+#ifndef VSTACK_TOOLS_SPACE_IMAGES_H_
+#define VSTACK_TOOLS_SPACE_IMAGES_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/block_device.h"
+#include "lib/sync_io.h"
+
+namespace vstack::cli {
+
+struct SpaceImage {
+  std::string name;  // as given on the command line
+  std::string spec;  // as opened
+  DevicePtr device;
+  uint64_t size = 0;
+  // Grain-aligned ranges (the last may end at `size`) overlapping allocated extents.
+  std::vector<std::pair<uint64_t, uint64_t>> used;
+  uint64_t used_bytes() const;
+};
+
+// Opens every image read-only and maps its written grains.
+Result<std::vector<SpaceImage>> OpenSpaceImages(const std::vector<std::string>& names,
+                                                uint32_t grain);
+
+// A piece of work: `length` bytes at `offset` of image `image`.
+struct SpaceJob {
+  size_t image = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+// Every used range cut into jobs of at most `max` bytes (a multiple of the grain), handed out
+// to worker threads in order.
+class SpaceJobs {
+ public:
+  SpaceJobs(const std::vector<SpaceImage>& images, uint64_t max);
+  // The next job, or false when there is none left. Thread-safe.
+  bool Next(SpaceJob* job);
+
+ private:
+  std::vector<SpaceJob> jobs_;
+  std::atomic<size_t> next_{0};
+};
+
+// One SyncIo per device for the calling worker, opened on first use. Not thread-safe: one per
+// worker thread.
+class WorkerIo {
+ public:
+  SyncIo& For(BlockDevice& device, size_t slot);
+
+ private:
+  std::vector<std::unique_ptr<SyncIo>> io_;
+};
+
+// Worker threads to use: `requested`, or one per CPU; 1 if any device is single-queue.
+unsigned WorkerCount(unsigned requested, const std::vector<BlockDevice*>& devices);
+
+}  // namespace vstack::cli
+
+#endif  // VSTACK_TOOLS_SPACE_IMAGES_H_

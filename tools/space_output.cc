@@ -1,0 +1,214 @@
+#include "tools/space_output.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "lib/size.h"
+#include "tools/output.h"
+
+namespace vstack::cli {
+namespace {
+
+const char* ModeName(const SpaceOptions& o) {
+  return o.mode == SpaceOptions::Mode::kScan ? "scan" : "replay";
+}
+
+std::string ScopeName(const SpaceOptions& o) {
+  switch (o.scope) {
+    case SpaceOptions::Scope::kGlobal: return "global";
+    case SpaceOptions::Scope::kImage: return "image";
+    case SpaceOptions::Scope::kGroups: return "groups=" + std::to_string(o.groups);
+  }
+  return "?";
+}
+
+std::string Codec(const SpaceOptions& o) {
+  return o.compress ? "zstd:" + std::to_string(o.level) + " rule " + FormatSizeRule(o.rule) : "none";
+}
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '&') out += "&amp;";
+    else if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string DescribeSpaceRun(const SpaceOptions& o, size_t images) {
+  return fmt::format("{} image{}, scope {}, grain {}, dedup {}, codec {}, {}, checksums {}, {}",
+                     images, images == 1 ? "" : "s", ScopeName(o), FormatSize(o.grain),
+                     o.dedup ? "on" : "off", Codec(o), DescribeProtection(o.protection),
+                     o.checksum ? "on" : "off", ModeName(o));
+}
+
+std::string SpaceText(const SpaceReport& r, const SpaceOptions& o, size_t images) {
+  TextTable t({"step", "bytes", "size", "ratio"}, {false, true, true, true});
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    const SpaceStep& s = r.steps[i];
+    t.AddRow({s.label, std::to_string(s.bytes), FormatSize(s.bytes),
+              i == 0 ? "" : fmt::format("{:.2f}x", s.ratio)});
+  }
+  std::string out = DescribeSpaceRun(o, images) + "\n\n" + t.Render();
+  out += fmt::format("\ndata reduction (used / with metadata):  {:.2f}x\n", r.data_reduction);
+  out += fmt::format("overall (used / after protection):      {:.2f}x\n", r.overall);
+  return out;
+}
+
+nlohmann::json SpaceJson(const SpaceReport& r, const SpaceOptions& o,
+                         const std::vector<SpaceImage>& images) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const SpaceStep& s : r.steps) {
+    steps.push_back({{"step", s.key}, {"label", s.label}, {"bytes", s.bytes}, {"ratio", s.ratio}});
+  }
+  nlohmann::json imgs = nlohmann::json::array();
+  for (const SpaceImage& i : images) {
+    imgs.push_back({{"name", i.name}, {"spec", i.spec}, {"size_bytes", i.size},
+                    {"used_bytes", i.used_bytes()}});
+  }
+  const SpaceCounts& c = r.counts;
+  return {{"mode", ModeName(o)},
+          {"options",
+           {{"scope", ScopeName(o)},
+            {"grain", o.grain},
+            {"dedup", o.dedup},
+            {"codec", o.compress ? "zstd:" + std::to_string(o.level) : "none"},
+            {"rule", FormatSizeRule(o.rule)},
+            {"protection", o.protection},
+            {"protection_factor", ProtectionFactor(o.protection)},
+            {"checksum", o.checksum}}},
+          {"images", imgs},
+          {"counts",
+           {{"provisioned_bytes", c.provisioned_bytes},
+            {"used_grains", c.used_grains},
+            {"zero_grains", c.zero_grains},
+            {"unique_grains", c.unique_grains},
+            {"compressed_bytes", c.compressed_bytes},
+            {"stored_bytes", c.stored_bytes},
+            {"metadata_bytes", c.metadata_bytes}}},
+          {"steps", steps},
+          {"data_reduction", r.data_reduction},
+          {"overall", r.overall}};
+}
+
+namespace {
+
+// A round tick step (1, 2 or 5 times a power of 1024 or of ten of it) for about 4 ticks to `max`.
+uint64_t TickStep(uint64_t max) {
+  const uint64_t raw = std::max<uint64_t>(1, max / 4);
+  uint64_t unit = 1;
+  while (unit * 1024 <= raw) unit *= 1024;
+  uint64_t step = unit;
+  for (uint64_t m : {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}) {
+    step = m * unit;
+    if (step >= raw) break;
+  }
+  return step;
+}
+
+}  // namespace
+
+std::string SpaceSvg(const SpaceReport& r, const SpaceOptions& o, size_t images) {
+  const int W = 960, H = 540, left = 90, right = 30, top = 80, bottom = 120;
+  const int plot_h = H - top - bottom;
+  const size_t n = r.steps.size();
+  const double slot = double(W - left - right) / double(n);
+  const double bar_w = slot * 0.62;
+  // Scale to the largest step after "provisioned"; a provisioned bar far above is cut off.
+  uint64_t largest = 1;
+  for (size_t i = 1; i < n; ++i) largest = std::max(largest, r.steps[i].bytes);
+  const bool cut = r.steps[0].bytes > largest * 5 / 4;
+  if (!cut) largest = std::max(largest, r.steps[0].bytes);
+  const uint64_t step = TickStep(largest);
+  const uint64_t max = (largest + step - 1) / step * step + step / 2;  // headroom for labels
+  auto y = [&](uint64_t b) { return top + plot_h - double(std::min(b, max)) / double(max) * plot_h; };
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
+      "font-family=\"DejaVu Sans, Arial, sans-serif\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{}\" y=\"30\" font-size=\"20\" font-weight=\"bold\">vstack space: savings factor by "
+      "factor</text>\n<text x=\"{}\" y=\"52\" font-size=\"12\" fill=\"#444\">{}</text>\n",
+      W, H, W, H, left, left, Escape(DescribeSpaceRun(o, images)));
+  for (uint64_t b = 0; b <= max; b += step) {
+    const double yy = y(b);
+    s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e3e3e3\"/>\n"
+                     "<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\" "
+                     "fill=\"#555\">{}</text>\n",
+                     left, yy, W - right, yy, left - 6, yy + 4, Escape(FormatSize(b)));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const SpaceStep& st = r.steps[i];
+    const double x = left + slot * double(i) + (slot - bar_w) / 2;
+    const uint64_t prev = i == 0 ? st.bytes : r.steps[i - 1].bytes;
+    // The part carried over from the previous step, then the change on top of it: space saved
+    // by this step (green, dashed: no longer there) or added by it (orange).
+    const uint64_t carried = std::min(prev, st.bytes);
+    const std::string color = i == 0 ? "#9aa5b1" : i == n - 1 ? "#3b6ea5" : "#6c9bd2";
+    s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
+                     "fill=\"{}\"/>\n",
+                     x, y(carried), bar_w, top + plot_h - y(carried), color);
+    if (prev > st.bytes) {
+      s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
+                       "fill=\"#a8dcaa\" stroke=\"#3d8b40\" stroke-dasharray=\"4 3\"/>\n",
+                       x, y(prev), bar_w, y(st.bytes) - y(prev));
+    } else if (prev < st.bytes) {
+      s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
+                       "fill=\"#f0a04b\"/>\n",
+                       x, y(st.bytes), bar_w, y(prev) - y(st.bytes));
+    }
+    if (i == 0 && cut) {
+      // The provisioned bar is cut: a white zigzag says it goes on.
+      s += fmt::format("<path d=\"M{:.1f},{:.1f} l{:.1f},-8 l{:.1f},8 l{:.1f},-8 l{:.1f},8\" "
+                       "stroke=\"white\" stroke-width=\"4\" fill=\"none\"/>\n",
+                       x, double(top) + 16, bar_w / 4, bar_w / 4, bar_w / 4, bar_w / 4);
+    }
+    const double label_y = std::max(double(top) + 2, std::min(y(prev), y(st.bytes)) - 20);
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\" "
+                     "font-weight=\"bold\">{}</text>\n",
+                     x + bar_w / 2, label_y, Escape(FormatSize(st.bytes)));
+    if (i > 0) {
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"middle\" "
+                       "fill=\"#333\">{:.2f}x</text>\n",
+                       x + bar_w / 2, label_y + 13, st.ratio);
+    }
+    // The step's name under the axis, wrapped at spaces into lines of about 16 characters.
+    std::vector<std::string> lines(1);
+    std::string word;
+    for (char c : st.label + " ") {
+      if (c != ' ') {
+        word += c;
+        continue;
+      }
+      if (!lines.back().empty() && lines.back().size() + word.size() > 16) lines.emplace_back();
+      lines.back() += (lines.back().empty() ? "" : " ") + word;
+      word.clear();
+    }
+    for (size_t k = 0; k < lines.size(); ++k) {
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}"
+                       "</text>\n",
+                       x + bar_w / 2, top + plot_h + 18 + 14 * k, Escape(lines[k]));
+    }
+  }
+  s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#333\"/>\n", left,
+                   top + plot_h, W - right, top + plot_h);
+  // Legend and the two ratios.
+  const int ly = H - 26;
+  s += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"12\" fill=\"#a8dcaa\" stroke=\"#3d8b40\" "
+      "stroke-dasharray=\"4 3\"/><text x=\"{}\" y=\"{}\" font-size=\"12\">saved by the step</text>\n"
+      "<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"12\" fill=\"#f0a04b\"/><text x=\"{}\" y=\"{}\" "
+      "font-size=\"12\">added by the step</text>\n"
+      "<text x=\"{}\" y=\"{}\" font-size=\"12\">data reduction {:.2f}x (used / with metadata), "
+      "overall {:.2f}x (used / after protection)</text>\n",
+      left, ly - 10, left + 20, ly, left + 160, ly - 10, left + 180, ly, left + 330, ly,
+      r.data_reduction, r.overall);
+  s += "</svg>\n";
+  return s;
+}
+
+}  // namespace vstack::cli

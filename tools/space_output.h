@@ -1,0 +1,27 @@
+// The three forms of a `vstack space` report, all from the same SpaceReport: a text table,
+// JSON (--output=json) and an SVG waterfall chart (--svg FILE).
+#ifndef VSTACK_TOOLS_SPACE_OUTPUT_H_
+#define VSTACK_TOOLS_SPACE_OUTPUT_H_
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "tools/space_images.h"
+#include "tools/space_model.h"
+
+namespace vstack::cli {
+
+// "8 images, scope global, grain 4 KiB, dedup on, zstd:1 rule vsan-osa, RAID-1..., scan".
+std::string DescribeSpaceRun(const SpaceOptions& o, size_t images);
+
+std::string SpaceText(const SpaceReport& r, const SpaceOptions& o, size_t images);
+nlohmann::json SpaceJson(const SpaceReport& r, const SpaceOptions& o,
+                         const std::vector<SpaceImage>& images);
+// A waterfall: one bar per step, the change from the previous step drawn on top of it.
+std::string SpaceSvg(const SpaceReport& r, const SpaceOptions& o, size_t images);
+
+}  // namespace vstack::cli
+
+#endif  // VSTACK_TOOLS_SPACE_OUTPUT_H_

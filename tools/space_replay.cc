@@ -1,0 +1,143 @@
+#include "tools/space_replay.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "blockdev/dedup/dedup_device.h"
+#include "blockdev/zstd/zstd_device.h"
+#include "lib/aligned_buffer.h"
+#include "lib/registry.h"
+#include "lib/spec.h"
+
+namespace vstack::cli {
+namespace {
+
+constexpr uint64_t kJobBytes = 4 << 20;
+
+uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+template <typename T>
+T* Find(BlockDevice& top) {
+  for (BlockDevice* d = &top; d != nullptr; d = d->lower()) {
+    if (auto* t = dynamic_cast<T*>(d)) return t;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string ReplayLayers(const SpaceOptions& o, uint64_t virtual_size) {
+  const std::string grain = "grain=" + std::to_string(o.grain);
+  const std::string zstd = "zstd:level=" + std::to_string(o.level) + "," + grain +
+                           ",rule=" + FormatSizeRule(o.rule);
+  const std::string size = ",size=" + std::to_string(virtual_size);
+  if (o.dedup && o.compress) return "dedup:" + grain + size + "+" + zstd;
+  if (o.dedup) return "dedup:" + grain + size;
+  return zstd + size;
+}
+
+Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOptions& o,
+                                 const std::string& dir, Progress& progress) {
+  if (!o.dedup && !o.compress) {
+    return MakeError(Errc::kInvalidArgument,
+                     "--mode=replay needs a layer to replay through: dedup, or a codec");
+  }
+  const uint32_t domains = DomainCount(o, images.size());
+  const uint32_t grain = o.grain;
+  // Each domain's stack holds its images one after the other.
+  std::vector<uint64_t> base(images.size());
+  std::vector<uint64_t> virtual_size(domains, 0);
+  for (size_t i = 0; i < images.size(); ++i) {
+    const uint32_t d = DomainOf(o, i, images.size());
+    base[i] = virtual_size[d];
+    virtual_size[d] += RoundUp(images[i].size, grain);
+  }
+  std::vector<DevicePtr> stacks;
+  std::vector<std::string> files;
+  for (uint32_t d = 0; d < domains; ++d) {
+    // Sparse below, so room for the worst case (nothing shared) costs nothing.
+    const uint64_t below = RoundUp(2 * virtual_size[d] + (256 << 20), 1 << 20);
+    std::string backend = "memory:" + std::to_string(below);
+    if (!dir.empty()) {
+      files.push_back(dir + "/vstack-space-replay-" + std::to_string(::getpid()) + "-" +
+                      std::to_string(d) + ".img");
+      backend = FormatSpecPart(SpecPart{"file", files.back(),
+                                        {{"create", "on"}, {"size", std::to_string(below)}}});
+    }
+    auto stack = Open(ReplayLayers(o, virtual_size[d]) + "+" + backend);
+    if (!stack) {
+      for (const std::string& f : files) ::unlink(f.c_str());
+      return Annotate(std::move(stack).error(), "replay stack");
+    }
+    stacks.push_back(std::move(*stack));
+  }
+
+  std::vector<BlockDevice*> devices;
+  for (auto& img : images) devices.push_back(img.device.get());
+  for (auto& s : stacks) devices.push_back(s.get());
+  const unsigned workers = WorkerCount(o.threads, devices);
+  SpaceJobs jobs(images, kJobBytes);
+  std::mutex error_mu;
+  Error error;
+  std::atomic<bool> failed{false};
+  auto work = [&] {
+    WorkerIo in, out;
+    AlignedBuffer buf(kJobBytes);
+    SpaceJob job;
+    while (!failed && jobs.Next(&job)) {
+      SpaceImage& img = images[job.image];
+      const uint32_t d = DomainOf(o, job.image, images.size());
+      std::error_code ec = in.For(*img.device, job.image).Read(job.offset, buf.span().first(job.length));
+      std::string what = "read " + img.name;
+      if (!ec) {
+        ec = out.For(*stacks[d], d).Write(base[job.image] + job.offset, buf.span().first(job.length));
+        what = "replay write";
+      }
+      if (ec) {
+        std::lock_guard lock(error_mu);
+        if (!failed.exchange(true)) {
+          error = MakeError(ec, what + " at offset " + std::to_string(job.offset) + ": " + ec.message());
+        }
+        return;
+      }
+      progress.Add(job.length);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned w = 0; w < workers; ++w) threads.emplace_back(work);
+  for (auto& t : threads) t.join();
+
+  SpaceCounts total;
+  for (uint32_t d = 0; d < domains && !failed; ++d) {
+    SpaceCounts c;
+    DedupDevice* dedup = Find<DedupDevice>(*stacks[d]);
+    ZstdDevice* zstd = Find<ZstdDevice>(*stacks[d]);
+    const SpaceUsage top = *(dedup ? dedup->Space() : zstd->Space());
+    c.used_grains = top.logical_bytes_live / grain;
+    c.zero_grains = top.zero_grains;
+    c.unique_grains = top.unique_grains;
+    if (zstd) {
+      // With dedup above, only dedup's data area: its own metadata is not the images' data.
+      const uint64_t from = dedup ? dedup->data_offset() : 0;
+      const SpaceUsage z = zstd->SpaceOf(from, zstd->geometry().size_bytes - from);
+      c.compressed_bytes = z.compressed_bytes;
+      c.stored_bytes = z.stored_bytes;
+    } else {
+      c.compressed_bytes = c.stored_bytes = c.unique_grains * grain;
+    }
+    for (size_t i = 0; i < images.size(); ++i) {
+      if (DomainOf(o, i, images.size()) == d) c.provisioned_bytes += images[i].size;
+    }
+    AddMetadata(o, grain, &c);
+    total += c;
+  }
+  stacks.clear();  // closes them
+  for (const std::string& f : files) ::unlink(f.c_str());
+  if (failed) return error;
+  return total;
+}
+
+}  // namespace vstack::cli
