@@ -53,7 +53,7 @@ OffsetGenerator::OffsetGenerator(const WorkloadKnobs& k, uint64_t region, uint32
   cursor_ = static_cast<uint64_t>(
       static_cast<unsigned __int128>(blocks_) * thread / std::max<uint32_t>(threads, 1));
   // Spread hot ranks over the device, as fio does, with a multiplicative permutation: rank r
-  // goes to block (r * stride) mod blocks, a bijection when gcd(stride, blocks) = 1.
+  // (1..blocks) goes to block (r * stride) mod blocks, a bijection when gcd(stride, blocks) = 1.
   stride_ = static_cast<uint64_t>(static_cast<double>(blocks_) * 0.6180339887498949) | 1;
   while (blocks_ > 1 && std::gcd(stride_, blocks_) != 1) stride_ += 2;
   stride_ %= blocks_;
@@ -68,7 +68,7 @@ uint64_t OffsetGenerator::Next(WorkloadRng& rng) {
   } else if (distribution_ == Distribution::kUniform) {
     block = rng.Below(blocks_);
   } else {
-    const uint64_t rank = zipf_.Sample(rng) - 1;
+    const uint64_t rank = zipf_.Sample(rng);  // 1 = hottest
     block = static_cast<uint64_t>(static_cast<unsigned __int128>(rank) * stride_ % blocks_);
   }
   return block * block_size_;

@@ -61,14 +61,33 @@ std::string NoData(int w, int h, const std::string& title) {
          "</svg>\n";
 }
 
-// Nice round upper bound for a linear axis.
-double NiceMax(double v) {
-  if (v <= 0) return 1;
-  const double p = std::pow(10, std::floor(std::log10(v)));
-  for (double m : {1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0}) {
-    if (m * p >= v) return m * p;
+// A linear axis over [lo, hi] with about five round ticks (1, 2, 2.5 or 5 times a power of 10).
+struct Axis {
+  double lo = 0, hi = 1, step = 0.2;
+};
+Axis NiceAxis(double lo, double hi) {
+  if (!(hi > lo)) hi = lo + 1;
+  const double raw = (hi - lo) / 5;
+  const double p = std::pow(10, std::floor(std::log10(raw)));
+  double step = 10 * p;
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    if (m * p >= raw) {
+      step = m * p;
+      break;
+    }
   }
-  return 10 * p;
+  return {std::floor(lo / step + 1e-9) * step, std::ceil(hi / step - 1e-9) * step, step};
+}
+
+// Stack names can be long specs: shorten for labels.
+std::string Label(const std::string& name) {
+  return name.size() <= 44 ? name : name.substr(0, 41) + "...";
+}
+// Width in pixels of the widest label at 12px (about 7px per character).
+int LabelWidth(const std::vector<const bench::StackSummary*>& stacks) {
+  size_t n = 8;
+  for (const auto* s : stacks) n = std::max(n, Label(s->name).size());
+  return static_cast<int>(n) * 15 / 2 + 24;
 }
 
 }  // namespace
@@ -88,9 +107,10 @@ std::string XmlEscape(const std::string& text) {
 }
 
 std::string LatencyCdfSvg(const BenchReport& r) {
-  const int W = 960, H = 540, L = 80, R = 230, T = 44, B = 64;
-  const std::string title = "Latency CDF per stack (reads + writes, all rounds)";
   const auto stacks = Measured(r);
+  const int R = 60 + LabelWidth(stacks), W = 700 + R, L = 80, T = 44, B = 64;
+  const int H = std::max(540, T + B + 20 * int(stacks.size()) + 20);
+  const std::string title = "Latency CDF per stack (reads + writes, all rounds)";
   if (stacks.empty()) return NoData(W, H, title);
   double lo = INFINITY, hi = 0;
   uint64_t max_count = 0;
@@ -146,15 +166,15 @@ std::string LatencyCdfSvg(const BenchReport& r) {
                        Color(i), pts);
     const double ly = T + 10 + 20 * double(i);
     svg += Line(L + pw + 16, ly, L + pw + 40, ly, Color(i), 3);
-    svg += Text(L + pw + 46, ly + 4, stacks[i]->name);
+    svg += Text(L + pw + 46, ly + 4, Label(stacks[i]->name));
   }
   return svg + "</svg>\n";
 }
 
 std::string OverheadSvg(const BenchReport& r) {
   const auto stacks = Measured(r);
-  const int row = 30, T = 70, B = 50, L = 170, gap = 60, pw = 330;
-  const int H = T + B + row * std::max<int>(1, int(stacks.size())), W = L + 2 * pw + gap + 30;
+  const int row = 30, T = 70, B = 50, L = LabelWidth(stacks), gap = 70, pw = 330;
+  const int H = T + B + row * std::max<int>(1, int(stacks.size())), W = L + 2 * pw + gap + 50;
   const std::string base = r.summary.baseline;
   const std::string title = "IOPS and efficiency overhead vs " + (base.empty() ? "baseline" : base);
   if (stacks.empty()) return NoData(W, H, title);
@@ -164,28 +184,29 @@ std::string OverheadSvg(const BenchReport& r) {
     max_over = std::max(max_over, s->overhead_vs_base * 100);
     min_over = std::min(min_over, s->overhead_vs_base * 100);
   }
-  max_ratio = NiceMax(max_ratio * 1.05);
-  max_over = NiceMax(max_over * 1.05);
-  min_over = -NiceMax(-min_over * 1.05 + 1e-9);
-  if (min_over > -1e-9) min_over = 0;
+  const Axis ra = NiceAxis(0, max_ratio * 1.05);
+  const Axis oa = NiceAxis(min_over, max_over * 1.05);
+  max_ratio = ra.hi;
+  min_over = oa.lo;
+  max_over = oa.hi;
   std::string svg = Header(W, H, title);
   const double ax = L, bx = L + pw + gap;
   svg += Text(ax + pw / 2, T - 26, "IOPS / " + base + " IOPS (median; whisker min-max)", "middle", 13);
   svg += Text(bx + pw / 2, T - 26, "efficiency overhead % (IOPS per CPU-second)", "middle", 13);
   auto XA = [&](double v) { return ax + v / max_ratio * pw; };
   auto XB = [&](double v) { return bx + (v - min_over) / (max_over - min_over) * pw; };
-  for (int i = 0; i <= 5; ++i) {
-    const double v = max_ratio * i / 5;
+  for (double v = ra.lo; v <= ra.hi + ra.step / 2; v += ra.step) {
     svg += Line(XA(v), T - 6, XA(v), T + row * double(stacks.size()));
     svg += Text(XA(v), T + row * double(stacks.size()) + 16, fmt::format("{:g}", v), "middle", 11);
-    const double o = min_over + (max_over - min_over) * i / 5;
+  }
+  for (double o = oa.lo; o <= oa.hi + oa.step / 2; o += oa.step) {
     svg += Line(XB(o), T - 6, XB(o), T + row * double(stacks.size()));
     svg += Text(XB(o), T + row * double(stacks.size()) + 16, fmt::format("{:g}%", o), "middle", 11);
   }
   for (size_t i = 0; i < stacks.size(); ++i) {
     const auto* s = stacks[i];
     const double y = T + row * double(i);
-    svg += Text(L - 8, y + row / 2.0 + 4, s->name, "end");
+    svg += Text(L - 8, y + row / 2.0 + 4, Label(s->name), "end");
     svg += Rect(ax, y + 5, XA(s->iops_vs_base.median) - ax, row - 10, Color(i));
     svg += Line(XA(s->iops_vs_base.min), y + row / 2.0, XA(s->iops_vs_base.max), y + row / 2.0, "#000", 1.5);
     svg += Text(XA(s->iops_vs_base.median) + 4, y + row / 2.0 - 6,
@@ -202,7 +223,7 @@ std::string OverheadSvg(const BenchReport& r) {
 
 std::string LayerCostSvg(const BenchReport& r) {
   const auto stacks = Measured(r);
-  const int row = 30, T = 70, L = 170, gap = 60, pw = 330;
+  const int row = 30, T = 70, L = LabelWidth(stacks), gap = 110, pw = 330;
   std::vector<std::string> kinds;  // non-backend layer kinds, in order of appearance
   for (const auto* s : stacks) {
     for (const bench::LayerCost& c : s->attribution.layers) {
@@ -220,18 +241,21 @@ std::string LayerCostSvg(const BenchReport& r) {
       max_dev = std::max(max_dev, s->attribution.layers.back().self_median_us_per_io);
     }
   }
-  max_layers = NiceMax(max_layers * 1.05);
-  max_dev = NiceMax(max_dev * 1.05);
+  const Axis la = NiceAxis(0, max_layers * 1.05), da = NiceAxis(0, max_dev * 1.05);
+  max_layers = la.hi;
+  max_dev = da.hi;
   std::string svg = Header(W, H, title);
   const double ax = L, bx = L + pw + gap;
   svg += Text(ax + pw / 2, T - 26, "us added by the layers above the device (stacked)", "middle", 13);
   svg += Text(bx + pw / 2, T - 26, "us in the device (backend), per guest I/O", "middle", 13);
   const double bottom = T + row * double(stacks.size());
-  for (int i = 0; i <= 5; ++i) {
-    const double a = max_layers * i / 5, b = max_dev * i / 5;
-    const double xa = ax + a / max_layers * pw, xb = bx + b / max_dev * pw;
+  for (double a = 0; a <= la.hi + la.step / 2; a += la.step) {
+    const double xa = ax + a / max_layers * pw;
     svg += Line(xa, T - 6, xa, bottom);
     svg += Text(xa, bottom + 16, fmt::format("{:g}", a), "middle", 11);
+  }
+  for (double b = 0; b <= da.hi + da.step / 2; b += da.step) {
+    const double xb = bx + b / max_dev * pw;
     svg += Line(xb, T - 6, xb, bottom);
     svg += Text(xb, bottom + 16, fmt::format("{:g}", b), "middle", 11);
   }
@@ -241,7 +265,7 @@ std::string LayerCostSvg(const BenchReport& r) {
   for (size_t i = 0; i < stacks.size(); ++i) {
     const auto* s = stacks[i];
     const double y = T + row * double(i);
-    svg += Text(L - 8, y + row / 2.0 + 4, s->name, "end");
+    svg += Text(L - 8, y + row / 2.0 + 4, Label(s->name), "end");
     double x = ax;
     for (const bench::LayerCost& c : s->attribution.layers) {
       if (c.backend) {
@@ -253,13 +277,14 @@ std::string LayerCostSvg(const BenchReport& r) {
       }
       const double w = c.self_median_us_per_io / max_layers * pw;
       svg += Rect(x, y + 5, w, row - 10, kind_color(c.kind));
+      if (x > ax) svg += Line(x, y + 5, x, y + row - 5, "white", 2);  // layer boundary
       x += w;
     }
     if (s->attribution.layers.size() > 1) {
-      svg += Text(x + 4, y + row / 2.0 + 4,
-                  fmt::format("{:.2f} (mean {:.2f})", s->attribution.layers_median_us_per_io,
-                              s->attribution.layers_us_per_io),
+      svg += Text(x + 4, y + row / 2.0 - 2, fmt::format("{:.2f}", s->attribution.layers_median_us_per_io),
                   "start", 10);
+      svg += Text(x + 4, y + row / 2.0 + 9, fmt::format("mean {:.2f}", s->attribution.layers_us_per_io),
+                  "start", 9, "fill=\"#666\"");
     }
   }
   for (size_t i = 0; i < kinds.size(); ++i) {
