@@ -1,5 +1,7 @@
 #include "bench/workload/stack_plan.h"
 
+#include <algorithm>
+
 #include "lib/registry.h"
 #include "lib/spec.h"
 
@@ -40,6 +42,8 @@ StackPlan Preset(const BackendChoice& b, std::string name, std::string layers, s
   if (!layers.empty() && parts) {
     for (const SpecPart& part : *parts) p.components.push_back(part.name);
   }
+  std::sort(p.components.begin(), p.components.end());
+  p.components.erase(std::unique(p.components.begin(), p.components.end()), p.components.end());
   if (layers.empty()) p.raw_file = true;
   if (layers.empty() && format == "raw") p.qemu_format = "raw";
   if (layers == "vhd+" && format == "vhd") p.qemu_format = "vpc";
