@@ -298,7 +298,8 @@ void AddBenchCommand(CLI::App& app) {
                   "round), none")
       ->capture_default_str();
   cmd->add_option("--dir", a->dir, "where temporary images go (default: $TMPDIR or /var/tmp)");
-  cmd->add_option("--report-dir", a->report_dir, "report folder (default: ./vstack-report-DATE-TIME)");
+  cmd->add_option("--report-dir", a->report_dir, "report folder (default: ./vstack-report-DATE-TIME)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   cmd->add_flag("--no-report", a->no_report, "do not write the report folder");
   cmd->add_flag("--compare-qemu", a->compare_qemu,
                 "also run qemu-img bench on the same image files (raw, vpc) every round");
