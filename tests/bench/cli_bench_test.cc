@@ -107,13 +107,19 @@ TEST(CliBench, CtrlCPrintsPartialResultsAndRemovesTemporaryFiles) {
   const std::string scratch = dir.File("scratch");
   std::filesystem::create_directory(scratch);
   const std::string out = dir.File("out.txt");
-  const pid_t pid = Start("bench --quiet --backend file --direct off --stack raw --stack passthrough "
+  const pid_t pid = Start("bench --backend file --direct off --stack raw --stack passthrough "
                           "--size 8M --duration 60s --warmup 0 --rounds 3 --dir " + scratch +
                               " --report-dir " + dir.File("report"),
                           out);
   ASSERT_GT(pid, 0);
-  // Wait until the first run is measuring (its image exists and has been filled), then Ctrl-C.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Wait until the first run is measuring (the progress line on a non-terminal prints one line
+  // per stage), then Ctrl-C.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (Slurp(out).find("raw                running") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ASSERT_EQ(kill(pid, SIGINT), 0);
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
