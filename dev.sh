@@ -77,9 +77,10 @@ case "${1:-}" in
     shift
     install_missing
     build build
-    tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/vstack-main.XXXXXX")
-    trap 'rm -rf "$tmp"' EXIT
-    ./build/vstack info "passthrough+file:$tmp/disk.img,create=on,size=64M" "$@"
+    # The default matrix (raw, passthrough, fixed and dynamic VHD, dedup, zstd, dedup+zstd) on
+    # temporary files under ${TMPDIR:-/var/tmp}, removed at exit; the report folder (index.html,
+    # report.json, SVG charts) goes to build/bench-report. Extra arguments are vstack bench knobs.
+    ./build/vstack bench --report-dir build/bench-report "$@"
     ;;
   test)
     install_missing

@@ -39,7 +39,12 @@ uint64_t QueueDriver::NextOffset() {
   return ((rng_ * 0x2545F4914F6CDD1Dull) % blocks_) * config_.block_size;
 }
 
-void QueueDriver::Prepare(Slot& s) { s.req.offset = NextOffset(); }
+void QueueDriver::Prepare(Slot& s) {
+  s.req.offset = NextOffset();
+  if (config_.op == Op::kWrite && config_.before_write) {
+    config_.before_write(std::span<std::byte>(static_cast<std::byte*>(s.iov.iov_base), s.iov.iov_len));
+  }
+}
 
 void QueueDriver::OnComplete(IoRequest& req) {
   Slot& s = *static_cast<Slot*>(req.user_data);

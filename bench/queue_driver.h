@@ -6,7 +6,9 @@
 #define VSTACK_BENCH_QUEUE_DRIVER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "lib/aligned_buffer.h"
@@ -21,6 +23,9 @@ struct DriverConfig {
   uint64_t span = 0;           // offsets are uniform random, block-aligned, in [0, span); 0 = device size
   uint64_t seed = 1;
   bool register_buffers = true;  // announce the buffers with IoQueue::RegisterBuffers
+  // Writes only: called on the request's buffer before each write, e.g. to make its data unique
+  // for a dedup or compression layer. Empty: every write carries the same 0x5A bytes.
+  std::function<void(std::span<std::byte>)> before_write = nullptr;
 };
 
 class QueueDriver {

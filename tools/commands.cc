@@ -3,6 +3,7 @@
 
 namespace vstack::cli {
 
+void AddBenchCommand(CLI::App& app);
 void AddInfoCommand(CLI::App& app);
 void AddLayersCommand(CLI::App& app);
 void AddCreateCommand(CLI::App& app);
@@ -15,6 +16,7 @@ void AddSpaceCommand(CLI::App& app);
 
 const std::vector<CommandRegistration>& AllCommands() {
   static const std::vector<CommandRegistration> kCommands = {
+      {"bench", &AddBenchCommand},
       {"info", &AddInfoCommand},
       {"layers", &AddLayersCommand},
       {"create", &AddCreateCommand},

@@ -1,0 +1,54 @@
+// An anchor is an outside tool (qemu-img bench, fio) run in the same rounds as vstack, on the
+// same image files with matching knobs, so vstack's numbers can be read as ratios against a
+// known reference measured under the same machine conditions. The matrix runs each anchor right
+// after the stack it applies to, in every round. Implementations live with the CLI (tools/).
+#ifndef VSTACK_BENCH_WORKLOAD_ANCHOR_H_
+#define VSTACK_BENCH_WORKLOAD_ANCHOR_H_
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include "bench/workload/knobs.h"
+#include "bench/workload/run_result.h"
+#include "bench/workload/stack_plan.h"
+#include "lib/errors.h"
+
+namespace vstack::bench {
+
+struct AnchorJob {
+  const StackPlan* plan = nullptr;
+  WorkloadKnobs knobs;           // this round's knobs (seed included)
+  std::string image;             // the image file vstack just ran on (closed now)
+  std::string scratch_dir;       // for the anchor's own files; removed with the run
+  // For fresh plans: writes an image identical to the one vstack started from at `path`.
+  std::function<Status(const std::string& path)> make_fresh_image;
+  const RunResult* vstack = nullptr;  // vstack's run in this round
+  const std::atomic<bool>* stop = nullptr;
+};
+
+struct AnchorResult {
+  std::string command;    // what was run, for the report
+  double seconds = 0;     // the tool's measured time
+  uint64_t ios = 0;
+  double iops = 0;
+  double mbps = 0;        // 10^6 bytes per second
+  double p50_us = -1;     // < 0: the tool does not report it
+  double p99_us = -1;
+  double cpu_s = -1;      // the tool's own CPU (user + system); < 0 unknown
+  std::string note;       // how the knobs were matched, where they could not be
+};
+
+class Anchor {
+ public:
+  virtual ~Anchor() = default;
+  virtual std::string name() const = 0;  // "qemu-img bench", "fio"
+  // True if this anchor runs after `plan` in every round.
+  virtual bool AppliesTo(const StackPlan& plan) const = 0;
+  // Runs the tool once. Errors say what failed (the tool missing, its exit status and output).
+  virtual Result<AnchorResult> Run(const AnchorJob& job) = 0;
+};
+
+}  // namespace vstack::bench
+
+#endif  // VSTACK_BENCH_WORKLOAD_ANCHOR_H_

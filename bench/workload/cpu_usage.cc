@@ -1,0 +1,80 @@
+#include "bench/workload/cpu_usage.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+namespace vstack::bench {
+
+CpuSnapshot TakeCpuSnapshot() {
+  CpuSnapshot s;
+  rusage ru{};
+  if (getrusage(RUSAGE_SELF, &ru) == 0) {
+    s.process_user_s = double(ru.ru_utime.tv_sec) + double(ru.ru_utime.tv_usec) * 1e-6;
+    s.process_kernel_s = double(ru.ru_stime.tv_sec) + double(ru.ru_stime.tv_usec) * 1e-6;
+  }
+  FILE* f = std::fopen("/proc/stat", "r");
+  if (f == nullptr) return s;
+  const double tick = 1.0 / double(std::max(1L, sysconf(_SC_CLK_TCK)));
+  char line[512];
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::strncmp(line, "cpu", 3) != 0 || line[3] < '0' || line[3] > '9') continue;
+    unsigned long long v[8] = {};
+    int cpu = 0;
+    if (std::sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1],
+                    &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) < 5) {
+      continue;
+    }
+    CpuTimes t;
+    t.user = double(v[0] + v[1]) * tick;
+    t.kernel = double(v[2] + v[5] + v[6]) * tick;
+    t.idle = double(v[3] + v[4]) * tick;
+    t.steal = double(v[7]) * tick;
+    s.cpus.push_back(t);
+  }
+  std::fclose(f);
+  return s;
+}
+
+CpuUsage CpuBetween(const CpuSnapshot& before, const CpuSnapshot& after, double wall_s) {
+  CpuUsage u;
+  u.wall_s = wall_s;
+  u.process_user_s = std::max(0.0, after.process_user_s - before.process_user_s);
+  u.process_kernel_s = std::max(0.0, after.process_kernel_s - before.process_kernel_s);
+  const size_t n = std::min(before.cpus.size(), after.cpus.size());
+  for (size_t i = 0; i < n; ++i) {
+    const CpuTimes& a = before.cpus[i];
+    const CpuTimes& b = after.cpus[i];
+    u.cpus.push_back(CpuTimes{std::max(0.0, b.user - a.user), std::max(0.0, b.kernel - a.kernel),
+                              std::max(0.0, b.idle - a.idle), std::max(0.0, b.steal - a.steal)});
+  }
+  return u;
+}
+
+double CpuUsage::machine_busy_s() const {
+  double busy = 0;
+  for (const CpuTimes& c : cpus) busy += c.user + c.kernel;
+  return busy;
+}
+
+double CpuUsage::others_s() const { return std::max(0.0, machine_busy_s() - process_s()); }
+
+double CpuUsage::capacity_s() const { return wall_s * double(std::max<size_t>(cpus.size(), 1)); }
+
+void CpuUsage::Merge(const CpuUsage& o) {
+  wall_s += o.wall_s;
+  process_user_s += o.process_user_s;
+  process_kernel_s += o.process_kernel_s;
+  if (cpus.size() < o.cpus.size()) cpus.resize(o.cpus.size());
+  for (size_t i = 0; i < o.cpus.size(); ++i) {
+    cpus[i].user += o.cpus[i].user;
+    cpus[i].kernel += o.cpus[i].kernel;
+    cpus[i].idle += o.cpus[i].idle;
+    cpus[i].steal += o.cpus[i].steal;
+  }
+}
+
+}  // namespace vstack::bench

@@ -1,0 +1,61 @@
+// The knobs of one workload, modelled on diskspd and fio, and their validation. Errors name the
+// command-line flag (`--bs`, `--qd` ...) so the CLI can print them as they are.
+#ifndef VSTACK_BENCH_WORKLOAD_KNOBS_H_
+#define VSTACK_BENCH_WORKLOAD_KNOBS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "lib/block_device.h"
+#include "lib/errors.h"
+
+namespace vstack::bench {
+
+enum class AccessPattern { kRandom, kSequential };
+enum class Distribution { kUniform, kZipf };
+// What write buffers hold. kRandom: incompressible bytes, every 4 KiB chunk unique unless
+// dedupe_pct/compress_pct say otherwise. kZeros: all zeros.
+enum class Content { kRandom, kZeros };
+
+struct WorkloadKnobs {
+  uint32_t block_size = 8192;      // --bs: bytes per request
+  uint32_t write_pct = 50;         // --write-pct: share of requests that write (0..100)
+  AccessPattern pattern = AccessPattern::kRandom;  // --pattern
+  uint32_t queue_depth = 8;        // --qd: outstanding requests per thread
+  uint32_t threads = 4;            // --threads: each with its own IoQueue
+  double duration_s = 2.0;         // --duration: measured time (when io_count == 0)
+  uint64_t io_count = 0;           // --ios: measured reads + writes over all threads; 0 = timed
+  double warmup_s = 0.5;           // --warmup: run but not measured
+  uint64_t target_size = 256ull << 20;  // --size: bytes exercised from offset 0; 0 = whole device
+  uint64_t seed = 1;               // --seed
+  Distribution distribution = Distribution::kUniform;  // --distribution
+  double zipf_theta = 1.2;         // --distribution zipf:THETA
+  uint32_t flush_interval = 0;     // --flush-interval: a flush after every N writes per thread
+  Content content = Content::kRandom;  // --content
+  uint32_t dedupe_pct = 0;         // --dedupe-pct: writes that repeat an earlier write's data
+  uint32_t compress_pct = 0;       // --compress-pct: share of each 4 KiB chunk that is zeros
+};
+
+// Checks the knobs alone; the message names the flag and the allowed range.
+Status ValidateKnobs(const WorkloadKnobs& k);
+
+// Checks the knobs against an opened device: block alignment, size, writability, whether
+// several queues are allowed.
+Status CheckKnobsAgainstDevice(const WorkloadKnobs& k, const BlockDevice& device);
+
+// Bytes of `device` the run exercises: target_size (or the whole device) rounded down to the
+// block size.
+uint64_t RegionBytes(const WorkloadKnobs& k, const BlockDevice& device);
+
+// "8 KiB random (uniform), 50% writes, 4 threads x QD8, 2 s + 0.5 s warm-up"
+std::string DescribeWorkload(const WorkloadKnobs& k);
+// "random (dedupe 0%, compress 0%)" or "zeros"
+std::string DescribeContent(const WorkloadKnobs& k);
+// "uniform" or "zipf:1.2"
+std::string DescribeDistribution(const WorkloadKnobs& k);
+// Parses "uniform" or "zipf:THETA" into `k`.
+Status ParseDistribution(const std::string& text, WorkloadKnobs* k);
+
+}  // namespace vstack::bench
+
+#endif  // VSTACK_BENCH_WORKLOAD_KNOBS_H_

@@ -1,0 +1,317 @@
+#include "bench/workload/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include "bench/workload/offsets.h"
+#include "bench/workload/stack_stats.h"
+#include "bench/workload/write_content.h"
+#include "lib/aligned_buffer.h"
+#include "lib/clock.h"
+
+namespace vstack::bench {
+namespace {
+
+enum Phase : int { kWarmup = 0, kMeasure = 1, kStop = 2 };
+
+// State shared by the coordinating thread and the workers.
+struct Shared {
+  std::atomic<int> phase{kWarmup};
+  std::atomic<bool> go{false};
+  std::atomic<bool> failed{false};
+  std::atomic<uint32_t> opened{0};
+  bool count_mode = false;  // measured window = an I/O count instead of a duration
+};
+
+// One thread of the workload: its own queue, `queue_depth` slots, RNG, offsets and content.
+class Worker {
+ public:
+  Worker(BlockDevice& device, const WorkloadKnobs& k, uint32_t index, uint64_t region,
+         uint64_t quota, Shared& shared)
+      : device_(device),
+        k_(k),
+        shared_(shared),
+        quota_(quota),
+        rng_(k.seed, index),
+        offsets_(k, region, index, k.threads),
+        content_(k, index) {
+    result.index = index;
+  }
+
+  void Run() {
+    auto queue = device_.OpenQueue();
+    if (!queue) {
+      open_error = queue.error().ToString();
+      shared_.failed.store(true);
+      shared_.opened.fetch_add(1);
+      finished.store(true);
+      return;
+    }
+    queue_ = queue->get();
+    SetUpSlots();
+    shared_.opened.fetch_add(1);
+    while (!shared_.go.load(std::memory_order_acquire)) std::this_thread::yield();
+    Loop();
+    queue_->WaitIdle();
+    queue->reset();
+    finished.store(true, std::memory_order_release);
+  }
+
+  ThreadResult result;
+  std::string open_error;
+  std::string io_error;               // the first failed request of this thread
+  std::atomic<uint64_t> measured{0};  // progress, read by the coordinator
+  std::atomic<bool> finished{false};
+  uint64_t last_measured_ns = 0;      // completion time of the last measured request
+
+ private:
+  struct Slot {
+    IoRequest req;
+    iovec read_iov{};
+    iovec write_iov{};
+    Worker* worker = nullptr;
+    uint64_t start_ns = 0;
+    bool measured = false;  // count mode: issued inside the window
+  };
+
+  void SetUpSlots() {
+    const size_t align = std::max<size_t>(4096, device_.geometry().mem_alignment);
+    const size_t bs = k_.block_size;
+    buffers_ = AlignedBuffer(2 * bs * k_.queue_depth, align);
+    slots_.resize(k_.queue_depth);
+    for (uint32_t i = 0; i < k_.queue_depth; ++i) {
+      Slot& s = slots_[i];
+      s.worker = this;
+      s.read_iov = {buffers_.data() + 2 * i * bs, bs};
+      s.write_iov = {buffers_.data() + (2 * i + 1) * bs, bs};
+      content_.Initialize(static_cast<std::byte*>(s.write_iov.iov_base), k_.block_size);
+      s.req.user_data = &s;
+      s.req.on_complete = &Worker::OnDone;
+      free_.push_back(&s);
+    }
+    const iovec all = buffers_.iov();
+    queue_->RegisterBuffers(std::span<const iovec>(&all, 1));
+  }
+
+  bool Stopping() const {
+    if (failed_ || shared_.failed.load(std::memory_order_relaxed)) return true;
+    const int phase = shared_.phase.load(std::memory_order_acquire);
+    return phase == kStop || (shared_.count_mode && issued_ >= quota_);
+  }
+
+  void Loop() {
+    std::vector<IoRequest*> batch;
+    batch.reserve(k_.queue_depth);
+    for (;;) {
+      if (Stopping()) return;
+      const int phase = shared_.phase.load(std::memory_order_acquire);
+      while (!free_.empty()) {
+        if (shared_.count_mode && issued_ >= quota_) break;
+        Slot* s = free_.back();
+        free_.pop_back();
+        Prepare(*s, phase);
+        batch.push_back(&s->req);
+      }
+      if (!batch.empty()) {
+        const uint64_t now = NowNs();
+        for (IoRequest* r : batch) static_cast<Slot*>(r->user_data)->start_ns = now;
+        queue_->Submit(batch);
+        batch.clear();
+      }
+      if (queue_->in_flight() > 0) queue_->Poll(1);
+    }
+  }
+
+  void Prepare(Slot& s, int phase) {
+    IoRequest& r = s.req;
+    s.measured = shared_.count_mode && phase == kMeasure;
+    if (k_.flush_interval != 0 && writes_since_flush_ >= k_.flush_interval) {
+      writes_since_flush_ = 0;
+      r.op = Op::kFlush;
+      r.offset = r.length = 0;
+      r.iov = nullptr;
+      r.iovcnt = 0;
+      return;
+    }
+    const bool write = k_.write_pct != 0 && (k_.write_pct == 100 || rng_.Below(100) < k_.write_pct);
+    r.op = write ? Op::kWrite : Op::kRead;
+    r.offset = offsets_.Next(rng_);
+    r.length = k_.block_size;
+    r.iov = write ? &s.write_iov : &s.read_iov;
+    r.iovcnt = 1;
+    if (write) {
+      content_.Stamp(static_cast<std::byte*>(s.write_iov.iov_base), k_.block_size, rng_);
+      ++writes_since_flush_;
+    }
+    if (s.measured) ++issued_;
+  }
+
+  static void OnDone(IoRequest& r) {
+    Slot* s = static_cast<Slot*>(r.user_data);
+    s->worker->Finish(*s);
+  }
+
+  void Finish(Slot& s) {
+    const uint64_t now = NowNs();
+    const IoRequest& r = s.req;
+    const bool counted = shared_.count_mode
+                             ? s.measured
+                             : shared_.phase.load(std::memory_order_relaxed) == kMeasure;
+    if (r.status && io_error.empty()) {
+      io_error = std::string(OpName(r.op)) +
+                 (r.op == Op::kFlush ? "" : " at offset " + std::to_string(r.offset)) + ": " +
+                 r.status.message();
+      failed_ = true;
+      shared_.failed.store(true, std::memory_order_relaxed);
+    }
+    if (counted) {
+      OpTotals& t = r.op == Op::kRead ? result.read : r.op == Op::kWrite ? result.write : result.flush;
+      if (r.status) {
+        ++t.errors;
+      } else {
+        ++t.ios;
+        t.bytes += r.length;
+        t.latency.Record(now - s.start_ns);
+        if (r.op != Op::kFlush) {
+          measured.store(measured.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        }
+      }
+      last_measured_ns = now;
+    }
+    free_.push_back(&s);
+  }
+
+  BlockDevice& device_;
+  const WorkloadKnobs& k_;
+  Shared& shared_;
+  const uint64_t quota_;
+  WorkloadRng rng_;
+  OffsetGenerator offsets_;
+  WriteContent content_;
+  IoQueue* queue_ = nullptr;
+  AlignedBuffer buffers_;
+  std::vector<Slot> slots_;
+  std::vector<Slot*> free_;
+  uint64_t issued_ = 0;  // count mode: measured reads and writes issued
+  uint64_t writes_since_flush_ = 0;
+  bool failed_ = false;
+};
+
+double Seconds(uint64_t ns) { return double(ns) * 1e-9; }
+
+}  // namespace
+
+Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
+                              const RunControl& control) {
+  VSTACK_RETURN_IF_ERROR(CheckKnobsAgainstDevice(k, device));
+  const uint64_t region = RegionBytes(k, device);
+
+  Shared shared;
+  shared.count_mode = k.io_count != 0;
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::vector<std::thread> threads;
+  for (uint32_t i = 0; i < k.threads; ++i) {
+    const uint64_t quota = k.io_count / k.threads + (i < k.io_count % k.threads ? 1 : 0);
+    workers.push_back(std::make_unique<Worker>(device, k, i, region, quota, shared));
+  }
+  for (auto& w : workers) threads.emplace_back([&w] { w->Run(); });
+  auto join = [&] {
+    shared.go.store(true, std::memory_order_release);
+    for (std::thread& t : threads) t.join();
+  };
+  while (shared.opened.load() < k.threads) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  for (auto& w : workers) {
+    if (!w->open_error.empty()) {
+      shared.phase.store(kStop);
+      join();
+      return MakeError(Errc::kIo, "cannot open a queue: " + w->open_error);
+    }
+  }
+
+  RunResult result;
+  result.knobs = k;
+  result.region_bytes = region;
+  std::vector<LayerStats> stats_before;
+  CpuSnapshot cpu_before;
+  uint64_t window_start = 0;
+  auto begin_window = [&] {
+    stats_before = SnapshotStack(device);
+    cpu_before = TakeCpuSnapshot();
+    window_start = NowNs();
+    shared.phase.store(kMeasure, std::memory_order_release);
+  };
+  auto measured_ios = [&] {
+    uint64_t n = 0;
+    for (auto& w : workers) n += w->measured.load(std::memory_order_relaxed);
+    return n;
+  };
+
+  const uint64_t start = NowNs();
+  const uint64_t warmup_ns = static_cast<uint64_t>(k.warmup_s * 1e9);
+  const uint64_t duration_ns = static_cast<uint64_t>(k.duration_s * 1e9);
+  if (warmup_ns == 0) begin_window();
+  shared.go.store(true, std::memory_order_release);
+  uint64_t next_progress = start + static_cast<uint64_t>(control.progress_interval_s * 1e9);
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const uint64_t now = NowNs();
+    if (control.stop && control.stop->load(std::memory_order_relaxed)) {
+      result.interrupted = true;
+      break;
+    }
+    if (shared.failed.load()) break;
+    const int phase = shared.phase.load();
+    if (phase == kWarmup && now - start >= warmup_ns) begin_window();
+    if (phase == kMeasure) {
+      if (!shared.count_mode && now - window_start >= duration_ns) break;
+      if (shared.count_mode &&
+          std::all_of(workers.begin(), workers.end(), [](auto& w) { return w->finished.load(); })) {
+        break;
+      }
+    }
+    if (control.on_progress && now >= next_progress) {
+      next_progress = now + static_cast<uint64_t>(control.progress_interval_s * 1e9);
+      Progress p;
+      p.elapsed_s = Seconds(now - start);
+      p.total_s = shared.count_mode ? 0 : k.warmup_s + k.duration_s;
+      p.warming_up = shared.phase.load() == kWarmup;
+      p.ios = measured_ios();
+      if (!p.warming_up && now > window_start) p.iops = double(p.ios) / Seconds(now - window_start);
+      control.on_progress(p);
+    }
+  }
+  if (shared.phase.load() == kWarmup) begin_window();  // stopped during warm-up: empty window
+
+  // Close the window: a time-based window ends now; a count-based one at its last completion.
+  const bool count_complete = shared.count_mode && !result.interrupted && !shared.failed.load();
+  std::vector<LayerStats> stats_after;
+  CpuSnapshot cpu_after;
+  uint64_t window_end = 0;
+  if (!count_complete) {
+    stats_after = SnapshotStack(device);
+    cpu_after = TakeCpuSnapshot();
+    window_end = NowNs();
+  }
+  shared.phase.store(kStop, std::memory_order_release);
+  join();
+  if (count_complete) {
+    stats_after = SnapshotStack(device);
+    cpu_after = TakeCpuSnapshot();
+    for (auto& w : workers) window_end = std::max(window_end, w->last_measured_ns);
+    window_end = std::max(window_end, window_start);
+  }
+
+  result.seconds = Seconds(window_end - window_start);
+  result.cpu = CpuBetween(cpu_before, cpu_after, result.seconds);
+  result.layers = StackDelta(device, stats_before, stats_after);
+  for (auto& w : workers) {
+    result.threads.push_back(std::move(w->result));
+    if (result.error.empty() && !w->io_error.empty()) result.error = w->io_error;
+  }
+  return result;
+}
+
+}  // namespace vstack::bench

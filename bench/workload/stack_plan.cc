@@ -1,0 +1,154 @@
+#include "bench/workload/stack_plan.h"
+
+#include <algorithm>
+
+#include "lib/registry.h"
+#include "lib/spec.h"
+
+namespace vstack::bench {
+
+const char* PrepareName(Prepare p) {
+  switch (p) {
+    case Prepare::kAuto: return "auto";
+    case Prepare::kFill: return "fill";
+    case Prepare::kFresh: return "fresh";
+    case Prepare::kNone: return "none";
+  }
+  return "?";
+}
+
+Result<Prepare> ParsePrepare(const std::string& text) {
+  for (Prepare p : {Prepare::kAuto, Prepare::kFill, Prepare::kFresh, Prepare::kNone}) {
+    if (text == PrepareName(p)) return p;
+  }
+  return MakeError(Errc::kInvalidArgument,
+                   "--prepare: '" + text + "' is not one of auto, fill, fresh, none");
+}
+
+namespace {
+
+StackPlan Preset(const BackendChoice& b, std::string name, std::string layers, std::string image,
+                 std::string format, std::string options, Prepare prepare) {
+  StackPlan p;
+  p.name = std::move(name);
+  p.image = image;
+  p.image_format = format;
+  p.image_options = options;
+  p.prepare = prepare;
+  p.spec = layers + b.backend + ":{dir}/" + image + (b.direct ? ",direct=on" : "");
+  p.components = {b.backend};
+  if (format != "raw") p.components.push_back(format);
+  auto parts = ParseSpec(layers.empty() ? std::string() : layers.substr(0, layers.size() - 1));
+  if (!layers.empty() && parts) {
+    for (const SpecPart& part : *parts) p.components.push_back(part.name);
+  }
+  std::sort(p.components.begin(), p.components.end());
+  p.components.erase(std::unique(p.components.begin(), p.components.end()), p.components.end());
+  if (layers.empty()) p.raw_file = true;
+  if (layers.empty() && format == "raw") p.qemu_format = "raw";
+  if (layers == "vhd+" && format == "vhd") p.qemu_format = "vpc";
+  return p;
+}
+
+}  // namespace
+
+std::vector<StackPlan> PresetPlans(const BackendChoice& b) {
+  std::vector<StackPlan> v;
+  v.push_back(Preset(b, "raw", "", "raw.img", "raw", "", Prepare::kFill));
+  v.back().note = "the baseline";
+  v.push_back(Preset(b, "passthrough", "passthrough+", "raw.img", "raw", "", Prepare::kFill));
+  v.push_back(Preset(b, "vhd-fixed", "vhd+", "fixed.vhd", "vhd", "subformat=fixed", Prepare::kFill));
+  v.push_back(Preset(b, "vhd-dynamic", "vhd+", "dynamic.vhd", "vhd", "subformat=dynamic",
+                     Prepare::kFill));
+  v.back().note = "every block allocated before the first round";
+  v.push_back(Preset(b, "vhd-dynamic-fresh", "vhd+", "fresh.vhd", "vhd", "subformat=dynamic",
+                     Prepare::kFresh));
+  v.back().note = "a freshly created image every round: first writes allocate; no warm-up";
+  for (const char* layers : {"dedup", "zstd", "dedup+zstd"}) {
+    std::string file = layers;
+    for (char& c : file) if (c == '+') c = '-';
+    v.push_back(Preset(b, layers, std::string(layers) + "+", file + ".img", "raw", "",
+                       Prepare::kFill));
+    v.back().image_scale = 1.5;  // room for the layer's metadata below its virtual size
+  }
+  v.push_back(Preset(b, "raw-fresh", "", "sparse.img", "raw", "", Prepare::kFresh));
+  v.back().note = "a sparse raw file every round: the fair baseline for vhd-dynamic-fresh";
+  return v;
+}
+
+std::vector<StackPlan> DefaultMatrix(const BackendChoice& b) {
+  std::vector<StackPlan> v = PresetPlans(b);
+  v.pop_back();  // raw-fresh is on request only
+  return v;
+}
+
+std::vector<std::string> PresetNames() {
+  std::vector<std::string> names;
+  for (const StackPlan& p : PresetPlans(BackendChoice{})) names.push_back(p.name);
+  return names;
+}
+
+Result<StackPlan> ResolveStack(const std::string& text, const BackendChoice& b) {
+  for (StackPlan& p : PresetPlans(b)) {
+    if (p.name == text) return std::move(p);
+  }
+  auto parts = ParseSpec(text);
+  if (!parts) return MakeError(Errc::kInvalidArgument, "--stack: " + parts.error().message);
+  std::string presets;
+  for (const std::string& n : PresetNames()) presets += (presets.empty() ? "" : ", ") + n;
+  const SpecPart& bottom = parts->back();
+  const ComponentInfo* backend = Registry::Global().Find(bottom.name);
+  if (parts->size() == 1 && bottom.positional.empty() && backend == nullptr) {
+    return MakeError(Errc::kInvalidArgument,
+                     "--stack: '" + text + "' is neither a preset (" + presets +
+                         ") nor a stack spec (e.g. passthrough+memory:1G)");
+  }
+  if (backend == nullptr || backend->kind != ComponentKind::kBackend) {
+    return MakeError(Errc::kInvalidArgument,
+                     "--stack '" + text + "': '" + bottom.name + "' is not a backend (" +
+                         Registry::Global().Names(ComponentKind::kBackend) + ")");
+  }
+  StackPlan p;
+  p.name = text;
+  p.spec = text;
+  p.prepare = Prepare::kAuto;
+  for (size_t i = 0; i < parts->size(); ++i) {
+    const SpecPart& part = (*parts)[i];
+    const ComponentInfo* c = Registry::Global().Find(part.name);
+    if (c == nullptr || (i + 1 < parts->size() && c->kind != ComponentKind::kLayer)) {
+      return MakeError(Errc::kInvalidArgument,
+                       "--stack '" + text + "': unknown layer '" + part.name + "' (" +
+                           Registry::Global().Names(ComponentKind::kLayer) + ")");
+    }
+    p.components.push_back(part.name);
+  }
+  if (parts->size() == 1 && (bottom.name == "file" || bottom.name == "uring")) {
+    p.raw_file = true;
+    p.qemu_format = "raw";
+  }
+  return p;
+}
+
+std::vector<std::string> MissingComponents(const StackPlan& plan) {
+  std::vector<std::string> missing;
+  for (const std::string& c : plan.components) {
+    const ComponentInfo* info = Registry::Global().Find(c);
+    const bool needs_create = c == plan.image_format;
+    if (info == nullptr || (needs_create && !info->create)) missing.push_back(c);
+  }
+  return missing;
+}
+
+std::string ExpandDir(std::string text, const std::string& dir) {
+  for (size_t pos; (pos = text.find("{dir}")) != std::string::npos;) text.replace(pos, 5, dir);
+  return text;
+}
+
+std::string BackendFile(const std::string& spec) {
+  auto parts = ParseSpec(spec);
+  if (!parts || parts->size() != 1) return "";
+  const SpecPart& p = parts->front();
+  return p.name == "file" || p.name == "uring" ? p.positional : "";
+}
+
+}  // namespace vstack::bench

@@ -1,0 +1,69 @@
+// What `vstack bench` runs: a list of stack plans. A plan is a spec plus how its image comes to
+// be (created on a temporary file, filled with data once, or made fresh for every round). The
+// built-in presets make the default matrix; any spec string is a plan too.
+//
+// Specs may contain "{dir}", replaced by the run's temporary directory.
+#ifndef VSTACK_BENCH_WORKLOAD_STACK_PLAN_H_
+#define VSTACK_BENCH_WORKLOAD_STACK_PLAN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/errors.h"
+
+namespace vstack::bench {
+
+enum class Prepare {
+  kAuto,   // custom specs: fill when the bottom device starts empty on every open (memory,
+           // null), otherwise use the device as it is
+  kFill,   // write the whole region once before the first measured run
+  kFresh,  // start every round from a freshly created image (first writes allocate)
+  kNone,   // use the device as it is
+};
+const char* PrepareName(Prepare p);
+Result<Prepare> ParsePrepare(const std::string& text);
+
+// The backend the presets put their image files on.
+struct BackendChoice {
+  std::string backend = "uring";  // "uring" or "file"
+  bool direct = true;             // O_DIRECT
+};
+
+struct StackPlan {
+  std::string name;           // shown in reports: "raw", "vhd-dynamic", or the spec itself
+  std::string spec;           // may contain {dir}
+  std::string image;          // file under {dir} this plan creates; "" = the spec brings its own
+  std::string image_format;   // CreateImage format: "raw", "vhd"
+  std::string image_options;  // CreateImage options, e.g. "subformat=fixed"
+  double image_scale = 1.0;   // image size = target size x this (room for layer metadata)
+  Prepare prepare = Prepare::kAuto;
+  std::vector<std::string> components;  // every component the plan needs registered
+  std::string qemu_format;    // how qemu-img opens the image ("raw", "vpc"); "" = it cannot
+  bool raw_file = false;      // the spec is one file/uring backend: fio can run on its file
+  std::string note;           // shown with the results
+};
+
+// The presets, in default-matrix order: raw, passthrough, vhd-fixed, vhd-dynamic,
+// vhd-dynamic-fresh, dedup, zstd, dedup+zstd; and raw-fresh (a sparse raw file, the fair
+// baseline for a fresh dynamic VHD), which is not in the default matrix.
+std::vector<StackPlan> PresetPlans(const BackendChoice& backend);
+std::vector<StackPlan> DefaultMatrix(const BackendChoice& backend);
+std::vector<std::string> PresetNames();
+
+// A preset by name, or a plan for a spec. Errors name what is wrong with the text (an unknown
+// preset, a malformed spec, an unknown layer or backend).
+Result<StackPlan> ResolveStack(const std::string& text, const BackendChoice& backend);
+
+// The components of `plan` that are not registered in this build; empty if it can run.
+std::vector<std::string> MissingComponents(const StackPlan& plan);
+
+// `text` with every "{dir}" replaced by `dir`.
+std::string ExpandDir(std::string text, const std::string& dir);
+
+// The file a one-backend spec (file: or uring:) reads and writes, or "" for other specs.
+std::string BackendFile(const std::string& spec);
+
+}  // namespace vstack::bench
+
+#endif  // VSTACK_BENCH_WORKLOAD_STACK_PLAN_H_

@@ -1,0 +1,40 @@
+#include "bench/workload/stack_stats.h"
+
+namespace vstack::bench {
+
+std::vector<BlockDevice*> StackLayers(BlockDevice& top) {
+  std::vector<BlockDevice*> chain;
+  for (BlockDevice* d = &top; d != nullptr; d = d->lower()) chain.push_back(d);
+  return chain;
+}
+
+std::vector<LayerStats> SnapshotStack(BlockDevice& top) {
+  std::vector<LayerStats> out;
+  for (BlockDevice* d : StackLayers(top)) out.push_back(d->Stats());
+  return out;
+}
+
+std::vector<LayerDelta> StackDelta(BlockDevice& top, const std::vector<LayerStats>& before,
+                                   const std::vector<LayerStats>& after) {
+  std::vector<LayerDelta> out;
+  const std::vector<BlockDevice*> chain = StackLayers(top);
+  for (size_t i = 0; i < chain.size() && i < before.size() && i < after.size(); ++i) {
+    const LayerStats d = after[i].CountsSince(before[i]);
+    LayerDelta l;
+    l.kind = chain[i]->kind();
+    l.description = chain[i]->Describe();
+    for (int op = 0; op < kOpCount; ++op) {
+      l.ops[op] = d.op[op].ops;
+      l.bytes[op] = d.op[op].bytes;
+      l.errors[op] = d.op[op].errors;
+      l.latency_sum_ns[op] = after[i].latency[op].sum() - before[i].latency[op].sum();
+      l.latency[op] = WindowHistogram::Between(before[i].latency[op], after[i].latency[op]);
+    }
+    l.counter_names = d.counter_names;
+    l.counters = d.counters;
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+}  // namespace vstack::bench

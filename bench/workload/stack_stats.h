@@ -1,0 +1,26 @@
+// Snapshots of every layer's statistics (BlockDevice::Stats) in a stack, and their differences
+// over a measured window: the raw material of per-layer attribution.
+#ifndef VSTACK_BENCH_WORKLOAD_STACK_STATS_H_
+#define VSTACK_BENCH_WORKLOAD_STACK_STATS_H_
+
+#include <vector>
+
+#include "bench/workload/run_result.h"
+#include "lib/block_device.h"
+#include "lib/stats.h"
+
+namespace vstack::bench {
+
+// The devices of a stack, top first.
+std::vector<BlockDevice*> StackLayers(BlockDevice& top);
+
+// Stats() of every layer, top first. Thread-safe while the stack runs.
+std::vector<LayerStats> SnapshotStack(BlockDevice& top);
+
+// What each layer did between two snapshots of the same stack.
+std::vector<LayerDelta> StackDelta(BlockDevice& top, const std::vector<LayerStats>& before,
+                                   const std::vector<LayerStats>& after);
+
+}  // namespace vstack::bench
+
+#endif  // VSTACK_BENCH_WORKLOAD_STACK_STATS_H_

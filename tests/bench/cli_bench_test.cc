@@ -1,0 +1,161 @@
+// `vstack bench` as a user runs it: knobs rejected before anything is created, a short matrix
+// of presets on temporary files with its report folder, Ctrl-C mid-run (partial results, temp
+// files removed, exit 130) and a disk that fills up mid-run (the error and what was measured).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "tests/testing/test_util.h"
+
+namespace vstack {
+namespace {
+
+using testing::CommandResult;
+using testing::RunVstack;
+using testing::TempDir;
+
+size_t Entries(const std::string& dir) {
+  size_t n = 0;
+  for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(dir)) ++n;
+  return n;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(CliBench, InvalidKnobsAreRejectedBeforeAnythingIsCreated) {
+  TempDir dir;
+  const std::string base = "bench --quiet --no-report --dir " + dir.path() + " ";
+  const std::pair<const char*, const char*> cases[] = {
+      {"--bs 1000", "--bs: 1000 is not a positive multiple of 512"},
+      {"--bs 4Q", "--bs: invalid size '4Q'"},
+      {"--write-pct 120", "--write-pct: 120 is not in 0..100"},
+      {"--qd 0", "--qd: 0 is not in 1..1024"},
+      {"--duration 2parsecs", "--duration: '2parsecs' is not a time"},
+      {"--distribution zipf:1", "--distribution: zipf theta"},
+      {"--content zeros --dedupe-pct 5", "--content: zeros cannot be combined"},
+      {"--pattern diagonal", "--pattern: 'diagonal' is neither random nor sequential"},
+      {"--rounds 0", "--rounds: 0 is not in 1..1000"},
+      {"--stack nosuch", "'nosuch' is neither a preset"},
+      {"--stack bogus+memory:1M", "unknown layer 'bogus'"},
+      {"--backend spdk", "--backend: 'spdk' is neither uring nor file"},
+      {"--prepare later", "--prepare: 'later' is not one of"},
+      {"--size 0", "--size: stack 'raw' makes its own image and needs a size > 0"},
+  };
+  for (const auto& [args, message] : cases) {
+    CommandResult r = RunVstack(base + args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+  }
+  CommandResult nodir = RunVstack("bench --quiet --no-report --dir /nonexistent/x");
+  EXPECT_EQ(nodir.status, 2);
+  EXPECT_NE(nodir.output.find("--dir: '/nonexistent/x' is not a writable directory"), std::string::npos);
+  EXPECT_EQ(Entries(dir.path()), 0u);
+}
+
+TEST(CliBench, PresetMatrixOnTemporaryFilesWritesItsReport) {
+  TempDir dir;
+  const std::string report = dir.File("report");
+  const std::string scratch = dir.File("scratch");
+  std::filesystem::create_directory(scratch);
+  CommandResult r = RunVstack(
+      "bench --quiet --output=json --backend file --direct off --stack raw --stack passthrough "
+      "--stack raw-fresh --bs 4K --size 8M --duration 150ms --warmup 50ms --rounds 2 --threads 2 "
+      "--qd 4 --dir " + scratch + " --report-dir " + report);
+  ASSERT_EQ(r.status, 0) << r.output;
+  // stdout is the JSON document; stderr (merged here) adds a line about the report folder.
+  EXPECT_NE(r.output.find("report written to " + report), std::string::npos) << r.output;
+  auto j = nlohmann::json::parse(r.output.substr(0, r.output.rfind('}') + 1));
+  ASSERT_EQ(j["stacks"].size(), 3u);
+  EXPECT_EQ(j["baseline"], "raw");
+  for (const auto& s : j["stacks"]) {
+    EXPECT_EQ(s["runs"], 2) << s["name"];
+    EXPECT_EQ(s["error"], "") << s["name"];
+    EXPECT_GT(double(s["summary"]["iops"]["median"]), 0.0);
+  }
+  EXPECT_EQ(j["stacks"][2]["prepare"], "fresh");
+  EXPECT_NE(std::string(j["command"]).find("--stack raw-fresh"), std::string::npos) << j["command"];
+  EXPECT_EQ(Entries(scratch), 0u) << "temporary images left behind";
+  EXPECT_EQ(nlohmann::json::parse(Slurp(report + "/report.json"))["stacks"].size(), 3u);
+  EXPECT_NE(Slurp(report + "/report.txt").find("Comparison"), std::string::npos);
+}
+
+// Starts vstack with `args`, output to `out`; returns the pid.
+pid_t Start(const std::string& args, const std::string& out) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::string cmd = std::string(VSTACK_CLI) + " " + args + " >" + out + " 2>&1";
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+TEST(CliBench, CtrlCPrintsPartialResultsAndRemovesTemporaryFiles) {
+  TempDir dir;
+  const std::string scratch = dir.File("scratch");
+  std::filesystem::create_directory(scratch);
+  const std::string out = dir.File("out.txt");
+  const pid_t pid = Start("bench --backend file --direct off --stack raw --stack passthrough "
+                          "--size 8M --duration 60s --warmup 0 --rounds 3 --dir " + scratch +
+                              " --report-dir " + dir.File("report"),
+                          out);
+  ASSERT_GT(pid, 0);
+  // Wait until the first run is measuring (the progress line on a non-terminal prints one line
+  // per stage), then Ctrl-C.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (Slurp(out).find("raw                running") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal instead of stopping cleanly";
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  const std::string text = Slurp(out);
+  EXPECT_NE(text.find("INTERRUPTED"), std::string::npos) << text;
+  EXPECT_NE(text.find("Comparison"), std::string::npos) << text;
+  EXPECT_NE(text.find("Stack raw - round 1 of 3"), std::string::npos) << text;
+  EXPECT_EQ(Entries(scratch), 0u) << "temporary images left behind";
+  auto j = nlohmann::json::parse(Slurp(dir.File("report") + "/report.json"));
+  EXPECT_TRUE(j["interrupted"]);
+  EXPECT_GT(double(j["stacks"][0]["rounds"][0]["total"]["ios"]), 0.0);
+}
+
+TEST(CliBench, AFullDiskMidRunReportsTheErrorAndWhatWasMeasured) {
+  TempDir dir;
+  const std::string mnt = dir.File("small");
+  std::filesystem::create_directory(mnt);
+  if (geteuid() != 0 || mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=6m") != 0) {
+    GTEST_SKIP() << "needs root to mount a 6 MiB tmpfs (the README set-up runs as root); the "
+                    "engine-level test Runner.AFullDeviceStopsTheRunAndKeepsWhatWasMeasured covers "
+                    "ENOSPC with a fault-injecting layer";
+  }
+  // A sparse 32 MiB raw image on a 6 MiB filesystem: random writes fill it within the run.
+  CommandResult r = RunVstack("bench --quiet --no-report --backend file --direct off --stack raw "
+                              "--prepare fresh --write-pct 100 --bs 64K --size 32M --duration 20s "
+                              "--rounds 2 --dir " + mnt);
+  const size_t left = Entries(mnt);
+  umount(mnt.c_str());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("No space left on device"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ERROR"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Write IO"), std::string::npos) << "nothing measured:\n" << r.output;
+  EXPECT_EQ(left, 0u) << "temporary images left behind";
+}
+
+}  // namespace
+}  // namespace vstack

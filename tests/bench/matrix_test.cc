@@ -1,0 +1,227 @@
+// The matrix: interleaved rounds, presets on temporary files (filled once or fresh every
+// round), skipped stacks, the scratch directory always removed, medians and ratios, and the
+// per-layer attribution arithmetic.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sys/stat.h>
+
+#include "bench/workload/attribution.h"
+#include "bench/workload/matrix.h"
+#include "bench/workload/summary.h"
+#include "tests/testing/test_util.h"
+
+namespace vstack::bench {
+namespace {
+
+WorkloadKnobs Tiny() {
+  WorkloadKnobs k;
+  k.block_size = 4096;
+  k.threads = 2;
+  k.queue_depth = 4;
+  k.duration_s = 0.15;
+  k.warmup_s = 0.05;
+  k.target_size = 8 << 20;
+  return k;
+}
+
+size_t Entries(const std::string& dir) {
+  size_t n = 0;
+  for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(dir)) ++n;
+  return n;
+}
+
+TEST(Matrix, RoundsAreInterleavedAndTheScratchDirectoryIsRemoved) {
+  testing::TempDir dir;
+  MatrixOptions o;
+  o.knobs = Tiny();
+  o.rounds = 2;
+  o.scratch_parent = dir.path();
+  BackendChoice file{"file", false};
+  for (const char* s : {"raw", "passthrough", "raw-fresh"}) {
+    auto p = ResolveStack(s, file);
+    ASSERT_OK(p);
+    o.stacks.push_back(*p);
+  }
+  auto nosuch = ResolveStack("memory:8M", file);
+  ASSERT_OK(nosuch);
+  nosuch->name = "needs-nosuch";
+  nosuch->components.push_back("nosuch");
+  o.stacks.push_back(*nosuch);
+  std::vector<std::string> order;
+  bool saw_fill = false;
+  o.on_progress = [&](const MatrixProgress& p) {
+    if (p.activity == "preparing") order.push_back(p.stack);
+    if (p.activity == "filling") saw_fill = true;
+  };
+  const MatrixResult m = RunMatrix(o);
+  EXPECT_TRUE(m.error.empty()) << m.error;
+  EXPECT_EQ(m.rounds_done, 2);
+  EXPECT_FALSE(m.interrupted);
+  EXPECT_TRUE(saw_fill);
+  EXPECT_EQ(order, (std::vector<std::string>{"raw", "passthrough", "raw-fresh", "raw", "passthrough",
+                                             "raw-fresh"}));
+  ASSERT_EQ(m.stacks.size(), 4u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(m.stacks[i].error.empty()) << m.stacks[i].error;
+    ASSERT_EQ(m.stacks[i].rounds.size(), 2u) << m.stacks[i].plan.name;
+    EXPECT_EQ(m.stacks[i].rounds[1].round, 1);
+    EXPECT_EQ(m.stacks[i].rounds[1].knobs.seed, o.knobs.seed + 1);
+    EXPECT_GT(m.stacks[i].rounds[0].Total().ios, 0u);
+  }
+  EXPECT_EQ(m.stacks[0].chain.size(), 1u);
+  EXPECT_EQ(m.stacks[1].chain.size(), 2u);
+  EXPECT_EQ(m.stacks[2].rounds[0].knobs.warmup_s, 0.0);  // fresh: first writes are measured
+  EXPECT_NE(m.stacks[3].skipped.find("'nosuch'"), std::string::npos) << m.stacks[3].skipped;
+  EXPECT_TRUE(m.stacks[3].rounds.empty());
+  EXPECT_FALSE(m.scratch_dir.empty());
+  EXPECT_FALSE(std::filesystem::exists(m.scratch_dir));
+  EXPECT_EQ(Entries(dir.path()), 0u);
+
+  const MatrixSummary s = Summarize(m);
+  EXPECT_EQ(s.baseline, "raw");
+  ASSERT_EQ(s.stacks.size(), 4u);
+  EXPECT_TRUE(s.stacks[0].baseline);
+  EXPECT_DOUBLE_EQ(s.stacks[0].iops_vs_base.median, 1.0);
+  EXPECT_EQ(s.stacks[0].gap, "the baseline");
+  EXPECT_EQ(s.stacks[1].runs, 2);
+  EXPECT_GT(s.stacks[1].iops_vs_base.median, 0.0);
+  EXPECT_NE(s.stacks[1].gap.find("the IOPS of raw"), std::string::npos) << s.stacks[1].gap;
+  EXPECT_EQ(s.stacks[3].runs, 0);
+}
+
+TEST(Matrix, AnInvalidStackIsAClearErrorAndPresetsKnowTheirFiles) {
+  BackendChoice b;
+  auto bad = ResolveStack("nosuchpreset", b);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("neither a preset"), std::string::npos) << bad.error().message;
+  auto badlayer = ResolveStack("nosuch+memory:1M", b);
+  ASSERT_FALSE(badlayer);
+  EXPECT_NE(badlayer.error().message.find("unknown layer 'nosuch'"), std::string::npos);
+  auto fixed = ResolveStack("vhd-fixed", b);
+  ASSERT_OK(fixed);
+  EXPECT_EQ(fixed->spec, "vhd+uring:{dir}/fixed.vhd,direct=on");
+  EXPECT_EQ(fixed->qemu_format, "vpc");
+  EXPECT_EQ(fixed->image_options, "subformat=fixed");
+  auto raw = ResolveStack("uring:/x/y.img", b);
+  ASSERT_OK(raw);
+  EXPECT_TRUE(raw->raw_file);
+  EXPECT_EQ(BackendFile(raw->spec), "/x/y.img");
+  const std::vector<StackPlan> def = DefaultMatrix(b);
+  std::vector<std::string> names;
+  for (const StackPlan& p : def) names.push_back(p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"raw", "passthrough", "vhd-fixed", "vhd-dynamic",
+                                             "vhd-dynamic-fresh", "dedup", "zstd", "dedup+zstd"}));
+}
+
+TEST(Matrix, StopFlagEndsEverythingAndStillCleansUp) {
+  testing::TempDir dir;
+  MatrixOptions o;
+  o.knobs = Tiny();
+  o.knobs.duration_s = 30;
+  o.rounds = 3;
+  o.scratch_parent = dir.path();
+  for (const char* s : {"raw", "passthrough"}) o.stacks.push_back(*ResolveStack(s, BackendChoice{"file", false}));
+  std::atomic<bool> stop{false};
+  o.stop = &stop;
+  o.on_progress = [&](const MatrixProgress& p) {
+    if (p.activity == "running" && p.run.elapsed_s > 0.2) stop.store(true);
+  };
+  const MatrixResult m = RunMatrix(o);
+  EXPECT_TRUE(m.interrupted);
+  EXPECT_EQ(m.rounds_done, 0);
+  ASSERT_EQ(m.stacks[0].rounds.size(), 1u);
+  EXPECT_TRUE(m.stacks[0].rounds[0].interrupted);
+  EXPECT_TRUE(m.stacks[1].rounds.empty());
+  EXPECT_EQ(Entries(dir.path()), 0u);
+  EXPECT_TRUE(Summarize(m).stacks[0].interrupted);
+}
+
+// A run with `ios` I/Os in one second and `cpu` seconds of process CPU.
+RunResult Synthetic(int round, uint64_t ios, double cpu) {
+  RunResult r;
+  r.round = round;
+  r.seconds = 1.0;
+  r.threads.resize(1);
+  r.threads[0].read.ios = ios;
+  r.threads[0].read.bytes = ios * 4096;
+  for (uint64_t i = 0; i < 10; ++i) r.threads[0].read.latency.Record(1000 * (i + 1));
+  r.cpu.wall_s = 1.0;
+  r.cpu.process_user_s = cpu;
+  r.cpu.cpus.resize(2);
+  return r;
+}
+
+TEST(Summary, MediansRatiosWithinRoundsAndTheWhitepaperOverhead) {
+  MatrixResult m;
+  m.rounds_planned = m.rounds_done = 3;
+  StackOutcome base, other;
+  base.plan.name = "base";
+  other.plan.name = "other";
+  // The machine drifts: round 1 is slow for everyone. Ratios are taken within each round.
+  base.rounds = {Synthetic(0, 1000, 0.5), Synthetic(1, 500, 0.25), Synthetic(2, 1100, 0.55)};
+  other.rounds = {Synthetic(0, 900, 0.5), Synthetic(1, 450, 0.25), Synthetic(2, 990, 0.55)};
+  m.stacks = {base, other};
+  const MatrixSummary s = Summarize(m);
+  ASSERT_EQ(s.stacks.size(), 2u);
+  EXPECT_DOUBLE_EQ(s.stacks[0].iops.median, 1000);
+  EXPECT_DOUBLE_EQ(s.stacks[0].iops.min, 500);
+  EXPECT_DOUBLE_EQ(s.stacks[0].iops.max, 1100);
+  EXPECT_NEAR(s.stacks[1].iops_vs_base.median, 0.9, 1e-12);
+  EXPECT_NEAR(s.stacks[1].iops_vs_base.min, 0.9, 1e-12);
+  EXPECT_DOUBLE_EQ(s.stacks[0].iops_per_cpu_s, 2000);
+  EXPECT_DOUBLE_EQ(s.stacks[1].iops_per_cpu_s, 1800);
+  EXPECT_NEAR(s.stacks[1].overhead_vs_base, 0.1, 1e-12);  // (2000 - 1800) / 2000
+  EXPECT_DOUBLE_EQ(s.stacks[0].process_cpu_pct, 25.0);    // 0.5 s of 2 CPUs x 1 s
+  EXPECT_DOUBLE_EQ(s.stacks[0].iops_per_cpu_pct, 40.0);   // the whitepaper's IOPS per %CPU
+  EXPECT_DOUBLE_EQ(s.stacks[0].cpu_us_per_io, 500.0);
+  EXPECT_EQ(s.stacks[0].median_round, 0);
+  EXPECT_EQ(s.stacks[0].latency.count(), 30u);
+  const Spread even = SpreadOf({4, 1, 3, 2});
+  EXPECT_DOUBLE_EQ(even.median, 2.5);
+}
+
+TEST(Attribution, RequestsBytesTimeAndCountersPerGuestIo) {
+  LayerDelta top, below;
+  top.kind = "fmt";
+  below.kind = "dev";
+  top.ops[int(Op::kRead)] = 500;
+  top.ops[int(Op::kWrite)] = 500;
+  top.bytes[int(Op::kRead)] = 500 * 8192;
+  top.bytes[int(Op::kWrite)] = 500 * 8192;
+  top.latency_sum_ns[int(Op::kRead)] = 500 * 12000;
+  top.latency_sum_ns[int(Op::kWrite)] = 500 * 12000;
+  below.ops[int(Op::kRead)] = 300;  // 200 reads served without I/O below
+  below.ops[int(Op::kWrite)] = 520;
+  below.ops[int(Op::kFlush)] = 20;
+  below.bytes[int(Op::kRead)] = 300 * 8192;
+  below.bytes[int(Op::kWrite)] = 250 * 8192;  // writes shrink to half below
+  below.latency_sum_ns[int(Op::kRead)] = 300 * 10000;
+  below.latency_sum_ns[int(Op::kWrite)] = 520 * 10000;
+  top.counter_names = {"allocations", "unused"};
+  top.counters = {10, 0};
+  const Attribution a = Attribute({top, below});
+  ASSERT_EQ(a.layers.size(), 2u);
+  EXPECT_EQ(a.guest_ios, 1000u);
+  const LayerCost& f = a.layers[0];
+  EXPECT_DOUBLE_EQ(f.in_total, 1.0);
+  EXPECT_DOUBLE_EQ(f.out_total, 0.84);
+  EXPECT_DOUBLE_EQ(f.out_per_io[int(Op::kFlush)], 0.02);
+  EXPECT_DOUBLE_EQ(f.read_bytes_ratio, 0.6);
+  EXPECT_DOUBLE_EQ(f.write_bytes_ratio, 0.5);
+  EXPECT_DOUBLE_EQ(f.self_us_per_io, (12.0 * 1000 - 10.0 * 820) / 1000);
+  ASSERT_EQ(f.counters.size(), 1u);  // counters that did not move are left out
+  EXPECT_DOUBLE_EQ(f.counters[0].per_io, 0.01);
+  EXPECT_NE(f.words.find("served without I/O below"), std::string::npos) << f.words;
+  EXPECT_NE(f.words.find("+0.020 flushes"), std::string::npos) << f.words;
+  EXPECT_NE(f.words.find("write bytes below x0.50"), std::string::npos) << f.words;
+  EXPECT_NE(f.words.find("allocations 10 (0.01/I/O)"), std::string::npos) << f.words;
+  EXPECT_TRUE(a.layers[1].backend);
+  EXPECT_DOUBLE_EQ(a.layers[1].self_us_per_io, 8.2);
+  // Time below a layer can exceed its own (parallel children): never negative.
+  below.latency_sum_ns[int(Op::kWrite)] = 520 * 100000;
+  EXPECT_EQ(Attribute({top, below}).layers[0].self_us_per_io, 0.0);
+}
+
+}  // namespace
+}  // namespace vstack::bench

@@ -1,0 +1,213 @@
+// The reports say the same numbers: the text tables are parsed back and compared with the JSON,
+// both rendered from one short matrix run on memory and null stacks. The report folder holds
+// every file, and the charts are complete SVG documents.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <fstream>
+#include <sstream>
+
+#include "bench/workload/matrix.h"
+#include "bench/workload/summary.h"
+#include "tests/testing/test_util.h"
+#include "tools/bench/charts.h"
+#include "tools/bench/report.h"
+#include "tools/bench/report_dir.h"
+
+namespace vstack::cli {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string> Split(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  for (std::string t; in >> t;) out.push_back(t);
+  return out;
+}
+
+// "12,345.6" / "0.987x" / "3.4%" -> 12345.6 / 0.987 / 3.4
+double Number(std::string s) {
+  std::string clean;
+  for (char c : s) {
+    if (c != ',' && c != 'x' && c != '%' && c != '(' && c != ')') clean += c;
+  }
+  return std::stod(clean);
+}
+
+// The lines of `text` from the one starting with `start` up to the next empty line.
+std::vector<std::string> Section(const std::string& text, const std::string& start) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (!inside && line.rfind(start, 0) == 0) inside = true;
+    if (inside) {
+      if (line.empty()) break;
+      lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
+// Expects the text to show `v` rounded to `decimals`.
+void ExpectShows(const std::string& cell, double v, int decimals, const std::string& what) {
+  const double unit = std::pow(10.0, -decimals);
+  EXPECT_NEAR(Number(cell), v, unit * 0.51 + std::fabs(v) * 1e-12) << what << ": text '" << cell << "'";
+}
+
+class ReportTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    bench::MatrixOptions o;
+    o.knobs.block_size = 4096;
+    o.knobs.threads = 2;
+    o.knobs.queue_depth = 4;
+    o.knobs.duration_s = 0.15;
+    o.knobs.warmup_s = 0.05;
+    o.knobs.target_size = 8 << 20;
+    o.knobs.flush_interval = 16;
+    o.rounds = 3;
+    for (const char* s : {"memory:16M", "passthrough+memory:16M", "null:16M"}) {
+      o.stacks.push_back(*bench::ResolveStack(s, bench::BackendChoice{}));
+    }
+    report_ = new BenchReport;
+    report_->command = "vstack bench (test)";
+    report_->result = bench::RunMatrix(o);
+    report_->summary = bench::Summarize(report_->result);
+  }
+  static void TearDownTestSuite() { delete report_; }
+
+  static BenchReport* report_;
+};
+BenchReport* ReportTest::report_ = nullptr;
+
+TEST_F(ReportTest, ComparisonTableAndJsonAgree) {
+  const std::string text = RenderText(*report_);
+  const json j = RenderJson(*report_);
+  ASSERT_EQ(j["stacks"].size(), 3u);
+  EXPECT_EQ(j["baseline"], "memory:16M");
+  const auto table = Section(text, "Comparison");
+  ASSERT_GE(table.size(), 6u) << text;
+  for (const json& s : j["stacks"]) {
+    const std::string name = s["name"];
+    const json& sum = s["summary"];
+    ASSERT_FALSE(sum.is_null()) << name;
+    std::vector<std::string> cells;
+    for (const std::string& line : table) {
+      auto t = Split(line);
+      if (!t.empty() && t[0] == name) cells = t;
+    }
+    ASSERT_EQ(cells.size(), 13u) << "no comparison row for " << name;
+    ExpectShows(cells[1], sum["iops"]["median"], 0, name + " IOPS");
+    const auto range = cells[2].substr(1, cells[2].size() - 2);
+    ExpectShows(range.substr(0, range.find('-')), sum["iops"]["min"], 0, name + " IOPS min");
+    ExpectShows(range.substr(range.find('-') + 1), sum["iops"]["max"], 0, name + " IOPS max");
+    ExpectShows(cells[3], sum["mbps"]["median"], 1, name + " MB/s");
+    ExpectShows(cells[4], sum["latency_us"]["p50"], 1, name + " p50");
+    ExpectShows(cells[5], sum["latency_us"]["p99"], 1, name + " p99");
+    ExpectShows(cells[6], sum["latency_us"]["p99.9"], 1, name + " p99.9");
+    ExpectShows(cells[7], sum["cpu_us_per_io"], 2, name + " CPU/IO");
+    ExpectShows(cells[8], sum["process_cpu_pct"], 1, name + " CPU %");
+    ExpectShows(cells[9], sum["iops_per_cpu_s"], 0, name + " IOPS/CPU-s");
+    ExpectShows(cells[10], sum["iops_per_cpu_pct"], 1, name + " IOPS/%CPU");
+    ExpectShows(cells[11], sum["iops_vs_base"]["median"], 3, name + " ratio");
+    ExpectShows(cells[12], double(sum["overhead_vs_base"]) * 100, 1, name + " overhead");
+    if (!s["baseline"]) {
+      EXPECT_NE(text.find(std::string(sum["gap"])), std::string::npos) << name;
+    }
+    for (const json& l : s["attribution"]["layers"]) {
+      EXPECT_NE(text.find(std::string(l["words"])), std::string::npos) << l["words"];
+    }
+  }
+}
+
+TEST_F(ReportTest, PerThreadAndPercentileTablesAndJsonAgree) {
+  const std::string text = RenderText(*report_);
+  const json j = RenderJson(*report_);
+  for (const json& s : j["stacks"]) {
+    const std::string name = s["name"];
+    const int median_round = s["summary"]["median_round"];
+    const json* run = nullptr;
+    for (const json& r : s["rounds"]) {
+      if (r["round"] == median_round) run = &r;
+    }
+    ASSERT_NE(run, nullptr);
+    const std::string header = "Stack " + name + " - round " + std::to_string(median_round + 1);
+    const size_t at = text.find(header);
+    ASSERT_NE(at, std::string::npos) << header;
+    const std::string block = text.substr(at);
+    // Total IO: one row per thread, then the total.
+    const auto total = Section(block.substr(block.find("Total IO")), "Total IO");
+    for (const json& th : (*run)["threads"]) {
+      bool found = false;
+      for (const std::string& line : total) {
+        auto t = Split(line);
+        if (t.size() == 7 && t[0] == std::to_string(int(th["index"]))) {
+          found = true;
+          EXPECT_EQ(Number(t[1]), double(th["total"]["bytes"]));
+          EXPECT_EQ(Number(t[2]), double(th["total"]["ios"]));
+          ExpectShows(t[4], th["total"]["iops"], 2, name + " thread IOPS");
+          ExpectShows(t[5], th["total"]["latency_us"]["mean"], 1, name + " thread mean");
+          ExpectShows(t[6], th["total"]["latency_us"]["stddev"], 1, name + " thread stddev");
+        }
+      }
+      EXPECT_TRUE(found) << name << " thread " << th["index"];
+    }
+    const auto pct = Section(block.substr(block.find("%-ile")), "  ");
+    int checked = 0;
+    for (const std::string& line : pct) {
+      auto t = Split(line);
+      if (t.size() != 4) continue;
+      const std::map<std::string, std::string> keys = {{"min", "min"},  {"50th", "p50"}, {"99th", "p99"},
+                                                       {"3-nines", "p99.9"}, {"max", "max"}};
+      auto k = keys.find(t[0]);
+      if (k == keys.end()) continue;
+      ExpectShows(t[1], (*run)["read"]["latency_us"][k->second], 1, name + " read " + t[0]);
+      ExpectShows(t[2], (*run)["write"]["latency_us"][k->second], 1, name + " write " + t[0]);
+      ExpectShows(t[3], (*run)["total"]["latency_us"][k->second], 1, name + " total " + t[0]);
+      ++checked;
+    }
+    EXPECT_EQ(checked, 5) << name;
+    EXPECT_GT(double((*run)["flush"]["ios"]), 0.0) << "--flush-interval 16 must flush";
+    EXPECT_NE(block.find("Flush"), std::string::npos);
+  }
+}
+
+TEST_F(ReportTest, ReportFolderHasEveryFileAndCompleteCharts) {
+  testing::TempDir dir;
+  const std::string out = dir.File("report");
+  ASSERT_OK(WriteReportDir(out, *report_));
+  for (const std::string& f : ReportFiles()) {
+    EXPECT_TRUE(std::filesystem::exists(out + "/" + f)) << f;
+    EXPECT_GT(std::filesystem::file_size(out + "/" + f), 200u) << f;
+  }
+  std::ifstream in(out + "/report.json");
+  const json j = json::parse(in);
+  EXPECT_EQ(j["stacks"].size(), 3u);
+  const std::string cdf = LatencyCdfSvg(*report_);
+  EXPECT_EQ(cdf.rfind("<svg", 0), 0u);
+  EXPECT_NE(cdf.find("</svg>"), std::string::npos);
+  size_t lines = 0;
+  for (size_t p = 0; (p = cdf.find("<polyline", p)) != std::string::npos; ++p) ++lines;
+  EXPECT_EQ(lines, 3u);  // one CDF per stack
+  EXPECT_NE(OverheadSvg(*report_).find("passthrough+memory:16M"), std::string::npos);
+  EXPECT_NE(LayerCostSvg(*report_).find(">passthrough<"), std::string::npos);
+  const std::string html = [&] {
+    std::ifstream h(out + "/index.html");
+    return std::string(std::istreambuf_iterator<char>(h), {});
+  }();
+  for (const char* ref : {"latency_cdf.svg", "overhead.svg", "layer_cost.svg", "report.json"}) {
+    EXPECT_NE(html.find(ref), std::string::npos) << ref;
+  }
+  EXPECT_EQ(XmlEscape("a<b&\"c\">"), "a&lt;b&amp;&quot;c&quot;&gt;");
+  EXPECT_EQ(Num(1234567.891, 2), "1,234,567.89");
+  EXPECT_EQ(Num(-999.6), "-1,000");
+  EXPECT_EQ(Num(0.4), "0");
+}
+
+}  // namespace
+}  // namespace vstack::cli

@@ -1,0 +1,205 @@
+// The workload runner on real stacks (memory, null, passthrough): what it counts, how a run
+// ends (duration, I/O count, Ctrl-C, a full device), and that the layers' statistics agree with
+// what the workload saw.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <thread>
+
+#include "bench/workload/attribution.h"
+#include "bench/workload/runner.h"
+#include "lib/layer.h"
+#include "lib/registry.h"
+#include "tests/testing/test_util.h"
+
+namespace vstack::bench {
+namespace {
+
+// A layer that fails writes with ENOSPC once `budget` bytes have been written through it, like a
+// filesystem filling up, and counts the writes it rejected.
+class FullAfterLayer final : public Layer {
+ public:
+  FullAfterLayer(DevicePtr lower, uint64_t budget) : Layer("full_after", std::move(lower)), budget_(budget) {
+    DeclareCounters({"rejected_writes"});
+  }
+
+ protected:
+  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override {
+    VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
+    return std::unique_ptr<IoQueue>(new Queue(*this, std::move(lower)));
+  }
+
+ private:
+  class Queue final : public LayerQueue {
+   public:
+    Queue(FullAfterLayer& dev, std::unique_ptr<IoQueue> lower) : LayerQueue(dev, std::move(lower)), dev_(dev) {}
+
+   protected:
+    void DoSubmit(std::span<IoRequest* const> batch) override {
+      for (IoRequest* r : batch) {
+        if (r->op == Op::kWrite && dev_.used_.fetch_add(r->length) + r->length > dev_.budget_) {
+          Count(0);
+          Complete(*r, SystemError(ENOSPC));
+          continue;
+        }
+        Child* c = new Child{{}, r, this};
+        c->req = *r;
+        c->req.on_complete = &Queue::Done;
+        c->req.user_data = c;
+        lower().Submit(c->req);
+      }
+    }
+
+   private:
+    struct Child {
+      IoRequest req;
+      IoRequest* parent;
+      Queue* queue;
+    };
+    static void Done(IoRequest& req) {
+      Child* c = static_cast<Child*>(req.user_data);
+      c->queue->Complete(*c->parent, req.status);
+      delete c;
+    }
+    FullAfterLayer& dev_;
+  };
+
+  const uint64_t budget_;
+  std::atomic<uint64_t> used_{0};
+};
+
+WorkloadKnobs Short() {
+  WorkloadKnobs k;
+  k.block_size = 4096;
+  k.threads = 2;
+  k.queue_depth = 4;
+  k.duration_s = 0.3;
+  k.warmup_s = 0.1;
+  k.target_size = 16 << 20;
+  return k;
+}
+
+TEST(Runner, TimedRunCountsEveryThreadAndAgreesWithTheLayers) {
+  auto dev = Open("passthrough+memory:64M");
+  ASSERT_OK(dev);
+  auto r = RunWorkload(**dev, Short());
+  ASSERT_OK(r);
+  EXPECT_TRUE(r->error.empty()) << r->error;
+  EXPECT_FALSE(r->interrupted);
+  EXPECT_NEAR(r->seconds, 0.3, 0.15);
+  ASSERT_EQ(r->threads.size(), 2u);
+  const OpTotals total = r->Total();
+  ASSERT_GT(total.ios, 100u);
+  EXPECT_EQ(total.ios, r->Read().ios + r->Write().ios);
+  EXPECT_EQ(total.latency.count(), total.ios);
+  EXPECT_EQ(total.bytes, total.ios * 4096);
+  EXPECT_NEAR(double(r->Write().ios) / double(total.ios), 0.5, 0.05);
+  EXPECT_EQ(r->threads[0].Total().ios + r->threads[1].Total().ios, total.ios);
+  EXPECT_GT(r->threads[1].Total().ios, 0u);
+  EXPECT_EQ(r->Flush().ios, 0u);
+  EXPECT_GT(r->cpu.process_s(), 0.0);
+
+  ASSERT_EQ(r->layers.size(), 2u);
+  EXPECT_EQ(r->layers[0].kind, "passthrough");
+  EXPECT_EQ(r->layers[1].kind, "memory");
+  const double top = double(r->layers[0].total_ops());
+  // The layers' window is snapshotted by the coordinating thread a moment apart from the
+  // workers' own window edges: a few batches either way.
+  EXPECT_NEAR(top, double(total.ios), double(total.ios) * 0.05 + 64);
+  const Attribution a = Attribute(r->layers);
+  ASSERT_EQ(a.layers.size(), 2u);
+  EXPECT_NEAR(a.layers[0].in_total, 1.0, 1e-9);
+  EXPECT_NEAR(a.layers[0].out_total, 1.0, 0.01);  // a passthrough sends one request per request
+  EXPECT_NEAR(a.layers[0].write_bytes_ratio, 1.0, 0.01);
+  EXPECT_TRUE(a.layers[1].backend);
+  EXPECT_GT(a.layers[1].self_us_per_io, 0.0);
+}
+
+TEST(Runner, IoCountRunIsExactAndFlushesFollowTheInterval) {
+  auto dev = Open("memory:64M");
+  ASSERT_OK(dev);
+  WorkloadKnobs k = Short();
+  k.io_count = 1001;
+  k.threads = 3;
+  k.warmup_s = 0;
+  k.write_pct = 100;
+  k.flush_interval = 4;
+  k.pattern = AccessPattern::kSequential;
+  auto r = RunWorkload(**dev, k);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->Total().ios, 1001u);
+  EXPECT_EQ(r->Write().ios, 1001u);
+  EXPECT_NEAR(double(r->Flush().ios), 1001.0 / 4, 3.0);
+  ASSERT_EQ(r->layers.size(), 1u);
+  EXPECT_EQ(r->layers[0].ops[int(Op::kWrite)], 1001u);  // no warm-up: both windows match exactly
+  EXPECT_EQ(r->layers[0].ops[int(Op::kFlush)], r->Flush().ios);
+  EXPECT_GT(r->seconds, 0.0);
+}
+
+TEST(Runner, KnobsThatDoNotFitTheDeviceFailBeforeAnyIo) {
+  auto dev = Open("memory:1M,block=4096");
+  ASSERT_OK(dev);
+  WorkloadKnobs k = Short();
+  k.block_size = 512;
+  auto r = RunWorkload(**dev, k);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("--bs"), std::string::npos);
+  EXPECT_EQ((*dev)->Stats().of(Op::kWrite).ops, 0u);
+}
+
+TEST(Runner, AFullDeviceStopsTheRunAndKeepsWhatWasMeasured) {
+  auto lower = Open("memory:64M");
+  ASSERT_OK(lower);
+  DevicePtr dev = MakeDevice<FullAfterLayer>(std::move(*lower), 2u << 20);
+  WorkloadKnobs k = Short();
+  k.write_pct = 100;
+  k.warmup_s = 0;
+  k.duration_s = 20;  // ends long before: the device fills up
+  const auto start = std::chrono::steady_clock::now();
+  auto r = RunWorkload(*dev, k);
+  ASSERT_OK(r);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_NE(r->error.find("write at offset"), std::string::npos) << r->error;
+  EXPECT_NE(r->error.find("No space left on device"), std::string::npos) << r->error;
+  EXPECT_FALSE(r->interrupted);
+  EXPECT_GE(r->Write().ios, (2u << 20) / 4096 - 8);
+  EXPECT_LE(r->Write().ios, (2u << 20) / 4096);
+  EXPECT_GE(r->Write().errors, 1u);
+  const Attribution a = Attribute(r->layers);
+  ASSERT_FALSE(a.layers.empty());
+  ASSERT_FALSE(a.layers[0].counters.empty());
+  EXPECT_EQ(a.layers[0].counters[0].name, "rejected_writes");
+  EXPECT_NE(a.layers[0].words.find("rejected_writes"), std::string::npos) << a.layers[0].words;
+}
+
+TEST(Runner, StopFlagInterruptsAndKeepsThePartialWindow) {
+  auto dev = Open("null:64M");
+  ASSERT_OK(dev);
+  WorkloadKnobs k = Short();
+  k.duration_s = 30;
+  k.warmup_s = 0;
+  std::atomic<bool> stop{false};
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stop.store(true);
+  });
+  RunControl control;
+  control.stop = &stop;
+  int progress_calls = 0;
+  control.progress_interval_s = 0.05;
+  control.on_progress = [&](const Progress& p) {
+    ++progress_calls;
+    EXPECT_GE(p.elapsed_s, 0.0);
+  };
+  auto r = RunWorkload(**dev, k, control);
+  stopper.join();
+  ASSERT_OK(r);
+  EXPECT_TRUE(r->interrupted);
+  EXPECT_LT(r->seconds, 2.0);
+  EXPECT_GT(r->Total().ios, 0u);
+  EXPECT_GE(progress_calls, 1);
+}
+
+}  // namespace
+}  // namespace vstack::bench

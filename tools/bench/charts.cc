@@ -1,0 +1,298 @@
+#include "tools/bench/charts.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace vstack::cli {
+namespace {
+
+const char* const kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
+const char* Color(size_t i) { return kPalette[i % (sizeof kPalette / sizeof kPalette[0])]; }
+
+const char* kFont = "font-family=\"DejaVu Sans, Arial, sans-serif\"";
+
+std::string Header(int w, int h, const std::string& title) {
+  return fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\">\n<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n"
+      "<text x=\"{2}\" y=\"24\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\" "
+      "{3}>{4}</text>\n",
+      w, h, w / 2, kFont, XmlEscape(title));
+}
+
+std::string Text(double x, double y, const std::string& s, const char* anchor = "start",
+                 int size = 12, const char* extra = "") {
+  return fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\" font-size=\"{}\" {} {}>{}</text>\n",
+                     x, y, anchor, size, kFont, extra, XmlEscape(s));
+}
+
+std::string Line(double x1, double y1, double x2, double y2, const char* color = "#ccc",
+                 double width = 1, const char* dash = "") {
+  return fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
+                     "stroke-width=\"{}\"{}/>\n",
+                     x1, y1, x2, y2, color, width,
+                     *dash ? fmt::format(" stroke-dasharray=\"{}\"", dash) : "");
+}
+
+std::string Rect(double x, double y, double w, double h, const char* color) {
+  return fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n",
+                     x, y, std::max(0.0, w), h, color);
+}
+
+std::string UsLabel(double us) {
+  if (us >= 1000) return fmt::format("{:g} ms", us / 1000);
+  return fmt::format("{:g} us", us);
+}
+
+std::vector<const bench::StackSummary*> Measured(const BenchReport& r) {
+  std::vector<const bench::StackSummary*> v;
+  for (const bench::StackSummary& s : r.summary.stacks) {
+    if (s.runs > 0) v.push_back(&s);
+  }
+  return v;
+}
+
+std::string NoData(int w, int h, const std::string& title) {
+  return Header(w, h, title) + Text(w / 2.0, h / 2.0, "no stack produced a measurement", "middle") +
+         "</svg>\n";
+}
+
+// A linear axis over [lo, hi] with about five round ticks (1, 2, 2.5 or 5 times a power of 10).
+struct Axis {
+  double lo = 0, hi = 1, step = 0.2;
+};
+Axis NiceAxis(double lo, double hi) {
+  if (!(hi > lo)) hi = lo + 1;
+  const double raw = (hi - lo) / 5;
+  const double p = std::pow(10, std::floor(std::log10(raw)));
+  double step = 10 * p;
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    if (m * p >= raw) {
+      step = m * p;
+      break;
+    }
+  }
+  return {std::floor(lo / step + 1e-9) * step, std::ceil(hi / step - 1e-9) * step, step};
+}
+
+// Stack names can be long specs: shorten for labels.
+std::string Label(const std::string& name) {
+  return name.size() <= 44 ? name : name.substr(0, 41) + "...";
+}
+// Width in pixels of the widest label at 12px (about 7px per character).
+int LabelWidth(const std::vector<const bench::StackSummary*>& stacks) {
+  size_t n = 8;
+  for (const auto* s : stacks) n = std::max(n, Label(s->name).size());
+  return static_cast<int>(n) * 15 / 2 + 24;
+}
+
+}  // namespace
+
+std::string XmlEscape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string LatencyCdfSvg(const BenchReport& r) {
+  const auto stacks = Measured(r);
+  const int R = 60 + LabelWidth(stacks), W = 700 + R, L = 80, T = 44, B = 64;
+  const int H = std::max(540, T + B + 20 * int(stacks.size()) + 20);
+  const std::string title = "Latency CDF per stack (reads + writes, all rounds)";
+  if (stacks.empty()) return NoData(W, H, title);
+  double lo = INFINITY, hi = 0;
+  uint64_t max_count = 0;
+  for (const auto* s : stacks) {
+    lo = std::min(lo, std::max(0.001, double(s->latency.min()) / 1000));
+    hi = std::max(hi, double(s->latency.max()) / 1000);
+    max_count = std::max(max_count, s->latency.count());
+  }
+  const double x0 = std::floor(std::log10(lo)), x1 = std::max(x0 + 1, std::ceil(std::log10(hi)));
+  // y = -log10(1 - p): 0 at 0%, 1 at 90%, 2 at 99% ... up to what the sample count resolves.
+  const double ymax = std::clamp(std::ceil(std::log10(double(std::max<uint64_t>(max_count, 10)))), 2.0, 6.0);
+  const double pw = W - L - R, ph = H - T - B;
+  auto X = [&](double us) { return L + (std::log10(std::max(us, lo)) - x0) / (x1 - x0) * pw; };
+  auto Y = [&](double q) { return T + ph - std::min(q, ymax) / ymax * ph; };
+  std::string svg = Header(W, H, title);
+  for (double e = x0; e <= x1 + 1e-9; e += 1) {
+    svg += Line(X(std::pow(10, e)), T, X(std::pow(10, e)), T + ph);
+    svg += Text(X(std::pow(10, e)), T + ph + 18, UsLabel(std::pow(10, e)), "middle");
+    for (int m = 2; m < 10 && e < x1; ++m) {
+      const double v = m * std::pow(10, e);
+      svg += Line(X(v), T, X(v), T + ph, "#eee");
+    }
+  }
+  const std::vector<std::pair<double, const char*>> ticks = {
+      {0, "0%"}, {std::log10(2.0), "50%"}, {1, "90%"}, {2, "99%"}, {3, "99.9%"},
+      {4, "99.99%"}, {5, "99.999%"}, {6, "99.9999%"}};
+  for (const auto& [q, label] : ticks) {
+    if (q > ymax + 1e-9) break;
+    svg += Line(L, Y(q), L + pw, Y(q));
+    svg += Text(L - 6, Y(q) + 4, label, "end");
+  }
+  svg += Line(L, T + ph, L + pw, T + ph, "#333");
+  svg += Line(L, T, L, T + ph, "#333");
+  svg += Text(L + pw / 2, H - 18, "latency (submit to completion, log scale)", "middle", 13);
+  svg += Text(18, T + ph / 2, "percentile", "middle", 13,
+              fmt::format("transform=\"rotate(-90 18 {:.0f})\"", T + ph / 2).c_str());
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    const LatencyHistogram& h = stacks[i]->latency;
+    const double n = double(h.count());
+    std::string pts = fmt::format("{:.1f},{:.1f}", X(double(h.min()) / 1000), Y(0));
+    uint64_t cum = 0;
+    for (int b = 0; b < LatencyHistogram::kBuckets; ++b) {
+      const uint64_t c = h.bucket_count(b);
+      if (c == 0) continue;
+      cum += c;
+      const double hi_us = std::min<double>(LatencyHistogram::BucketLow(b) + LatencyHistogram::BucketWidth(b),
+                                            double(h.max())) / 1000;
+      const double p = double(cum) / n;
+      const double q = p >= 1 ? ymax : -std::log10(1 - p);
+      pts += fmt::format(" {:.1f},{:.1f}", X(hi_us), Y(q));
+    }
+    svg += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n",
+                       Color(i), pts);
+    const double ly = T + 10 + 20 * double(i);
+    svg += Line(L + pw + 16, ly, L + pw + 40, ly, Color(i), 3);
+    svg += Text(L + pw + 46, ly + 4, Label(stacks[i]->name));
+  }
+  return svg + "</svg>\n";
+}
+
+std::string OverheadSvg(const BenchReport& r) {
+  const auto stacks = Measured(r);
+  const int row = 30, T = 70, B = 50, L = LabelWidth(stacks), gap = 70, pw = 330;
+  const int H = T + B + row * std::max<int>(1, int(stacks.size())), W = L + 2 * pw + gap + 50;
+  const std::string base = r.summary.baseline;
+  const std::string title = "IOPS and efficiency overhead vs " + (base.empty() ? "baseline" : base);
+  if (stacks.empty()) return NoData(W, H, title);
+  double max_ratio = 1.0, max_over = 1.0, min_over = 0.0;
+  for (const auto* s : stacks) {
+    max_ratio = std::max(max_ratio, s->iops_vs_base.max);
+    max_over = std::max(max_over, s->overhead_vs_base * 100);
+    min_over = std::min(min_over, s->overhead_vs_base * 100);
+  }
+  const Axis ra = NiceAxis(0, max_ratio * 1.05);
+  const Axis oa = NiceAxis(min_over, max_over * 1.05);
+  max_ratio = ra.hi;
+  min_over = oa.lo;
+  max_over = oa.hi;
+  std::string svg = Header(W, H, title);
+  const double ax = L, bx = L + pw + gap;
+  svg += Text(ax + pw / 2, T - 26, "IOPS / " + base + " IOPS (median; whisker min-max)", "middle", 13);
+  svg += Text(bx + pw / 2, T - 26, "efficiency overhead % (IOPS per CPU-second)", "middle", 13);
+  auto XA = [&](double v) { return ax + v / max_ratio * pw; };
+  auto XB = [&](double v) { return bx + (v - min_over) / (max_over - min_over) * pw; };
+  for (double v = ra.lo; v <= ra.hi + ra.step / 2; v += ra.step) {
+    svg += Line(XA(v), T - 6, XA(v), T + row * double(stacks.size()));
+    svg += Text(XA(v), T + row * double(stacks.size()) + 16, fmt::format("{:g}", v), "middle", 11);
+  }
+  for (double o = oa.lo; o <= oa.hi + oa.step / 2; o += oa.step) {
+    svg += Line(XB(o), T - 6, XB(o), T + row * double(stacks.size()));
+    svg += Text(XB(o), T + row * double(stacks.size()) + 16, fmt::format("{:g}%", o), "middle", 11);
+  }
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    const auto* s = stacks[i];
+    const double y = T + row * double(i);
+    svg += Text(L - 8, y + row / 2.0 + 4, Label(s->name), "end");
+    svg += Rect(ax, y + 5, XA(s->iops_vs_base.median) - ax, row - 10, Color(i));
+    svg += Line(XA(s->iops_vs_base.min), y + row / 2.0, XA(s->iops_vs_base.max), y + row / 2.0, "#000", 1.5);
+    svg += Text(XA(s->iops_vs_base.median) + 4, y + row / 2.0 - 6,
+                fmt::format("{:.3f}x", s->iops_vs_base.median), "start", 10);
+    const double o = s->overhead_vs_base * 100;
+    const double z = XB(0);
+    svg += Rect(std::min(z, XB(o)), y + 5, std::fabs(XB(o) - z), row - 10, Color(i));
+    svg += Text(std::max(z, XB(o)) + 4, y + row / 2.0 + 4, fmt::format("{:.1f}%", o), "start", 10);
+  }
+  svg += Line(XA(1), T - 6, XA(1), T + row * double(stacks.size()), "#000", 1, "4,3");
+  svg += Line(XB(0), T - 6, XB(0), T + row * double(stacks.size()), "#000", 1);
+  return svg + "</svg>\n";
+}
+
+std::string LayerCostSvg(const BenchReport& r) {
+  const auto stacks = Measured(r);
+  const int row = 30, T = 70, L = LabelWidth(stacks), gap = 110, pw = 330;
+  std::vector<std::string> kinds;  // non-backend layer kinds, in order of appearance
+  for (const auto* s : stacks) {
+    for (const bench::LayerCost& c : s->attribution.layers) {
+      if (!c.backend && std::find(kinds.begin(), kinds.end(), c.kind) == kinds.end()) kinds.push_back(c.kind);
+    }
+  }
+  const int legend = 24 * ((int(kinds.size()) + 3) / 4);
+  const int H = T + 50 + legend + row * std::max<int>(1, int(stacks.size())), W = L + 2 * pw + gap + 30;
+  const std::string title = "Latency added per guest I/O (medians): by each layer, and by the device";
+  if (stacks.empty()) return NoData(W, H, title);
+  double max_layers = 0, max_dev = 0;
+  for (const auto* s : stacks) {
+    max_layers = std::max(max_layers, s->attribution.layers_median_us_per_io);
+    if (!s->attribution.layers.empty()) {
+      max_dev = std::max(max_dev, s->attribution.layers.back().self_median_us_per_io);
+    }
+  }
+  const Axis la = NiceAxis(0, max_layers * 1.05), da = NiceAxis(0, max_dev * 1.05);
+  max_layers = la.hi;
+  max_dev = da.hi;
+  std::string svg = Header(W, H, title);
+  const double ax = L, bx = L + pw + gap;
+  svg += Text(ax + pw / 2, T - 26, "us added by the layers above the device (stacked)", "middle", 13);
+  svg += Text(bx + pw / 2, T - 26, "us in the device (backend), per guest I/O", "middle", 13);
+  const double bottom = T + row * double(stacks.size());
+  for (double a = 0; a <= la.hi + la.step / 2; a += la.step) {
+    const double xa = ax + a / max_layers * pw;
+    svg += Line(xa, T - 6, xa, bottom);
+    svg += Text(xa, bottom + 16, fmt::format("{:g}", a), "middle", 11);
+  }
+  for (double b = 0; b <= da.hi + da.step / 2; b += da.step) {
+    const double xb = bx + b / max_dev * pw;
+    svg += Line(xb, T - 6, xb, bottom);
+    svg += Text(xb, bottom + 16, fmt::format("{:g}", b), "middle", 11);
+  }
+  auto kind_color = [&](const std::string& k) {
+    return Color(size_t(std::find(kinds.begin(), kinds.end(), k) - kinds.begin()));
+  };
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    const auto* s = stacks[i];
+    const double y = T + row * double(i);
+    svg += Text(L - 8, y + row / 2.0 + 4, Label(s->name), "end");
+    double x = ax;
+    for (const bench::LayerCost& c : s->attribution.layers) {
+      if (c.backend) {
+        const double w = c.self_median_us_per_io / max_dev * pw;
+        svg += Rect(bx, y + 5, w, row - 10, "#888");
+        svg += Text(bx + w + 4, y + row / 2.0 + 4,
+                    fmt::format("{:.1f} ({})", c.self_median_us_per_io, c.kind), "start", 10);
+        continue;
+      }
+      const double w = c.self_median_us_per_io / max_layers * pw;
+      svg += Rect(x, y + 5, w, row - 10, kind_color(c.kind));
+      if (x > ax) svg += Line(x, y + 5, x, y + row - 5, "white", 2);  // layer boundary
+      x += w;
+    }
+    if (s->attribution.layers.size() > 1) {
+      svg += Text(x + 4, y + row / 2.0 - 2, fmt::format("{:.2f}", s->attribution.layers_median_us_per_io),
+                  "start", 10);
+      svg += Text(x + 4, y + row / 2.0 + 9, fmt::format("mean {:.2f}", s->attribution.layers_us_per_io),
+                  "start", 9, "fill=\"#666\"");
+    }
+  }
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    const double lx = L + double(i % 4) * 160, ly = bottom + 36 + 24 * double(i / 4);
+    svg += Rect(lx, ly - 10, 14, 14, kind_color(kinds[i]));
+    svg += Text(lx + 20, ly + 2, kinds[i]);
+  }
+  return svg + "</svg>\n";
+}
+
+}  // namespace vstack::cli

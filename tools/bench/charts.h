@@ -1,0 +1,22 @@
+// SVG charts of a bench report, written by hand (no plotting library): a latency CDF per stack
+// with a tail-stretched percentile axis, IOPS and efficiency overhead against the baseline, and
+// the time each layer adds per guest I/O. Render them to PNG with rsvg-convert to look at them.
+#ifndef VSTACK_TOOLS_BENCH_CHARTS_H_
+#define VSTACK_TOOLS_BENCH_CHARTS_H_
+
+#include <string>
+
+#include "tools/bench/report.h"
+
+namespace vstack::cli {
+
+std::string LatencyCdfSvg(const BenchReport& r);
+std::string OverheadSvg(const BenchReport& r);
+std::string LayerCostSvg(const BenchReport& r);
+
+// `text` with &, <, >, " escaped for XML and HTML.
+std::string XmlEscape(const std::string& text);
+
+}  // namespace vstack::cli
+
+#endif  // VSTACK_TOOLS_BENCH_CHARTS_H_

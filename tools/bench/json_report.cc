@@ -1,0 +1,241 @@
+// The JSON report: the same BenchReport as the text, plus every round's full results.
+#include "lib/size.h"
+#include "tools/bench/report.h"
+
+namespace vstack::cli {
+
+using nlohmann::json;
+
+namespace {
+
+json SpreadJson(const bench::Spread& s) {
+  return {{"median", s.median}, {"min", s.min}, {"max", s.max}, {"n", s.n}};
+}
+
+json LatencyJson(const LatencyHistogram& h) {
+  json j = {{"count", h.count()},
+            {"min", double(h.min()) / 1000},
+            {"mean", h.mean() / 1000},
+            {"stddev", h.stddev() / 1000},
+            {"max", double(h.max()) / 1000}};
+  for (const PercentileRow& row : PercentileRows()) {
+    j[row.key] = double(h.Percentile(row.pct)) / 1000;
+  }
+  return j;
+}
+
+json OpJson(const bench::OpTotals& o, double seconds) {
+  return {{"ios", o.ios},
+          {"bytes", o.bytes},
+          {"errors", o.errors},
+          {"iops", seconds > 0 ? double(o.ios) / seconds : 0.0},
+          {"mib_per_s", seconds > 0 ? double(o.bytes) / seconds / (1 << 20) : 0.0},
+          {"latency_us", LatencyJson(o.latency)}};
+}
+
+json KnobsJson(const bench::WorkloadKnobs& k) {
+  return {{"block_size", k.block_size},
+          {"write_pct", k.write_pct},
+          {"pattern", k.pattern == bench::AccessPattern::kRandom ? "random" : "sequential"},
+          {"distribution", bench::DescribeDistribution(k)},
+          {"queue_depth", k.queue_depth},
+          {"threads", k.threads},
+          {"duration_s", k.duration_s},
+          {"io_count", k.io_count},
+          {"warmup_s", k.warmup_s},
+          {"target_size", k.target_size},
+          {"seed", k.seed},
+          {"flush_interval", k.flush_interval},
+          {"content", k.content == bench::Content::kZeros ? "zeros" : "random"},
+          {"dedupe_pct", k.dedupe_pct},
+          {"compress_pct", k.compress_pct},
+          {"description", bench::DescribeWorkload(k)}};
+}
+
+json CpuJson(const bench::CpuUsage& c) {
+  json cpus = json::array();
+  for (const bench::CpuTimes& t : c.cpus) {
+    cpus.push_back({{"user_s", t.user}, {"kernel_s", t.kernel}, {"idle_s", t.idle}, {"steal_s", t.steal}});
+  }
+  return {{"wall_s", c.wall_s},
+          {"process_user_s", c.process_user_s},
+          {"process_kernel_s", c.process_kernel_s},
+          {"machine_busy_s", c.machine_busy_s()},
+          {"others_s", c.others_s()},
+          {"cpus", cpus}};
+}
+
+json MetricsJson(const bench::RunMetrics& m) {
+  return {{"ios", m.ios},
+          {"iops", m.iops},
+          {"read_iops", m.read_iops},
+          {"write_iops", m.write_iops},
+          {"mbps", m.mbps},
+          {"latency_us", {{"mean", m.mean_us}, {"p50", m.p50_us}, {"p99", m.p99_us}, {"p99.9", m.p999_us}}},
+          {"cpu_us_per_io", m.cpu_us_per_io},
+          {"process_cpu_pct", m.process_cpu_pct},
+          {"machine_cpu_pct", m.machine_cpu_pct},
+          {"others_cpu_pct", m.others_cpu_pct},
+          {"iops_per_cpu_s", m.iops_per_cpu_s},
+          {"iops_per_cpu_pct", m.iops_per_cpu_pct}};
+}
+
+json PerOp(const std::array<double, kOpCount>& v) {
+  json j = json::object();
+  for (int i = 0; i < kOpCount; ++i) j[std::string(OpName(static_cast<Op>(i)))] = v[i];
+  return j;
+}
+
+json LayerDeltaJson(const bench::LayerDelta& l) {
+  json ops = json::object();
+  for (int i = 0; i < kOpCount; ++i) {
+    ops[std::string(OpName(static_cast<Op>(i)))] = {
+        {"ops", l.ops[i]},
+        {"bytes", l.bytes[i]},
+        {"errors", l.errors[i]},
+        {"latency_sum_ns", l.latency_sum_ns[i]},
+        {"latency_p50_us", l.latency[i].Percentile(50) / 1000},
+        {"latency_p99_us", l.latency[i].Percentile(99) / 1000}};
+  }
+  json counters = json::object();
+  for (size_t i = 0; i < l.counter_names.size(); ++i) counters[l.counter_names[i]] = l.counters[i];
+  return {{"kind", l.kind}, {"description", l.description}, {"ops", ops}, {"counters", counters}};
+}
+
+json RunJson(const bench::RunResult& r) {
+  json threads = json::array();
+  for (const bench::ThreadResult& t : r.threads) {
+    threads.push_back({{"index", t.index},
+                       {"total", OpJson(t.Total(), r.seconds)},
+                       {"read", OpJson(t.read, r.seconds)},
+                       {"write", OpJson(t.write, r.seconds)},
+                       {"flush", OpJson(t.flush, r.seconds)}});
+  }
+  json layers = json::array();
+  for (const bench::LayerDelta& l : r.layers) layers.push_back(LayerDeltaJson(l));
+  return {{"round", r.round},
+          {"seconds", r.seconds},
+          {"region_bytes", r.region_bytes},
+          {"seed", r.knobs.seed},
+          {"interrupted", r.interrupted},
+          {"error", r.error},
+          {"metrics", MetricsJson(bench::Metrics(r))},
+          {"total", OpJson(r.Total(), r.seconds)},
+          {"read", OpJson(r.Read(), r.seconds)},
+          {"write", OpJson(r.Write(), r.seconds)},
+          {"flush", OpJson(r.Flush(), r.seconds)},
+          {"threads", threads},
+          {"cpu", CpuJson(r.cpu)},
+          {"layers", layers}};
+}
+
+json AttributionJson(const bench::Attribution& a) {
+  json layers = json::array();
+  for (const bench::LayerCost& c : a.layers) {
+    json counters = json::array();
+    for (const bench::CounterRate& k : c.counters) {
+      counters.push_back({{"name", k.name}, {"total", k.total}, {"per_io", k.per_io}});
+    }
+    layers.push_back({{"kind", c.kind},
+                      {"description", c.description},
+                      {"backend", c.backend},
+                      {"requests_in_per_io", PerOp(c.in_per_io)},
+                      {"requests_out_per_io", PerOp(c.out_per_io)},
+                      {"requests_in_total", c.in_total},
+                      {"requests_out_total", c.out_total},
+                      {"read_bytes_ratio", c.read_bytes_ratio},
+                      {"write_bytes_ratio", c.write_bytes_ratio},
+                      {"self_us_per_io", c.self_us_per_io},
+                      {"self_median_us_per_io", c.self_median_us_per_io},
+                      {"mean_latency_us", c.mean_latency_us},
+                      {"counters", counters},
+                      {"words", c.words}});
+  }
+  return {{"guest_ios", a.guest_ios},
+          {"layers_us_per_io", a.layers_us_per_io},
+          {"layers_median_us_per_io", a.layers_median_us_per_io},
+          {"layers", layers}};
+}
+
+json AnchorJson(const bench::AnchorSummary& a) {
+  auto opt = [](double v) { return v < 0 ? json(nullptr) : json(v); };
+  return {{"tool", a.tool},
+          {"runs", a.runs},
+          {"iops", SpreadJson(a.iops)},
+          {"mbps", a.mbps},
+          {"p50_us", opt(a.p50_us)},
+          {"p99_us", opt(a.p99_us)},
+          {"cpu_us_per_io", opt(a.cpu_us_per_io)},
+          {"vstack_ratio", SpreadJson(a.ratio)},
+          {"command", a.command},
+          {"note", a.note},
+          {"errors", a.errors}};
+}
+
+json AnchorRunJson(const bench::AnchorRun& a) {
+  const bench::AnchorResult& r = a.result;
+  return {{"tool", a.tool},     {"round", a.round},   {"error", a.error},   {"command", r.command},
+          {"seconds", r.seconds}, {"ios", r.ios},     {"iops", r.iops},     {"mbps", r.mbps},
+          {"p50_us", r.p50_us}, {"p99_us", r.p99_us}, {"cpu_s", r.cpu_s},   {"note", r.note}};
+}
+
+}  // namespace
+
+json RenderJson(const BenchReport& r) {
+  json stacks = json::array();
+  for (size_t i = 0; i < r.summary.stacks.size(); ++i) {
+    const bench::StackSummary& s = r.summary.stacks[i];
+    const bench::StackOutcome& o = r.result.stacks[i];
+    json rounds = json::array();
+    for (const bench::RunResult& run : o.rounds) rounds.push_back(RunJson(run));
+    json anchors = json::array();
+    for (const bench::AnchorSummary& a : s.anchors) anchors.push_back(AnchorJson(a));
+    json anchor_runs = json::array();
+    for (const bench::AnchorRun& a : o.anchors) anchor_runs.push_back(AnchorRunJson(a));
+    json summary = nullptr;
+    if (s.runs > 0) {
+      summary = {{"iops", SpreadJson(s.iops)},
+                 {"mbps", SpreadJson(s.mbps)},
+                 {"read_iops", s.read_iops},
+                 {"write_iops", s.write_iops},
+                 {"latency_us", {{"mean", s.mean_us}, {"p50", s.p50_us}, {"p99", s.p99_us}, {"p99.9", s.p999_us}}},
+                 {"cpu_us_per_io", s.cpu_us_per_io},
+                 {"process_cpu_pct", s.process_cpu_pct},
+                 {"machine_cpu_pct", s.machine_cpu_pct},
+                 {"others_cpu_pct", s.others_cpu_pct},
+                 {"iops_per_cpu_s", s.iops_per_cpu_s},
+                 {"iops_per_cpu_pct", s.iops_per_cpu_pct},
+                 {"iops_vs_base", SpreadJson(s.iops_vs_base)},
+                 {"overhead_vs_base", s.overhead_vs_base},
+                 {"median_round", s.median_round},
+                 {"latency_all_rounds_us", LatencyJson(s.latency)},
+                 {"gap", s.gap}};
+    }
+    stacks.push_back({{"name", s.name},
+                      {"spec", s.spec},
+                      {"chain", s.chain},
+                      {"prepare", bench::PrepareName(o.plan.prepare)},
+                      {"note", s.note},
+                      {"skipped", s.skipped},
+                      {"error", s.error},
+                      {"interrupted", s.interrupted},
+                      {"baseline", s.baseline},
+                      {"runs", s.runs},
+                      {"summary", summary},
+                      {"attribution", AttributionJson(s.attribution)},
+                      {"anchors", anchors},
+                      {"anchor_runs", anchor_runs},
+                      {"rounds", rounds}});
+  }
+  return {{"command", r.command},
+          {"knobs", KnobsJson(r.result.knobs)},
+          {"rounds_planned", r.result.rounds_planned},
+          {"rounds_done", r.result.rounds_done},
+          {"interrupted", r.result.interrupted},
+          {"error", r.result.error},
+          {"scratch_dir", r.result.scratch_dir},
+          {"baseline", r.summary.baseline},
+          {"stacks", stacks}};
+}
+
+}  // namespace vstack::cli

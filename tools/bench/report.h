@@ -1,0 +1,44 @@
+// The reports of `vstack bench`, all made from one BenchReport (the matrix results and their
+// summary), so the text, the JSON, the charts and index.html always say the same numbers.
+#ifndef VSTACK_TOOLS_BENCH_REPORT_H_
+#define VSTACK_TOOLS_BENCH_REPORT_H_
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "bench/workload/matrix.h"
+#include "bench/workload/summary.h"
+
+namespace vstack::cli {
+
+struct BenchReport {
+  std::string command;  // the command line as typed
+  bench::MatrixResult result;
+  bench::MatrixSummary summary;
+};
+
+// The percentile rows of the latency tables, diskspd's: 25th ... 6-nines.
+struct PercentileRow {
+  double pct;
+  const char* label;  // text label ("99th", "3-nines")
+  const char* key;    // JSON key ("p99", "p99.9")
+};
+const std::vector<PercentileRow>& PercentileRows();
+
+// The whole text report: parameters, each stack's median round in diskspd's layout (CPU table,
+// per-thread Total/Read/Write tables, percentile table, layers), then the comparison table,
+// the gaps in words, the anchors, skipped stacks and errors.
+std::string RenderText(const BenchReport& r);
+// Only the comparison table and what follows it (for --quiet runs and the HTML page).
+std::string RenderComparisonText(const BenchReport& r);
+
+// The same numbers as JSON, with every round's full results.
+nlohmann::json RenderJson(const BenchReport& r);
+
+// "12,345" / "1,234.5": thousands grouped, `decimals` after the point.
+std::string Num(double v, int decimals = 0);
+
+}  // namespace vstack::cli
+
+#endif  // VSTACK_TOOLS_BENCH_REPORT_H_

@@ -1,0 +1,101 @@
+#include "tools/bench/report_dir.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "tools/bench/charts.h"
+
+namespace vstack::cli {
+namespace {
+
+Status WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << content;
+  f.close();
+  if (!f) {
+    return MakeError(SystemError(errno ? errno : EIO),
+                     "cannot write '" + path + "': " + std::strerror(errno ? errno : EIO));
+  }
+  return OkStatus();
+}
+
+std::string IndexHtml(const BenchReport& r) {
+  std::string h = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>vstack bench</title>\n"
+                  "<style>body{font-family:sans-serif;margin:2em;max-width:1100px}"
+                  "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;"
+                  "text-align:right}td:first-child,th:first-child{text-align:left}"
+                  "pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}"
+                  "img{max-width:100%;margin:1em 0}</style></head><body>\n";
+  h += "<h1>vstack bench</h1>\n<p><code>" + XmlEscape(r.command) + "</code></p>\n";
+  h += "<p>" + XmlEscape(bench::DescribeWorkload(r.result.knobs)) + "; content " +
+       XmlEscape(bench::DescribeContent(r.result.knobs)) + "; " +
+       std::to_string(r.result.rounds_done) + " interleaved round(s), medians shown.";
+  if (r.result.interrupted) h += " <b>Interrupted: partial results.</b>";
+  h += "</p>\n<p>Files: <a href=\"report.txt\">report.txt</a> (full text), "
+       "<a href=\"report.json\">report.json</a> (every round).</p>\n";
+  h += "<h2>Comparison</h2>\n<table><tr><th>stack</th><th>IOPS</th><th>min-max</th><th>MB/s</th>"
+       "<th>p50 us</th><th>p99 us</th><th>p99.9 us</th><th>CPU us/IO</th><th>CPU %</th>"
+       "<th>IOPS/CPU-s</th><th>vs " + XmlEscape(r.summary.baseline) + "</th><th>overhead</th></tr>\n";
+  for (const bench::StackSummary& s : r.summary.stacks) {
+    if (s.runs == 0) {
+      h += "<tr><td>" + XmlEscape(s.name) + "</td><td colspan=\"11\" style=\"text-align:left\">" +
+           XmlEscape(s.skipped.empty() ? "failed: " + s.error : "skipped: " + s.skipped) + "</td></tr>\n";
+      continue;
+    }
+    h += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}-{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td><td>{}</td><td>{}</td><td>{:.3f}x</td><td>{:.1f}%</td></tr>\n",
+        XmlEscape(s.name), Num(s.iops.median), Num(s.iops.min), Num(s.iops.max),
+        Num(s.mbps.median, 1), Num(s.p50_us, 1), Num(s.p99_us, 1), Num(s.p999_us, 1),
+        Num(s.cpu_us_per_io, 2), Num(s.process_cpu_pct, 1), Num(s.iops_per_cpu_s),
+        s.iops_vs_base.median, s.overhead_vs_base * 100);
+  }
+  h += "</table>\n";
+  h += "<h2>Charts</h2>\n<img src=\"latency_cdf.svg\" alt=\"latency CDF\">\n"
+       "<img src=\"overhead.svg\" alt=\"overhead\">\n<img src=\"layer_cost.svg\" alt=\"layer cost\">\n";
+  h += "<h2>Gaps, layer by layer</h2>\n<ul>\n";
+  for (const bench::StackSummary& s : r.summary.stacks) {
+    if (s.runs == 0) continue;
+    h += "<li><b>" + XmlEscape(s.name) + "</b>: " + XmlEscape(s.gap) + "<ul>\n";
+    for (const bench::LayerCost& c : s.attribution.layers) h += "<li>" + XmlEscape(c.words) + "</li>\n";
+    h += "</ul></li>\n";
+  }
+  h += "</ul>\n<h2>Full text report</h2>\n<pre>" + XmlEscape(RenderText(r)) + "</pre>\n</body></html>\n";
+  return h;
+}
+
+}  // namespace
+
+const std::vector<std::string>& ReportFiles() {
+  static const std::vector<std::string> files = {"index.html", "report.txt", "report.json",
+                                                 "latency_cdf.svg", "overhead.svg", "layer_cost.svg"};
+  return files;
+}
+
+Status WriteReportDir(const std::string& dir, const BenchReport& r) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return MakeError(ec, "cannot create the report folder '" + dir + "': " + ec.message());
+  VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/report.txt", RenderText(r)));
+  VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/report.json", RenderJson(r).dump(2) + "\n"));
+  VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/latency_cdf.svg", LatencyCdfSvg(r)));
+  VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/overhead.svg", OverheadSvg(r)));
+  VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/layer_cost.svg", LayerCostSvg(r)));
+  return WriteFile(dir + "/index.html", IndexHtml(r));
+}
+
+std::string DefaultReportDir() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "vstack-report-%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+}  // namespace vstack::cli

@@ -1,0 +1,257 @@
+// The text report, in the layout of diskspd's: parameters first, then per stack the CPU table,
+// the per-thread Total/Read/Write tables and the percentile table, then the comparison.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "lib/size.h"
+#include "tools/bench/report.h"
+#include "tools/output.h"
+
+namespace vstack::cli {
+
+using bench::OpTotals;
+using bench::RunResult;
+using bench::StackSummary;
+
+const std::vector<PercentileRow>& PercentileRows() {
+  static const std::vector<PercentileRow> rows = {
+      {25, "25th", "p25"},           {50, "50th", "p50"},         {75, "75th", "p75"},
+      {90, "90th", "p90"},           {95, "95th", "p95"},         {99, "99th", "p99"},
+      {99.9, "3-nines", "p99.9"},    {99.99, "4-nines", "p99.99"}, {99.999, "5-nines", "p99.999"},
+      {99.9999, "6-nines", "p99.9999"}};
+  return rows;
+}
+
+std::string Num(double v, int decimals) {
+  if (!std::isfinite(v)) return "-";
+  std::string s = fmt::format("{:.{}f}", std::fabs(v), decimals);
+  const size_t point = s.find('.');
+  const size_t int_end = point == std::string::npos ? s.size() : point;
+  std::string grouped;
+  for (size_t i = 0; i < int_end; ++i) {
+    if (i != 0 && (int_end - i) % 3 == 0) grouped += ',';
+    grouped += s[i];
+  }
+  grouped += s.substr(int_end);
+  const bool negative = v < 0 && std::stod(s) != 0;
+  return (negative ? "-" : "") + grouped;
+}
+
+namespace {
+
+std::string Pct(double fraction_or_pct, bool is_fraction = false) {
+  return fmt::format("{:.1f}%", is_fraction ? fraction_or_pct * 100 : fraction_or_pct);
+}
+
+std::string Us(uint64_t ns) { return fmt::format("{:.1f}", double(ns) / 1000.0); }
+
+void Parameters(const BenchReport& r, std::string& out) {
+  const bench::WorkloadKnobs& k = r.result.knobs;
+  out += "Command Line: " + r.command + "\n\nInput parameters:\n\n";
+  out += fmt::format("  workload:  {}\n", bench::DescribeWorkload(k));
+  out += fmt::format("  target:    {} from offset 0 of each stack{}\n",
+                     k.target_size ? FormatSize(k.target_size) : std::string("the whole device"),
+                     "");
+  out += fmt::format("  content:   {}\n", bench::DescribeContent(k));
+  out += fmt::format("  flush:     {}\n", k.flush_interval ? fmt::format("after every {} writes "
+                                                                         "per thread",
+                                                                         k.flush_interval)
+                                                           : std::string("never"));
+  out += fmt::format("  seed:      {} (round r uses seed + r; every stack of a round the same)\n",
+                     k.seed);
+  out += fmt::format("  rounds:    {} planned, {} done, interleaved (A B C ... A B C ...)\n",
+                     r.result.rounds_planned, r.result.rounds_done);
+  if (!r.result.scratch_dir.empty()) {
+    out += fmt::format("  scratch:   {} (removed at exit)\n", r.result.scratch_dir);
+  }
+  out += "  stacks:\n";
+  for (const bench::StackOutcome& s : r.result.stacks) {
+    out += fmt::format("    {:<18} {}\n", s.plan.name, s.spec);
+    if (!s.skipped.empty()) {
+      out += fmt::format("      skipped: {}\n", s.skipped);
+      continue;
+    }
+    out += fmt::format("      prepare: {}{}\n", bench::PrepareName(s.plan.prepare),
+                       s.plan.note.empty() ? "" : " - " + s.plan.note);
+    for (size_t i = 0; i < s.chain.size(); ++i) out += fmt::format("      [{}] {}\n", i, s.chain[i]);
+  }
+}
+
+void CpuTable(const RunResult& run, std::string& out) {
+  const bench::CpuUsage& c = run.cpu;
+  TextTable t({"CPU", "Usage", "User", "Kernel", "Idle", "Steal"},
+              {true, true, true, true, true, true});
+  double su = 0, sk = 0, si = 0, ss = 0;
+  for (size_t i = 0; i < c.cpus.size(); ++i) {
+    const bench::CpuTimes& x = c.cpus[i];
+    const double total = x.user + x.kernel + x.idle + x.steal;
+    auto p = [&](double v) { return Pct(total > 0 ? 100 * v / total : 0); };
+    t.AddRow({std::to_string(i), p(x.user + x.kernel), p(x.user), p(x.kernel), p(x.idle), p(x.steal)});
+    su += x.user, sk += x.kernel, si += x.idle, ss += x.steal;
+  }
+  const double total = su + sk + si + ss;
+  auto p = [&](double v) { return Pct(total > 0 ? 100 * v / total : 0); };
+  t.AddRule();
+  t.AddRow({"avg.", p(su + sk), p(su), p(sk), p(si), p(ss)});
+  out += t.Render("  ");
+  const bench::RunMetrics m = bench::Metrics(run);
+  out += fmt::format(
+      "  vstack process: user {:.2f} s, kernel {:.2f} s = {} of the machine; others {}\n",
+      c.process_user_s, c.process_kernel_s, Pct(m.process_cpu_pct), Pct(m.others_cpu_pct));
+}
+
+// One diskspd-style table: a row per thread, then the total.
+void IoTable(const std::string& title, const RunResult& run,
+             OpTotals (*pick)(const bench::ThreadResult&), std::string& out) {
+  out += "\n" + title + "\n";
+  TextTable t({"thread", "bytes", "I/Os", "MiB/s", "I/O per s", "AvgLat (us)", "LatStdDev (us)"},
+              {true, true, true, true, true, true, true});
+  auto row = [&](const std::string& name, const OpTotals& o) {
+    const double secs = run.seconds > 0 ? run.seconds : 1;
+    t.AddRow({name, Num(double(o.bytes)), Num(double(o.ios)),
+              Num(double(o.bytes) / secs / (1 << 20), 2), Num(double(o.ios) / secs, 2),
+              Num(o.latency.mean() / 1000, 1), Num(o.latency.stddev() / 1000, 1)});
+  };
+  OpTotals total;
+  for (const bench::ThreadResult& th : run.threads) {
+    const OpTotals o = pick(th);
+    row(std::to_string(th.index), o);
+    total.Merge(o);
+  }
+  t.AddRule();
+  row("total", total);
+  out += t.Render("  ");
+}
+
+void PercentileTable(const RunResult& run, std::string& out) {
+  const OpTotals rd = run.Read(), wr = run.Write(), all = run.Total();
+  TextTable t({"%-ile", "Read (us)", "Write (us)", "Total (us)"}, {true, true, true, true});
+  auto cell = [](const OpTotals& o, double p) {
+    return o.ios ? Us(p <= 0 ? o.latency.min() : p >= 100 ? o.latency.max() : o.latency.Percentile(p))
+                 : std::string("N/A");
+  };
+  t.AddRow({"min", cell(rd, 0), cell(wr, 0), cell(all, 0)});
+  for (const PercentileRow& row : PercentileRows()) {
+    t.AddRow({row.label, cell(rd, row.pct), cell(wr, row.pct), cell(all, row.pct)});
+  }
+  t.AddRow({"max", cell(rd, 100), cell(wr, 100), cell(all, 100)});
+  out += "\n" + t.Render("  ");
+}
+
+void RunDetails(const StackSummary& s, const RunResult& run, int rounds, std::string& out) {
+  out += "\n" + std::string(78, '=') + "\n";
+  out += fmt::format("Stack {} - round {} of {} (the median of {} by IOPS)\n", s.name,
+                     run.round + 1, rounds, s.runs);
+  out += std::string(78, '=') + "\n";
+  out += fmt::format("  actual test time: {:.2f} s    thread count: {}    cpu count: {}\n\n",
+                     run.seconds, run.threads.size(), run.cpu.cpus.size());
+  if (run.interrupted) out += "  INTERRUPTED: the window ends where Ctrl-C stopped it\n";
+  if (!run.error.empty()) out += "  ERROR: " + run.error + " (the numbers cover up to it)\n";
+  CpuTable(run, out);
+  IoTable("Total IO", run, [](const bench::ThreadResult& t) { return t.Total(); }, out);
+  IoTable("Read IO", run, [](const bench::ThreadResult& t) { return t.read; }, out);
+  IoTable("Write IO", run, [](const bench::ThreadResult& t) { return t.write; }, out);
+  if (run.Flush().ios || run.Flush().errors) {
+    IoTable("Flush", run, [](const bench::ThreadResult& t) { return t.flush; }, out);
+  }
+  PercentileTable(run, out);
+  out += "\n  Layers, per guest I/O (all rounds):\n";
+  for (const bench::LayerCost& c : s.attribution.layers) out += "    " + c.words + "\n";
+}
+
+}  // namespace
+
+std::string RenderComparisonText(const BenchReport& r) {
+  const bench::MatrixSummary& sum = r.summary;
+  std::string out;
+  const std::string base = sum.baseline.empty() ? "base" : sum.baseline;
+  out += fmt::format("\nComparison: median of {} round(s){}\n", r.result.rounds_done,
+                     sum.baseline.empty() ? "" : "; baseline " + sum.baseline);
+  TextTable t({"stack", "IOPS", "(min-max)", "MB/s", "p50 us", "p99 us", "p99.9 us", "CPU us/IO",
+               "CPU %", "IOPS/CPU-s", "IOPS/%CPU", "vs " + base, "overhead"},
+              {false, true, false, true, true, true, true, true, true, true, true, true, true});
+  for (const StackSummary& s : sum.stacks) {
+    if (s.runs == 0) {
+      t.AddRow({s.name, "-", s.skipped.empty() ? "(failed)" : "(skipped)"});
+      continue;
+    }
+    t.AddRow({s.name, Num(s.iops.median), "(" + Num(s.iops.min) + "-" + Num(s.iops.max) + ")",
+              Num(s.mbps.median, 1), Num(s.p50_us, 1), Num(s.p99_us, 1), Num(s.p999_us, 1),
+              Num(s.cpu_us_per_io, 2), Num(s.process_cpu_pct, 1), Num(s.iops_per_cpu_s),
+              Num(s.iops_per_cpu_pct, 1), fmt::format("{:.3f}x", s.iops_vs_base.median),
+              Pct(s.overhead_vs_base, true)});
+  }
+  out += t.Render("  ");
+  out += "  CPU % = the vstack process's CPU as a share of the whole machine; IOPS/CPU-s = I/Os "
+         "per CPU-second of the process;\n  overhead = (base efficiency - efficiency) / base "
+         "efficiency, as in the Hyper-V whitepaper. Other load on the machine: ";
+  std::vector<double> others;
+  for (const StackSummary& s : sum.stacks) if (s.runs) others.push_back(s.others_cpu_pct);
+  const bench::Spread o = bench::SpreadOf(others);
+  out += o.n ? fmt::format("{:.1f}% median ({:.1f}-{:.1f}%).\n", o.median, o.min, o.max)
+             : std::string("n/a.\n");
+
+  bool any_gap = false;
+  for (const StackSummary& s : sum.stacks) {
+    if (s.runs == 0 || s.baseline) continue;
+    if (!any_gap) out += "\nGaps to " + base + ", layer by layer:\n";
+    any_gap = true;
+    out += "  " + s.name + ": " + s.gap + "\n";
+    for (const bench::LayerCost& c : s.attribution.layers) out += "    " + c.words + "\n";
+  }
+  bool any_anchor = false;
+  for (const StackSummary& s : sum.stacks) {
+    for (const bench::AnchorSummary& a : s.anchors) {
+      if (!any_anchor) out += "\nAnchors (run right after the stack, every round, same files and knobs):\n";
+      any_anchor = true;
+      if (a.runs == 0) {
+        out += fmt::format("  {} on {}: no successful run\n", a.tool, s.name);
+      } else {
+        out += fmt::format(
+            "  {} on {}: {} IOPS ({}-{}), {} MB/s, p50 {} us, p99 {} us, CPU {} us/IO; "
+            "vstack/{} = {:.3f}x ({:.3f}-{:.3f})\n",
+            a.tool, s.name, Num(a.iops.median), Num(a.iops.min), Num(a.iops.max),
+            Num(a.mbps, 1), a.p50_us < 0 ? "n/a" : Num(a.p50_us, 1),
+            a.p99_us < 0 ? "n/a" : Num(a.p99_us, 1),
+            a.cpu_us_per_io < 0 ? "n/a" : Num(a.cpu_us_per_io, 2), a.tool, a.ratio.median,
+            a.ratio.min, a.ratio.max);
+        out += "    $ " + a.command + "\n";
+        if (!a.note.empty()) out += "    " + a.note + "\n";
+      }
+      for (const std::string& e : a.errors) out += "    error: " + e + "\n";
+    }
+  }
+  bool any_problem = false;
+  for (const StackSummary& s : sum.stacks) {
+    if (s.skipped.empty() && s.error.empty()) continue;
+    if (!any_problem) out += "\nNot measured in full:\n";
+    any_problem = true;
+    if (!s.skipped.empty()) out += "  " + s.name + ": skipped - " + s.skipped + "\n";
+    if (!s.error.empty()) {
+      out += "  " + s.name + ": ERROR - " + s.error +
+             (s.runs ? " (rounds before and up to the error are included)" : "") + "\n";
+    }
+  }
+  if (r.result.interrupted) {
+    out += fmt::format("\nINTERRUPTED after {} complete round(s): the results above are partial.\n",
+                       r.result.rounds_done);
+  }
+  if (!r.result.error.empty()) out += "\nERROR: " + r.result.error + "\n";
+  return out;
+}
+
+std::string RenderText(const BenchReport& r) {
+  std::string out;
+  Parameters(r, out);
+  for (size_t i = 0; i < r.summary.stacks.size() && i < r.result.stacks.size(); ++i) {
+    const StackSummary& s = r.summary.stacks[i];
+    for (const RunResult& run : r.result.stacks[i].rounds) {
+      if (run.round == s.median_round) RunDetails(s, run, r.result.rounds_planned, out);
+    }
+  }
+  out += RenderComparisonText(r);
+  return out;
+}
+
+}  // namespace vstack::cli

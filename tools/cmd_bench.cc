@@ -1,0 +1,315 @@
+// vstack bench: run one workload through several stacks side by side, in interleaved rounds,
+// and explain every gap layer by layer. With no --stack it runs the default matrix (raw,
+// passthrough, fixed VHD, dynamic VHD allocated and fresh, dedup, zstd, dedup+zstd) on
+// temporary files; stacks whose components are not in this build are skipped with a note.
+//
+// Ctrl-C (or SIGTERM) stops the run: what was measured is printed, temporary files are
+// removed, and the exit status is 130. A second Ctrl-C kills at once.
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+
+#include "bench/workload/matrix.h"
+#include "bench/workload/summary.h"
+#include "lib/size.h"
+#include "tools/bench/anchors.h"
+#include "tools/bench/child_process.h"
+#include "tools/bench/report.h"
+#include "tools/bench/report_dir.h"
+#include "tools/command.h"
+#include "tools/output.h"
+
+namespace vstack::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) {
+  g_stop.store(true);
+  signal(SIGINT, SIG_DFL);  // a second Ctrl-C kills at once
+  signal(SIGTERM, SIG_DFL);
+}
+
+struct BenchArgs {
+  std::vector<std::string> stacks;
+  std::string bs = "8K", size = "256M", duration = "2s", warmup = "0.5s";
+  std::string pattern = "random", distribution = "uniform", content = "random";
+  std::string backend = "uring", direct = "on", prepare = "auto";
+  uint32_t write_pct = 50, qd = 8, threads = 4, flush_interval = 0, dedupe_pct = 0,
+           compress_pct = 0;
+  uint64_t ios = 0, seed = 1;
+  int rounds = 3;
+  std::string dir, report_dir;
+  bool no_report = false, compare_qemu = false, compare_fio = false, quiet = false;
+  OutputFormat output = OutputFormat::kText;
+  std::string command_line;
+};
+
+// The command line as typed, from /proc/self/cmdline.
+std::string CommandLine() {
+  std::FILE* f = std::fopen("/proc/self/cmdline", "rb");
+  if (f == nullptr) return "vstack bench";
+  std::vector<std::string> argv(1);
+  for (int c; (c = std::fgetc(f)) != EOF;) {
+    if (c == 0) {
+      argv.emplace_back();
+    } else {
+      argv.back() += static_cast<char>(c);
+    }
+  }
+  std::fclose(f);
+  if (argv.back().empty()) argv.pop_back();
+  return ShellJoin(argv);
+}
+
+// "2", "2s", "500ms", "1.5m" -> seconds.
+Result<double> ParseSeconds(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  const std::string unit = end ? end : "";
+  double scale = 0;
+  if (unit.empty() || unit == "s") scale = 1;
+  if (unit == "ms") scale = 1e-3;
+  if (unit == "m" || unit == "min") scale = 60;
+  if (end == text.c_str() || scale == 0 || !std::isfinite(v)) {
+    return MakeError(Errc::kInvalidArgument,
+                     flag + ": '" + text + "' is not a time (e.g. 2s, 500ms, 1m)");
+  }
+  return v * scale;
+}
+
+Result<uint32_t> ParseBlockSize(const std::string& text) {
+  auto v = ParseSize(text);
+  if (!v) return MakeError(Errc::kInvalidArgument, "--bs: " + v.error().message);
+  if (*v > UINT32_MAX) return MakeError(Errc::kInvalidArgument, "--bs: " + text + " is too large");
+  return static_cast<uint32_t>(*v);
+}
+
+Result<bool> ParseOnOff(const std::string& flag, const std::string& text) {
+  if (text == "on") return true;
+  if (text == "off") return false;
+  return MakeError(Errc::kInvalidArgument, flag + ": '" + text + "' is neither on nor off");
+}
+
+// Every knob checked before anything is created.
+Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
+  bench::MatrixOptions o;
+  bench::WorkloadKnobs& k = o.knobs;
+  VSTACK_ASSIGN_OR_RETURN(k.block_size, ParseBlockSize(a.bs));
+  k.write_pct = a.write_pct;
+  if (a.pattern == "random") {
+    k.pattern = bench::AccessPattern::kRandom;
+  } else if (a.pattern == "sequential") {
+    k.pattern = bench::AccessPattern::kSequential;
+  } else {
+    return MakeError(Errc::kInvalidArgument,
+                     "--pattern: '" + a.pattern + "' is neither random nor sequential");
+  }
+  k.queue_depth = a.qd;
+  k.threads = a.threads;
+  VSTACK_ASSIGN_OR_RETURN(k.duration_s, ParseSeconds("--duration", a.duration));
+  k.io_count = a.ios;
+  VSTACK_ASSIGN_OR_RETURN(k.warmup_s, ParseSeconds("--warmup", a.warmup));
+  auto size = ParseSize(a.size);
+  if (!size) return MakeError(Errc::kInvalidArgument, "--size: " + size.error().message);
+  k.target_size = *size;
+  k.seed = a.seed;
+  VSTACK_RETURN_IF_ERROR(bench::ParseDistribution(a.distribution, &k));
+  k.flush_interval = a.flush_interval;
+  if (a.content == "random") {
+    k.content = bench::Content::kRandom;
+  } else if (a.content == "zeros") {
+    k.content = bench::Content::kZeros;
+  } else {
+    return MakeError(Errc::kInvalidArgument, "--content: '" + a.content + "' is neither random nor zeros");
+  }
+  k.dedupe_pct = a.dedupe_pct;
+  k.compress_pct = a.compress_pct;
+  VSTACK_RETURN_IF_ERROR(bench::ValidateKnobs(k));
+  if (a.rounds < 1 || a.rounds > 1000) {
+    return MakeError(Errc::kInvalidArgument, "--rounds: " + std::to_string(a.rounds) + " is not in 1..1000");
+  }
+  o.rounds = a.rounds;
+
+  bench::BackendChoice backend;
+  if (a.backend != "uring" && a.backend != "file") {
+    return MakeError(Errc::kInvalidArgument, "--backend: '" + a.backend + "' is neither uring nor file");
+  }
+  backend.backend = a.backend;
+  VSTACK_ASSIGN_OR_RETURN(backend.direct, ParseOnOff("--direct", a.direct));
+  VSTACK_ASSIGN_OR_RETURN(bench::Prepare prepare, bench::ParsePrepare(a.prepare));
+  if (a.stacks.empty()) {
+    o.stacks = bench::DefaultMatrix(backend);
+  } else {
+    for (const std::string& s : a.stacks) {
+      VSTACK_ASSIGN_OR_RETURN(bench::StackPlan p, bench::ResolveStack(s, backend));
+      o.stacks.push_back(std::move(p));
+    }
+  }
+  for (bench::StackPlan& p : o.stacks) {
+    if (prepare != bench::Prepare::kAuto) p.prepare = prepare;
+    if (!p.image.empty() && k.target_size == 0) {
+      return MakeError(Errc::kInvalidArgument,
+                       "--size: stack '" + p.name + "' makes its own image and needs a size > 0");
+    }
+  }
+  o.scratch_parent = a.dir;
+  if (!a.dir.empty() && access(a.dir.c_str(), W_OK) != 0) {
+    return MakeError(Errc::kInvalidArgument, "--dir: '" + a.dir + "' is not a writable directory");
+  }
+  return o;
+}
+
+// The live progress line on stderr: rewritten in place on a terminal, one line per stage
+// otherwise.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool enabled) : enabled_(enabled), tty_(isatty(2)) {}
+  ~ProgressLine() { Clear(); }
+
+  void Update(const bench::MatrixProgress& p) {
+    if (!enabled_) return;
+    std::string line = fmt::format("[round {}/{}] {:<18} {}", p.round + 1, p.rounds, p.stack, p.activity);
+    const bool running = p.activity == "running" && p.run.elapsed_s > 0;
+    if (running) {
+      line += p.run.warming_up ? fmt::format("  {:.1f}/{:.1f} s  warming up", p.run.elapsed_s, p.run.total_s)
+                               : p.run.total_s > 0
+                                     ? fmt::format("  {:.1f}/{:.1f} s  {} IOPS", p.run.elapsed_s,
+                                                   p.run.total_s, Num(p.run.iops))
+                                     : fmt::format("  {:.1f} s  {} I/Os  {} IOPS", p.run.elapsed_s,
+                                                   Num(double(p.run.ios)), Num(p.run.iops));
+    }
+    if (tty_) {
+      std::fprintf(stderr, "\r\033[K%s", line.c_str());
+      dirty_ = true;
+    } else if (!running && line != last_) {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    last_ = line;
+    std::fflush(stderr);
+  }
+
+  void Clear() {
+    if (dirty_) std::fprintf(stderr, "\r\033[K");
+    dirty_ = false;
+  }
+
+ private:
+  bool enabled_, tty_;
+  bool dirty_ = false;
+  std::string last_;
+};
+
+void RunBench(const BenchArgs& args) {
+  auto options = BuildOptions(args);
+  if (!options) Fail("bench", options.error().message, 2);
+  std::vector<std::unique_ptr<bench::Anchor>> anchors;
+  if (args.compare_qemu) anchors.push_back(MakeQemuAnchor());
+  if (args.compare_fio) anchors.push_back(MakeFioAnchor());
+  for (auto& a : anchors) options->anchors.push_back(a.get());
+
+  g_stop.store(false);
+  struct sigaction sa {};
+  sa.sa_handler = &OnSignal;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old_int {}, old_term {};
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  options->stop = &g_stop;
+
+  BenchReport report;
+  {
+    ProgressLine progress(!args.quiet);
+    options->on_progress = [&](const bench::MatrixProgress& p) { progress.Update(p); };
+    report.result = bench::RunMatrix(*options);
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  report.command = args.command_line;
+  report.summary = bench::Summarize(report.result);
+
+  if (args.output == OutputFormat::kJson) {
+    fmt::print("{}\n", RenderJson(report).dump(2));
+  } else {
+    fmt::print("{}", RenderText(report));
+  }
+  std::fflush(stdout);
+  if (!args.no_report) {
+    const std::string dir = args.report_dir.empty() ? DefaultReportDir() : args.report_dir;
+    if (Status st = WriteReportDir(dir, report); !st) {
+      std::fprintf(stderr, "vstack bench: %s\n", st.error().message.c_str());
+    } else {
+      std::fprintf(stderr, "vstack bench: report written to %s/index.html\n", dir.c_str());
+    }
+  }
+  if (report.result.interrupted) Exit(130);
+  if (!report.result.error.empty()) Exit(1);
+  bool any_error = false, any_run = false;
+  for (const bench::StackSummary& s : report.summary.stacks) {
+    any_error = any_error || !s.error.empty();
+    any_run = any_run || s.runs > 0;
+  }
+  if (any_error || !any_run) Exit(1);
+}
+
+}  // namespace
+
+void AddBenchCommand(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "Run one workload through several stacks side by side (interleaved rounds, medians) and "
+      "explain every gap layer by layer. Without --stack: the default matrix on temporary files.");
+  cmd->add_option("--stack", a->stacks,
+                  "a preset (" + [] {
+                    std::string s;
+                    for (const std::string& n : bench::PresetNames()) s += (s.empty() ? "" : ", ") + n;
+                    return s;
+                  }() + ") or a stack spec; repeatable; {dir} in a spec is the scratch directory");
+  cmd->add_option("--bs", a->bs, "block size per request")->capture_default_str();
+  cmd->add_option("--write-pct", a->write_pct, "percent of requests that write (0..100)")->capture_default_str();
+  cmd->add_option("--pattern", a->pattern, "random or sequential")->capture_default_str();
+  cmd->add_option("--qd", a->qd, "outstanding requests per thread")->capture_default_str();
+  cmd->add_option("--threads", a->threads, "threads, each with its own queue")->capture_default_str();
+  cmd->add_option("--duration", a->duration, "measured time per run (e.g. 2s, 500ms)")->capture_default_str();
+  cmd->add_option("--ios", a->ios, "measured I/Os per run instead of a duration (0: timed)")->capture_default_str();
+  cmd->add_option("--warmup", a->warmup, "unmeasured warm-up per run")->capture_default_str();
+  cmd->add_option("--size", a->size, "bytes exercised from offset 0 (and the size of created images)")
+      ->capture_default_str();
+  cmd->add_option("--seed", a->seed, "RNG seed (round r uses seed + r)")->capture_default_str();
+  cmd->add_option("--distribution", a->distribution, "uniform or zipf:THETA (random pattern)")
+      ->capture_default_str();
+  cmd->add_option("--flush-interval", a->flush_interval, "a flush after every N writes per thread (0: none)")
+      ->capture_default_str();
+  cmd->add_option("--content", a->content, "write buffers: random or zeros")->capture_default_str();
+  cmd->add_option("--dedupe-pct", a->dedupe_pct, "percent of writes repeating earlier data")->capture_default_str();
+  cmd->add_option("--compress-pct", a->compress_pct, "percent of each 4 KiB chunk that compresses away")
+      ->capture_default_str();
+  cmd->add_option("--rounds", a->rounds, "interleaved rounds; medians are reported")->capture_default_str();
+  cmd->add_option("--backend", a->backend, "backend of the presets' image files: uring or file")
+      ->capture_default_str();
+  cmd->add_option("--direct", a->direct, "O_DIRECT for the presets' image files: on or off")->capture_default_str();
+  cmd->add_option("--prepare", a->prepare,
+                  "auto (each stack's own), fill (write everything first), fresh (new image every "
+                  "round), none")
+      ->capture_default_str();
+  cmd->add_option("--dir", a->dir, "where temporary images go (default: $TMPDIR or /var/tmp)");
+  cmd->add_option("--report-dir", a->report_dir, "report folder (default: ./vstack-report-DATE-TIME)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cmd->add_flag("--no-report", a->no_report, "do not write the report folder");
+  cmd->add_flag("--compare-qemu", a->compare_qemu,
+                "also run qemu-img bench on the same image files (raw, vpc) every round");
+  cmd->add_flag("--compare-fio", a->compare_fio, "also run fio with the same knobs on the raw file every round");
+  cmd->add_flag("--quiet", a->quiet, "no live progress line");
+  AddOutputOption(cmd, &a->output);
+  cmd->callback([a] {
+    a->command_line = CommandLine();
+    RunBench(*a);
+  });
+}
+
+}  // namespace vstack::cli
