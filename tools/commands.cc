@@ -5,11 +5,13 @@ namespace vstack::cli {
 
 void AddInfoCommand(CLI::App& app);
 void AddLayersCommand(CLI::App& app);
+void AddServeCommand(CLI::App& app);
 
 const std::vector<CommandRegistration>& AllCommands() {
   static const std::vector<CommandRegistration> kCommands = {
       {"info", &AddInfoCommand},
       {"layers", &AddLayersCommand},
+      {"serve", &AddServeCommand},
   };
   return kCommands;
 }
