@@ -46,6 +46,18 @@ build() {
   cmake --build "$dir" -j "$JOBS"
 }
 
+# `nbdkit vstack spec=...` finds the plugin by short name in nbdkit's plugindir: install the one
+# just built there (a copy, so it outlives this clone). See docs/layers/nbd.md.
+install_nbdkit_plugin() {
+  local dir
+  dir=$(pkg-config nbdkit --variable=plugindir)
+  if [ -w "$dir" ]; then
+    cmake --install build --component nbdkit-plugin >/dev/null
+  else
+    echo "== note: $dir is not writable; \`nbdkit vstack\` needs build/nbdkit-vstack-plugin.so there"
+  fi
+}
+
 run_tests() {
   local dir=$1
   echo "== tests: $dir"
@@ -57,6 +69,7 @@ case "${1:-}" in
     shift
     install_missing
     build build
+    install_nbdkit_plugin
     tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/vstack-main.XXXXXX")
     trap 'rm -rf "$tmp"' EXIT
     ./build/vstack info "passthrough+file:$tmp/disk.img,create=on,size=64M" "$@"
@@ -64,6 +77,7 @@ case "${1:-}" in
   test)
     install_missing
     build build
+    install_nbdkit_plugin
     build build-asan -DVSTACK_SANITIZE=ON -DVSTACK_BUILD_BENCH=OFF
     run_tests build
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

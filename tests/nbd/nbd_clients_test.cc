@@ -107,7 +107,8 @@ FioRun RunFio(const std::string& dir, const std::string& name, const std::string
   const std::string json_path = dir + "/" + name + ".json";
   std::ofstream(job_path) << job;
   FioRun r;
-  CommandResult c = RunCommand("NBD_URI='" + ServeUri(dir) +
+  // From `dir`: fio leaves its verify state files in the working directory.
+  CommandResult c = RunCommand("cd " + dir + " && NBD_URI='" + ServeUri(dir) +
                                "' fio --output-format=json --output=" + json_path + " " + job_path);
   r.status = c.status;
   r.output = c.output;
@@ -276,7 +277,8 @@ TEST_P(NbdStackTest, SigkillDuringFioWritesKeepsWhatWasFlushed) {
   // ...then region 2 takes random writes (allocating, for thin layers) when the server dies.
   std::ofstream(dir.File("region2.fio"))
       << common << "[region2]\noffset=16M\nsize=48M\ntime_based=1\nruntime=60\n";
-  FILE* writer = ::popen(("NBD_URI='" + ServeUri(dir.path()) + "' fio --output=" +
+  FILE* writer = ::popen(("cd " + dir.path() + " && NBD_URI='" + ServeUri(dir.path()) +
+                          "' fio --output=" +
                           dir.File("region2.out") + " " + dir.File("region2.fio") + " 2>&1")
                              .c_str(),
                          "r");
@@ -554,6 +556,10 @@ TEST(NbdServe, NbdkitFindsTheInstalledPluginByShortName) {
   EXPECT_NE(dump.output.find("name=vstack"), std::string::npos) << dump.output;
   EXPECT_NE(dump.output.find("thread_model=parallel"), std::string::npos) << dump.output;
   EXPECT_NE(dump.output.find("vstack_components="), std::string::npos) << dump.output;
+  // And it serves: nbdkit runs nbdinfo against a private socket, then exits.
+  CommandResult size = RunCommand("nbdkit -U - vstack memory:3M --run 'nbdinfo --size \"$uri\"'");
+  EXPECT_EQ(size.status, 0) << size.output;
+  EXPECT_NE(size.output.find("3145728"), std::string::npos) << size.output;
 }
 
 }  // namespace
