@@ -58,6 +58,19 @@ fio_iops() {
   NBD_URI=$uri RUNTIME=$RUNTIME fio --output-format=terse --terse-version=3 "$JOB" 2>/dev/null |
     awk -F';' '$1 == 3 { print int($8) }'
 }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }  # utime + stime of the server
+# fio_iops, also recording the server's CPU time per request (microseconds) under "$1 cpu":
+# a measure that the other tenants of this machine disturb much less than IOPS.
+fio_iops_cpu() {
+  local t0 out iops
+  t0=$(cpu_ticks)
+  out=$(NBD_URI=$uri RUNTIME=$RUNTIME fio --output-format=terse --terse-version=3 "$JOB" 2>/dev/null |
+    awk -F';' '$1 == 3 { print int($8), $6 / 4 }')
+  iops=${out%% *}
+  record "$1" "$iops"
+  record "$1 cpu" "$(awk -v t="$(( $(cpu_ticks) - t0 ))" -v n="${out##* }" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN {printf "%.2f", t / hz * 1e6 / n}')"
+}
 
 # One-off preparation of image stacks (created once, served read-only each round).
 prepare() {  # name spec how
@@ -76,49 +89,69 @@ for s in "${stacks[@]}"; do IFS='|' read -r name spec how <<<"$s"; prepare "$nam
 declare -A results
 record() { results[$1]="${results[$1]:-} $2"; }
 
+measure_a() {  # which: nbdkit-null vstack-null nbdkit-memory vstack-memory
+  case "$1" in
+    nbdkit-null) start_server nbdkit -f -U "$sock" null 8G; fio_iops_cpu "A nbdkit null" ;;
+    vstack-null) start_server "$VSTACK" serve --socket "$sock" null:8G; fio_iops_cpu "A vstack null:8G" ;;
+    nbdkit-memory) start_server nbdkit -f -U "$sock" memory 256M; nbdcopy "$tmp/data.img" "$uri"
+      fio_iops_cpu "A nbdkit memory" ;;
+    vstack-memory) start_server "$VSTACK" serve --socket "$sock" memory:256M; nbdcopy "$tmp/data.img" "$uri"
+      fio_iops_cpu "A vstack memory:256M" ;;
+  esac
+  stop_server
+}
+measure_b() {  # nbd|inproc name spec how
+  if [ "$1" = nbd ]; then
+    if [ "$4" = prefill ]; then
+      start_server "$VSTACK" serve --socket "$sock" "$3"; nbdcopy "$tmp/data.img" "$uri"
+    else
+      start_server "$VSTACK" serve --socket "$sock" --read-only "$3"
+    fi
+    record "B nbd $2" "$(fio_iops)"; stop_server
+  else
+    fill=""; [ "$4" = prefill ] && fill=prefill
+    record "B inproc $2" "$("$INPROC" "$3" "$RUNTIME" $fill | awk '{print int($2)}')"
+  fi
+}
+
 for round in $(seq 1 "$ROUNDS"); do
   echo "== round $round/$ROUNDS" >&2
-  # A: same server, nbdkit's plugins vs ours.
-  start_server nbdkit -f -U "$sock" null 8G;                     record "A nbdkit null" "$(fio_iops)"; stop_server
-  start_server "$VSTACK" serve --socket "$sock" null:8G;         record "A vstack null:8G" "$(fio_iops)"; stop_server
-  start_server nbdkit -f -U "$sock" memory 256M; nbdcopy "$tmp/data.img" "$uri"
-  record "A nbdkit memory" "$(fio_iops)"; stop_server
-  start_server "$VSTACK" serve --socket "$sock" memory:256M; nbdcopy "$tmp/data.img" "$uri"
-  record "A vstack memory:256M" "$(fio_iops)"; stop_server
-  # B: each stack through NBD and in process.
+  # Pairs run back to back, in A B B A order on alternate rounds, so that the load of this
+  # shared machine drifts over both halves of a pair alike; ratios are taken per round.
+  if [ $((round % 2)) = 1 ]; then order="nbdkit-null vstack-null nbdkit-memory vstack-memory"
+  else order="vstack-null nbdkit-null vstack-memory nbdkit-memory"; fi
+  for v in $order; do measure_a "$v"; done
   for s in "${stacks[@]}"; do
     IFS='|' read -r name spec how <<<"$s"
-    if [ "$how" = prefill ]; then
-      start_server "$VSTACK" serve --socket "$sock" "$spec"; nbdcopy "$tmp/data.img" "$uri"
-    else
-      start_server "$VSTACK" serve --socket "$sock" --read-only "$spec"
-    fi
-    record "B nbd $name" "$(fio_iops)"; stop_server
-    fill=""; [ "$how" = prefill ] && fill=prefill
-    record "B inproc $name" "$("$INPROC" "$spec" "$RUNTIME" $fill | awk '{print int($2)}')"
+    if [ $((round % 2)) = 1 ]; then sides="nbd inproc"; else sides="inproc nbd"; fi
+    for side in $sides; do measure_b "$side" "$name" "$spec" "$how"; done
   done
 done
 
-median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 range() { tr ' ' '\n' | grep -v '^$' | sort -n | awk 'NR==1{lo=$1} {hi=$1} END {print lo "-" hi}'; }
-m() { echo "${results[$1]}" | median; }
+m() { echo "${results[$1]}" | median | awk '{printf "%d", $1}'; }
+# The per-round ratios of two series (numerator / denominator), as percentages.
+ratios() { paste <(echo "${results[$1]}" | tr ' ' '\n' | grep -v '^$') <(echo "${results[$2]}" | tr ' ' '\n' | grep -v '^$') |
+  awk '{printf "%.2f ", 100*$1/$2}'; }
 
 echo
-echo "fio randread 4K QD32, 1 job, ${RUNTIME}s per run, $ROUNDS interleaved rounds, medians (IOPS)"
+echo "fio randread 4K QD32, 1 job, ${RUNTIME}s per run, $ROUNDS interleaved rounds; medians of IOPS and of per-round ratios"
 echo
-echo "| server | median IOPS | range | vstack / nbdkit |"
-echo "|---|---:|---:|---:|"
+echo "| server | median IOPS | range | IOPS vstack / nbdkit (median of rounds) | server CPU per request (median) |"
+echo "|---|---:|---:|---:|---:|"
+cpu() { echo "${results["$1 cpu"]}" | median | awk '{printf "%.1f us", $1}'; }
 for pair in "null|null:8G" "memory|memory:256M"; do
   IFS='|' read -r plugin spec <<<"$pair"
-  a=$(m "A nbdkit $plugin"); b=$(m "A vstack $spec")
-  echo "| nbdkit $plugin | $a | $(echo "${results["A nbdkit $plugin"]}" | range) | |"
-  echo "| vstack serve $spec | $b | $(echo "${results["A vstack $spec"]}" | range) | $(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.0f%%", 100*b/a}') |"
+  r=$(ratios "A vstack $spec" "A nbdkit $plugin")
+  echo "| nbdkit $plugin | $(m "A nbdkit $plugin") | $(echo "${results["A nbdkit $plugin"]}" | range) | | $(cpu "A nbdkit $plugin") |"
+  echo "| vstack serve $spec | $(m "A vstack $spec") | $(echo "${results["A vstack $spec"]}" | range) | $(echo "$r" | median | awk '{printf "%.0f%%", $1}') ($r) | $(cpu "A vstack $spec") |"
 done
 echo
-echo "| stack | NBD median IOPS | in-process median IOPS | NBD / in-process |"
+echo "| stack | NBD median IOPS | in-process median IOPS | NBD / in-process, median of rounds |"
 echo "|---|---:|---:|---:|"
 for s in "${stacks[@]}"; do
   IFS='|' read -r name spec how <<<"$s"
-  a=$(m "B nbd $name"); b=$(m "B inproc $name")
-  echo "| $name | $a | $b | $(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.1f%%", 100*a/b}') |"
+  r=$(ratios "B nbd $name" "B inproc $name")
+  echo "| $name | $(m "B nbd $name") | $(m "B inproc $name") | $(echo "$r" | median | awk '{printf "%.1f%%", $1}') |"
 done
