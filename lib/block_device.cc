@@ -53,10 +53,17 @@ LayerStats BlockDevice::Stats() const {
   return out;
 }
 
-Status BlockDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
+Status BlockDevice::CheckRange(uint64_t offset, uint64_t length) const {
   if (offset > geometry_.size_bytes || length > geometry_.size_bytes - offset) {
-    return MakeError(Errc::kOutOfRange, "extent query beyond the end of the device");
+    return MakeError(Errc::kOutOfRange, kind_ + ": range " + std::to_string(offset) + "+" +
+                                            std::to_string(length) + " is beyond the end (" +
+                                            std::to_string(geometry_.size_bytes) + ")");
   }
+  return OkStatus();
+}
+
+Status BlockDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
+  VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
   AppendExtent(out, offset, length, 0);
   return OkStatus();
 }
@@ -299,9 +306,12 @@ void IoQueue::FinishFanout(Fanout* fan) {
 
 void IoQueue::Submit(std::span<IoRequest* const> batch) {
   const uint64_t now = NowNs();
-  // Reuse scratch_ without assuming we are its only user: a callback may submit again.
+  // While callbacks run (draining_), new requests are plugged: collected in plugged_ and
+  // handed to the device as one batch when the drain runs dry, so a burst of resubmissions
+  // from completion callbacks costs one device submission (one io_uring_submit), not one each.
+  // Otherwise reuse scratch_ without assuming we are its only user.
   std::vector<IoRequest*> ready;
-  ready.swap(scratch_);
+  ready.swap(draining_ ? plugged_ : scratch_);
   for (IoRequest* r : batch) {
     r->internal_ = nullptr;
     r->next_ = nullptr;
@@ -316,6 +326,10 @@ void IoQueue::Submit(std::span<IoRequest* const> batch) {
     } else {
       ready.push_back(r);
     }
+  }
+  if (draining_) {
+    plugged_.swap(ready);  // the running Drain submits them
+    return;
   }
   if (!ready.empty()) DoSubmit(ready);
   ready.clear();
@@ -362,7 +376,17 @@ size_t IoQueue::Drain() {
   for (;;) {
     if (done_head_ == nullptr) {
       if (has_posted_.load(std::memory_order_acquire)) MovePosted();
-      if (done_head_ == nullptr) break;
+    }
+    if (done_head_ == nullptr) {
+      if (plugged_.empty()) break;
+      // Unplug: submit what the callbacks queued, as one batch; inline completions land on
+      // the done list and the loop goes on.
+      std::vector<IoRequest*> batch;
+      batch.swap(plugged_);
+      DoSubmit(batch);
+      batch.clear();
+      if (batch.capacity() > plugged_.capacity()) plugged_.swap(batch);
+      continue;
     }
     IoRequest* r = done_head_;
     done_head_ = r->next_;

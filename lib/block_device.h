@@ -124,6 +124,10 @@ class BlockDevice {
   // Does the work of Close(). The default does nothing.
   virtual Status DoClose() { return OkStatus(); }
 
+  // kOutOfRange unless [offset, offset+length) lies within the device (overflow-safe). For
+  // control-path queries such as MapExtents; the data path is checked by IoQueue.
+  Status CheckRange(uint64_t offset, uint64_t length) const;
+
   // Declares this layer's own counters, by name. Call once, in the constructor, before any
   // queue exists. Ids are the positions in `names`.
   void DeclareCounters(std::vector<std::string> names);
@@ -236,6 +240,7 @@ class IoQueue {
   IoRequest* done_head_ = nullptr;  // completed, callbacks pending (FIFO)
   IoRequest* done_tail_ = nullptr;
   std::vector<IoRequest*> scratch_;
+  std::vector<IoRequest*> plugged_;  // submitted by callbacks during Drain; see Submit()
   std::vector<std::unique_ptr<Child>> free_children_;
   std::vector<std::unique_ptr<Fanout>> free_fanouts_;
 

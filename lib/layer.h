@@ -59,6 +59,17 @@ class LayerQueue : public IoQueue {
   std::unique_ptr<IoQueue> lower_;
 };
 
+// Copies what a layer forwards unchanged: op, flags, offset, length and the data buffers.
+// Callback, user_data and status of `to` are left alone.
+inline void ForwardRequest(const IoRequest& from, IoRequest* to) {
+  to->op = from.op;
+  to->flags = from.flags;
+  to->offset = from.offset;
+  to->length = from.length;
+  to->iov = from.iov;
+  to->iovcnt = from.iovcnt;
+}
+
 // A free list of request wrappers a layer sends down: T must be default-constructible. Objects
 // are reused, never freed before the pool. Owner thread only.
 template <typename T>

@@ -74,6 +74,22 @@ Result<std::string> OptionValues::Choice(std::string_view key,
   return Bad(key, "'" + v + "' is not one of: " + list);
 }
 
+Result<uint32_t> OptionValues::LogicalBlock(std::string_view key) const {
+  VSTACK_ASSIGN_OR_RETURN(std::string b, Choice(key, {"512", "4096"}));
+  return b == "512" ? 512u : 4096u;
+}
+
+Result<uint64_t> OptionValues::PositionalSize(uint64_t multiple) const {
+  auto size = ParseSize(positional_);
+  if (!size) return MakeError(Errc::kInvalidArgument, component_ + ": " + size.error().message);
+  if (*size == 0 || *size % multiple != 0) {
+    return MakeError(Errc::kInvalidArgument, component_ + ": size " + std::to_string(*size) +
+                                                 " must be a positive multiple of " +
+                                                 std::to_string(multiple));
+  }
+  return *size;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Registry
 

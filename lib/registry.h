@@ -56,6 +56,10 @@ class OptionValues {
   Result<int64_t> Int(std::string_view key, int64_t min, int64_t max) const;
   Result<std::string> Choice(std::string_view key,
                              std::initializer_list<std::string_view> choices) const;
+  // A logical block size option: 512 or 4096.
+  Result<uint32_t> LogicalBlock(std::string_view key) const;
+  // The positional argument as a size that is a positive multiple of `multiple`.
+  Result<uint64_t> PositionalSize(uint64_t multiple) const;
 
  private:
   Error Bad(std::string_view key, const std::string& why) const;

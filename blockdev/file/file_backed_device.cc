@@ -43,8 +43,7 @@ Result<FileOpenParams> ParseFileParams(const OptionValues& o, const OpenOptions&
     if (p.size == 0) return MakeError(Errc::kInvalidArgument, o.component() + ": size must be > 0");
   }
   if (o.Has("block")) {
-    VSTACK_ASSIGN_OR_RETURN(std::string b, o.Choice("block", {"512", "4096"}));
-    p.block = static_cast<uint32_t>(std::stoul(b));
+    VSTACK_ASSIGN_OR_RETURN(p.block, o.LogicalBlock("block"));
   }
   if (p.create && p.read_only) {
     return MakeError(Errc::kInvalidArgument, o.component() + ": create=on needs a writable open");
@@ -220,10 +219,7 @@ void FileBackedDevice::Properties(PropertyList& out) const {
 }
 
 Status FileBackedDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
-  const uint64_t size = geometry().size_bytes;
-  if (offset > size || length > size - offset) {
-    return MakeError(Errc::kOutOfRange, "extent query beyond the end of the device");
-  }
+  VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
   if (is_block_device_) return BlockDevice::MapExtents(offset, length, out);
   const uint64_t end = offset + length;
   uint64_t pos = offset;
@@ -316,6 +312,17 @@ std::error_code FileBackedDevice::DiscardSync(uint64_t offset, uint64_t length) 
   }
   if (errno != EOPNOTSUPP) return SystemError(errno);
   return WriteZeroBuffers(offset, length);  // we promised discard_zeroes
+}
+
+std::error_code FileBackedDevice::RunSync(const IoRequest& r) const {
+  switch (r.op) {
+    case Op::kRead: return ReadSync(r.offset, r.iov, r.iovcnt);
+    case Op::kWrite: return WriteSync(r.offset, r.iov, r.iovcnt, r.flags & kIoFua);
+    case Op::kFlush: return FlushSync();
+    case Op::kDiscard: return DiscardSync(r.offset, r.length);
+    case Op::kWriteZeroes: return WriteZeroesSync(r.offset, r.length, r.flags);
+  }
+  return make_error_code(Errc::kInvalidArgument);
 }
 
 std::error_code FileBackedDevice::WriteZeroesSync(uint64_t offset, uint64_t length,

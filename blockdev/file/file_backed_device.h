@@ -70,6 +70,8 @@ class FileBackedDevice : public BlockDevice {
   std::error_code FlushSync() const;
   std::error_code DiscardSync(uint64_t offset, uint64_t length) const;
   std::error_code WriteZeroesSync(uint64_t offset, uint64_t length, IoFlags flags) const;
+  // Runs any validated request synchronously with the calls above.
+  std::error_code RunSync(const IoRequest& r) const;
 
  protected:
   // Takes ownership of `file.fd`.

@@ -9,21 +9,10 @@ class FileQueue final : public IoQueue {
 
  protected:
   void DoSubmit(std::span<IoRequest* const> batch) override {
-    for (IoRequest* r : batch) Complete(*r, Run(*r));
+    for (IoRequest* r : batch) Complete(*r, dev_.RunSync(*r));
   }
 
  private:
-  std::error_code Run(const IoRequest& r) {
-    switch (r.op) {
-      case Op::kRead: return dev_.ReadSync(r.offset, r.iov, r.iovcnt);
-      case Op::kWrite: return dev_.WriteSync(r.offset, r.iov, r.iovcnt, r.flags & kIoFua);
-      case Op::kFlush: return dev_.FlushSync();
-      case Op::kDiscard: return dev_.DiscardSync(r.offset, r.length);
-      case Op::kWriteZeroes: return dev_.WriteZeroesSync(r.offset, r.length, r.flags);
-    }
-    return make_error_code(Errc::kInvalidArgument);
-  }
-
   FileDevice& dev_;
 };
 

@@ -197,10 +197,7 @@ void MemoryDevice::Zero(uint64_t offset, uint64_t length) {
 }
 
 Status MemoryDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
-  const uint64_t size = geometry().size_bytes;
-  if (offset > size || length > size - offset) {
-    return MakeError(Errc::kOutOfRange, "extent query beyond the end of the device");
-  }
+  VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
   uint64_t done = 0;
   while (done < length) {
     const uint64_t pos = offset + done;
@@ -222,14 +219,9 @@ ComponentInfo MemoryComponent() {
   c.positional = "SIZE";
   c.options = {{"block", "logical block size: 512 or 4096", "512"}};
   c.open_backend = [](const OptionValues& o, const OpenOptions& open) -> Result<DevicePtr> {
-    VSTACK_ASSIGN_OR_RETURN(uint64_t size, ParseSize(o.positional()));
-    VSTACK_ASSIGN_OR_RETURN(std::string block, o.Choice("block", {"512", "4096"}));
-    const uint32_t bs = static_cast<uint32_t>(std::stoul(block));
-    if (size == 0 || size % bs != 0) {
-      return MakeError(Errc::kInvalidArgument, "memory: size " + std::to_string(size) +
-                                                   " must be a positive multiple of " + block);
-    }
-    return MakeDevice<MemoryDevice>(size, bs, open.read_only);
+    VSTACK_ASSIGN_OR_RETURN(uint32_t block, o.LogicalBlock("block"));
+    VSTACK_ASSIGN_OR_RETURN(uint64_t size, o.PositionalSize(block));
+    return MakeDevice<MemoryDevice>(size, block, open.read_only);
   };
   return c;
 }

@@ -39,10 +39,7 @@ std::string NullDevice::Describe() const {
 }
 
 Status NullDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
-  const uint64_t size = geometry().size_bytes;
-  if (offset > size || length > size - offset) {
-    return MakeError(Errc::kOutOfRange, "extent query beyond the end of the device");
-  }
+  VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
   AppendExtent(out, offset, length, kExtentHole | kExtentZero);
   return OkStatus();
 }
@@ -62,15 +59,10 @@ ComponentInfo NullComponent() {
   c.options = {{"block", "logical block size: 512 or 4096", "512"},
                {"fill", "zero-fill read buffers (off times the request path alone)", "on"}};
   c.open_backend = [](const OptionValues& o, const OpenOptions& open) -> Result<DevicePtr> {
-    VSTACK_ASSIGN_OR_RETURN(uint64_t size, ParseSize(o.positional()));
-    VSTACK_ASSIGN_OR_RETURN(std::string block, o.Choice("block", {"512", "4096"}));
+    VSTACK_ASSIGN_OR_RETURN(uint32_t block, o.LogicalBlock("block"));
+    VSTACK_ASSIGN_OR_RETURN(uint64_t size, o.PositionalSize(block));
     VSTACK_ASSIGN_OR_RETURN(bool fill, o.Bool("fill"));
-    const uint32_t bs = static_cast<uint32_t>(std::stoul(block));
-    if (size == 0 || size % bs != 0) {
-      return MakeError(Errc::kInvalidArgument, "null: size " + std::to_string(size) +
-                                                   " must be a positive multiple of " + block);
-    }
-    return MakeDevice<NullDevice>(size, bs, fill, open.read_only);
+    return MakeDevice<NullDevice>(size, block, fill, open.read_only);
   };
   return c;
 }

@@ -39,12 +39,7 @@ class PassthroughQueue final : public LayerQueue {
       c->parent = parent;
       c->queue = this;
       // A passthrough copies the request as it is: same op, flags, offset and buffers.
-      c->req.op = parent->op;
-      c->req.flags = parent->flags;
-      c->req.offset = parent->offset;
-      c->req.length = parent->length;
-      c->req.iov = parent->iov;
-      c->req.iovcnt = parent->iovcnt;
+      ForwardRequest(*parent, &c->req);
       c->req.on_complete = &PassthroughQueue::OnLowerDone;
       c->req.user_data = c;
       children.push_back(&c->req);

@@ -53,7 +53,7 @@ class UringQueue final : public IoQueue {
   void DoSubmit(std::span<IoRequest* const> batch) override {
     for (IoRequest* r : batch) {
       if (r->op == Op::kDiscard || r->op == Op::kWriteZeroes || r->iovcnt > IOV_MAX) {
-        Complete(*r, RunSync(*r));
+        Complete(*r, dev_.RunSync(*r));
         continue;
       }
       if (!pending_.empty() || !Prepare(r)) pending_.push_back(r);
@@ -166,17 +166,6 @@ class UringQueue final : public IoQueue {
       return;
     }
     Complete(r, {});
-  }
-
-  std::error_code RunSync(const IoRequest& r) {
-    switch (r.op) {
-      case Op::kRead: return dev_.ReadSync(r.offset, r.iov, r.iovcnt);
-      case Op::kWrite: return dev_.WriteSync(r.offset, r.iov, r.iovcnt, r.flags & kIoFua);
-      case Op::kFlush: return dev_.FlushSync();
-      case Op::kDiscard: return dev_.DiscardSync(r.offset, r.length);
-      case Op::kWriteZeroes: return dev_.WriteZeroesSync(r.offset, r.length, r.flags);
-    }
-    return make_error_code(Errc::kInvalidArgument);
   }
 
   UringDevice& dev_;

@@ -48,6 +48,19 @@ TEST_P(FileBackend, CreateNeedsSizeAndBadOptionsCreateNothing) {
               "create=on needs a writable open");
 }
 
+TEST_P(FileBackend, UnwritablePathsNameTheCause) {
+  // A path below a regular file cannot exist.
+  const std::string f = dir_.File("plain");
+  testing::WriteFile(f, 4096, 0);
+  auto r = Open(Spec(f + "/x.img,create=on,size=1M"));
+  ExpectError(r, "Not a directory");
+  // An immutable file refuses writers even for root (where the filesystem supports it).
+  if (testing::RunCommand("chattr +i " + f).status != 0) GTEST_SKIP() << "no chattr +i here";
+  ExpectError(Open(Spec(f)), "Operation not permitted");
+  EXPECT_OK(Open(Spec(f), OpenOptions{.read_only = true}));
+  testing::RunCommand("chattr -i " + f);
+}
+
 TEST_P(FileBackend, ExtendsButNeverShrinks) {
   const std::string p = dir_.File("x.img");
   {

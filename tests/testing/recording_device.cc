@@ -22,12 +22,7 @@ class RecordingQueue final : public LayerQueue {
       c->queue = this;
       c->index = dev_.OnSubmit(*parent);
       c->req = IoRequest{};
-      c->req.op = parent->op;
-      c->req.flags = parent->flags;
-      c->req.offset = parent->offset;
-      c->req.length = parent->length;
-      c->req.iov = parent->iov;
-      c->req.iovcnt = parent->iovcnt;
+      ForwardRequest(*parent, &c->req);
       c->req.on_complete = &OnDone;
       c->req.user_data = c;
       children.push_back(&c->req);
