@@ -47,7 +47,7 @@ class MaskedDevice final : public Layer {
         Child* c = pool_.Get();
         c->parent = parent;
         c->queue = this;
-        c->req = *parent;
+        ForwardRequest(*parent, &c->req);
         c->req.on_complete = &OnDone;
         c->req.user_data = c;
         children.push_back(&c->req);
