@@ -66,6 +66,18 @@ fuzz_vhd() {
   rm -rf "$work"
 }
 
+# `nbdkit vstack spec=...` finds the plugin by short name in nbdkit's plugindir: install the one
+# just built there (a copy, so it outlives this clone). See docs/layers/nbd.md.
+install_nbdkit_plugin() {
+  local dir
+  dir=$(pkg-config nbdkit --variable=plugindir)
+  if [ -w "$dir" ]; then
+    cmake --install build --component nbdkit-plugin >/dev/null
+  else
+    echo "== note: $dir is not writable; \`nbdkit vstack\` needs build/nbdkit-vstack-plugin.so there"
+  fi
+}
+
 run_tests() {
   local dir=$1
   echo "== tests: $dir"
@@ -77,6 +89,7 @@ case "${1:-}" in
     shift
     install_missing
     build build
+    install_nbdkit_plugin
     # The default matrix (raw, passthrough, fixed and dynamic VHD, dedup, zstd, dedup+zstd) on
     # temporary files under ${TMPDIR:-/var/tmp}, removed at exit; the report folder (index.html,
     # report.json, SVG charts) goes to build/bench-report. Extra arguments are vstack bench knobs.
@@ -85,6 +98,7 @@ case "${1:-}" in
   test)
     install_missing
     build build
+    install_nbdkit_plugin
     build build-asan -DVSTACK_SANITIZE=ON -DVSTACK_BUILD_BENCH=OFF
     run_tests build
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -13,6 +13,7 @@ void AddCompareCommand(CLI::App& app);
 void AddMapCommand(CLI::App& app);
 void AddCompactCommand(CLI::App& app);
 void AddSpaceCommand(CLI::App& app);
+void AddServeCommand(CLI::App& app);
 
 const std::vector<CommandRegistration>& AllCommands() {
   static const std::vector<CommandRegistration> kCommands = {
@@ -26,6 +27,7 @@ const std::vector<CommandRegistration>& AllCommands() {
       {"map", &AddMapCommand},
       {"compact", &AddCompactCommand},
       {"space", &AddSpaceCommand},
+      {"serve", &AddServeCommand},
   };
   return kCommands;
 }
