@@ -98,13 +98,14 @@ nlohmann::json SpaceJson(const SpaceReport& r, const SpaceOptions& o,
 
 namespace {
 
-// A round tick step (1, 2 or 5 times a power of 1024 or of ten of it) for about 4 ticks to `max`.
+// A round tick step (1, 2 or 5 times a power of ten of a power of 1024, or the next power of
+// 1024: 500 MiB, then 1 GiB, never 1000 MiB) for about 4 ticks to `max`.
 uint64_t TickStep(uint64_t max) {
   const uint64_t raw = std::max<uint64_t>(1, max / 4);
   uint64_t unit = 1;
   while (unit * 1024 <= raw) unit *= 1024;
   uint64_t step = unit;
-  for (uint64_t m : {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}) {
+  for (uint64_t m : {1, 2, 5, 10, 20, 50, 100, 200, 500, 1024}) {
     step = m * unit;
     if (step >= raw) break;
   }
@@ -126,7 +127,10 @@ std::string SpaceSvg(const SpaceReport& r, const SpaceOptions& o, size_t images)
   if (!cut) largest = std::max(largest, r.steps[0].bytes);
   const uint64_t step = TickStep(largest);
   const uint64_t max = (largest + step - 1) / step * step + step / 2;  // headroom for labels
-  auto y = [&](uint64_t b) { return top + plot_h - double(std::min(b, max)) / double(max) * plot_h; };
+  // A cut bar (provisioned, and the saving of the step after it) stops 28 px below the top, so
+  // its labels fit above it.
+  const uint64_t clip = static_cast<uint64_t>(double(max) * (1.0 - 28.0 / plot_h));
+  auto y = [&](uint64_t b) { return top + plot_h - double(std::min(b, clip)) / double(max) * plot_h; };
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
       "font-family=\"DejaVu Sans, Arial, sans-serif\">\n"
@@ -161,13 +165,13 @@ std::string SpaceSvg(const SpaceReport& r, const SpaceOptions& o, size_t images)
                        "fill=\"#f0a04b\"/>\n",
                        x, y(st.bytes), bar_w, y(prev) - y(st.bytes));
     }
-    if (i == 0 && cut) {
-      // The provisioned bar is cut: a white zigzag says it goes on.
+    if (std::max(prev, st.bytes) > clip) {
+      // The bar is cut: a white zigzag says it goes on.
       s += fmt::format("<path d=\"M{:.1f},{:.1f} l{:.1f},-8 l{:.1f},8 l{:.1f},-8 l{:.1f},8\" "
                        "stroke=\"white\" stroke-width=\"4\" fill=\"none\"/>\n",
-                       x, double(top) + 16, bar_w / 4, bar_w / 4, bar_w / 4, bar_w / 4);
+                       x, y(clip) + 16, bar_w / 4, bar_w / 4, bar_w / 4, bar_w / 4);
     }
-    const double label_y = std::max(double(top) + 2, std::min(y(prev), y(st.bytes)) - 20);
+    const double label_y = std::min(y(prev), y(st.bytes)) - 20;
     s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\" "
                      "font-weight=\"bold\">{}</text>\n",
                      x + bar_w / 2, label_y, Escape(FormatSize(st.bytes)));
