@@ -165,6 +165,14 @@ TEST_F(SpaceCommand, TextJsonAndSvgCarryTheSameNumbers) {
   EXPECT_NE(t.output.find("RAID-6 (4+2)"), std::string::npos);
   const double protection = j["steps"][6]["bytes"].get<double>() / j["steps"][5]["bytes"].get<double>();
   EXPECT_NEAR(protection, 1.5, 1e-6);
+  // Provisioned (96 MiB) is 4x used (24 MiB): its bar is cut, and so is the next bar's saving
+  // (it starts at 96 MiB); each cut bar carries a zigzag, the only <path> in the chart.
+  size_t zigzags = 0;
+  for (size_t at = chart.str().find("<path"); at != std::string::npos;
+       at = chart.str().find("<path", at + 1)) {
+    ++zigzags;
+  }
+  EXPECT_EQ(zigzags, 2u) << chart.str();
 }
 
 TEST_F(SpaceCommand, ShowsProgressWhenAsked) {
