@@ -5,7 +5,8 @@
 #      and memory plugins and against `vstack serve` on null and memory stacks: the vstack
 #      plugin's cost inside the same server.
 #   B. the same fio job through `vstack serve` on each stack, divided by the same workload run
-#      in process (build/bench/nbd_inproc_randread): what NBD costs on top of each stack.
+#      in process by `vstack bench` (4K random reads, QD32, one thread, the whole device): what
+#      NBD costs on top of each stack.
 #
 # Variants are interleaved (A B C ... A B C ...) for ROUNDS rounds and medians reported.
 #
@@ -15,10 +16,9 @@ cd "$(dirname "$0")/../.."
 ROUNDS=${1:-5}
 RUNTIME=${2:-5}
 VSTACK=$PWD/build/vstack
-INPROC=$PWD/build/bench/nbd_inproc_randread
 JOB=$PWD/bench/nbd/randread-4k-qd32.fio
-for p in "$VSTACK" "$INPROC"; do [ -x "$p" ] || { echo "missing $p: build first" >&2; exit 1; }; done
-for p in fio nbdkit nbdcopy; do command -v $p >/dev/null || { echo "missing $p (./dev.sh installs it)" >&2; exit 1; }; done
+[ -x "$VSTACK" ] || { echo "missing $VSTACK: build first" >&2; exit 1; }
+for p in fio nbdkit nbdcopy python3; do command -v $p >/dev/null || { echo "missing $p (./dev.sh installs it)" >&2; exit 1; }; done
 
 tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/vstack-nbd-bench.XXXXXX")
 server=""
@@ -107,10 +107,19 @@ measure_b() {  # nbd|inproc name spec how
     else
       start_server "$VSTACK" serve --socket "$sock" --read-only "$3"
     fi
-    record "B nbd $2" "$(fio_iops)"; stop_server
+    fio_iops_cpu "B nbd $2"; stop_server
   else
-    fill=""; [ "$4" = prefill ] && fill=prefill
-    record "B inproc $2" "$("$INPROC" "$3" "$RUNTIME" $fill | awk '{print int($2)}')"
+    # The job of $JOB in process: --size 0 is the whole device, like fio's; a memory stack is
+    # filled first (--prepare auto), persistent ones are read as they are.
+    local out
+    out=$("$VSTACK" bench --stack "$3" --bs 4K --write-pct 0 --qd 32 --threads 1 --size 0 \
+      --duration "${RUNTIME}s" --rounds 1 --no-report --quiet --output=json |
+      python3 -c 'import json, sys
+s = json.load(sys.stdin)["stacks"][0]
+print("error: " + s["error"] if s["error"] else "%s %s" % (s["summary"]["iops"]["median"], s["summary"]["cpu_us_per_io"]))')
+    case "$out" in error*) echo "vstack bench on $3: $out" >&2; exit 1 ;; esac
+    record "B inproc $2" "${out%% *}"
+    record "B inproc $2 cpu" "$(printf '%.2f' "${out##* }")"
   fi
 }
 
@@ -148,10 +157,10 @@ for pair in "null|null:8G" "memory|memory:256M"; do
   echo "| vstack serve $spec | $(m "A vstack $spec") | $(echo "${results["A vstack $spec"]}" | range) | $(echo "$r" | median | awk '{printf "%.0f%%", $1}') ($r) | $(cpu "A vstack $spec") |"
 done
 echo
-echo "| stack | NBD median IOPS | in-process median IOPS | NBD / in-process, median of rounds |"
-echo "|---|---:|---:|---:|"
+echo "| stack | NBD median IOPS | in-process median IOPS | NBD / in-process, median of rounds | server CPU per request | in-process CPU per request |"
+echo "|---|---:|---:|---:|---:|---:|"
 for s in "${stacks[@]}"; do
   IFS='|' read -r name spec how <<<"$s"
   r=$(ratios "B nbd $name" "B inproc $name")
-  echo "| $name | $(m "B nbd $name") | $(m "B inproc $name") | $(echo "$r" | median | awk '{printf "%.1f%%", $1}') |"
+  echo "| $name | $(m "B nbd $name") | $(m "B inproc $name") | $(echo "$r" | median | awk '{printf "%.1f%%", $1}') ($r) | $(cpu "B nbd $name") | $(cpu "B inproc $name") |"
 done
