@@ -16,16 +16,17 @@
 #include "blockdev/crc32c/crc32c.h"
 #include "blockdev/crc32c/crc32c_device.h"
 #include "blockdev/metastore/grain_io.h"
+#include "blockdev/metastore/grain_queue.h"
 #include "lib/aligned_buffer.h"
 #include "lib/iovec.h"
 
 namespace vstack {
 namespace {
 
-class Crc32cQueue final : public LayerQueue {
+class Crc32cQueue final : public GrainQueue {
  public:
   Crc32cQueue(Crc32cDevice& dev, std::unique_ptr<IoQueue> lower)
-      : LayerQueue(dev, std::move(lower)),
+      : GrainQueue(dev, std::move(lower)),
         dev_(dev),
         table_(dev.table()),
         grain_(dev.grain()),
@@ -34,7 +35,7 @@ class Crc32cQueue final : public LayerQueue {
         buffers_(grain_, align_) {}
 
  protected:
-  void DoSubmit(std::span<IoRequest* const> batch) override;
+  Status CommitForFlush() override { return dev_.Commit(); }
   void DoPoll(bool wait) override;
 
  private:
@@ -71,21 +72,18 @@ class Crc32cQueue final : public LayerQueue {
 
   uint64_t GrainOffset(uint64_t g) const { return dev_.data_offset() + g * grain_; }
 
-  void StartRead(IoRequest* parent, std::vector<IoRequest*>& out);
+  void StartRead(IoRequest* parent, std::vector<IoRequest*>& out) override;
   void IssueRead(Piece* p, std::vector<IoRequest*>& out);
   void VerifyRead(Ctx* ctx);
   bool LockGrains(uint64_t first, uint64_t last);
   void UnlockGrains(uint64_t first, uint64_t last);
   void RetryLocked(Ctx* ctx, std::vector<IoRequest*>& out);
-  void StartWrite(IoRequest* parent, std::vector<IoRequest*>& out);
+  void StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) override;
   void RunWrite(Piece* p, std::vector<IoRequest*>& out);
   void IssueWrite(Piece* p, std::vector<IoRequest*>& out);
   void FinishPiece(Piece* p, std::error_code status);
   void FinishCtx(Ctx* ctx, std::error_code status);
   Piece* NewPiece(Ctx* ctx, uint64_t first_grain, uint64_t grains, uint64_t iov_off);
-  void Submit(std::vector<IoRequest*>& out) {
-    if (!out.empty()) lower().Submit(out);
-  }
   static void OnReadDone(IoRequest& r);
   static void OnWriteIo(IoRequest& r);
 
@@ -109,7 +107,6 @@ class Crc32cQueue final : public LayerQueue {
   BufferPool buffers_;
   std::vector<Piece*> parked_;
   std::vector<Ctx*> parked_reads_;
-  std::vector<IoRequest*> scratch_;
 };
 
 Crc32cQueue::Piece* Crc32cQueue::NewPiece(Ctx* ctx, uint64_t first_grain, uint64_t grains,
@@ -124,31 +121,6 @@ Crc32cQueue::Piece* Crc32cQueue::NewPiece(Ctx* ctx, uint64_t first_grain, uint64
   return p;
 }
 
-void Crc32cQueue::DoSubmit(std::span<IoRequest* const> batch) {
-  std::vector<IoRequest*> out;
-  out.swap(scratch_);  // reuse its capacity; a callback may enter DoSubmit again
-  for (IoRequest* parent : batch) {
-    switch (parent->op) {
-      case Op::kFlush: {
-        Status s = dev_.Commit();
-        Complete(*parent, s ? std::error_code() : s.error().code);
-        break;
-      }
-      case Op::kRead:
-        StartRead(parent, out);
-        break;
-      case Op::kWrite:
-      case Op::kWriteZeroes:
-      case Op::kDiscard:
-        StartWrite(parent, out);
-        break;
-    }
-  }
-  Submit(out);
-  out.clear();
-  if (out.capacity() > scratch_.capacity()) scratch_.swap(out);
-}
-
 void Crc32cQueue::DoPoll(bool wait) {
   if (!parked_.empty() || !parked_reads_.empty()) {
     std::vector<Piece*> retry;
@@ -158,7 +130,7 @@ void Crc32cQueue::DoPoll(bool wait) {
     std::vector<IoRequest*> out;
     for (Piece* p : retry) RunWrite(p, out);
     for (Ctx* ctx : reads) RetryLocked(ctx, out);
-    Submit(out);
+    SubmitLower(out);
   }
   LayerQueue::DoPoll(wait);
 }
@@ -257,7 +229,7 @@ void Crc32cQueue::VerifyRead(Ctx* ctx) {
       ctx->locked = true;
       std::vector<IoRequest*> out;
       RetryLocked(ctx, out);
-      Submit(out);
+      SubmitLower(out);
       return;
     }
   }
@@ -309,11 +281,7 @@ void Crc32cQueue::RetryLocked(Ctx* ctx, std::vector<IoRequest*>& out) {
 // Writes
 
 void Crc32cQueue::StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) {
-  if (parent->op == Op::kWriteZeroes && (parent->flags & kIoFastZero) &&
-      (parent->offset % grain_ || parent->length % grain_)) {
-    Complete(*parent, Errc::kNotSupported);  // zeroing part of a grain is a read-modify-write
-    return;
-  }
+  if (RejectSlowFastZero(parent, grain_)) return;  // zeroing part of a grain is a RMW
   const uint64_t first = parent->offset / grain_;
   const uint64_t last = (parent->offset + parent->length - 1) / grain_;
   std::vector<uint64_t> to_mark;
@@ -435,7 +403,7 @@ void Crc32cQueue::OnWriteIo(IoRequest& r) {
     }
     std::vector<IoRequest*> out;
     q->IssueWrite(p, out);
-    q->Submit(out);
+    q->SubmitLower(out);
     return;
   }
   for (uint64_t i = 0; i < p->grains; ++i) {

@@ -180,13 +180,7 @@ Result<DevicePtr> DedupDevice::Open(DevicePtr lower, const DedupOptions& o, bool
                               data_offset, read_only);
   DevicePtr owned(dev);
   DedupEngine& eng = *dev->engine_;
-  Status loaded = s->Load([&](uint32_t table, uint64_t index, const uint8_t* entry) -> Status {
-    Status st = eng.LoadEntry(table, index, entry);
-    if (!st) return Annotate(std::move(st).error(), "dedup");
-    return OkStatus();
-  });
-  if (!loaded) return std::move(loaded).error();
-  eng.FinishLoad();
+  VSTACK_RETURN_IF_ERROR(LoadEngine(*s, eng, "dedup"));
   return owned;
 }
 
@@ -197,20 +191,15 @@ Result<std::unique_ptr<IoQueue>> DedupDevice::DoOpenQueue() {
 
 Status DedupDevice::Commit() {
   if (!store_ || store_->read_only()) return OkStatus();
-  auto lock = store_->LockCommits();
-  DedupEngine::Snapshot snap = engine_->TakeSnapshot();
-  Status s = store_->Commit(&snap.batch);
-  engine_->FinishCommit(std::move(snap), s.has_value());
+  Status s = CommitEngine(*store_, *engine_);
   CountCommit();
   return s;
 }
 
 Status DedupDevice::CloseLayer() {
   if (!store_) return OkStatus();
-  Status s = store_->read_only() ? OkStatus() : Commit();
-  auto lock = store_->LockCommits();
-  Status c = store_->Close();
-  return s ? c : s;
+  if (!store_->read_only()) CountShared(kCommits);
+  return CloseEngine(*store_, *engine_);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 
 #include "blockdev/dedup/dedup_device.h"
 #include "blockdev/metastore/grain_io.h"
+#include "blockdev/metastore/grain_queue.h"
 #include "lib/aligned_buffer.h"
 #include "lib/iovec.h"
 
@@ -23,10 +24,10 @@ namespace {
 
 using Claim = DedupEngine::Claim;
 
-class DedupQueue final : public LayerQueue {
+class DedupQueue final : public GrainQueue {
  public:
   DedupQueue(DedupDevice& dev, std::unique_ptr<IoQueue> lower)
-      : LayerQueue(dev, std::move(lower)),
+      : GrainQueue(dev, std::move(lower)),
         dev_(dev),
         eng_(dev.engine()),
         grain_(dev.grain()),
@@ -35,7 +36,8 @@ class DedupQueue final : public LayerQueue {
         buffers_(grain_, align_) {}
 
  protected:
-  void DoSubmit(std::span<IoRequest* const> batch) override;
+  void BeforeBatch() override;
+  Status CommitForFlush() override { return dev_.Commit(); }
   void DoPoll(bool wait) override;
 
  private:
@@ -85,8 +87,8 @@ class DedupQueue final : public LayerQueue {
   const iovec* piov(const GrainOp* op) const { return op->ctx->parent->iov; }
   uint32_t piovcnt(const GrainOp* op) const { return op->ctx->parent->iovcnt; }
 
-  void StartWrite(IoRequest* parent, std::vector<IoRequest*>& out);
-  void StartRead(IoRequest* parent, std::vector<IoRequest*>& out);
+  void StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) override;
+  void StartRead(IoRequest* parent, std::vector<IoRequest*>& out) override;
   void Run(GrainOp* op, std::vector<IoRequest*>& out);
   void Merge(GrainOp* op, std::vector<IoRequest*>& out);
   void OnClaim(GrainOp* op, DedupEngine::ClaimResult r, std::vector<IoRequest*>& out);
@@ -112,34 +114,11 @@ class DedupQueue final : public LayerQueue {
   RequestPool<ReadRun> runs_;
   BufferPool buffers_;
   std::vector<GrainOp*> parked_;
-  std::vector<IoRequest*> scratch_;
   bool need_commit_ = false;
 };
 
-void DedupQueue::DoSubmit(std::span<IoRequest* const> batch) {
+void DedupQueue::BeforeBatch() {
   if (eng_.pending_bytes() > dev_.commit_threshold()) (void)dev_.Commit();
-  std::vector<IoRequest*> out;
-  out.swap(scratch_);  // reuse its capacity; a callback may enter DoSubmit again
-  for (IoRequest* parent : batch) {
-    switch (parent->op) {
-      case Op::kFlush: {
-        Status s = dev_.Commit();
-        Complete(*parent, s ? std::error_code() : s.error().code);
-        break;
-      }
-      case Op::kRead:
-        StartRead(parent, out);
-        break;
-      case Op::kWrite:
-      case Op::kWriteZeroes:
-      case Op::kDiscard:
-        StartWrite(parent, out);
-        break;
-    }
-  }
-  if (!out.empty()) lower().Submit(out);
-  out.clear();
-  if (out.capacity() > scratch_.capacity()) scratch_.swap(out);
 }
 
 void DedupQueue::DoPoll(bool wait) {
@@ -155,18 +134,13 @@ void DedupQueue::DoPoll(bool wait) {
       Count(DedupDevice::kRetries);
       Run(op, out);
     }
-    if (!out.empty()) lower().Submit(out);
+    SubmitLower(out);
   }
   LayerQueue::DoPoll(wait);
 }
 
 void DedupQueue::StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) {
-  if (parent->op == Op::kWriteZeroes && (parent->flags & kIoFastZero) &&
-      (parent->offset % grain_ || parent->length % grain_)) {
-    // Zeroing part of a grain is a read-modify-write: not fast.
-    Complete(*parent, Errc::kNotSupported);
-    return;
-  }
+  if (RejectSlowFastZero(parent, grain_)) return;  // zeroing part of a grain is a RMW
   Ctx* ctx = ctxs_.Get();
   *ctx = Ctx{parent, 1, {}};
   const bool unmap = parent->op == Op::kDiscard ||
@@ -357,7 +331,7 @@ void DedupQueue::Continue(GrainOp* op, std::error_code status) {
     default:
       assert(false && "no I/O in this step");
   }
-  if (!out.empty()) lower().Submit(out);
+  SubmitLower(out);
 }
 
 void DedupQueue::Finish(GrainOp* op, std::error_code status) {

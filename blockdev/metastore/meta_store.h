@@ -141,6 +141,42 @@ class MetaStore {
 // Returns the first error. Their callbacks are overwritten.
 std::error_code RunRequests(IoQueue& queue, std::span<IoRequest> reqs);
 
+// The steps a layer whose whole state is one engine over a MetaStore (dedup, zstd) takes the
+// same way. Engine: LoadEntry(table, index, entry) -> Status; FinishLoad(); TakeSnapshot() ->
+// a Snapshot with a `MetaBatch batch`; FinishCommit(Snapshot, bool committed).
+
+// Loads `store` into `engine`; errors name `layer`.
+template <class Engine>
+Status LoadEngine(MetaStore& store, Engine& engine, const char* layer) {
+  Status loaded = store.Load([&](uint32_t table, uint64_t index, const uint8_t* entry) -> Status {
+    Status st = engine.LoadEntry(table, index, entry);
+    if (!st) return Annotate(std::move(st).error(), layer);
+    return OkStatus();
+  });
+  if (!loaded) return loaded;
+  engine.FinishLoad();
+  return OkStatus();
+}
+
+// Commits every finished operation's metadata (group commit; blocks the caller).
+template <class Engine>
+Status CommitEngine(MetaStore& store, Engine& engine) {
+  auto lock = store.LockCommits();
+  auto snap = engine.TakeSnapshot();
+  Status s = store.Commit(&snap.batch);
+  engine.FinishCommit(std::move(snap), s.has_value());
+  return s;
+}
+
+// Commits what is pending (unless read-only) and closes `store`; the first error wins.
+template <class Engine>
+Status CloseEngine(MetaStore& store, Engine& engine) {
+  Status s = store.read_only() ? OkStatus() : CommitEngine(store, engine);
+  auto lock = store.LockCommits();
+  Status c = store.Close();
+  return s ? c : s;
+}
+
 }  // namespace vstack
 
 #endif  // VSTACK_BLOCKDEV_METASTORE_META_STORE_H_

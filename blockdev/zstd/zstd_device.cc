@@ -195,13 +195,7 @@ Result<DevicePtr> ZstdDevice::Open(DevicePtr lower, const ZstdOptions& opts, boo
   auto* dev = new ZstdDevice(std::move(lower), o, bins, std::move(store), data_offset, read_only);
   DevicePtr owned(dev);
   ZstdEngine& eng = *dev->engine_;
-  Status loaded = s->Load([&](uint32_t table, uint64_t index, const uint8_t* entry) -> Status {
-    Status st = eng.LoadEntry(table, index, entry);
-    if (!st) return Annotate(std::move(st).error(), "zstd");
-    return OkStatus();
-  });
-  if (!loaded) return std::move(loaded).error();
-  eng.FinishLoad();
+  VSTACK_RETURN_IF_ERROR(LoadEngine(*s, eng, "zstd"));
   return owned;
 }
 
@@ -212,20 +206,15 @@ Result<std::unique_ptr<IoQueue>> ZstdDevice::DoOpenQueue() {
 
 Status ZstdDevice::Commit() {
   if (!store_ || store_->read_only()) return OkStatus();
-  auto lock = store_->LockCommits();
-  ZstdEngine::Snapshot snap = engine_->TakeSnapshot();
-  Status s = store_->Commit(&snap.batch);
-  engine_->FinishCommit(std::move(snap), s.has_value());
+  Status s = CommitEngine(*store_, *engine_);
   CountShared(kCommits);
   return s;
 }
 
 Status ZstdDevice::CloseLayer() {
   if (!store_) return OkStatus();
-  Status s = store_->read_only() ? OkStatus() : Commit();
-  auto lock = store_->LockCommits();
-  Status c = store_->Close();
-  return s ? c : s;
+  if (!store_->read_only()) CountShared(kCommits);
+  return CloseEngine(*store_, *engine_);
 }
 
 // ---------------------------------------------------------------------------------------------

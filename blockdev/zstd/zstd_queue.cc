@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "blockdev/metastore/grain_io.h"
+#include "blockdev/metastore/grain_queue.h"
 #include "blockdev/zstd/grain_codec.h"
 #include "blockdev/zstd/zstd_device.h"
 #include "lib/aligned_buffer.h"
@@ -25,10 +26,10 @@ namespace {
 
 using Fragment = ZstdEngine::Fragment;
 
-class ZstdQueue final : public LayerQueue {
+class ZstdQueue final : public GrainQueue {
  public:
   ZstdQueue(ZstdDevice& dev, std::unique_ptr<IoQueue> lower)
-      : LayerQueue(dev, std::move(lower)),
+      : GrainQueue(dev, std::move(lower)),
         dev_(dev),
         eng_(dev.engine()),
         grain_(dev.grain()),
@@ -43,7 +44,8 @@ class ZstdQueue final : public LayerQueue {
   }
 
  protected:
-  void DoSubmit(std::span<IoRequest* const> batch) override;
+  void BeforeBatch() override;
+  Status CommitForFlush() override { return dev_.Commit(); }
   void DoPoll(bool wait) override;
 
  private:
@@ -117,8 +119,8 @@ class ZstdQueue final : public LayerQueue {
   uint32_t AlignDown(uint32_t v) const { return v / lower_block_ * lower_block_; }
   uint32_t AlignUp(uint32_t v) const { return (v + lower_block_ - 1) / lower_block_ * lower_block_; }
 
-  void StartWrite(IoRequest* parent, std::vector<IoRequest*>& out);
-  void StartRead(IoRequest* parent, std::vector<IoRequest*>& out);
+  void StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) override;
+  void StartRead(IoRequest* parent, std::vector<IoRequest*>& out) override;
   void Run(GrainOp* op, std::vector<IoRequest*>& out);
   void Store(GrainOp* op, std::vector<IoRequest*>& out);
   void Merge(GrainOp* op, std::vector<IoRequest*>& out);
@@ -129,9 +131,6 @@ class ZstdQueue final : public LayerQueue {
   void Finish(GrainOp* op, std::error_code status);
   void FinishCtx(Ctx* ctx, std::error_code status);
   void Park(GrainOp* op) { parked_.push_back(op); }
-  void Submit(std::vector<IoRequest*>& out) {
-    if (!out.empty()) lower().Submit(out);
-  }
   static void OnGrainIo(IoRequest& r);
   static void OnBinWritten(IoRequest& r);
   static void OnRead(IoRequest& r);
@@ -154,34 +153,11 @@ class ZstdQueue final : public LayerQueue {
   Bin* open_ = nullptr;
   BufferPool buffers_;
   std::vector<GrainOp*> parked_;
-  std::vector<IoRequest*> scratch_;
   bool need_commit_ = false;
 };
 
-void ZstdQueue::DoSubmit(std::span<IoRequest* const> batch) {
+void ZstdQueue::BeforeBatch() {
   if (eng_.pending_bytes() > dev_.commit_threshold()) (void)dev_.Commit();
-  std::vector<IoRequest*> out;
-  out.swap(scratch_);  // reuse its capacity; a callback may enter DoSubmit again
-  for (IoRequest* parent : batch) {
-    switch (parent->op) {
-      case Op::kFlush: {
-        Status s = dev_.Commit();
-        Complete(*parent, s ? std::error_code() : s.error().code);
-        break;
-      }
-      case Op::kRead:
-        StartRead(parent, out);
-        break;
-      case Op::kWrite:
-      case Op::kWriteZeroes:
-      case Op::kDiscard:
-        StartWrite(parent, out);
-        break;
-    }
-  }
-  Submit(out);
-  out.clear();
-  if (out.capacity() > scratch_.capacity()) scratch_.swap(out);
 }
 
 void ZstdQueue::DoPoll(bool wait) {
@@ -197,17 +173,13 @@ void ZstdQueue::DoPoll(bool wait) {
       Count(ZstdDevice::kRetries);
       Run(op, out);
     }
-    Submit(out);
+    SubmitLower(out);
   }
   LayerQueue::DoPoll(wait);
 }
 
 void ZstdQueue::StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) {
-  if (parent->op == Op::kWriteZeroes && (parent->flags & kIoFastZero) &&
-      (parent->offset % grain_ || parent->length % grain_)) {
-    Complete(*parent, Errc::kNotSupported);  // zeroing part of a grain is a read-modify-write
-    return;
-  }
+  if (RejectSlowFastZero(parent, grain_)) return;  // zeroing part of a grain is a RMW
   Ctx* ctx = ctxs_.Get();
   *ctx = Ctx{parent, 1, {}};
   const bool unmap = parent->op == Op::kDiscard ||
@@ -440,7 +412,7 @@ void ZstdQueue::OnBinWritten(IoRequest& r) {
     q->eng_.CloseBin(b->bin);
     q->bins_.Put(b);
   }
-  q->Submit(out);
+  q->SubmitLower(out);
 }
 
 void ZstdQueue::OnGrainIo(IoRequest& r) {
@@ -476,7 +448,7 @@ void ZstdQueue::OnGrainIo(IoRequest& r) {
     return;
   }
   q->Merge(op, out);
-  q->Submit(out);
+  q->SubmitLower(out);
 }
 
 void ZstdQueue::Finish(GrainOp* op, std::error_code status) {
