@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "lib/registry.h"
+#include "lib/spec.h"
 #include "lib/size.h"
 #include "tools/command.h"
 #include "tools/output.h"
@@ -58,6 +59,17 @@ nlohmann::json Json(const std::string& spec, BlockDevice& dev) {
           {"layers", layers}};
 }
 
+// True for a spec whose bottom asks to create its file (`file:PATH,create=on,size=...`): info
+// then opens it writable, as that is the only way to create it; anything else is read-only.
+bool AsksToCreate(const std::string& target) {
+  auto parts = ParseSpec(target);
+  if (!parts || parts->empty()) return false;
+  for (const SpecOption& o : parts->back().options) {
+    if (o.key == "create" && o.value != "off") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void AddInfoCommand(CLI::App& app) {
@@ -70,7 +82,7 @@ void AddInfoCommand(CLI::App& app) {
   cmd->callback([args] {
     std::string spec;
     OpenOptions open;
-    open.read_only = true;
+    open.read_only = !AsksToCreate(args->target);
     auto dev = OpenImage(args->target, open, &spec);
     if (!dev) Fail("info", dev.error().ToString());
     if (args->output == OutputFormat::kJson) {

@@ -5,20 +5,25 @@
 #      and memory plugins and against `vstack serve` on null and memory stacks: the vstack
 #      plugin's cost inside the same server.
 #   B. the same fio job through `vstack serve` on each stack, divided by the same workload run
-#      in process (build/bench/nbd_inproc_randread): what NBD costs on top of each stack.
+#      in process by `vstack bench` (4K random reads, QD32, one thread, the whole device): what
+#      NBD costs on top of each stack.
 #
 # Variants are interleaved (A B C ... A B C ...) for ROUNDS rounds and medians reported.
 #
-#   bench/nbd/run.sh [ROUNDS=5] [RUNTIME=5]      (after ./dev.sh bench, or a build in build/)
+#   bench/nbd/run.sh [ROUNDS=5] [RUNTIME=5] [PARTS=ab]   (after ./dev.sh bench, or a build in build/)
+#
+# PARTS=a runs part A only (more rounds in the same time: its pairs are what the >= 80% target
+# is about), PARTS=b part B only.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-5}
 RUNTIME=${2:-5}
+PARTS=${3:-ab}
+case "$PARTS" in a|b|ab) ;; *) echo "PARTS must be a, b or ab, not '$PARTS'" >&2; exit 2 ;; esac
 VSTACK=$PWD/build/vstack
-INPROC=$PWD/build/bench/nbd_inproc_randread
 JOB=$PWD/bench/nbd/randread-4k-qd32.fio
-for p in "$VSTACK" "$INPROC"; do [ -x "$p" ] || { echo "missing $p: build first" >&2; exit 1; }; done
-for p in fio nbdkit nbdcopy; do command -v $p >/dev/null || { echo "missing $p (./dev.sh installs it)" >&2; exit 1; }; done
+[ -x "$VSTACK" ] || { echo "missing $VSTACK: build first" >&2; exit 1; }
+for p in fio nbdkit nbdcopy python3; do command -v $p >/dev/null || { echo "missing $p (./dev.sh installs it)" >&2; exit 1; }; done
 
 tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/vstack-nbd-bench.XXXXXX")
 server=""
@@ -40,6 +45,7 @@ fi
 if have_layer dedup && have_layer zstd; then
   stacks+=("dedup+zstd|dedup+zstd+file:$tmp/dz.img|dedupzstd")
 fi
+[[ $PARTS == *b* ]] || stacks=()
 
 wait_socket() {
   for _ in $(seq 1 500); do [ -S "$sock" ] && nbdinfo --size "$uri" >/dev/null 2>&1 && return 0; sleep 0.02; done
@@ -107,10 +113,19 @@ measure_b() {  # nbd|inproc name spec how
     else
       start_server "$VSTACK" serve --socket "$sock" --read-only "$3"
     fi
-    record "B nbd $2" "$(fio_iops)"; stop_server
+    fio_iops_cpu "B nbd $2"; stop_server
   else
-    fill=""; [ "$4" = prefill ] && fill=prefill
-    record "B inproc $2" "$("$INPROC" "$3" "$RUNTIME" $fill | awk '{print int($2)}')"
+    # The job of $JOB in process: --size 0 is the whole device, like fio's; a memory stack is
+    # filled first (--prepare auto), persistent ones are read as they are.
+    local out
+    out=$("$VSTACK" bench --stack "$3" --bs 4K --write-pct 0 --qd 32 --threads 1 --size 0 \
+      --duration "${RUNTIME}s" --rounds 1 --no-report --quiet --output=json |
+      python3 -c 'import json, sys
+s = json.load(sys.stdin)["stacks"][0]
+print("error: " + s["error"] if s["error"] else "%s %s" % (s["summary"]["iops"]["median"], s["summary"]["cpu_us_per_io"]))')
+    case "$out" in error*) echo "vstack bench on $3: $out" >&2; exit 1 ;; esac
+    record "B inproc $2" "${out%% *}"
+    record "B inproc $2 cpu" "$(printf '%.2f' "${out##* }")"
   fi
 }
 
@@ -120,7 +135,7 @@ for round in $(seq 1 "$ROUNDS"); do
   # shared machine drifts over both halves of a pair alike; ratios are taken per round.
   if [ $((round % 2)) = 1 ]; then order="nbdkit-null vstack-null nbdkit-memory vstack-memory"
   else order="vstack-null nbdkit-null vstack-memory nbdkit-memory"; fi
-  for v in $order; do measure_a "$v"; done
+  [[ $PARTS == *a* ]] && for v in $order; do measure_a "$v"; done
   for s in "${stacks[@]}"; do
     IFS='|' read -r name spec how <<<"$s"
     if [ $((round % 2)) = 1 ]; then sides="nbd inproc"; else sides="inproc nbd"; fi
@@ -135,23 +150,28 @@ m() { echo "${results[$1]}" | median | awk '{printf "%d", $1}'; }
 ratios() { paste <(echo "${results[$1]}" | tr ' ' '\n' | grep -v '^$') <(echo "${results[$2]}" | tr ' ' '\n' | grep -v '^$') |
   awk '{printf "%.2f ", 100*$1/$2}'; }
 
-echo
-echo "fio randread 4K QD32, 1 job, ${RUNTIME}s per run, $ROUNDS interleaved rounds; medians of IOPS and of per-round ratios"
-echo
-echo "| server | median IOPS | range | IOPS vstack / nbdkit (median of rounds) | server CPU per request (median) |"
-echo "|---|---:|---:|---:|---:|"
 cpu() { echo "${results["$1 cpu"]}" | median | awk '{printf "%.1f us", $1}'; }
-for pair in "null|null:8G" "memory|memory:256M"; do
-  IFS='|' read -r plugin spec <<<"$pair"
-  r=$(ratios "A vstack $spec" "A nbdkit $plugin")
-  echo "| nbdkit $plugin | $(m "A nbdkit $plugin") | $(echo "${results["A nbdkit $plugin"]}" | range) | | $(cpu "A nbdkit $plugin") |"
-  echo "| vstack serve $spec | $(m "A vstack $spec") | $(echo "${results["A vstack $spec"]}" | range) | $(echo "$r" | median | awk '{printf "%.0f%%", $1}') ($r) | $(cpu "A vstack $spec") |"
-done
-echo
-echo "| stack | NBD median IOPS | in-process median IOPS | NBD / in-process, median of rounds |"
-echo "|---|---:|---:|---:|"
-for s in "${stacks[@]}"; do
-  IFS='|' read -r name spec how <<<"$s"
-  r=$(ratios "B nbd $name" "B inproc $name")
-  echo "| $name | $(m "B nbd $name") | $(m "B inproc $name") | $(echo "$r" | median | awk '{printf "%.1f%%", $1}') |"
-done
+if [[ $PARTS == *a* ]]; then
+  echo
+  echo "fio randread 4K QD32, 1 job, ${RUNTIME}s per run, $ROUNDS interleaved rounds; medians of IOPS and of per-round ratios"
+  echo
+  echo "| server | median IOPS | range | IOPS vstack / nbdkit (median of rounds) | server CPU per request (median) | CPU vstack / nbdkit (median of rounds) |"
+  echo "|---|---:|---:|---:|---:|---:|"
+  for pair in "null|null:8G" "memory|memory:256M"; do
+    IFS='|' read -r plugin spec <<<"$pair"
+    r=$(ratios "A vstack $spec" "A nbdkit $plugin")
+    c=$(ratios "A vstack $spec cpu" "A nbdkit $plugin cpu")
+    echo "| nbdkit $plugin | $(m "A nbdkit $plugin") | $(echo "${results["A nbdkit $plugin"]}" | range) | | $(cpu "A nbdkit $plugin") | |"
+    echo "| vstack serve $spec | $(m "A vstack $spec") | $(echo "${results["A vstack $spec"]}" | range) | $(echo "$r" | median | awk '{printf "%.0f%%", $1}') ($r) | $(cpu "A vstack $spec") | $(echo "$c" | median | awk '{printf "%.0f%%", $1}') |"
+  done
+fi
+if [[ $PARTS == *b* ]]; then
+  echo
+  echo "| stack | NBD median IOPS | in-process median IOPS | NBD / in-process, median of rounds | server CPU per request | in-process CPU per request |"
+  echo "|---|---:|---:|---:|---:|---:|"
+  for s in "${stacks[@]}"; do
+    IFS='|' read -r name spec how <<<"$s"
+    r=$(ratios "B nbd $name" "B inproc $name")
+    echo "| $name | $(m "B nbd $name") | $(m "B inproc $name") | $(echo "$r" | median | awk '{printf "%.1f%%", $1}') ($r) | $(cpu "B nbd $name") | $(cpu "B inproc $name") |"
+  done
+fi
