@@ -130,7 +130,9 @@ FioRun RunFio(const std::string& dir, const std::string& name, const std::string
 
 // The user-facing verify job (docs/layers/nbd.md), with this test's sizes.
 std::string VerifyJob() {
-  return ReadFile(std::string(VSTACK_SOURCE_DIR) + "/bench/nbd/verify.fio");
+  std::string path = VSTACK_SOURCE_DIR;  // appended, not `+`: g++ 12 warns falsely on that
+  path.append("/bench/nbd/verify.fio");
+  return ReadFile(path);
 }
 
 // Checks every layer of the stack, top to bottom: the number of corruptions, with messages.
