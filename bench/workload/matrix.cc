@@ -169,7 +169,7 @@ MatrixResult RunMatrix(const MatrixOptions& o) {
   for (const StackPlan& p : o.stacks) {
     StackOutcome s;
     s.plan = p;
-    s.spec = ExpandDir(p.spec, scratch->path());
+    s.spec = ExpandSpec(p.spec, scratch->path(), o.knobs.target_size);
     std::vector<std::string> missing = MissingComponents(p);
     for (const std::string& c : missing) {
       s.skipped += (s.skipped.empty() ? "needs " : ", ") + ("'" + c + "'");

@@ -58,8 +58,9 @@ Result<StackPlan> ResolveStack(const std::string& text, const BackendChoice& bac
 // The components of `plan` that are not registered in this build; empty if it can run.
 std::vector<std::string> MissingComponents(const StackPlan& plan);
 
-// `text` with every "{dir}" replaced by `dir`.
-std::string ExpandDir(std::string text, const std::string& dir);
+// `text` with every "{dir}" replaced by `dir`, and every "{size:F}" by F x `target_size`,
+// rounded down to a MiB, in bytes (e.g. a layer's virtual size relative to the target region).
+std::string ExpandSpec(std::string text, const std::string& dir, uint64_t target_size);
 
 // The file a one-backend spec (file: or uring:) reads and writes, or "" for other specs.
 std::string BackendFile(const std::string& spec);

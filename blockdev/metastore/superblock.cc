@@ -58,7 +58,9 @@ std::vector<uint8_t> EncodeSuperblock(const Superblock& sb) {
     StoreLE64(t + 8, sb.tables[i].entries);
     StoreLE32(t + 16, sb.tables[i].entry_size);
   }
-  std::memcpy(&s[kPayloadAt], sb.payload.data(), std::min(sb.payload.size(), kMaxPayload));
+  if (!sb.payload.empty()) {  // an empty vector may have a null data()
+    std::memcpy(&s[kPayloadAt], sb.payload.data(), std::min(sb.payload.size(), kMaxPayload));
+  }
   StoreLE32(&s[8], Crc32c(s.data(), s.size()));
   return s;
 }

@@ -114,6 +114,17 @@ TEST(Matrix, AnInvalidStackIsAClearErrorAndPresetsKnowTheirFiles) {
                                              "vhd-dynamic-fresh", "dedup", "zstd", "dedup+zstd"}));
 }
 
+TEST(Matrix, SpecsExpandTheScratchDirectoryAndSizesRelativeToTheTarget) {
+  EXPECT_EQ(ExpandSpec("dedup+zstd:size={size:1.25}+uring:{dir}/d.img", "/tmp/x", 256ull << 20),
+            "dedup+zstd:size=" + std::to_string(320ull << 20) + "+uring:/tmp/x/d.img");
+  EXPECT_EQ(ExpandSpec("zstd:size={size:0.3}+memory:1G", "/d", 10ull << 20),
+            "zstd:size=" + std::to_string(3ull << 20) + "+memory:1G");  // rounded down to a MiB
+  // The preset that needs it: dedup over a zstd that can hold every grain dedup may touch.
+  auto plan = ResolveStack("dedup+zstd", BackendChoice{});
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_NE(plan->spec.find("zstd:size={size:1.25}"), std::string::npos) << plan->spec;
+}
+
 TEST(Matrix, StopFlagEndsEverythingAndStillCleansUp) {
   testing::TempDir dir;
   MatrixOptions o;
