@@ -209,5 +209,32 @@ TEST_F(ReportTest, ReportFolderHasEveryFileAndCompleteCharts) {
   EXPECT_EQ(Num(0.4), "0");
 }
 
+// The CDF's latency axis starts at the decade below the fastest I/O; its tick labels sit one
+// decade apart and never on top of each other (they once did when the fastest I/O was just
+// under a decade, e.g. 0.8 us: "0.1 us" was drawn at 0.8 us, next to "1 us").
+TEST(ReportCharts, LatencyCdfTickLabelsDoNotOverlap) {
+  BenchReport r;
+  bench::StackSummary s;
+  s.name = "fresh";
+  s.runs = 1;
+  s.latency.Record(800);        // 0.8 us: a zero-filled read
+  s.latency.Record(5'000'000);  // 5 ms
+  r.summary.stacks.push_back(s);
+  const std::string svg = LatencyCdfSvg(r);
+  std::vector<std::pair<double, std::string>> ticks;  // x, label
+  const std::string open = "<text x=\"";
+  for (size_t p = 0; (p = svg.find(open, p)) != std::string::npos; ++p) {
+    const double x = std::stod(svg.substr(p + open.size()));
+    const size_t b = svg.find('>', p) + 1, e = svg.find("</text>", b);
+    const std::string label = svg.substr(b, e - b);
+    if (label.size() > 3 && (label.ends_with(" us") || label.ends_with(" ms"))) ticks.emplace_back(x, label);
+  }
+  ASSERT_EQ(ticks.size(), 6u);  // 0.1 us, 1 us, 10 us, 100 us, 1 ms, 10 ms
+  EXPECT_EQ(ticks.front().second, "0.1 us");
+  for (size_t i = 1; i < ticks.size(); ++i) {
+    EXPECT_GT(ticks[i].first - ticks[i - 1].first, 60) << ticks[i - 1].second << " / " << ticks[i].second;
+  }
+}
+
 }  // namespace
 }  // namespace vstack::cli

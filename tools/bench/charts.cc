@@ -123,7 +123,9 @@ std::string LatencyCdfSvg(const BenchReport& r) {
   // y = -log10(1 - p): 0 at 0%, 1 at 90%, 2 at 99% ... up to what the sample count resolves.
   const double ymax = std::clamp(std::ceil(std::log10(double(std::max<uint64_t>(max_count, 10)))), 2.0, 6.0);
   const double pw = W - L - R, ph = H - T - B;
-  auto X = [&](double us) { return L + (std::log10(std::max(us, lo)) - x0) / (x1 - x0) * pw; };
+  // Clamp to the axis's first decade, not to `lo`: clamping to `lo` drew the first tick label
+  // (e.g. "0.1 us") on top of the next one when the fastest I/O was just under a decade.
+  auto X = [&](double us) { return L + (std::log10(std::max(us, std::pow(10, x0))) - x0) / (x1 - x0) * pw; };
   auto Y = [&](double q) { return T + ph - std::min(q, ymax) / ymax * ph; };
   std::string svg = Header(W, H, title);
   for (double e = x0; e <= x1 + 1e-9; e += 1) {
@@ -231,7 +233,8 @@ std::string LayerCostSvg(const BenchReport& r) {
     }
   }
   const int legend = 24 * ((int(kinds.size()) + 3) / 4);
-  const int H = T + 50 + legend + row * std::max<int>(1, int(stacks.size())), W = L + 2 * pw + gap + 30;
+  // The right margin holds the label after the longest device bar ("2271.5 (uring)").
+  const int H = T + 50 + legend + row * std::max<int>(1, int(stacks.size())), W = L + 2 * pw + gap + 110;
   const std::string title = "Latency added per guest I/O (medians): by each layer, and by the device";
   if (stacks.empty()) return NoData(W, H, title);
   double max_layers = 0, max_dev = 0;
