@@ -58,7 +58,9 @@ StackCase DedupZstdStack() {
           {"dedup", "zstd"},
           nullptr,
           [](const std::string& d) {
-            return "dedup:size=64M+zstd+file:" + d + "/disk.img,create=on,size=128M";
+            // zstd's virtual size below its bins: dedup does not discard the grains it frees,
+            // so in time it writes every grain of the zstd device (docs/layers/dedup.md).
+            return "dedup:size=64M+zstd:size=96M+file:" + d + "/disk.img,create=on,size=128M";
           },
           [](const std::string& d) { return "dedup+zstd+file:" + d + "/disk.img"; }};
 }
@@ -333,8 +335,6 @@ TEST_P(NbdStackTest, ClientKilledMidRunLeavesTheStackConsistent) {
     // assertion). That is a server crash, which the stack must survive like any other: make
     // sure it is gone, serve the stack again and carry on. Any other failure fails the test.
     server->Stop(SIGKILL);
-    // A fresh log, so that waiting for the new server's "serving" line does not see the old one.
-    std::rename(dir.File("serve.log").c_str(), dir.File("serve-aborted.log").c_str());
     server = StartVstackServe(dir.path(), stack.reopen_spec(dir.path()));
     ASSERT_TRUE(server);
     io = RunCommand(qemu_io);

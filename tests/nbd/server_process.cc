@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -145,7 +146,14 @@ std::unique_ptr<ServerProcess> StartVstackServe(const std::string& dir, const st
   std::vector<std::string> argv = {VSTACK_CLI, "serve", "--socket", ServeSocket(dir)};
   argv.insert(argv.end(), extra.begin(), extra.end());
   argv.push_back(spec);
-  auto server = std::make_unique<ServerProcess>(argv, dir + "/serve.log");
+  // A server restarted in `dir` gets a fresh log (the old one is kept as serve.log.N), so that
+  // waiting for its "serving" line below cannot see the previous server's.
+  const std::string log = dir + "/serve.log";
+  for (int n = 1; ::access(log.c_str(), F_OK) == 0; ++n) {
+    const std::string old = log + "." + std::to_string(n);
+    if (::access(old.c_str(), F_OK) != 0) std::rename(log.c_str(), old.c_str());
+  }
+  auto server = std::make_unique<ServerProcess>(argv, log);
   // `vstack serve` prints this line once it listens (tools/nbd/nbdkit_plugin.cc).
   ::testing::AssertionResult ready =
       server->WaitForSocket(ServeSocket(dir), 60, "vstack serve: serving ");
