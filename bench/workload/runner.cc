@@ -160,6 +160,9 @@ class Worker {
   bool failed_ = false;
 };
 
+// The driver stamps submission times through this optional hook: make sure it is found.
+static_assert(requires(Worker& w, std::span<IoRequest* const> batch) { w.Submitting(batch); });
+
 double Seconds(uint64_t ns) { return double(ns) * 1e-9; }
 
 }  // namespace
