@@ -19,8 +19,10 @@
 
 #include "lib/block_device.h"
 #include "lib/errors.h"
+#include "lib/export.h"
 #include "lib/spec.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 struct OptionInfo {
@@ -138,5 +140,6 @@ Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& op
                             std::string* chosen_spec = nullptr);
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_REGISTRY_H_
