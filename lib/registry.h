@@ -5,9 +5,9 @@
 //
 //   VSTACK_REGISTER_COMPONENT(memory, MemoryComponent());
 //
-// (cmake links every component whole-archive so the initialisers always run.) Open() checks
-// every name and option against the registry before anything is opened, and names the valid
-// choices in its errors.
+// (libvstack.a is one prelinked object, so the initialisers always run; docs/library.md.)
+// Open() checks every name and option against the registry before anything is opened, and
+// names the valid choices in its errors.
 #ifndef VSTACK_LIB_REGISTRY_H_
 #define VSTACK_LIB_REGISTRY_H_
 
