@@ -19,6 +19,7 @@ PACKAGES=(
   nbdkit nbdkit-plugin-dev libnbd-dev libnbd-bin
   clang libclang-rt-14-dev
   e2fsprogs sqlite3 librsvg2-bin procps
+  doxygen help2man dpkg-dev
   python3
 )
 
@@ -78,6 +79,15 @@ install_nbdkit_plugin() {
   fi
 }
 
+# The library as users get it: install, exported symbols, the .deb, the examples built against
+# the installed package with the source tree moved away (tests/install/run.sh), and the API
+# reference (Doxygen; any warning fails).
+install_test() {
+  tests/install/run.sh build
+  echo "== docs: Doxygen"
+  cmake --build build --target vstack_docs
+}
+
 run_tests() {
   local dir=$1
   echo "== tests: $dir"
@@ -101,6 +111,7 @@ case "${1:-}" in
     install_nbdkit_plugin
     build build-asan -DVSTACK_SANITIZE=ON -DVSTACK_BUILD_BENCH=OFF
     run_tests build
+    install_test
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       run_tests build-asan
     fuzz_vhd

@@ -8,7 +8,9 @@
 
 #include "lib/block_device.h"
 #include "lib/errors.h"
+#include "lib/export.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
 
 enum class AccessPattern { kRandom, kSequential };
@@ -57,5 +59,6 @@ std::string DescribeDistribution(const WorkloadKnobs& k);
 Status ParseDistribution(const std::string& text, WorkloadKnobs* k);
 
 }  // namespace vstack::bench
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_BENCH_WORKLOAD_KNOBS_H_

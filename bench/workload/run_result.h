@@ -11,9 +11,11 @@
 
 #include "bench/workload/cpu_usage.h"
 #include "bench/workload/knobs.h"
+#include "lib/export.h"
 #include "lib/histogram.h"
 #include "lib/io_request.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
 
 // Completed requests of one kind, with their latency (submit to callback, as the workload saw
@@ -103,5 +105,6 @@ double EfficiencyOverhead(double base_iops_per_cpu_s, double iops_per_cpu_s);
 inline double Us(double ns) { return ns / 1000.0; }
 
 }  // namespace vstack::bench
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_BENCH_WORKLOAD_RUN_RESULT_H_

@@ -6,7 +6,7 @@
 #include <memory>
 #include <thread>
 
-#include "bench/queue_driver.h"
+#include "bench/workload/depth_driver.h"
 #include "bench/workload/offsets.h"
 #include "bench/workload/stack_stats.h"
 #include "bench/workload/write_content.h"

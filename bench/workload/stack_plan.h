@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "lib/errors.h"
+#include "lib/export.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
 
 enum class Prepare {
@@ -66,5 +68,6 @@ std::string ExpandSpec(std::string text, const std::string& dir, uint64_t target
 std::string BackendFile(const std::string& spec);
 
 }  // namespace vstack::bench
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_BENCH_WORKLOAD_STACK_PLAN_H_

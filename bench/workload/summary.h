@@ -10,7 +10,9 @@
 
 #include "bench/workload/attribution.h"
 #include "bench/workload/matrix.h"
+#include "lib/export.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
 
 struct Spread {
@@ -66,5 +68,6 @@ struct MatrixSummary {
 MatrixSummary Summarize(const MatrixResult& m);
 
 }  // namespace vstack::bench
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_BENCH_WORKLOAD_SUMMARY_H_
