@@ -33,9 +33,10 @@ class DelayQueue final : public TimedQueue {
 Result<DevicePtr> OpenDelay(DevicePtr lower, const OptionValues& o, const OpenOptions&) {
   DelayConfig c;
   const std::string both = o.Get("latency");
-  VSTACK_ASSIGN_OR_RETURN(c.read, ServiceTime::Parse("delay: read", o.Has("read") ? o.Get("read") : both));
-  VSTACK_ASSIGN_OR_RETURN(c.write,
-                          ServiceTime::Parse("delay: write", o.Has("write") ? o.Get("write") : both));
+  VSTACK_ASSIGN_OR_RETURN(c.read,
+                          ServiceTime::Parse("delay: read", o.Has("read") ? o.Get("read") : both));
+  VSTACK_ASSIGN_OR_RETURN(
+      c.write, ServiceTime::Parse("delay: write", o.Has("write") ? o.Get("write") : both));
   VSTACK_ASSIGN_OR_RETURN(c.flush, ServiceTime::Parse("delay: flush", o.Get("flush")));
   VSTACK_ASSIGN_OR_RETURN(int64_t qd, o.Int("qd", 0, 1 << 20));
   c.queue.max_in_service = static_cast<uint32_t>(qd);
@@ -49,7 +50,8 @@ ComponentInfo DelayComponent() {
   ComponentInfo c;
   c.name = "delay";
   c.kind = ComponentKind::kLayer;
-  c.summary = "a device's service time: fixed/uniform/log-normal latency, a QD limit, a bandwidth cap";
+  c.summary =
+      "a device's service time: fixed/uniform/log-normal latency, a QD limit, a bandwidth cap";
   c.options = {
       {"latency", "service time of reads and writes: 5ms, uniform:MIN:MAX, lognormal:MEAN:SD", "0"},
       {"read", "service time of reads (overrides latency)", ""},

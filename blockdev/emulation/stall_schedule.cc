@@ -5,8 +5,8 @@
 
 namespace vstack {
 
-StallSchedule::StallSchedule(double fraction, ServiceTime stall, uint64_t quantum_ns,
-                             uint64_t seed, uint64_t start_ns)
+StallSchedule::StallSchedule(double fraction, ServiceTime stall, uint64_t quantum_ns, uint64_t seed,
+                             uint64_t start_ns)
     : fraction_(fraction), stall_(stall), quantum_ns_(quantum_ns), rng_(seed), start_ns_(start_ns) {
   if (fraction_ > 0) PlanNext(start_ns_);
 }

@@ -14,17 +14,21 @@ struct OpName_ {
   const char* name;
   Op op;
 };
-constexpr OpName_ kOps[] = {{"read", Op::kRead},   {"write", Op::kWrite}, {"zero", Op::kWriteZeroes},
-                            {"flush", Op::kFlush}, {"trim", Op::kDiscard}};
+constexpr OpName_ kOps[] = {{"read", Op::kRead},
+                            {"write", Op::kWrite},
+                            {"zero", Op::kWriteZeroes},
+                            {"flush", Op::kFlush},
+                            {"trim", Op::kDiscard}};
 constexpr uint32_t Bit(Op op) { return 1u << static_cast<int>(op); }
 
 struct Errno {
   const char* name;
   int value;
 };
-constexpr Errno kErrnos[] = {{"EIO", EIO},       {"ENOSPC", ENOSPC}, {"EPERM", EPERM},
-                             {"ENOMEM", ENOMEM}, {"EINVAL", EINVAL}, {"ESHUTDOWN", ESHUTDOWN},
-                             {"ETIMEDOUT", ETIMEDOUT}, {"EROFS", EROFS}, {"EDQUOT", EDQUOT}};
+constexpr Errno kErrnos[] = {
+    {"EIO", EIO},       {"ENOSPC", ENOSPC},       {"EPERM", EPERM},         {"ENOMEM", ENOMEM},
+    {"EINVAL", EINVAL}, {"ESHUTDOWN", ESHUTDOWN}, {"ETIMEDOUT", ETIMEDOUT}, {"EROFS", EROFS},
+    {"EDQUOT", EDQUOT}};
 
 class ErrorQueue final : public ForwardQueue {
  public:
@@ -44,7 +48,9 @@ class ErrorQueue final : public ForwardQueue {
 };
 
 Result<uint32_t> ParseOps(const std::string& text) {
-  if (text == "all") return Bit(Op::kRead) | Bit(Op::kWrite) | Bit(Op::kWriteZeroes) | Bit(Op::kFlush) | Bit(Op::kDiscard);
+  if (text == "all")
+    return Bit(Op::kRead) | Bit(Op::kWrite) | Bit(Op::kWriteZeroes) | Bit(Op::kFlush) |
+           Bit(Op::kDiscard);
   uint32_t bits = 0;
   for (size_t start = 0; start <= text.size();) {
     size_t slash = text.find('/', start);
@@ -55,9 +61,10 @@ Result<uint32_t> ParseOps(const std::string& text) {
       if (word == o.name) bits |= Bit(o.op), known = true;
     }
     if (!known) {
-      return MakeError(Errc::kInvalidArgument, "error: ops '" + text +
-                                                   "': '" + word + "' is not one of read, write, zero, flush, trim, all "
-                                                   "(join several with '/')");
+      return MakeError(Errc::kInvalidArgument,
+                       "error: ops '" + text + "': '" + word +
+                           "' is not one of read, write, zero, flush, trim, all "
+                           "(join several with '/')");
     }
     start = slash + 1;
   }
@@ -104,13 +111,17 @@ ComponentInfo ErrorComponent() {
   c.kind = ComponentKind::kLayer;
   c.summary = "fault injection (blkdebug, nbdkit error filter): fail chosen requests with an errno";
   c.options = {
-      {"ops", "which requests may fail: read, write, zero, flush, trim joined by '/', or all", "all"},
-      {"errno", "the error: EIO, ENOSPC, EPERM, ENOMEM, EINVAL, ESHUTDOWN, ETIMEDOUT, EROFS, "
-                "EDQUOT or a number", "EIO"},
+      {"ops", "which requests may fail: read, write, zero, flush, trim joined by '/', or all",
+       "all"},
+      {"errno",
+       "the error: EIO, ENOSPC, EPERM, ENOMEM, EINVAL, ESHUTDOWN, ETIMEDOUT, EROFS, "
+       "EDQUOT or a number",
+       "EIO"},
       {"rate", "probability that a matching request fails, 0..1", "1"},
       {"after", "the first N matching requests succeed", "0"},
       {"count", "at most N requests fail (0: no limit)", "0"},
-      {"offset", "only requests overlapping [offset, offset+length) match (flushes always do)", "0"},
+      {"offset", "only requests overlapping [offset, offset+length) match (flushes always do)",
+       "0"},
       {"length", "length of that range (0: to the end of the device)", "0"},
       {"seed", "seed of the rate draws", "1"},
   };

@@ -23,7 +23,7 @@ struct ErrorConfig {
   int error = 5;     // errno (EIO)
   double rate = 1.0;
   uint64_t after = 0;
-  uint64_t count = 0;  // 0 = no limit
+  uint64_t count = 0;               // 0 = no limit
   uint64_t offset = 0, length = 0;  // length 0 = to the end of the device
   uint64_t seed = 1;
 };

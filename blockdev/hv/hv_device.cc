@@ -32,15 +32,21 @@ class HvQueue final : public TimedQueue {
     return req.op == Op::kRead ? config_.read.Draw(rng_) : config_.write.Draw(rng_);
   }
   void OnAccepted(const IoRequest&) override {
-    if (config_.cpu_ns == 0) return;
-    clock().Spin(config_.cpu_ns);
-    Count(HvDevice::kCpuNs, config_.cpu_ns);
+    const uint64_t ns = config_.cpu.Draw(rng_);
+    if (ns == 0) return;
+    clock().Spin(ns);
+    Count(HvDevice::kCpuNs, ns);
   }
 
  private:
   const HvConfig& config_;
   TimingRng rng_;
 };
+
+Status ParseInto(const std::string& what, const std::string& text, ServiceTime* out) {
+  VSTACK_ASSIGN_OR_RETURN(*out, ServiceTime::Parse(what, text));
+  return OkStatus();
+}
 
 Result<DevicePtr> OpenHv(DevicePtr lower, const OptionValues& o, const OpenOptions&) {
   HvConfig c;
@@ -71,12 +77,8 @@ Result<DevicePtr> OpenHv(DevicePtr lower, const OptionValues& o, const OpenOptio
   if (o.Has("write")) {
     VSTACK_ASSIGN_OR_RETURN(c.write, ServiceTime::Parse("hv: write", o.Get("write")));
   }
-  if (o.Has("cpu")) {
-    auto ns = ParseDurationNs(o.Get("cpu"));
-    if (!ns) return MakeError(Errc::kInvalidArgument, "hv: cpu " + ns.error().message);
-    cpu = *ns;
-  }
-  c.cpu_ns = cpu;
+  c.cpu = ServiceTime::Fixed(cpu);
+  if (o.Has("cpu")) VSTACK_RETURN_IF_ERROR(ParseInto("hv: cpu", o.Get("cpu"), &c.cpu));
   VSTACK_ASSIGN_OR_RETURN(int64_t seed, o.Int("seed", 0, INT64_MAX));
   c.seed = static_cast<uint64_t>(seed);
   return MakeDevice<HvDevice>(std::move(lower), c, SystemClock());
@@ -92,7 +94,7 @@ ComponentInfo HvComponent() {
       {"latency", "added latency of every request: 50us, uniform:MIN:MAX, lognormal:MEAN:SD", ""},
       {"read", "added latency of reads (overrides latency)", ""},
       {"write", "added latency of writes, flushes, write-zeroes, discards", ""},
-      {"cpu", "CPU burned per request on the submitting thread, e.g. 5us", ""},
+      {"cpu", "CPU burned per request on the submitting thread: 5us, or a distribution", ""},
       {"seed", "seed of the random draws", "1"},
   };
   c.open_layer = &OpenHv;
@@ -111,15 +113,15 @@ HvDevice::HvDevice(DevicePtr lower, HvConfig config, Clock& clock)
 std::string HvDevice::Describe() const {
   std::string s = "hv";
   if (!config_.preset.empty()) s += " " + config_.preset;
-  return s + ": +" + config_.read.ToString() + " read, +" + config_.write.ToString() +
-         " write, " + FormatDurationNs(double(config_.cpu_ns)) + " CPU per request";
+  return s + ": +" + config_.read.ToString() + " read, +" + config_.write.ToString() + " write, " +
+         config_.cpu.ToString() + " CPU per request";
 }
 
 void HvDevice::Properties(PropertyList& out) const {
   if (!config_.preset.empty()) out.push_back({"preset", config_.preset, ""});
   out.push_back({"read_latency", config_.read.ToString(), ""});
   out.push_back({"write_latency", config_.write.ToString(), ""});
-  out.push_back({"cpu_per_request_ns", config_.cpu_ns, "ns"});
+  out.push_back({"cpu_per_request", config_.cpu.ToString(), ""});
 }
 
 Result<std::unique_ptr<IoQueue>> HvDevice::DoOpenQueue() {

@@ -20,9 +20,9 @@
 namespace vstack {
 
 struct HvConfig {
-  std::string preset;        // "" when none
-  ServiceTime read, write;   // added latency; write also for write-zeroes, discard and flush
-  uint64_t cpu_ns = 0;       // CPU burned per request on the submitting thread
+  std::string preset;       // "" when none
+  ServiceTime read, write;  // added latency; write also for write-zeroes, discard and flush
+  ServiceTime cpu;          // CPU burned per request on the submitting thread
   uint64_t seed = 1;
 };
 

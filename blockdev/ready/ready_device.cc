@@ -16,8 +16,8 @@ class ReadyQueue final : public ForwardQueue {
   ReadyQueue(ReadyDevice& device, std::unique_ptr<IoQueue> lower, Clock& clock, uint64_t seed)
       : ForwardQueue(device, std::move(lower)),
         clock_(clock),
-        schedule_(device.config().fraction, device.config().stall, device.config().quantum_ns,
-                  seed, clock.Now()) {}
+        schedule_(device.config().fraction, device.config().stall, device.config().quantum_ns, seed,
+                  clock.Now()) {}
 
  protected:
   void BeforeWork() override {
@@ -57,7 +57,8 @@ ComponentInfo ReadyComponent() {
   ComponentInfo c;
   c.name = "ready";
   c.kind = ComponentKind::kLayer;
-  c.summary = "CPU Ready: stalls each queue's thread for pct% of wall time (no submits, no completions)";
+  c.summary =
+      "CPU Ready: stalls each queue's thread for pct% of wall time (no submits, no completions)";
   c.options = {
       {"pct", "RDY%: share of wall time each queue's thread is stalled, 0 to <100", "0"},
       {"stall", "stall length: 4ms, exp:MEAN, uniform:MIN:MAX, lognormal:MEAN:SD", "exp:4ms"},

@@ -27,8 +27,9 @@ std::string Pct(double ratio) { return ratio > 0 ? fmt::format("{:.2f}%", ratio 
 
 // One column of the source's table, from a summary: IOPS, MB/s, response times in ms.
 PublishedColumn Column(const StackSummary& s) {
-  return {s.iops.median, s.read_iops,           s.write_iops,          s.mbps.median,
-          s.read_mean_us / 1000, s.write_mean_us / 1000, s.mean_us / 1000};
+  return {s.iops.median,   s.read_iops,           s.write_iops,
+          s.mbps.median,   s.read_mean_us / 1000, s.write_mean_us / 1000,
+          s.mean_us / 1000};
 }
 
 struct Row {
@@ -69,8 +70,9 @@ std::string SeedPresetText(const BenchReport& r, const bench::SeedPreset& p) {
     t.AddRow(cells);
   }
   out += t.Render("  ");
-  out += "\n  Prediction: the same hv: cost on faster devices (relative = guest / host, median of "
-         "rounds)\n\n";
+  out +=
+      "\n  Prediction: the same hv: cost on faster devices (relative = guest / host, median of "
+      "rounds)\n\n";
   TextTable q({"device", "host IOPS", "guest IOPS", "relative IOPS", "host avg ms", "guest avg ms",
                "host CPU us/IO", "guest CPU us/IO", "efficiency overhead"},
               {false, true, true, true, true, true, true, true, true});
@@ -84,8 +86,9 @@ std::string SeedPresetText(const BenchReport& r, const bench::SeedPreset& p) {
     q.AddRow({pair.label, Num(h->iops.median), Num(g->iops.median),
               Pct(Ratio(g->iops.median, h->iops.median)), Num(h->mean_us / 1000, 4),
               Num(g->mean_us / 1000, 4), Num(h->cpu_us_per_io, 1), Num(g->cpu_us_per_io, 1),
-              fmt::format("{:.1f}%",
-                          h->iops_per_cpu_s > 0 ? (1 - g->iops_per_cpu_s / h->iops_per_cpu_s) * 100 : 0)});
+              fmt::format("{:.1f}%", h->iops_per_cpu_s > 0
+                                         ? (1 - g->iops_per_cpu_s / h->iops_per_cpu_s) * 100
+                                         : 0)});
   }
   out += q.Render("  ");
   out += "\n  Calibration (parameter <- published number):\n";
@@ -121,7 +124,10 @@ json SeedPresetJson(const BenchReport& r, const bench::SeedPreset& p) {
                      {"host_cpu_us_per_io", h->cpu_us_per_io},
                      {"guest_cpu_us_per_io", g->cpu_us_per_io}});
   }
-  return {{"preset", p.name}, {"source", p.source}, {"table", rows}, {"predictions", pairs},
+  return {{"preset", p.name},
+          {"source", p.source},
+          {"table", rows},
+          {"predictions", pairs},
           {"calibration", p.calibration}};
 }
 
@@ -165,8 +171,9 @@ std::string CpuReadyText(const BenchReport& r) {
   out += t.Render("  ");
   const auto& pub = bench::PublishedCpuReadyTable();
   if (rows.size() < 2) return out;
-  out += "\n  Growth against the first row, next to the published table's (vSphere, SQL Server: "
-         "RDY% 1.2 / 5.1 / 28.4)\n\n";
+  out +=
+      "\n  Growth against the first row, next to the published table's (vSphere, SQL Server: "
+      "RDY% 1.2 / 5.1 / 28.4)\n\n";
   TextTable g({"stack", "yields x", "wait x", "max wait ms", "wait per yield ms", "published RDY%",
                "yields x", "wait x", "max wait ms", "wait per yield ms"},
               {false, true, true, true, true, true, true, true, true, true});
@@ -195,20 +202,24 @@ json CpuReadyJson(const BenchReport& r) {
   if (rows.empty()) return nullptr;
   json out = json::array();
   for (const StackSummary* s : rows) {
-    out.push_back({{"stack", s->name},
-                   {"cpu_ready_pct", s->cpu_ready_pct},
-                   {"ready_injected_pct", s->ready_stalled_pct},
-                   {"yields", s->yields},
-                   {"wait_ms", s->yield_wait_ms},
-                   {"max_wait_ms", s->yield_max_wait_ms},
-                   {"signal_wait_ms", s->signal_wait_ms},
-                   {"duration_s", MedianSeconds(r, s->name)},
-                   {"latency_us", {{"p50", s->p50_us}, {"p99", s->p99_us}, {"p99.9", s->p999_us}}}});
+    out.push_back(
+        {{"stack", s->name},
+         {"cpu_ready_pct", s->cpu_ready_pct},
+         {"ready_injected_pct", s->ready_stalled_pct},
+         {"yields", s->yields},
+         {"wait_ms", s->yield_wait_ms},
+         {"max_wait_ms", s->yield_max_wait_ms},
+         {"signal_wait_ms", s->signal_wait_ms},
+         {"duration_s", MedianSeconds(r, s->name)},
+         {"latency_us", {{"p50", s->p50_us}, {"p99", s->p99_us}, {"p99.9", s->p999_us}}}});
   }
   json pub = json::array();
   for (const auto& p : bench::PublishedCpuReadyTable()) {
-    pub.push_back({{"cpu_ready_pct", p.ready_pct}, {"yields", p.yields}, {"wait_ms", p.wait_ms},
-                   {"max_wait_ms", p.max_wait_ms}, {"signal_wait_ms", p.signal_wait_ms},
+    pub.push_back({{"cpu_ready_pct", p.ready_pct},
+                   {"yields", p.yields},
+                   {"wait_ms", p.wait_ms},
+                   {"max_wait_ms", p.max_wait_ms},
+                   {"signal_wait_ms", p.signal_wait_ms},
                    {"duration_s", p.duration_s}});
   }
   return {{"vstack", out}, {"published", pub}};
