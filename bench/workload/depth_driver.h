@@ -10,6 +10,8 @@
 //   void Done(DriverSlot& s);  // s.req completed; s.req.status is set
 // and optionally
 //   void Submitting(std::span<IoRequest* const> batch);  // right before a batch goes down
+//   void Submitted();            // after each round of submissions (a scheduler's checkpoint)
+//   void Waiting(bool begin);    // around each wait for completions (true before, false after)
 //
 // The loop: every free slot asks Next and the requests go down as one batch; then the driver
 // polls for at least one completion, and repeats. Requests that complete inside Submit (memory,
@@ -104,8 +106,13 @@ class DepthDriver {
         queue_.Submit(batch_);
         batch_.clear();
       }
+      if constexpr (requires { source_.Submitted(); }) source_.Submitted();
       if (over) break;
-      if (queue_.in_flight() > 0) queue_.Poll(1);
+      if (queue_.in_flight() > 0) {
+        if constexpr (requires { source_.Waiting(true); }) source_.Waiting(true);
+        queue_.Poll(1);
+        if constexpr (requires { source_.Waiting(false); }) source_.Waiting(false);
+      }
     }
     queue_.WaitIdle();
   }

@@ -44,6 +44,7 @@ struct StackPlan {
   std::string qemu_format;    // how qemu-img opens the image ("raw", "vpc"); "" = it cannot
   bool raw_file = false;      // the spec is one file/uring backend: fio can run on its file
   std::string note;           // shown with the results
+  double cpu_ready_pct = -1;  // >= 0: this plan's --cpu-ready (a sweep); -1: the knobs'
 };
 
 // The presets, in default-matrix order: raw, passthrough, vhd-fixed, vhd-dynamic,
