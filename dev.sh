@@ -20,6 +20,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   e2fsprogs sqlite3 librsvg2-bin procps
   python3
+  ceph-mon ceph-osd ceph-mgr ceph-common librbd-dev librados-dev libradospp-dev uuid-runtime
 )
 
 JOBS=$(nproc)
