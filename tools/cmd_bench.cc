@@ -303,7 +303,7 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_flag("--no-report", a->no_report, "do not write the report folder");
   cmd->add_flag("--compare-qemu", a->compare_qemu,
                 "also run qemu-img bench on the same image files (raw, vpc) every round");
-  cmd->add_flag("--compare-fio", a->compare_fio, "also run fio with the same knobs on the raw file every round");
+  cmd->add_flag("--compare-fio", a->compare_fio, "also run fio with the same knobs on the raw file (or, for an rbd: stack, the RBD image with fio's rbd engine) every round");
   cmd->add_flag("--quiet", a->quiet, "no live progress line");
   AddOutputOption(cmd, &a->output);
   cmd->callback([a] {
