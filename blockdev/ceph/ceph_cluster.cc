@@ -2,9 +2,8 @@
 
 #include <chrono>
 #include <cstring>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace vstack::ceph {
 
@@ -29,16 +28,16 @@ Result<ConnectParams> ParseConnectParams(const OptionValues& o) {
   return p;
 }
 
-Result<std::shared_ptr<Cluster>> Cluster::Connect(const std::string& who,
-                                                  const ConnectParams& p) {
+Result<std::shared_ptr<Cluster>> Cluster::Connect(const std::string& who, const ConnectParams& p) {
   rados_t c = nullptr;
   int rc = rados_create(&c, p.id.empty() ? "admin" : p.id.c_str());
   if (rc < 0) return RadosError(who, "rados_create", rc);
   std::shared_ptr<Cluster> cluster(new Cluster(who, c));
   rc = rados_conf_read_file(c, p.conf.empty() ? nullptr : p.conf.c_str());
   if (rc < 0) {
-    return RadosError(who, p.conf.empty() ? "no ceph.conf found (give conf=PATH or set CEPH_CONF)"
-                                          : "cannot read ceph.conf '" + p.conf + "'",
+    return RadosError(who,
+                      p.conf.empty() ? "no ceph.conf found (give conf=PATH or set CEPH_CONF)"
+                                     : "cannot read ceph.conf '" + p.conf + "'",
                       rc);
   }
   rados_conf_parse_env(c, nullptr);  // CEPH_ARGS, as the ceph tools do

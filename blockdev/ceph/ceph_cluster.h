@@ -21,9 +21,9 @@
 namespace vstack::ceph {
 
 struct ConnectParams {
-  std::string conf;   // path of ceph.conf; "" = $CEPH_CONF or librados's default search
-  std::string id;     // client id without "client." ("admin" when empty)
-  int timeout_s = 10; // client_mount_timeout and rados_mon_op_timeout
+  std::string conf;    // path of ceph.conf; "" = $CEPH_CONF or librados's default search
+  std::string id;      // client id without "client." ("admin" when empty)
+  int timeout_s = 10;  // client_mount_timeout and rados_mon_op_timeout
 };
 
 // The options every Ceph backend takes (conf=, id=, timeout=), and their parser.

@@ -30,10 +30,16 @@ class RadosQueue final : public CephQueue {
     for (IoRequest* r : batch) {
       switch (r->op) {
         case Op::kRead:
-        case Op::kWrite: SubmitData(*r); break;
-        case Op::kFlush: Issued(Start(*r, 0)); break;  // writes are durable on completion
+        case Op::kWrite:
+          SubmitData(*r);
+          break;
+        case Op::kFlush:
+          Issued(Start(*r, 0));
+          break;  // writes are durable on completion
         case Op::kDiscard:
-        case Op::kWriteZeroes: SubmitZero(*r); break;
+        case Op::kWriteZeroes:
+          SubmitZero(*r);
+          break;
       }
     }
   }
@@ -95,8 +101,8 @@ class RadosQueue final : public CephQueue {
       char* base = static_cast<char*>(r.iov[i].iov_base);
       for (size_t done = 0; done < r.iov[i].iov_len;) {
         const uint64_t off = pos % osize;
-        const size_t len = static_cast<size_t>(std::min<uint64_t>(osize - off,
-                                                                  r.iov[i].iov_len - done));
+        const size_t len =
+            static_cast<size_t>(std::min<uint64_t>(osize - off, r.iov[i].iov_len - done));
         f(pos / osize, off, base + done, len);
         done += len;
         pos += len;

@@ -81,8 +81,10 @@ Result<DevicePtr> OpenRbd(const OptionValues& o, const OpenOptions& open) {
   VSTACK_ASSIGN_OR_RETURN(PoolFacts meta, cluster->Pool(pool));
   if (meta.erasure) {
     return MakeError(Errc::kNotSupported,
-                     "rbd: pool '" + pool + "' is erasure-coded and cannot hold image metadata "
-                     "(EC pools have no omap); use a replicated pool with data_pool=" + pool);
+                     "rbd: pool '" + pool +
+                         "' is erasure-coded and cannot hold image metadata "
+                         "(EC pools have no omap); use a replicated pool with data_pool=" +
+                         pool);
   }
   VSTACK_ASSIGN_OR_RETURN(rados_ioctx_t io, cluster->OpenPool(pool));
   auto fail = [&](Error e) -> Error {
@@ -107,8 +109,8 @@ Result<DevicePtr> OpenRbd(const OptionValues& o, const OpenOptions& open) {
     const int rc = rbd_create4(io, name.c_str(), size, opts);
     rbd_image_options_destroy(opts);
     if (rc == -EEXIST) {
-      return fail(MakeError(Errc::kInvalidArgument,
-                            "rbd: image '" + pool + "/" + name + "' already exists (drop create=on)"));
+      return fail(MakeError(Errc::kInvalidArgument, "rbd: image '" + pool + "/" + name +
+                                                        "' already exists (drop create=on)"));
     }
     if (rc < 0) return fail(RadosError("rbd", "creating image '" + pool + "/" + name + "'", rc));
   }
@@ -117,8 +119,9 @@ Result<DevicePtr> OpenRbd(const OptionValues& o, const OpenOptions& open) {
   int rc = open.read_only ? rbd_open_read_only(io, name.c_str(), &image, nullptr)
                           : rbd_open(io, name.c_str(), &image, nullptr);
   if (rc == -ENOENT) {
-    return fail(MakeError(Errc::kNotFound, "rbd: image '" + pool + "/" + name +
-                                               "' does not exist (create it with create=on,size=)"));
+    return fail(MakeError(
+        Errc::kNotFound,
+        "rbd: image '" + pool + "/" + name + "' does not exist (create it with create=on,size=)"));
   }
   if (rc < 0) return fail(RadosError("rbd", "opening image '" + pool + "/" + name + "'", rc));
 
@@ -144,7 +147,7 @@ Result<DevicePtr> OpenRbd(const OptionValues& o, const OpenOptions& open) {
   g.physical_block = std::max<uint32_t>(512, data.stripe_width);
   g.optimal_transfer = static_cast<uint32_t>(info.obj_size);
   return MakeDevice<RbdDevice>(std::move(cluster), io, image, pool + "/" + name, g, data,
-                                 open.read_only);
+                               open.read_only);
 }
 
 ComponentInfo RbdComponent() {

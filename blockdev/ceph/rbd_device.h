@@ -24,8 +24,8 @@ namespace vstack::ceph {
 
 class RbdDevice final : public BlockDevice {
  public:
-  RbdDevice(std::shared_ptr<Cluster> cluster, rados_ioctx_t io, rbd_image_t image,
-            std::string name, Geometry geometry, PoolFacts data_pool, bool read_only);
+  RbdDevice(std::shared_ptr<Cluster> cluster, rados_ioctx_t io, rbd_image_t image, std::string name,
+            Geometry geometry, PoolFacts data_pool, bool read_only);
   ~RbdDevice() override;
 
   std::string Describe() const override;

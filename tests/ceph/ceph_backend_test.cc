@@ -77,8 +77,9 @@ TEST(CephBackend, EcPoolCannotHoldRbdMetadata) {
 
 TEST(CephBackend, EcPoolWithoutOverwritesIsRefusedWithTheFix) {
   // An EC pool as `ceph osd pool create` makes it: partial overwrites off.
-  ASSERT_TRUE(Sh("ceph osd pool ls | grep -qx ec21_no_overwrites || "
-                 "ceph osd pool create ec21_no_overwrites 4 4 erasure ec21"))
+  ASSERT_TRUE(
+      Sh("ceph osd pool ls | grep -qx ec21_no_overwrites || "
+         "ceph osd pool create ec21_no_overwrites 4 4 erasure ec21"))
       << "cannot create an EC pool";
   TempDir dir;
   ExpectError(Open("rbd:rbd/" + Name(dir) + ",create=on,size=1M,data_pool=ec21_no_overwrites"),

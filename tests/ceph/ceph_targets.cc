@@ -38,28 +38,32 @@ ConformanceTarget VhdOnRbdTarget() {
     vhd::CreateParams p;
     p.requested_size = 2 * kConformanceSize;
     const uint64_t bytes = (vhd::NewImageFileSize(p) + 511) / 512 * 512;
-    VSTACK_ASSIGN_OR_RETURN(DevicePtr rbd, Open(Fill("rbd:rbd/{name},create=on,data_pool=ec21,size=" +
-                                                         std::to_string(bytes),
-                                                     dir)));
+    VSTACK_ASSIGN_OR_RETURN(
+        DevicePtr rbd,
+        Open(Fill("rbd:rbd/{name},create=on,data_pool=ec21,size=" + std::to_string(bytes), dir)));
     VSTACK_RETURN_IF_ERROR(vhd::WriteNewImage(*rbd, p));
     VSTACK_RETURN_IF_ERROR(rbd->Close());
     return Open(Fill("dedup:size=64M+zstd+vhd+rbd:rbd/{name}", dir));
   };
-  t.reopen = [](const std::string& dir) { return Open(Fill("dedup+zstd+vhd+rbd:rbd/{name}", dir)); };
+  t.reopen = [](const std::string& dir) {
+    return Open(Fill("dedup+zstd+vhd+rbd:rbd/{name}", dir));
+  };
   return t;
 }
 
-VSTACK_CONFORMANCE_TARGETS(ceph, {
-    CephTarget("ceph_rbd_replicated", "rbd:rbd/{name},create=on,size=64M", "rbd:rbd/{name}"),
-    CephTarget("ceph_rbd_ec", "rbd:rbd/{name},create=on,size=64M,data_pool=ec21",
-               "rbd:rbd/{name}"),
-    CephTarget("ceph_rados_replicated", "rados:rep/{name},create=on,size=64M",
-               "rados:rep/{name}"),
-    // Small objects: most requests span objects and are split.
-    CephTarget("ceph_rados_ec_64k_objects", "rados:ec21/{name},create=on,size=64M,object_size=64K",
-               "rados:ec21/{name}"),
-    VhdOnRbdTarget(),
-});
+VSTACK_CONFORMANCE_TARGETS(
+    ceph,
+    {
+        CephTarget("ceph_rbd_replicated", "rbd:rbd/{name},create=on,size=64M", "rbd:rbd/{name}"),
+        CephTarget("ceph_rbd_ec", "rbd:rbd/{name},create=on,size=64M,data_pool=ec21",
+                   "rbd:rbd/{name}"),
+        CephTarget("ceph_rados_replicated", "rados:rep/{name},create=on,size=64M",
+                   "rados:rep/{name}"),
+        // Small objects: most requests span objects and are split.
+        CephTarget("ceph_rados_ec_64k_objects",
+                   "rados:ec21/{name},create=on,size=64M,object_size=64K", "rados:ec21/{name}"),
+        VhdOnRbdTarget(),
+    });
 
 }  // namespace
 }  // namespace vstack::testing
