@@ -21,6 +21,7 @@ PACKAGES=(
   e2fsprogs sqlite3 librsvg2-bin procps
   doxygen help2man dpkg-dev
   python3
+  ceph-mon ceph-osd ceph-mgr ceph-common librbd-dev librados-dev libradospp-dev uuid-runtime
 )
 
 JOBS=$(nproc)

@@ -358,7 +358,7 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_flag("--qemu-create", a->qemu_create,
                 "create the images qemu can open (raw, vpc) with `qemu-img create` instead of "
                 "vstack, so vstack and --compare-qemu both start from qemu's own image");
-  cmd->add_flag("--compare-fio", a->compare_fio, "also run fio with the same knobs on the raw file every round");
+  cmd->add_flag("--compare-fio", a->compare_fio, "also run fio with the same knobs on the raw file (or, for an rbd: stack, the RBD image with fio's rbd engine) every round");
   cmd->add_flag("--quiet", a->quiet, "no live progress line");
   cmd->add_option("--preset", a->preset, "reproduce a published finding (docs/seeds.md): hyperv-passthrough");
   cmd->add_option("--cpu-ready", a->cpu_ready,

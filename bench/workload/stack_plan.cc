@@ -51,6 +51,31 @@ StackPlan Preset(const BackendChoice& b, std::string name, std::string layers, s
   return p;
 }
 
+// On the images tools/ceph-up creates in its cluster ($CEPH_CONF): rbd/bench-rep (data in the
+// replicated pool), rbd/bench-ec and rbd/bench-ec-dz (data in EC 2+1). docs/layers/rbd.md.
+void AddCephPresets(std::vector<StackPlan>& v) {
+  const struct {
+    const char* name;
+    const char* spec;
+    const char* note;
+  } ceph[] = {
+      {"rbd-replicated", "rbd:rbd/bench-rep", "RBD image, data 2x replicated (tools/ceph-up)"},
+      {"rbd-ec", "rbd:rbd/bench-ec", "RBD image, data in EC k=2 m=1 (tools/ceph-up)"},
+      {"dedup+zstd-rbd-ec", "dedup+zstd:size={size:1.25}+rbd:rbd/bench-ec-dz",
+       "dedup+zstd over an RBD image with its data in EC 2+1 (tools/ceph-up)"},
+  };
+  for (const auto& c : ceph) {
+    StackPlan p;
+    p.name = c.name;
+    p.spec = c.spec;
+    p.prepare = Prepare::kFill;
+    p.components = {"rbd"};
+    if (std::string(c.spec).starts_with("dedup")) p.components = {"dedup", "rbd", "zstd"};
+    p.note = c.note;
+    v.push_back(std::move(p));
+  }
+}
+
 }  // namespace
 
 std::vector<StackPlan> PresetPlans(const BackendChoice& b) {
@@ -78,12 +103,15 @@ std::vector<StackPlan> PresetPlans(const BackendChoice& b) {
   }
   v.push_back(Preset(b, "raw-fresh", "", "sparse.img", "raw", "", Prepare::kFresh));
   v.back().note = "a sparse raw file every round: the fair baseline for vhd-dynamic-fresh";
+  AddCephPresets(v);
   return v;
 }
 
 std::vector<StackPlan> DefaultMatrix(const BackendChoice& b) {
   std::vector<StackPlan> v = PresetPlans(b);
-  v.pop_back();  // raw-fresh is on request only
+  // raw-fresh and the Ceph presets are on request only.
+  v.erase(std::find_if(v.begin(), v.end(), [](const StackPlan& p) { return p.name == "raw-fresh"; }),
+          v.end());
   return v;
 }
 
