@@ -2,9 +2,10 @@
 // fail rather than skip when the tools are missing):
 //  - images made by qemu-img (dynamic, fixed, several block sizes, odd sizes) and written by
 //    qemu-io read exactly as `qemu-img convert -O raw` reads them;
-//  - qemu-io writing into vstack images (1 MiB to 256 MiB blocks, 4 KiB logical sectors);
+//  - qemu-io writing into vstack images (1 MiB to 256 MiB blocks, fixed, ZERO blocks);
 //  - images made and written by vstack (random content) read identically by qemu-img
-//    (`compare`, `check`) and by libvhdi, which is linked here, with the same size;
+//    (`compare`, `check`) and by libvhdi, which is linked here, with the same size; 4 KiB
+//    logical sectors by libvhdi only (qemu 7.2 refuses them, which is checked);
 //  - a dirty log written by qemu is replayed by vstack.
 #include <gtest/gtest.h>
 
@@ -96,8 +97,9 @@ TEST_F(VhdxInterop, QemuImagesWrittenByQemuIoReadLikeQemuImgConvert) {
 }
 
 TEST_F(VhdxInterop, QemuIoWritesIntoVstackImages) {
+  // (qemu 7.2 refuses VHDX with 4 KiB logical sectors: see below.)
   const char* cases[] = {"block_size=1M", "block_size=256M", "subformat=fixed,block_size=2M",
-                         "block_size=1M,logical_sector_size=4096", "block_state_zero=on"};
+                         "block_state_zero=on"};
   int n = 0;
   for (const char* options : cases) {
     SCOPED_TRACE(options);
@@ -135,14 +137,21 @@ TEST_F(VhdxInterop, VstackImagesReadIdenticallyByQemuAndLibvhdi) {
       ASSERT_OK((*dev)->Close());
       dev->reset();
 
-      CommandResult info = Tool("qemu-img info -f vhdx --output=json " + path);
-      EXPECT_EQ(nlohmann::json::parse(info.output)["virtual-size"].get<uint64_t>(), size);
-      Tool("qemu-img check -f vhdx " + path);
-      const std::string raw = path + ".model.raw";
-      WriteAll(raw, model);
-      CommandResult cmp = Tool("qemu-img compare -f vhdx -F raw " + path + " " + raw);
-      EXPECT_NE(cmp.output.find("Images are identical"), std::string::npos) << cmp.output;
-      std::remove(raw.c_str());
+      if (std::string(options).find("logical_sector_size=4096") == std::string::npos) {
+        CommandResult info = Tool("qemu-img info -f vhdx --output=json " + path);
+        EXPECT_EQ(nlohmann::json::parse(info.output)["virtual-size"].get<uint64_t>(), size);
+        Tool("qemu-img check -f vhdx " + path);
+        const std::string raw = path + ".model.raw";
+        WriteAll(raw, model);
+        CommandResult cmp = Tool("qemu-img compare -f vhdx -F raw " + path + " " + raw);
+        EXPECT_NE(cmp.output.find("Images are identical"), std::string::npos) << cmp.output;
+        std::remove(raw.c_str());
+      } else {
+        // qemu 7.2 supports only 512-byte logical sectors in VHDX; libvhdi reads these.
+        CommandResult q = RunCommand("qemu-img info -f vhdx " + path);
+        EXPECT_NE(q.status, 0);
+        EXPECT_NE(q.output.find("not supported"), std::string::npos) << q.output;
+      }
 
       LibvhdiFile vhdi(path);
       ASSERT_EQ(vhdi.error(), "");
