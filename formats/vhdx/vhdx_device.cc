@@ -6,6 +6,7 @@
 
 #include "formats/vhdx/vhdx_io.h"
 #include "formats/vhdx/vhdx_log.h"
+#include "lib/aligned_buffer.h"
 #include "lib/endian.h"
 #include "lib/iovec.h"
 #include "lib/size.h"
@@ -257,27 +258,43 @@ Status VhdxDevice::WriteAllocating(IoQueue& q, uint64_t block, uint64_t in_block
     file_end_ = end;
   }
   w.offset = offset + in_block;
-  if (std::error_code ec = Execute(q, w)) return MakeError(ec, "vhdx: write failed");
+  std::vector<IoRequest*> with;  // written together with the log entry
+  IoRequest last;
+  AlignedBuffer zeros;
+  iovec zeros_iov{};
   if (reuse || !growable_) {
     // The space may hold old bytes: the rest of the block must be zeros, durably, before the
     // BAT says the block is present.
+    if (std::error_code ec = Execute(q, w)) return MakeError(ec, "vhdx: write failed");
     VSTACK_RETURN_IF_ERROR(ZeroAt(q, offset, in_block));
     VSTACK_RETURN_IF_ERROR(ZeroAt(q, offset + in_block + length, bs - in_block - length));
     VSTACK_RETURN_IF_ERROR(FlushQueue(q));
     CountShared(kCounterZeroFills);
-  } else if (in_block + length < bs) {
-    // The file was grown to the block's end; a write of its last sector makes that length
-    // durable with the next flush (a length set by truncation alone may not be, and readers
-    // refuse blocks that end past the file). Write-zeroes might not extend the file.
-    static const std::array<uint8_t, kLogSector> kZeros{};
-    VSTACK_RETURN_IF_ERROR(WriteAt(q, offset + bs - kLogSector, kZeros));
+  } else {
+    // New space past the old end reads as zeros. The data goes down with the log entry: if
+    // only the entry lands, the block reads as zeros, which an unfinished write may.
+    with.push_back(&w);
+    if (in_block + length < bs) {
+      // The file was grown to the block's end; a write of its last 4 KiB makes that length
+      // durable with the next flush (a length set by truncation alone may not be, and readers
+      // refuse blocks that end past the file). Write-zeroes might not extend the file.
+      zeros = AlignedBuffer(kLogSector);
+      zeros_iov = zeros.iov();
+      last.op = Op::kWrite;
+      last.offset = offset + bs - kLogSector;
+      last.length = kLogSector;
+      last.iov = &zeros_iov;
+      last.iovcnt = 1;
+      with.push_back(&last);
+    }
   }
-  VSTACK_RETURN_IF_ERROR(CommitEntry(q, index, MakeEntry(kFullyPresent, offset)));
+  VSTACK_RETURN_IF_ERROR(CommitEntry(q, index, MakeEntry(kFullyPresent, offset), with));
   CountShared(kCounterAllocations);
   return OkStatus();
 }
 
-Status VhdxDevice::CommitEntry(IoQueue& q, uint64_t index, uint64_t value) {
+Status VhdxDevice::CommitEntry(IoQueue& q, uint64_t index, uint64_t value,
+                               std::vector<IoRequest*> with) {
   const uint64_t per_page = kLogSector / 8;
   const uint64_t first = index / per_page * per_page;
   LogPage page;
@@ -299,17 +316,25 @@ Status VhdxDevice::CommitEntry(IoQueue& q, uint64_t index, uint64_t value) {
   info.tail = static_cast<uint32_t>(tail_pos_ % h.log_length);
   info.flushed_file_offset = opened_file_size_;
   info.last_file_offset = std::max(file_end_, lower_device().size_bytes());
-  const std::vector<uint8_t> entry = EncodeLogEntry(h.log_guid, info, {&page, 1});
+  const std::vector<uint8_t> bytes = EncodeLogEntry(h.log_guid, info, {&page, 1});
+  AlignedBuffer entry(bytes.size());
+  std::memcpy(entry.data(), bytes.data(), bytes.size());
+  // The entry, with FUA, in one piece or two when it wraps around the log's end.
   const uint64_t at = head_pos_ % h.log_length;
   const uint64_t first_part = std::min<uint64_t>(entry.size(), h.log_length - at);
-  VSTACK_RETURN_IF_ERROR(WriteAt(q, h.log_offset + at,
-                                 std::span<const uint8_t>(entry.data(), first_part), kIoFua));
-  if (first_part < entry.size()) {
-    VSTACK_RETURN_IF_ERROR(WriteAt(q, h.log_offset,
-                                   std::span<const uint8_t>(entry.data() + first_part,
-                                                            entry.size() - first_part),
-                                   kIoFua));
+  IoRequest log_writes[2];
+  iovec log_iov[2] = {{entry.data(), first_part},
+                      {entry.data() + first_part, entry.size() - first_part}};
+  for (int i = 0; i < (first_part < entry.size() ? 2 : 1); ++i) {
+    log_writes[i].op = Op::kWrite;
+    log_writes[i].flags = kIoFua;
+    log_writes[i].offset = h.log_offset + (i == 0 ? at : 0);
+    log_writes[i].length = log_iov[i].iov_len;
+    log_writes[i].iov = &log_iov[i];
+    log_writes[i].iovcnt = 1;
+    with.push_back(&log_writes[i]);
   }
+  VSTACK_RETURN_IF_ERROR(RunAll(q, with));
   head_pos_ += entry.size();
   CountShared(kCounterLogEntries);
   CountShared(kCounterLogBytes, entry.size());

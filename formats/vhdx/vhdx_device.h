@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "formats/vhdx/vhdx_image.h"
 #include "lib/layer.h"
@@ -75,9 +76,10 @@ class VhdxDevice final : public Layer {
   Status CloseLayer() override;
 
  private:
-  // Logs the BAT page holding entry `index` with `value` in it, then writes it in place and
-  // publishes the entry. REQUIRES: mu_ held.
-  Status CommitEntry(IoQueue& q, uint64_t index, uint64_t value);
+  // Logs the BAT page holding entry `index` with `value` in it (FUA), submitting the
+  // requests `with` (the block's data) at the same time; once all have completed, writes the
+  // page in place and publishes the entry. REQUIRES: mu_ held.
+  Status CommitEntry(IoQueue& q, uint64_t index, uint64_t value, std::vector<IoRequest*> with);
 
   VhdxImage image_;
   std::unique_ptr<std::atomic<uint64_t>[]> bat_;

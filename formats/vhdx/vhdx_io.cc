@@ -73,4 +73,22 @@ Status FlushQueue(IoQueue& q) {
   return Run(q, r, "flush");
 }
 
+Status RunAll(IoQueue& q, std::span<IoRequest* const> reqs) {
+  size_t done = 0;
+  for (IoRequest* r : reqs) {
+    r->on_complete = [](IoRequest& req) { ++*static_cast<size_t*>(req.user_data); };
+    r->user_data = &done;
+  }
+  q.Submit(reqs);
+  while (done < reqs.size()) q.Poll(1);
+  for (IoRequest* r : reqs) {
+    if (r->status) {
+      return MakeError(r->status, "vhdx: " + std::string(OpName(r->op)) + " at offset " +
+                                      std::to_string(r->offset) + " failed: " +
+                                      r->status.message());
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace vstack::vhdx

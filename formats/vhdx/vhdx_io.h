@@ -19,6 +19,9 @@ Status WriteAt(IoQueue& q, uint64_t offset, std::span<const uint8_t> data, IoFla
 // Writes `length` zero bytes at `offset`.
 Status ZeroAt(IoQueue& q, uint64_t offset, uint64_t length);
 Status FlushQueue(IoQueue& q);
+// Submits every request at once and polls until all have completed; the first error wins.
+// Callbacks and user data of the requests are overwritten.
+Status RunAll(IoQueue& q, std::span<IoRequest* const> reqs);
 
 }  // namespace vstack::vhdx
 
