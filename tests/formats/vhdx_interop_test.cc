@@ -9,6 +9,8 @@
 //  - a dirty log written by qemu is replayed by vstack.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -230,6 +232,23 @@ TEST_F(VhdxInterop, ImageToolsWorkOnVhdx) {
   c = RunVstack("convert -O raw " + dir_.File("c.vhdx") + " " + dir_.File("back.raw"));
   ASSERT_EQ(c.status, 0) << c.output;
   EXPECT_TRUE(ReadAll(dir_.File("back.raw")) == data);
+}
+
+// The bench presets run end to end, the fresh one allocating through the log, with qemu-img
+// bench on identical images.
+TEST_F(VhdxInterop, BenchPresetsRunAgainstQemuImgBench) {
+  const std::string scratch = dir_.File("scratch");
+  ASSERT_EQ(::mkdir(scratch.c_str(), 0755), 0);
+  CommandResult r = RunVstack(
+      "bench --quiet --output=json --backend file --direct off --stack vhdx-fixed "
+      "--stack vhdx-dynamic --stack vhdx-dynamic-fresh --bs 4K --write-pct 100 --size 16M "
+      "--duration 150ms --warmup 50ms --rounds 1 --qd 4 --compare-qemu --dir " + scratch +
+      " --report-dir " + dir_.File("report"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output.substr(0, r.output.rfind('}') + 1));
+  ASSERT_EQ(j["stacks"].size(), 3u);
+  EXPECT_NE(r.output.find("\"allocations\""), std::string::npos) << "the fresh preset allocates";
+  EXPECT_NE(r.output.find("-f vhdx"), std::string::npos) << "qemu-img bench ran on the images";
 }
 
 }  // namespace
