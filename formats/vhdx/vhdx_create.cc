@@ -53,8 +53,7 @@ uint32_t DefaultBlockSize(uint64_t size) {
 std::vector<OptionInfo> CreateOptionInfos() {
   return {
       {"subformat", "dynamic or fixed", "dynamic"},
-      {"block_size", "0 (chosen from the size, as qemu-img does) or a power of two 1M..256M",
-       "0"},
+      {"block_size", "0 (chosen from the size, as qemu-img does) or a power of two 1M..256M", "0"},
       {"log_size", "log size, a multiple of 1M", "1M"},
       {"block_state_zero",
        "on: blocks start in state ZERO instead of NOT_PRESENT (dynamic) or FULLY_PRESENT "
@@ -71,8 +70,8 @@ Result<CreateParams> ParseCreateParams(uint64_t size, const OptionValues& o) {
   p.fixed = sub == "fixed";
   VSTACK_ASSIGN_OR_RETURN(uint64_t bs, o.Size("block_size"));
   if (bs != 0 && (bs < kMinBlockSize || bs > kMaxBlockSize || (bs & (bs - 1)) != 0)) {
-    return BadOption("block_size", std::to_string(bs) +
-                                       " is not 0 or a power of two from 1 MiB to 256 MiB");
+    return BadOption("block_size",
+                     std::to_string(bs) + " is not 0 or a power of two from 1 MiB to 256 MiB");
   }
   p.block_size = static_cast<uint32_t>(bs);
   VSTACK_ASSIGN_OR_RETURN(uint64_t log, o.Size("log_size"));
@@ -111,7 +110,8 @@ Status WriteNewImage(BlockDevice& device, const CreateParams& p) {
   std::vector<uint8_t> first(64 * kKiB, 0);
   std::memcpy(first.data(), "vhdxfile", 8);
   const char creator[] = "vstack";
-  for (size_t i = 0; i + 1 < sizeof creator; ++i) first[8 + 2 * i] = static_cast<uint8_t>(creator[i]);
+  for (size_t i = 0; i + 1 < sizeof creator; ++i)
+    first[8 + 2 * i] = static_cast<uint8_t>(creator[i]);
   VSTACK_RETURN_IF_ERROR(WriteAt(*q, 0, first));
   Header h;
   h.file_write = Guid::Random();

@@ -16,8 +16,8 @@ namespace vstack::vhdx {
 namespace {
 
 std::vector<std::string> CounterNames() {
-  return {"allocations",       "log_entries",   "log_bytes",        "log_flushes",
-          "bat_page_writes",   "header_writes", "zero_filled_blocks", "zero_filled_reads"};
+  return {"allocations",     "log_entries",   "log_bytes",          "log_flushes",
+          "bat_page_writes", "header_writes", "zero_filled_blocks", "zero_filled_reads"};
 }
 
 uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
@@ -196,9 +196,9 @@ VhdxDevice::VhdxDevice(DevicePtr lower, VhdxImage image)
   for (uint64_t i = 0; i < image_.layout.entries; ++i) {
     const uint64_t e = bat_[i].load();
     if (EntryOffset(e) != 0 && EntryState(e) != kUnusableState) {
-      end = std::max(end, EntryOffset(e) + (image_.layout.IsBitmapIndex(i)
-                                                ? kMiB
-                                                : uint64_t{image_.layout.block_size}));
+      end = std::max(
+          end, EntryOffset(e) +
+                   (image_.layout.IsBitmapIndex(i) ? kMiB : uint64_t{image_.layout.block_size}));
     }
   }
   file_end_ = AlignUp(end, kMiB);
@@ -226,8 +226,8 @@ Status VhdxDevice::BeginWrites(IoQueue& q) {
   return OkStatus();
 }
 
-Status VhdxDevice::WriteAllocating(IoQueue& q, uint64_t block, uint64_t in_block,
-                                   const iovec* iov, uint32_t iovcnt, uint64_t length) {
+Status VhdxDevice::WriteAllocating(IoQueue& q, uint64_t block, uint64_t in_block, const iovec* iov,
+                                   uint32_t iovcnt, uint64_t length) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t index = image_.layout.Index(block);
   const uint64_t e = bat_[index].load(std::memory_order_relaxed);
@@ -425,8 +425,8 @@ Status VhdxDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Exte
 Status VhdxDevice::Check(CheckMode mode, CheckResult* out) {
   for (const std::string& p : image_.problems) out->Corruption("vhdx: " + p);
   if (image_.replayed_entries > 0) {
-    out->messages.push_back("Repaired: vhdx: replayed " +
-                            std::to_string(image_.replayed_entries) + " log entries");
+    out->messages.push_back("Repaired: vhdx: replayed " + std::to_string(image_.replayed_entries) +
+                            " log entries");
     ++out->repaired;
   }
   // Blocks that overlap each other.

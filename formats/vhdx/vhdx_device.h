@@ -25,14 +25,14 @@ namespace vstack::vhdx {
 
 // The layer's own counters (DeclareCounters order).
 enum VhdxCounter : size_t {
-  kCounterAllocations,  // blocks allocated
-  kCounterLogEntries,   // log entries written
-  kCounterLogBytes,     // bytes written to the log
-  kCounterLogFlushes,   // flushes before the log wrapped over entries not yet durable
-  kCounterBatWrites,    // 4 KiB BAT pages written in place
-  kCounterHeaderWrites, // header writes (two per update)
-  kCounterZeroFills,    // blocks whose unwritten part was zeroed (reused or fixed-size space)
-  kCounterZeroReads,    // read pieces answered with zeros, without I/O
+  kCounterAllocations,   // blocks allocated
+  kCounterLogEntries,    // log entries written
+  kCounterLogBytes,      // bytes written to the log
+  kCounterLogFlushes,    // flushes before the log wrapped over entries not yet durable
+  kCounterBatWrites,     // 4 KiB BAT pages written in place
+  kCounterHeaderWrites,  // header writes (two per update)
+  kCounterZeroFills,     // blocks whose unwritten part was zeroed (reused or fixed-size space)
+  kCounterZeroReads,     // read pieces answered with zeros, without I/O
   kCounterCount
 };
 
@@ -86,8 +86,8 @@ class VhdxDevice final : public Layer {
   const bool growable_;
   std::atomic<bool> writing_{false};  // BeginWrites done
 
-  std::mutex mu_;         // allocation, the log and the headers
-  uint64_t file_end_;     // where the next new block goes (1 MiB aligned)
+  std::mutex mu_;          // allocation, the log and the headers
+  uint64_t file_end_;      // where the next new block goes (1 MiB aligned)
   uint64_t head_pos_ = 0;  // log bytes written since BeginWrites (head = head_pos_ % length)
   uint64_t tail_pos_ = 0;  // oldest log byte whose in-place writes may not be durable
   uint64_t next_sequence_ = 1;

@@ -73,9 +73,9 @@ bool Guid::IsZero() const {
 std::string Guid::Text() const {
   char buf[40];
   const uint8_t* b = bytes.data();
-  std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                LoadLE32(b), LoadLE16(b + 4), LoadLE16(b + 6), b[8], b[9], b[10], b[11], b[12],
-                b[13], b[14], b[15]);
+  std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%02x%02x-%02x%02x%02x%02x%02x%02x", LoadLE32(b),
+                LoadLE16(b + 4), LoadLE16(b + 6), b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                b[15]);
   return buf;
 }
 
@@ -126,9 +126,8 @@ Result<Header> DecodeHeader(std::span<const uint8_t, kHeaderSize> b, uint64_t at
   const uint32_t computed = Checksum(b, 4);
   if (stored != computed) {
     return MakeError(Errc::kChecksumMismatch, "vhdx: header checksum " + Hex(stored) +
-                                                  " does not match the computed " +
-                                                  Hex(computed) + " (at offset " +
-                                                  Hex(at + 4) + ")");
+                                                  " does not match the computed " + Hex(computed) +
+                                                  " (at offset " + Hex(at + 4) + ")");
   }
   Header h;
   h.sequence = LoadLE64(b.data() + 8);
@@ -149,8 +148,8 @@ Result<Header> DecodeHeader(std::span<const uint8_t, kHeaderSize> b, uint64_t at
     return Corrupt(at + 68, "log length " + std::to_string(h.log_length) +
                                 " is not a positive multiple of 1 MiB");
   }
-  if (h.log_offset < kMiB || h.log_offset % kMiB != 0 ||
-      h.log_offset > file_size || h.log_length > file_size - h.log_offset) {
+  if (h.log_offset < kMiB || h.log_offset % kMiB != 0 || h.log_offset > file_size ||
+      h.log_length > file_size - h.log_offset) {
     return Corrupt(at + 72, "log at " + Hex(h.log_offset) + " (+" + Hex(h.log_length) +
                                 ") is not 1 MiB-aligned inside the file of " +
                                 std::to_string(file_size) + " bytes");
@@ -182,14 +181,12 @@ Result<std::vector<Region>> DecodeRegionTable(std::span<const uint8_t> b, uint64
   const uint32_t computed = Checksum(b.first(kRegionTableSize), 4);
   if (stored != computed) {
     return MakeError(Errc::kChecksumMismatch, "vhdx: region table checksum " + Hex(stored) +
-                                                  " does not match the computed " +
-                                                  Hex(computed) + " (at offset " +
-                                                  Hex(at + 4) + ")");
+                                                  " does not match the computed " + Hex(computed) +
+                                                  " (at offset " + Hex(at + 4) + ")");
   }
   const uint32_t count = LoadLE32(b.data() + 8);
   if (count > kMaxTableEntries) {
-    return Corrupt(at + 8, "region table has " + std::to_string(count) +
-                               " entries (at most 2047)");
+    return Corrupt(at + 8, "region table has " + std::to_string(count) + " entries (at most 2047)");
   }
   std::vector<Region> regions;
   for (uint32_t i = 0; i < count; ++i) {
@@ -205,7 +202,8 @@ Result<std::vector<Region>> DecodeRegionTable(std::span<const uint8_t> b, uint64
       if (r.required) {
         return MakeError(Errc::kNotSupported, "vhdx: region " + r.id.Text() +
                                                   " is required but unknown to vstack (at "
-                                                  "offset " + Hex(eat) + ")");
+                                                  "offset " +
+                                                  Hex(eat) + ")");
       }
       continue;
     }
@@ -215,8 +213,7 @@ Result<std::vector<Region>> DecodeRegionTable(std::span<const uint8_t> b, uint64
     if (r.offset < kMiB || r.offset % kMiB != 0 || r.length == 0 || r.length % kMiB != 0 ||
         r.offset > file_size || r.length > file_size - r.offset) {
       return Corrupt(eat + 16, "region " + r.id.Text() + " at " + Hex(r.offset) + " (+" +
-                                   Hex(r.length) +
-                                   ") is not 1 MiB-aligned inside the file of " +
+                                   Hex(r.length) + ") is not 1 MiB-aligned inside the file of " +
                                    std::to_string(file_size) + " bytes");
     }
     regions.push_back(r);
@@ -269,8 +266,8 @@ Result<Metadata> DecodeMetadata(std::span<const uint8_t> b, uint64_t at, uint32_
   }
   const uint16_t count = LoadLE16(b.data() + 10);
   if (count > kMaxTableEntries) {
-    return Corrupt(at + 10, "metadata table has " + std::to_string(count) +
-                                " entries (at most 2047)");
+    return Corrupt(at + 10,
+                   "metadata table has " + std::to_string(count) + " entries (at most 2047)");
   }
   Metadata m;
   enum { kParams, kSize, kPage83, kLogical, kPhysical, kItems };
@@ -283,8 +280,7 @@ Result<Metadata> DecodeMetadata(std::span<const uint8_t> b, uint64_t at, uint32_
     const uint32_t length = LoadLE32(e + 20);
     const uint32_t flags = LoadLE32(e + 24);
     if (length == 0 && offset == 0) continue;  // an empty item
-    if (offset < kMetadataTableSize || offset > region_length ||
-        length > region_length - offset) {
+    if (offset < kMetadataTableSize || offset > region_length || length > region_length - offset) {
       return Corrupt(eat + 16, "metadata item " + id.Text() + " at " + Hex(offset) + " (+" +
                                    std::to_string(length) + ") lies outside its region");
     }
@@ -303,7 +299,8 @@ Result<Metadata> DecodeMetadata(std::span<const uint8_t> b, uint64_t at, uint32_
       if (flags & 4) {
         return MakeError(Errc::kNotSupported, "vhdx: metadata item " + id.Text() +
                                                   " is required but unknown to vstack (at "
-                                                  "offset " + Hex(eat) + ")");
+                                                  "offset " +
+                                                  Hex(eat) + ")");
       }
       continue;
     }
@@ -334,7 +331,8 @@ Result<Metadata> DecodeMetadata(std::span<const uint8_t> b, uint64_t at, uint32_
         if (m.has_parent) {
           return MakeError(Errc::kNotSupported,
                            "vhdx: differencing VHDX (HasParent set in the file parameters at "
-                           "offset " + Hex(vat + 4) + ") is not supported");
+                           "offset " +
+                               Hex(vat + 4) + ") is not supported");
         }
         break;
       }
@@ -376,12 +374,18 @@ Result<Metadata> DecodeMetadata(std::span<const uint8_t> b, uint64_t at, uint32_
 
 std::string PayloadStateName(uint8_t state) {
   switch (state) {
-    case kNotPresent: return "not_present";
-    case kUndefined: return "undefined";
-    case kZero: return "zero";
-    case kUnmapped: return "unmapped";
-    case kFullyPresent: return "fully_present";
-    case kPartiallyPresent: return "partially_present";
+    case kNotPresent:
+      return "not_present";
+    case kUndefined:
+      return "undefined";
+    case kZero:
+      return "zero";
+    case kUnmapped:
+      return "unmapped";
+    case kFullyPresent:
+      return "fully_present";
+    case kPartiallyPresent:
+      return "partially_present";
   }
   return "invalid(" + std::to_string(state) + ")";
 }

@@ -62,15 +62,15 @@ Status ReplayLog(BlockDevice& device, IoQueue& q, VhdxImage* image, bool writabl
   }
   for (uint32_t offset : seq.offsets) {
     for (const LogWrite& w : EntryWrites(log, offset)) {
-      const bool hits_log = w.file_offset < h.log_offset + h.log_length &&
-                            h.log_offset < w.file_offset + w.length;
+      const bool hits_log =
+          w.file_offset < h.log_offset + h.log_length && h.log_offset < w.file_offset + w.length;
       if (w.file_offset < kPrologueSize || hits_log || w.length > end ||
           w.file_offset > end - w.length) {
-        return MakeError(Errc::kCorruption,
-                         "vhdx: log entry at log offset " + std::to_string(offset) +
-                             " writes " + std::to_string(w.length) + " bytes at " +
-                             std::to_string(w.file_offset) +
-                             ", into the headers, the log or past the file");
+        return MakeError(Errc::kCorruption, "vhdx: log entry at log offset " +
+                                                std::to_string(offset) + " writes " +
+                                                std::to_string(w.length) + " bytes at " +
+                                                std::to_string(w.file_offset) +
+                                                ", into the headers, the log or past the file");
       }
       if (w.zero) {
         VSTACK_RETURN_IF_ERROR(ZeroAt(q, w.file_offset, w.length));
@@ -90,10 +90,10 @@ Status LoadBat(IoQueue& q, VhdxImage* image, bool lenient) {
   const BatLayout& l = image->layout;
   const Region& r = image->bat_region;
   if (l.entries > r.length / 8) {
-    return MakeError(Errc::kCorruption,
-                     "vhdx: the BAT region (" + std::to_string(r.length) + " bytes at " +
-                         std::to_string(r.offset) + ") is too small for the " +
-                         std::to_string(l.entries) + " entries the virtual size needs");
+    return MakeError(Errc::kCorruption, "vhdx: the BAT region (" + std::to_string(r.length) +
+                                            " bytes at " + std::to_string(r.offset) +
+                                            ") is too small for the " + std::to_string(l.entries) +
+                                            " entries the virtual size needs");
   }
   image->bat.resize(l.entries);
   std::vector<uint8_t> chunk;
@@ -128,7 +128,8 @@ Status LoadBat(IoQueue& q, VhdxImage* image, bool lenient) {
       }
     } else {
       const uint64_t block = index - index / (l.chunk_ratio + 1);
-      const uint64_t needed = std::min<uint64_t>(l.block_size, l.virtual_size - block * l.block_size);
+      const uint64_t needed =
+          std::min<uint64_t>(l.block_size, l.virtual_size - block * l.block_size);
       switch (state) {
         case kNotPresent:
         case kUndefined:
@@ -192,19 +193,20 @@ Result<VhdxImage> LoadImage(BlockDevice& device, IoQueue& q, bool writable, bool
   }
   image.creator = CreatorText(pro.data() + 8);
 
-  Result<Header> headers[2] = {
-      DecodeHeader(std::span<const uint8_t, kHeaderSize>(pro.data() + kHeaderOffset[0], kHeaderSize),
-                   kHeaderOffset[0], image.file_size),
-      DecodeHeader(std::span<const uint8_t, kHeaderSize>(pro.data() + kHeaderOffset[1], kHeaderSize),
-                   kHeaderOffset[1], image.file_size)};
+  Result<Header> headers[2] = {DecodeHeader(std::span<const uint8_t, kHeaderSize>(
+                                                pro.data() + kHeaderOffset[0], kHeaderSize),
+                                            kHeaderOffset[0], image.file_size),
+                               DecodeHeader(std::span<const uint8_t, kHeaderSize>(
+                                                pro.data() + kHeaderOffset[1], kHeaderSize),
+                                            kHeaderOffset[1], image.file_size)};
   if (!headers[0] && !headers[1]) {
-    return Annotate(headers[0].error(), "no valid header (the second: " +
-                                            headers[1].error().message + ")");
+    return Annotate(headers[0].error(),
+                    "no valid header (the second: " + headers[1].error().message + ")");
   }
-  image.header_slot = !headers[0] ? 1
-                      : !headers[1] ? 0
+  image.header_slot = !headers[0]                                   ? 1
+                      : !headers[1]                                 ? 0
                       : headers[1]->sequence > headers[0]->sequence ? 1
-                                                                     : 0;
+                                                                    : 0;
   image.header = *headers[image.header_slot];
   if (lenient) {
     for (int i = 0; i < 2; ++i) {
@@ -214,10 +216,12 @@ Result<VhdxImage> LoadImage(BlockDevice& device, IoQueue& q, bool writable, bool
   VSTACK_RETURN_IF_ERROR(ReplayLog(device, q, &image, writable));
 
   Result<std::vector<Region>> tables[2] = {
-      DecodeRegionTable(std::span<const uint8_t>(pro.data() + kRegionTableOffset[0], kRegionTableSize),
-                        kRegionTableOffset[0], image.file_size),
-      DecodeRegionTable(std::span<const uint8_t>(pro.data() + kRegionTableOffset[1], kRegionTableSize),
-                        kRegionTableOffset[1], image.file_size)};
+      DecodeRegionTable(
+          std::span<const uint8_t>(pro.data() + kRegionTableOffset[0], kRegionTableSize),
+          kRegionTableOffset[0], image.file_size),
+      DecodeRegionTable(
+          std::span<const uint8_t>(pro.data() + kRegionTableOffset[1], kRegionTableSize),
+          kRegionTableOffset[1], image.file_size)};
   if (!tables[0] && !tables[1]) return tables[0].error();
   const std::vector<Region>& regions = tables[0] ? *tables[0] : *tables[1];
   if (lenient && !tables[0]) image.problems.push_back(tables[0].error().message);

@@ -31,9 +31,9 @@ struct VhdxImage {
   Region metadata_region;
   Metadata metadata;
   BatLayout layout;
-  std::vector<uint64_t> bat;  // layout.entries entries
-  uint64_t replayed_entries = 0;  // log entries replayed while opening
-  uint64_t metadata_end = 0;      // end of the last structure that is not a payload block
+  std::vector<uint64_t> bat;          // layout.entries entries
+  uint64_t replayed_entries = 0;      // log entries replayed while opening
+  uint64_t metadata_end = 0;          // end of the last structure that is not a payload block
   std::vector<std::string> problems;  // corruption found by a lenient load
 
   uint64_t entry(uint64_t block) const { return bat[layout.Index(block)]; }

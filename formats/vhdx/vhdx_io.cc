@@ -84,8 +84,8 @@ Status RunAll(IoQueue& q, std::span<IoRequest* const> reqs) {
   for (IoRequest* r : reqs) {
     if (r->status) {
       return MakeError(r->status, "vhdx: " + std::string(OpName(r->op)) + " at offset " +
-                                      std::to_string(r->offset) + " failed: " +
-                                      r->status.message());
+                                      std::to_string(r->offset) +
+                                      " failed: " + r->status.message());
     }
   }
   return OkStatus();

@@ -142,8 +142,8 @@ ActiveSequence FindActiveSequence(std::span<const uint8_t> log, const Guid& guid
     if (entries[i].info.sequence > entries[head].info.sequence) head = i;
   }
   std::vector<uint32_t> chain{entries[head].offset};
-  for (size_t cur = head; entries[cur].offset != entries[head].info.tail &&
-                          chain.size() < entries.size();) {
+  for (size_t cur = head;
+       entries[cur].offset != entries[head].info.tail && chain.size() < entries.size();) {
     auto it = by_end.find(entries[cur].offset);
     if (it == by_end.end() || entries[it->second].info.sequence + 1 != entries[cur].info.sequence) {
       break;

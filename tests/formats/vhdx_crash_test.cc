@@ -130,8 +130,8 @@ TEST(VhdxCrash, EveryPrefixAndSampledReorderingsReplayCheckAndKeepFlushedData) {
   // would dominate the test's time. A file (not memory) keeps the image's length exact, so a
   // BAT entry that reaches the disk before its log entry shows up as a block past the end.
   const bool shm = ::access("/dev/shm", W_OK) == 0;
-  const std::string image_path = shm ? "/dev/shm/vstack-vhdx-crash-" + std::to_string(::getpid())
-                                     : dir.File("image.vhdx");
+  const std::string image_path =
+      shm ? "/dev/shm/vstack-vhdx-crash-" + std::to_string(::getpid()) : dir.File("image.vhdx");
   Rng rng(42);
   int images = 0;
   for (uint64_t crash = 0; crash <= events; ++crash) {
@@ -166,9 +166,9 @@ TEST(VhdxCrash, EveryPrefixAndSampledReorderingsReplayCheckAndKeepFlushedData) {
             }
           }
         }
-        ASSERT_TRUE(later) << "flushed sector " << s << " lost: holds " << int(got)
-                           << ", flushed " << int(durable[s]) << " (crash at event " << crash
-                           << ", sample " << sample << ")";
+        ASSERT_TRUE(later) << "flushed sector " << s << " lost: holds " << int(got) << ", flushed "
+                           << int(durable[s]) << " (crash at event " << crash << ", sample "
+                           << sample << ")";
       }
       ASSERT_OK((*dev)->Close());
     }

@@ -2,12 +2,13 @@
 // sectors, over memory and over file/uring with reopen), and these tests check what the suite
 // cannot see: block states on disk, the log written for every allocation and left empty at
 // close, replay of a dirty log (and its refusal read-only), and bad input.
+#include "formats/vhdx/vhdx_device.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <thread>
 
-#include "formats/vhdx/vhdx_device.h"
 #include "formats/vhdx/vhdx_format.h"
 #include "formats/vhdx/vhdx_log.h"
 #include "lib/endian.h"
@@ -40,16 +41,16 @@ ConformanceTarget FileTarget(std::string name, std::string backend, std::string 
 }
 
 VSTACK_CONFORMANCE_TARGETS(
-    vhdx, {
-              MemoryTarget("vhdx_fixed_memory", "subformat=fixed,block_size=1M", 0),
-              MemoryTarget("vhdx_dynamic_memory", "block_size=1M", 80 << 20),
-              MemoryTarget("vhdx_dynamic_4k_memory", "block_size=2M,logical_sector_size=4096",
-                           80 << 20),
-              FileTarget("vhdx_fixed_file", "file", "subformat=fixed,block_size=1M"),
-              FileTarget("vhdx_dynamic_file", "file", "block_size=1M"),
-              FileTarget("vhdx_dynamic_4k_file", "file", "logical_sector_size=4096"),
-              FileTarget("vhdx_dynamic_uring_direct", "uring", "block_size=1M", ",direct=on"),
-          });
+    vhdx,
+    {
+        MemoryTarget("vhdx_fixed_memory", "subformat=fixed,block_size=1M", 0),
+        MemoryTarget("vhdx_dynamic_memory", "block_size=1M", 80 << 20),
+        MemoryTarget("vhdx_dynamic_4k_memory", "block_size=2M,logical_sector_size=4096", 80 << 20),
+        FileTarget("vhdx_fixed_file", "file", "subformat=fixed,block_size=1M"),
+        FileTarget("vhdx_dynamic_file", "file", "block_size=1M"),
+        FileTarget("vhdx_dynamic_4k_file", "file", "logical_sector_size=4096"),
+        FileTarget("vhdx_dynamic_uring_direct", "uring", "block_size=1M", ",direct=on"),
+    });
 
 std::vector<unsigned char> Pattern(size_t len, unsigned char seed) {
   std::vector<unsigned char> v(len);
@@ -106,7 +107,8 @@ TEST_F(Vhdx, FirstWriteAllocatesThroughTheLogAndCloseLeavesItEmpty) {
   // Closed cleanly: both headers carry a zero log GUID, so nothing is replayed.
   const auto file = ReadAll(path);
   for (uint64_t at : {64u << 10, 128u << 10}) {
-    EXPECT_TRUE(std::all_of(&file[at + 48], &file[at + 64], [](unsigned char c) { return c == 0; }));
+    EXPECT_TRUE(
+        std::all_of(&file[at + 48], &file[at + 64], [](unsigned char c) { return c == 0; }));
   }
   auto dev = Open("vhdx+" + Q(path), OpenOptions{.read_only = true});
   ASSERT_OK(dev);
@@ -169,7 +171,8 @@ TEST_F(Vhdx, LogWrapsAfterAFlushAndEveryBlockSurvives) {
   {
     auto dev = Open("vhdx+" + Q(path));
     ASSERT_OK(dev);
-    for (uint64_t b = 0; b < 200; ++b) WriteBytes(**dev, b << 20, Pattern(512, static_cast<unsigned char>(b)));
+    for (uint64_t b = 0; b < 200; ++b)
+      WriteBytes(**dev, b << 20, Pattern(512, static_cast<unsigned char>(b)));
     EXPECT_EQ(Counter(**dev, "log_entries"), 200u);
     EXPECT_GE(Counter(**dev, "log_flushes"), 1u);
   }
@@ -203,7 +206,8 @@ TEST_F(Vhdx, FourThreadsAllocatingTheSameBlocks) {
 
 TEST_F(Vhdx, ZeroStateBlocksOfAFixedImageAreZeroFilledOnFirstWrite) {
   const std::string path = dir_.File("z.vhdx");
-  ASSERT_OK(CreateImage("vhdx", path, 4 << 20, "subformat=fixed,block_size=1M,block_state_zero=on"));
+  ASSERT_OK(
+      CreateImage("vhdx", path, 4 << 20, "subformat=fixed,block_size=1M,block_state_zero=on"));
   const auto before = ReadAll(path);
   const uint64_t e = VhdxBatEntry(before, 1);
   ASSERT_EQ(vhdx::EntryState(e), vhdx::kZero);

@@ -8,7 +8,6 @@
 //    logical sectors by libvhdi only (qemu 7.2 refuses them, which is checked);
 //  - a dirty log written by qemu is replayed by vstack.
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 
 #include <cstring>
@@ -115,7 +114,10 @@ TEST_F(VhdxInterop, QemuIoWritesIntoVstackImages) {
 }
 
 TEST_F(VhdxInterop, VstackImagesReadIdenticallyByQemuAndLibvhdi) {
-  const char* cases[] = {"block_size=1M", "", "block_size=256M", "subformat=fixed,block_size=4M",
+  const char* cases[] = {"block_size=1M",
+                         "",
+                         "block_size=256M",
+                         "subformat=fixed,block_size=4M",
                          "block_size=2M,logical_sector_size=4096",
                          "subformat=fixed,block_size=1M,logical_sector_size=4096"};
   int n = 0;
@@ -203,8 +205,8 @@ TEST_F(VhdxInterop, DirtyLogWrittenByQemuIsReplayed) {
 // map, convert to and from VHDX, compare.
 TEST_F(VhdxInterop, ImageToolsWorkOnVhdx) {
   const std::string img = dir_.File("t.vhdx");
-  CommandResult c = RunVstack("create -f vhdx -o subformat=dynamic,block_size=2M,log_size=2M " +
-                              img + " 20M");
+  CommandResult c =
+      RunVstack("create -f vhdx -o subformat=dynamic,block_size=2M,log_size=2M " + img + " 20M");
   ASSERT_EQ(c.status, 0) << c.output;
   CommandResult bad = RunVstack("create -f vhdx -o block_size=3M " + dir_.File("bad.vhdx") + " 1G");
   EXPECT_NE(bad.status, 0);
@@ -242,8 +244,8 @@ TEST_F(VhdxInterop, BenchPresetsRunAgainstQemuImgBench) {
   CommandResult r = RunVstack(
       "bench --quiet --output=json --backend file --direct off --stack vhdx-fixed "
       "--stack vhdx-dynamic --stack vhdx-dynamic-fresh --bs 4K --write-pct 100 --size 16M "
-      "--duration 150ms --warmup 50ms --rounds 1 --qd 4 --compare-qemu --dir " + scratch +
-      " --report-dir " + dir_.File("report"));
+      "--duration 150ms --warmup 50ms --rounds 1 --qd 4 --compare-qemu --dir " +
+      scratch + " --report-dir " + dir_.File("report"));
   ASSERT_EQ(r.status, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output.substr(0, r.output.rfind('}') + 1));
   ASSERT_EQ(j["stacks"].size(), 3u);
