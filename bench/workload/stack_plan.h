@@ -48,8 +48,9 @@ struct StackPlan {
 };
 
 // The presets, in default-matrix order: raw, passthrough, vhd-fixed, vhd-dynamic,
-// vhd-dynamic-fresh, dedup, zstd, dedup+zstd; and raw-fresh (a sparse raw file, the fair
-// baseline for a fresh dynamic VHD), which is not in the default matrix.
+// vhd-dynamic-fresh, dedup, zstd, dedup+zstd; and, not in the default matrix, raw-fresh (a
+// sparse raw file, the fair baseline for a fresh dynamic VHD), vhdx-fixed, vhdx-dynamic and
+// vhdx-dynamic-fresh.
 std::vector<StackPlan> PresetPlans(const BackendChoice& backend);
 std::vector<StackPlan> DefaultMatrix(const BackendChoice& backend);
 std::vector<std::string> PresetNames();

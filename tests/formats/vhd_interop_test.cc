@@ -6,7 +6,6 @@
 //    read identically through qemu-img (-f vpc) and libvhdi, which is linked here;
 //  - vstack, qemu-img and libvhdi agree on the virtual size of every image vstack creates.
 #include <gtest/gtest.h>
-#include <libvhdi.h>
 
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -14,6 +13,7 @@
 #include "lib/aligned_buffer.h"
 #include "lib/spec.h"
 #include "lib/sync_io.h"
+#include "tests/formats/libvhdi_file.h"
 #include "tests/formats/vhd_test_util.h"
 #include "tests/testing/test_util.h"
 
@@ -21,41 +21,7 @@ namespace vstack::testing {
 namespace {
 
 // A VHD opened with libvhdi.
-class Vhdi {
- public:
-  explicit Vhdi(const std::string& path) {
-    libvhdi_error_t* error = nullptr;
-    if (libvhdi_file_initialize(&file_, &error) != 1 ||
-        libvhdi_file_open(file_, path.c_str(), LIBVHDI_OPEN_READ, &error) != 1) {
-      char text[512] = {};
-      libvhdi_error_sprint(error, text, sizeof text);
-      error_ = text;
-      libvhdi_error_free(&error);
-    }
-  }
-  ~Vhdi() {
-    if (file_ == nullptr) return;
-    libvhdi_file_close(file_, nullptr);
-    libvhdi_file_free(&file_, nullptr);
-  }
-  const std::string& error() const { return error_; }
-  uint64_t MediaSize() {
-    size64_t size = 0;
-    libvhdi_file_get_media_size(file_, &size, nullptr);
-    return size;
-  }
-  std::vector<unsigned char> Read(uint64_t offset, size_t length) {
-    std::vector<unsigned char> out(length);
-    const ssize_t n = libvhdi_file_read_buffer_at_offset(file_, out.data(), length,
-                                                         static_cast<off64_t>(offset), nullptr);
-    EXPECT_EQ(n, static_cast<ssize_t>(length)) << "libvhdi read at " << offset;
-    return out;
-  }
-
- private:
-  libvhdi_file_t* file_ = nullptr;
-  std::string error_;
-};
+using Vhdi = LibvhdiFile;
 
 CommandResult Tool(const std::string& cmd) {
   CommandResult r = RunCommand(cmd);
