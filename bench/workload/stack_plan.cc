@@ -78,12 +78,25 @@ std::vector<StackPlan> PresetPlans(const BackendChoice& b) {
   }
   v.push_back(Preset(b, "raw-fresh", "", "sparse.img", "raw", "", Prepare::kFresh));
   v.back().note = "a sparse raw file every round: the fair baseline for vhd-dynamic-fresh";
+  v.back().in_default_matrix = false;
+  for (int levels : {1, 8}) {
+    const std::string name = "vhd-diff-" + std::to_string(levels);
+    v.push_back(Preset(b, name, "vhd+", name + ".vhd", "vhd", "", Prepare::kNone));
+    v.back().diff_levels = levels;
+    v.back().qemu_format.clear();  // qemu's vpc driver ignores parents
+    v.back().note = "differencing, " + std::to_string(levels) +
+                    (levels == 1 ? " level" : " levels") +
+                    " over a filled dynamic VHD; the levels are new (empty) every round";
+    v.back().in_default_matrix = false;
+  }
   return v;
 }
 
 std::vector<StackPlan> DefaultMatrix(const BackendChoice& b) {
-  std::vector<StackPlan> v = PresetPlans(b);
-  v.pop_back();  // raw-fresh is on request only
+  std::vector<StackPlan> v;
+  for (StackPlan& p : PresetPlans(b)) {
+    if (p.in_default_matrix) v.push_back(std::move(p));
+  }
   return v;
 }
 

@@ -42,11 +42,17 @@ struct StackPlan {
   std::string qemu_format;    // how qemu-img opens the image ("raw", "vpc"); "" = it cannot
   bool raw_file = false;      // the spec is one file/uring backend: fio can run on its file
   std::string note;           // shown with the results
+  // Differencing-VHD presets: `image` is the top of a chain of this many differencing levels
+  // over a dynamic VHD that is created and filled once; the levels are made anew (empty) every
+  // round, so reads go down the chain and first writes allocate in the top.
+  int diff_levels = 0;
+  bool in_default_matrix = true;
 };
 
 // The presets, in default-matrix order: raw, passthrough, vhd-fixed, vhd-dynamic,
-// vhd-dynamic-fresh, dedup, zstd, dedup+zstd; and raw-fresh (a sparse raw file, the fair
-// baseline for a fresh dynamic VHD), which is not in the default matrix.
+// vhd-dynamic-fresh, dedup, zstd, dedup+zstd; then, on request only, raw-fresh (a sparse raw
+// file, the fair baseline for a fresh dynamic VHD), vhd-diff-1 and vhd-diff-8 (differencing
+// chains of 1 and 8 levels over an allocated dynamic VHD).
 std::vector<StackPlan> PresetPlans(const BackendChoice& backend);
 std::vector<StackPlan> DefaultMatrix(const BackendChoice& backend);
 std::vector<std::string> PresetNames();
