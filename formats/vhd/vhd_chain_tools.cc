@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "formats/vhd/vhd_chain.h"
 #include "formats/vhd/vhd_parent.h"
@@ -95,7 +96,8 @@ Status RewriteLink(const std::string& child_path, const std::string& parent_path
   h.parent_uuid = link.uuid;
   h.parent_timestamp = link.timestamp;
   h.parent_name = link.name;
-  SyncIo io(*file);
+  std::optional<SyncIo> io_holder(std::in_place, *file);
+  SyncIo& io = *io_holder;
   for (const auto& [at, data] : writes) {
     AlignedBuffer buf(data.size(), 4096);
     std::memcpy(buf.data(), data.data(), data.size());
@@ -108,6 +110,7 @@ Status RewriteLink(const std::string& child_path, const std::string& parent_path
   const uint64_t at = img.footer.data_offset;
   if (std::error_code ec = io.Write(at, header.span())) return IoError(ec, "header write", at);
   if (std::error_code ec = io.Flush()) return IoError(ec, "flush", 0);
+  io_holder.reset();
   return file->Close();
 }
 
@@ -198,14 +201,16 @@ Status CommitImage(const std::string& child_path, uint64_t* bytes) {
                                            parent_path + "' (vstack does not resize VHDs)");
     }
   }
-  SyncIo from(*child), to(*parent);
-  AlignedBuffer buf(kChunk, 4096);
-  for (const Extent& e : extents) {
-    if (e.flags != 0) continue;
-    VSTACK_RETURN_IF_ERROR(Copy(from, to, e.offset, e.length, buf));
-    *bytes += e.length;
+  {
+    SyncIo from(*child), to(*parent);
+    AlignedBuffer buf(kChunk, 4096);
+    for (const Extent& e : extents) {
+      if (e.flags != 0) continue;
+      VSTACK_RETURN_IF_ERROR(Copy(from, to, e.offset, e.length, buf));
+      *bytes += e.length;
+    }
+    if (std::error_code ec = to.Flush()) return IoError(ec, "flush of the parent", 0);
   }
-  if (std::error_code ec = to.Flush()) return IoError(ec, "flush of the parent", 0);
   VSTACK_RETURN_IF_ERROR(parent->Close());
   return child->Close();
 }
@@ -229,7 +234,9 @@ Status RebaseImage(const std::string& child_path, const std::string& new_parent_
     std::vector<Extent> own;
     VSTACK_RETURN_IF_ERROR(
         const_cast<VhdDevice*>(vhd)->MapOwnExtents(0, child->geometry().size_bytes, &own));
-    SyncIo old_io(*child), new_io(*parent);
+    std::optional<SyncIo> old_io_holder(std::in_place, *child), new_io_holder(std::in_place, *parent);
+    SyncIo& old_io = *old_io_holder;
+    SyncIo& new_io = *new_io_holder;
     AlignedBuffer a(kChunk, 4096), b(kChunk, 4096);
     const uint64_t new_size = parent->geometry().size_bytes;
     for (const Extent& e : own) {
@@ -266,6 +273,8 @@ Status RebaseImage(const std::string& child_path, const std::string& new_parent_
       }
     }
     if (std::error_code ec = old_io.Flush()) return IoError(ec, "flush", 0);
+    old_io_holder.reset();
+    new_io_holder.reset();
     VSTACK_RETURN_IF_ERROR(child->Close());
   }
   VSTACK_RETURN_IF_ERROR(parent->Close());

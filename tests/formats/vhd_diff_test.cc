@@ -299,3 +299,55 @@ TEST_F(VhdDiff, DifferencingOnAMemoryDeviceNeedsAnExplicitParent) {
 
 }  // namespace
 }  // namespace vstack::testing
+
+namespace vstack::testing {
+namespace {
+
+// The chain tools through the CLI: create -b, info --backing-chain, map levels, commit, a safe
+// rebase that keeps the content, an unsafe one that only changes the link.
+TEST_F(VhdDiff, CliCreateInfoMapCommitRebase) {
+  MakeBase();
+  const std::string mid = dir_.File("mid.vhd"), other = dir_.File("other.vhd");
+  ASSERT_EQ(RunVstack("create -f vhd -b base.vhd -F vhd " + mid).status, 0);
+  ASSERT_EQ(RunVstack("create -f vhd -b mid.vhd " + child_).status, 0);
+  ASSERT_OK(CreateImage("vhd", other, 16 * kMiB));
+  {
+    auto dev = OpenImage(child_);
+    ASSERT_OK(dev);
+    const auto d = Random(8192, 21);
+    WriteBytes(**dev, 4 * kMiB + 4096, d);
+    Put(model_, 4 * kMiB + 4096, d);
+  }
+  const CommandResult info = RunVstack("info --backing-chain --output=json " + child_);
+  ASSERT_EQ(info.status, 0) << info.output;
+  EXPECT_EQ(std::count(info.output.begin(), info.output.end(), '{') > 3, true);
+  EXPECT_NE(info.output.find("\"vhd+file:" + dir_.File("base.vhd")), std::string::npos)
+      << info.output;
+  const CommandResult map = RunVstack("map --output=json " + child_);
+  ASSERT_EQ(map.status, 0) << map.output;
+  EXPECT_NE(map.output.find("\"depth\": 0"), std::string::npos) << map.output;
+  EXPECT_NE(map.output.find("\"depth\": 2"), std::string::npos) << map.output;
+
+  ASSERT_EQ(RunVstack("commit " + child_).status, 0);
+  {
+    auto dev = OpenImage(mid);  // mid now holds what the child wrote
+    ASSERT_OK(dev);
+    EXPECT_EQ(ReadBytes(**dev, 0, model_.size()), model_);
+  }
+  const CommandResult rebase = RunVstack("rebase -b other.vhd " + mid);
+  ASSERT_EQ(rebase.status, 0) << rebase.output;
+  {
+    auto dev = OpenImage(mid);  // same content over a different (empty) parent
+    ASSERT_OK(dev);
+    EXPECT_EQ(ReadBytes(**dev, 0, model_.size()), model_);
+  }
+  ASSERT_EQ(RunVstack("rebase -u -b base.vhd " + mid).status, 0);
+  auto dev = OpenImage(mid);
+  ASSERT_OK(dev);
+  EXPECT_EQ(TextProperty(**dev, "backing_file"), dir_.File("base.vhd"));
+  dev->reset();
+  EXPECT_EQ(RunVstack("check " + child_).status, 0);
+}
+
+}  // namespace
+}  // namespace vstack::testing
