@@ -113,15 +113,30 @@ std::vector<StackPlan> PresetPlans(const BackendChoice& b) {
   v.push_back(Preset(b, "vhdx-dynamic-fresh", "vhdx+", "fresh.vhdx", "vhdx",
                      "subformat=dynamic", Prepare::kFresh));
   v.back().note = "a freshly created image every round: first writes allocate through the log";
+  for (int levels : {1, 8}) {
+    const std::string name = "vhd-diff-" + std::to_string(levels);
+    v.push_back(Preset(b, name, "vhd+", name + ".vhd", "vhd", "", Prepare::kNone));
+    v.back().diff_levels = levels;
+    v.back().qemu_format.clear();  // qemu's vpc driver ignores parents
+    v.back().note = "differencing, " + std::to_string(levels) +
+                    (levels == 1 ? " level" : " levels") +
+                    " over a filled dynamic VHD; the levels are new (empty) every round";
+  }
   AddCephPresets(v);
+  // raw-fresh and every preset after it (VHDX, differencing VHD, Ceph) are on request only.
+  for (auto it = std::find_if(v.begin(), v.end(),
+                              [](const StackPlan& p) { return p.name == "raw-fresh"; });
+       it != v.end(); ++it) {
+    it->in_default_matrix = false;
+  }
   return v;
 }
 
 std::vector<StackPlan> DefaultMatrix(const BackendChoice& b) {
-  std::vector<StackPlan> v = PresetPlans(b);
-  // raw-fresh and the presets after it (VHDX, Ceph) are on request only.
-  v.erase(std::find_if(v.begin(), v.end(), [](const StackPlan& p) { return p.name == "raw-fresh"; }),
-          v.end());
+  std::vector<StackPlan> v;
+  for (StackPlan& p : PresetPlans(b)) {
+    if (p.in_default_matrix) v.push_back(std::move(p));
+  }
   return v;
 }
 

@@ -45,12 +45,18 @@ struct StackPlan {
   bool raw_file = false;      // the spec is one file/uring backend: fio can run on its file
   std::string note;           // shown with the results
   double cpu_ready_pct = -1;  // >= 0: this plan's --cpu-ready (a sweep); -1: the knobs'
+  // Differencing-VHD presets: `image` is the top of a chain of this many differencing levels
+  // over a dynamic VHD that is created and filled once; the levels are made anew (empty) every
+  // round, so reads go down the chain and first writes allocate in the top.
+  int diff_levels = 0;
+  bool in_default_matrix = true;
 };
 
 // The presets, in default-matrix order: raw, passthrough, vhd-fixed, vhd-dynamic,
-// vhd-dynamic-fresh, dedup, zstd, dedup+zstd; and, not in the default matrix, raw-fresh (a
-// sparse raw file, the fair baseline for a fresh dynamic VHD), vhdx-fixed, vhdx-dynamic and
-// vhdx-dynamic-fresh.
+// vhd-dynamic-fresh, dedup, zstd, dedup+zstd; then, on request only, raw-fresh (a sparse raw
+// file, the fair baseline for a fresh dynamic VHD), vhdx-fixed, vhdx-dynamic, vhdx-dynamic-fresh,
+// vhd-diff-1 and vhd-diff-8 (differencing chains of 1 and 8 levels over an allocated dynamic
+// VHD) and the Ceph presets.
 std::vector<StackPlan> PresetPlans(const BackendChoice& backend);
 std::vector<StackPlan> DefaultMatrix(const BackendChoice& backend);
 std::vector<std::string> PresetNames();

@@ -32,6 +32,16 @@ class LibvhdiFile {
 
   // Empty when the file opened.
   const std::string& error() const { return error_; }
+  // Attaches `parent` (opened, and kept alive by the caller) as this differencing image's
+  // parent, as vhdimount does. Returns libvhdi's error, or "".
+  std::string SetParent(LibvhdiFile& parent) {
+    libvhdi_error_t* error = nullptr;
+    if (libvhdi_file_set_parent_file(file_, parent.file_, &error) == 1) return "";
+    char text[512] = {};
+    libvhdi_error_sprint(error, text, sizeof text);
+    libvhdi_error_free(&error);
+    return text;
+  }
   uint64_t MediaSize() {
     size64_t size = 0;
     libvhdi_file_get_media_size(file_, &size, nullptr);
