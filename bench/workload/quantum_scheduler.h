@@ -29,24 +29,12 @@
 #include <optional>
 #include <vector>
 
+#include "bench/workload/yield_stats.h"
 #include "blockdev/emulation/service_time.h"
 #include "blockdev/emulation/stall_schedule.h"
 #include "lib/clock.h"
 
 namespace vstack::bench {
-
-struct YieldStats {
-  uint64_t yields = 0;          // waiting_tasks_count
-  uint64_t wait_ns = 0;         // wait_time
-  uint64_t max_wait_ns = 0;     // max_wait_time (of the window it was reset for)
-  uint64_t signal_wait_ns = 0;  // signal_wait_time
-  uint64_t stalls = 0;          // CPU-Ready stalls injected on the schedulers
-  uint64_t stalled_ns = 0;      // their total length
-
-  // Counts of `after` minus `before`; max_wait_ns is `after`'s (reset at the window's start).
-  static YieldStats Between(const YieldStats& before, const YieldStats& after);
-  void Merge(const YieldStats& o);  // sums; max of the maxima
-};
 
 struct SchedulerOptions {
   uint32_t schedulers = 1;

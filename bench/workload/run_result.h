@@ -11,7 +11,7 @@
 
 #include "bench/workload/cpu_usage.h"
 #include "bench/workload/knobs.h"
-#include "bench/workload/quantum_scheduler.h"
+#include "bench/workload/yield_stats.h"
 #include "lib/export.h"
 #include "lib/histogram.h"
 #include "lib/io_request.h"
