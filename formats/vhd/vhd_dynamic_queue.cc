@@ -41,7 +41,6 @@ void DynamicQueue::Start(IoRequest& parent) {
     return;
   }
   Request* r = NewRequest();
-  r->parent = &parent;
   const uint64_t end = parent.offset + parent.length;
   for (uint64_t pos = parent.offset; pos < end;) {
     const uint64_t block = pos / st_.block_size;
@@ -54,7 +53,7 @@ void DynamicQueue::Start(IoRequest& parent) {
   }
   // One unit per piece, plus one held while translating so the request cannot finish
   // (on this or another thread) before the loop is done.
-  r->pending.store(static_cast<uint32_t>(r->pieces.size()) + 1, std::memory_order_relaxed);
+  r->done.Start(&parent, static_cast<uint32_t>(r->pieces.size()) + 1);
   for (Piece& p : r->pieces) Translate(&p);
   Finish(r, {});
 }
@@ -62,17 +61,14 @@ void DynamicQueue::Start(IoRequest& parent) {
 Request* DynamicQueue::NewRequest() {
   Request* r = requests_.Get();
   r->owner = this;
-  r->failed.store(false, std::memory_order_relaxed);
-  r->error.clear();
   r->pieces.clear();
   return r;
 }
 
 void DynamicQueue::Finish(Request* r, std::error_code ec) {
-  if (ec && !r->failed.exchange(true, std::memory_order_relaxed)) r->error = ec;
-  if (r->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  IoRequest* parent = r->parent;
-  const std::error_code status = r->error;
+  if (!r->done.Done(ec)) return;
+  IoRequest* parent = r->done.parent();
+  const std::error_code status = r->done.error();
   DynamicQueue* owner = r->owner;
   if (owner == this) {
     Complete(*parent, status);
@@ -85,7 +81,7 @@ void DynamicQueue::Finish(Request* r, std::error_code ec) {
 
 void DynamicQueue::Translate(Piece* p) {
   Request* r = p->req;
-  const Op op = r->parent->op;
+  const Op op = r->done.parent()->op;
   Count(kCounterBatLookups);
   uint32_t entry = st_.bat.entry(p->block);
   if (entry != kUnallocated) {
@@ -158,7 +154,7 @@ void DynamicQueue::Translate(Piece* p) {
     return;
   }
   SetBits(bs.mem.data(), p->first, p->count);
-  r->pending.fetch_add(1, std::memory_order_relaxed);  // the bitmap write is a second unit
+  r->done.Add();  // the bitmap write is a second unit
   std::vector<uint8_t> snapshot;
   const bool start = WaitForBitmap(bs, p, &snapshot);
   lock.unlock();
@@ -195,8 +191,8 @@ void DynamicQueue::ResumeBitmapWait(Piece* p) {
 }
 
 void DynamicQueue::ZeroPiece(Piece* p) {
-  if (p->req->parent->op == Op::kRead) {
-    const IoRequest& parent = *p->req->parent;
+  if (p->req->done.parent()->op == Op::kRead) {
+    const IoRequest& parent = *p->req->done.parent();
     ZeroIov(parent.iov, parent.iovcnt, p->buf_offset, uint64_t{p->count} * kSectorSize);
     Count(kCounterZeroReads);
   }
@@ -204,11 +200,11 @@ void DynamicQueue::ZeroPiece(Piece* p) {
 }
 
 void DynamicQueue::ReadRuns(Piece* p) {
-  const IoRequest& parent = *p->req->parent;
+  const IoRequest& parent = *p->req->done.parent();
   const uint32_t entry = st_.bat.entry(p->block);
   uint32_t data_runs = 0;
   for (const Run& run : runs_) data_runs += run.set ? 1 : 0;
-  if (data_runs > 1) p->req->pending.fetch_add(data_runs - 1, std::memory_order_relaxed);
+  if (data_runs > 1) p->req->done.Add(data_runs - 1);
   for (const Run& run : runs_) {
     if (!run.set) {
       ZeroIov(parent.iov, parent.iovcnt,
@@ -227,7 +223,7 @@ void DynamicQueue::ReadRuns(Piece* p) {
 }
 
 void DynamicQueue::IssueData(Piece* p, uint32_t entry, uint32_t first, uint32_t count) {
-  const IoRequest& parent = *p->req->parent;
+  const IoRequest& parent = *p->req->done.parent();
   LowerOp* op = NewOp(Kind::kPiece);
   op->request = p->req;
   op->req.op = parent.op;
