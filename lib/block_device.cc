@@ -6,6 +6,7 @@
 
 #include "lib/clock.h"
 #include "lib/iovec.h"
+#include "lib/parent_completion.h"
 
 namespace vstack {
 
@@ -136,11 +137,9 @@ struct IoQueue::Child {
 
 // Tracks the children of one caller's request.
 struct IoQueue::Fanout {
-  IoRequest* parent = nullptr;
+  PendingParent done;        // the caller's request, its children outstanding, first error
   IoQueue* queue = nullptr;
-  uint32_t pending = 0;
   bool flush_after = false;  // emulated FUA: flush once every child succeeded
-  std::error_code error;     // first child error
 };
 
 namespace {
@@ -243,7 +242,7 @@ IoQueue::Child* IoQueue::NewChild(Fanout* fan, Op op, IoFlags flags, uint64_t of
   c->req.on_complete = &IoQueue::OnChildDone;
   c->req.internal_ = fan;
   c->req.user_data = c.get();
-  ++fan->pending;
+  fan->done.Add();
   return c.release();
 }
 
@@ -271,8 +270,7 @@ void IoQueue::Emulate(IoRequest& req, std::vector<IoRequest*>& out) {
     free_fanouts_.pop_back();
   }
   Fanout* fan = f.release();
-  *fan = Fanout{};
-  fan->parent = &req;
+  fan->done.Start(&req, 0);
   fan->queue = this;
   fan->flush_after = (req.flags & kIoFua) && !device_.Has(kCapFua);
 
@@ -307,21 +305,20 @@ void IoQueue::OnChildDone(IoRequest& child) {
   Child* c = static_cast<Child*>(child.user_data);
   Fanout* fan = static_cast<Fanout*>(child.internal_);
   IoQueue* q = fan->queue;
-  if (child.status && !fan->error) fan->error = child.status;
   q->free_children_.emplace_back(c);
-  if (--fan->pending == 0) q->FinishFanout(fan);
+  if (fan->done.Done(child.status)) q->FinishFanout(fan);
 }
 
 void IoQueue::FinishFanout(Fanout* fan) {
-  if (!fan->error && fan->flush_after) {
+  if (!fan->done.error() && fan->flush_after) {
     fan->flush_after = false;
     Child* flush = NewChild(fan, Op::kFlush, 0, 0, 0);
     IoRequest* one = &flush->req;
     DoSubmit(std::span<IoRequest* const>(&one, 1));
     return;
   }
-  IoRequest* parent = fan->parent;
-  const std::error_code error = fan->error;
+  IoRequest* parent = fan->done.parent();
+  const std::error_code error = fan->done.error();
   free_fanouts_.emplace_back(fan);
   Complete(*parent, error);
 }

@@ -29,8 +29,7 @@ uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 // metadata.
 Result<Superblock> Plan(uint32_t grain, uint64_t lower_size) {
   const uint32_t per_region = TablePageCapacity(4);
-  uint64_t grains = lower_size / grain;
-  for (;;) {
+  auto plan = [&](uint64_t grains) {
     Superblock sb;
     sb.magic = kMagic;
     sb.generation = 1;
@@ -46,38 +45,28 @@ Result<Superblock> Plan(uint32_t grain, uint64_t lower_size) {
     w.U32(grain);
     w.U64(grains);
     sb.payload = std::move(w.bytes());
-    if (grains > 0 && sb.data_offset + grains * grain <= lower_size) return sb;
-    const uint64_t need = sb.data_offset + grains * grain;
-    const uint64_t excess = need > lower_size ? (need - lower_size + grain - 1) / grain : 1;
-    if (excess >= grains) {
-      return MakeError(Errc::kNoSpace, "crc32c: the device below (" + FormatSize(lower_size) +
-                                           ") is too small");
-    }
-    grains -= excess;
-  }
+    return sb;
+  };
+  VSTACK_ASSIGN_OR_RETURN(
+      UnitLayout layout,
+      FitUnits(lower_size, grain, UINT64_MAX, plan,
+               "crc32c: the device below (" + FormatSize(lower_size) + ") is too small"));
+  return std::move(layout.sb);
 }
 
 }  // namespace
 
+// Data stays in place: writes, discards and zeroes go down as they are, so FUA and fast
+// zeroes are the device below's.
 Crc32cDevice::Crc32cDevice(DevicePtr lower, uint32_t grain, Superblock sb, bool read_only)
-    : Layer("crc32c", std::move(lower)),
-      grain_(grain),
+    : GrainLayer("crc32c", std::move(lower), grain, sb.tables[kCrcTable].entries * grain,
+                 sb.data_offset, kCapRead | kCapFlush,
+                 kCapWrite | kCapDiscard | kCapWriteZeroes | kCapDiscardZeroes, read_only,
+                 kCapFua | kCapFastZeroes),
       sb_(std::move(sb)),
       table_(sb_.tables[kCrcTable].entries, grain, TablePageCapacity(4)),
       read_only_(read_only),
       dirty_(sb_.tables[kDirtyTable].entries, 0) {
-  Geometry& g = mutable_geometry();
-  g.size_bytes = sb_.tables[kCrcTable].entries * grain;
-  g.physical_block = std::max<uint32_t>(g.physical_block, grain);
-  g.optimal_transfer = grain;
-  g.max_transfer = std::max<uint64_t>(1 << 20, grain);
-  const Capabilities below = lower_device().capabilities();
-  Capabilities caps = kCapRead | kCapFlush | (below & (kCapPersistent | kCapThreadSafe));
-  if (!read_only && (below & kCapWrite)) {
-    caps |= kCapWrite | kCapDiscard | kCapWriteZeroes | kCapDiscardZeroes |
-            (below & (kCapFua | kCapFastZeroes));
-  }
-  set_capabilities(caps);
   DeclareCounters({"checksum_errors", "rmw_reads", "read_retries", "regions_marked",
                    "regions_cleaned"});
 }
@@ -85,16 +74,10 @@ Crc32cDevice::Crc32cDevice(DevicePtr lower, uint32_t grain, Superblock sb, bool 
 Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, uint32_t grain, bool grain_given,
                                      bool read_only) {
   const std::string who = "crc32c";
-  if (!lower->Has(kCapThreadSafe)) {
-    return MakeError(Errc::kNotSupported, "crc32c: the device below must support several queues");
-  }
-  read_only = read_only || lower->read_only();
-  const uint64_t lower_size = lower->geometry().size_bytes;
-  Result<Superblock> sb = [&] {
-    SyncIo io(*lower);
-    return ReadSuperblock(io, kMagic, who);
-  }();
-  if (!sb && sb.error().code != make_error_code(Errc::kNotFound)) return std::move(sb).error();
+  VSTACK_ASSIGN_OR_RETURN(OpenedBelow below, OpenSuperblock(*lower, kMagic, "crc32c", read_only));
+  read_only = below.read_only;
+  const uint64_t lower_size = below.lower_size;
+  std::optional<Superblock>& sb = below.sb;
   if (!sb) {
     VSTACK_ASSIGN_OR_RETURN(Superblock planned, Plan(grain, lower_size));
     auto* dev = new Crc32cDevice(std::move(lower), grain, planned, read_only);
@@ -126,8 +109,7 @@ Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, uint32_t grain, bool grain
   const uint32_t stored_grain = r.U32();
   const uint64_t grains = r.U64();
   const uint32_t per_region = TablePageCapacity(4);
-  if (!r.ok() || version != kPayloadVersion || stored_grain < 4096 || stored_grain > 65536 ||
-      (stored_grain & (stored_grain - 1)) || sb->tables.size() != 2 ||
+  if (!r.ok() || version != kPayloadVersion || !ValidGrain(stored_grain) || sb->tables.size() != 2 ||
       sb->tables[kCrcTable].entries != grains || sb->tables[kCrcTable].entry_size != 4 ||
       sb->tables[kDirtyTable].entry_size != 1 ||
       sb->tables[kDirtyTable].entries != (grains + per_region - 1) / per_region ||
@@ -138,9 +120,7 @@ Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, uint32_t grain, bool grain
                                             std::to_string(lower_size) + " bytes)");
   }
   if (grain_given && grain != stored_grain) {
-    return MakeError(Errc::kInvalidArgument, "crc32c: option 'grain': the device was formatted with grain=" +
-                                                 std::to_string(stored_grain) + ", not " +
-                                                 std::to_string(grain));
+    return FormattedWith("crc32c", "grain", std::to_string(stored_grain), std::to_string(grain));
   }
   auto* dev = new Crc32cDevice(std::move(lower), stored_grain, std::move(*sb), read_only);
   DevicePtr owned(dev);
@@ -195,17 +175,17 @@ Status Crc32cDevice::Recover() {
   }
   if (dirty.empty()) return OkStatus();
   const uint32_t per = table_.grains_per_region();
-  AlignedBuffer buf(uint64_t{per} * grain_,
+  AlignedBuffer buf(uint64_t{per} * grain(),
                     std::max<uint64_t>(4096, lower_device().geometry().mem_alignment));
   for (uint64_t r : dirty) {
     const uint64_t first = r * per;
     const uint64_t n = std::min<uint64_t>(per, table_.grains() - first);
-    const uint64_t offset = sb_.data_offset + first * grain_;
-    if (std::error_code ec = io_->Read(offset, buf.span().first(n * grain_))) {
+    const uint64_t offset = sb_.data_offset + first * grain();
+    if (std::error_code ec = io_->Read(offset, buf.span().first(n * grain()))) {
       return MakeError(ec, "crc32c: recovery: cannot read region " + std::to_string(r) + ": " +
                                ec.message());
     }
-    for (uint64_t i = 0; i < n; ++i) table_.Set(first + i, Crc32c(buf.data() + i * grain_, grain_));
+    for (uint64_t i = 0; i < n; ++i) table_.Set(first + i, Crc32c(buf.data() + i * grain(), grain()));
     ++recovered_regions_;
   }
   if (read_only_) return OkStatus();  // recomputed in memory only
@@ -329,13 +309,13 @@ Status Crc32cDevice::CloseLayer() {
 }
 
 std::string Crc32cDevice::Describe() const {
-  return "crc32c grain=" + FormatSize(grain_) + ", " + std::to_string(table_.grains()) + " grains";
+  return "crc32c grain=" + FormatSize(grain()) + ", " + std::to_string(table_.grains()) + " grains";
 }
 
 std::optional<SpaceUsage> Crc32cDevice::Space() const {
   SpaceUsage s;
   const LayerStats st = Stats();
-  s.grain_bytes = grain_;
+  s.grain_bytes = grain();
   s.logical_bytes_written = st.of(Op::kWrite).bytes + st.of(Op::kWriteZeroes).bytes;
   s.logical_bytes_live = geometry().size_bytes;
   s.zero_grains = table_.zero_grains();
@@ -346,7 +326,7 @@ std::optional<SpaceUsage> Crc32cDevice::Space() const {
 }
 
 void Crc32cDevice::Properties(PropertyList& out) const {
-  out.push_back({"grain", uint64_t{grain_}, "bytes"});
+  out.push_back({"grain", uint64_t{grain()}, "bytes"});
   out.push_back({"grains", table_.grains(), ""});
   out.push_back({"regions", table_.regions(), ""});
   out.push_back({"dirty_regions", table_.dirty_regions(), ""});
@@ -361,7 +341,7 @@ Status Crc32cDevice::Check(CheckMode mode, CheckResult* out) {
   SyncIo io(lower_device());
   constexpr uint64_t kChunk = 1 << 20;
   const uint64_t size = geometry().size_bytes;
-  AlignedBuffer buf(std::max<uint64_t>(kChunk, grain_),
+  AlignedBuffer buf(std::max<uint64_t>(kChunk, grain()),
                     std::max<uint64_t>(4096, lower_device().geometry().mem_alignment));
   constexpr uint64_t kMaxMessages = 100;
   uint64_t bad = 0;
@@ -372,10 +352,10 @@ Status Crc32cDevice::Check(CheckMode mode, CheckResult* out) {
       return MakeError(ec, "crc32c: check: cannot read offset " + std::to_string(off) + ": " +
                                ec.message());
     }
-    for (uint64_t g = 0; g < n; g += grain_) {
-      const uint64_t grain = (off + g) / grain_;
-      const uint32_t actual = Crc32c(buf.data() + g, grain_);
-      const uint32_t stored = table_.crc(grain);
+    for (uint64_t g = 0; g < n; g += grain()) {
+      const uint64_t index = (off + g) / grain();
+      const uint32_t actual = Crc32c(buf.data() + g, grain());
+      const uint32_t stored = table_.crc(index);
       if (actual == stored) continue;
       ++bad;
       if (bad <= kMaxMessages) {
@@ -387,8 +367,8 @@ Status Crc32cDevice::Check(CheckMode mode, CheckResult* out) {
       }
       if (mode == CheckMode::kRepairAll && !read_only_) {
         // The data is what it is; accepting it makes reads succeed again (the damage stays).
-        table_.Set(grain, actual);
-        repaired_regions.push_back(grain / table_.grains_per_region());
+        table_.Set(index, actual);
+        repaired_regions.push_back(index / table_.grains_per_region());
         ++out->repaired;
       }
     }
@@ -417,13 +397,8 @@ ComponentInfo Crc32cComponent() {
   c.options = {{"grain", "checksum grain: a power of two from 4K to 64K", "4K"}};
   c.open_layer = [](DevicePtr lower, const OptionValues& values,
                     const OpenOptions& open) -> Result<DevicePtr> {
-    VSTACK_ASSIGN_OR_RETURN(uint64_t grain, values.Size("grain"));
-    if (grain < 4096 || grain > 65536 || (grain & (grain - 1))) {
-      return MakeError(Errc::kInvalidArgument, "crc32c: option 'grain': " + std::to_string(grain) +
-                                                   " is not a power of two from 4K to 64K");
-    }
-    return Crc32cDevice::Open(std::move(lower), static_cast<uint32_t>(grain), values.Has("grain"),
-                              open.read_only);
+    VSTACK_ASSIGN_OR_RETURN(GrainOptions o, ParseGrainOptions(values, 0, "crc32c", false));
+    return Crc32cDevice::Open(std::move(lower), o.grain, o.grain_given, open.read_only);
   };
   return c;
 }

@@ -17,13 +17,12 @@
 #include <mutex>
 
 #include "blockdev/crc32c/checksum_table.h"
-#include "blockdev/metastore/superblock.h"
-#include "lib/layer.h"
+#include "blockdev/grainmap/grain_layer.h"
 #include "lib/sync_io.h"
 
 namespace vstack {
 
-class Crc32cDevice final : public Layer {
+class Crc32cDevice final : public GrainLayer {
  public:
   // Opens the crc32c metadata on `lower`, formatting a blank device (read-only: a blank device
   // is presented as empty, all zeros). Recomputes the checksums of regions left dirty by a
@@ -38,8 +37,6 @@ class Crc32cDevice final : public Layer {
 
   // For the queue.
   ChecksumTable& table() { return table_; }
-  uint32_t grain() const { return grain_; }
-  uint64_t data_offset() const { return sb_.data_offset; }
   // Durably marks `regions` dirty before data is written to them. Blocks the caller.
   Status MarkDirty(const std::vector<uint64_t>& regions);
   // A flush: makes data durable and cleans the regions that went quiet. Blocks the caller.
@@ -62,7 +59,6 @@ class Crc32cDevice final : public Layer {
   Status Load();
   Status Recover();
 
-  const uint32_t grain_;
   Superblock sb_;
   ChecksumTable table_;
   const bool read_only_;

@@ -16,7 +16,7 @@
 #include "blockdev/crc32c/crc32c.h"
 #include "blockdev/crc32c/crc32c_device.h"
 #include "blockdev/metastore/grain_io.h"
-#include "blockdev/metastore/grain_queue.h"
+#include "blockdev/grainmap/grain_queue.h"
 #include "lib/aligned_buffer.h"
 #include "lib/iovec.h"
 
@@ -26,26 +26,19 @@ namespace {
 class Crc32cQueue final : public GrainQueue {
  public:
   Crc32cQueue(Crc32cDevice& dev, std::unique_ptr<IoQueue> lower)
-      : GrainQueue(dev, std::move(lower)),
-        dev_(dev),
-        table_(dev.table()),
-        grain_(dev.grain()),
-        align_(std::max<uint64_t>(4096, dev.lower_device().geometry().mem_alignment)),
-        lower_align_(dev.lower_device().geometry().mem_alignment),
-        buffers_(grain_, align_) {}
+      : GrainQueue(dev, std::move(lower), dev.grain()), dev_(dev), table_(dev.table()) {}
 
  protected:
   Status CommitForFlush() override { return dev_.Commit(); }
-  void DoPoll(bool wait) override;
 
  private:
   struct Piece;
 
+  enum WaiterKind { kWritePiece, kLockedRead };
+
   // One caller's request.
-  struct Ctx {
-    IoRequest* parent = nullptr;
-    uint32_t pending = 0;
-    std::error_code error;
+  struct Ctx : Waiter {
+    PendingParent done;  // its pieces outstanding, first error
     uint64_t first_grain = 0, last_grain = 0;
     bool is_read = false;
     // Reads: every piece, verified together once all are in.
@@ -55,7 +48,7 @@ class Crc32cQueue final : public GrainQueue {
 
   // A run of whole grains (read or written in place, from the caller's buffers when they suit
   // the device below), or one partial grain through a buffer.
-  struct Piece {
+  struct Piece : Waiter {
     Crc32cQueue* q = nullptr;
     Ctx* ctx = nullptr;
     bool partial = false;
@@ -86,8 +79,11 @@ class Crc32cQueue final : public GrainQueue {
   Piece* NewPiece(Ctx* ctx, uint64_t first_grain, uint64_t grains, uint64_t iov_off);
   static void OnReadDone(IoRequest& r);
   static void OnWriteIo(IoRequest& r);
+  void Retry(Waiter* w, std::vector<IoRequest*>& out) override {
+    if (w->kind == kLockedRead) return RetryLocked(static_cast<Ctx*>(w), out);
+    RunWrite(static_cast<Piece*>(w), out);
+  }
 
-  AlignedBuffer* GetBuffer() { return buffers_.Get(); }
   // Partial grains use pooled buffers; runs of whole grains own a bounce buffer (`owned`).
   void PutBuffer(AlignedBuffer*& b, bool owned) {
     if (owned) {
@@ -99,14 +95,8 @@ class Crc32cQueue final : public GrainQueue {
 
   Crc32cDevice& dev_;
   ChecksumTable& table_;
-  const uint32_t grain_;
-  const uint64_t align_;
-  const uint64_t lower_align_;
   RequestPool<Ctx> ctxs_;
   RequestPool<Piece> pieces_;
-  BufferPool buffers_;
-  std::vector<Piece*> parked_;
-  std::vector<Ctx*> parked_reads_;
 };
 
 Crc32cQueue::Piece* Crc32cQueue::NewPiece(Ctx* ctx, uint64_t first_grain, uint64_t grains,
@@ -119,20 +109,6 @@ Crc32cQueue::Piece* Crc32cQueue::NewPiece(Ctx* ctx, uint64_t first_grain, uint64
   p->grains = grains;
   p->iov_off = iov_off;
   return p;
-}
-
-void Crc32cQueue::DoPoll(bool wait) {
-  if (!parked_.empty() || !parked_reads_.empty()) {
-    std::vector<Piece*> retry;
-    retry.swap(parked_);
-    std::vector<Ctx*> reads;
-    reads.swap(parked_reads_);
-    std::vector<IoRequest*> out;
-    for (Piece* p : retry) RunWrite(p, out);
-    for (Ctx* ctx : reads) RetryLocked(ctx, out);
-    SubmitLower(out);
-  }
-  LayerQueue::DoPoll(wait);
 }
 
 // Calls fn(first_grain, grains, iov_off, partial, in_off, len) for each piece of a request:
@@ -162,7 +138,7 @@ void ForEachPiece(uint64_t offset, uint64_t length, uint32_t grain, Fn fn) {
 void Crc32cQueue::StartRead(IoRequest* parent, std::vector<IoRequest*>& out) {
   Ctx* ctx = ctxs_.Get();
   *ctx = Ctx{};
-  ctx->parent = parent;
+  ctx->kind = kLockedRead;
   ctx->is_read = true;
   ctx->first_grain = parent->offset / grain_;
   ctx->last_grain = (parent->offset + parent->length - 1) / grain_;
@@ -175,12 +151,12 @@ void Crc32cQueue::StartRead(IoRequest* parent, std::vector<IoRequest*>& out) {
                  p->len = len;
                  ctx->pieces.push_back(p);
                });
-  ctx->pending = static_cast<uint32_t>(ctx->pieces.size());
+  ctx->done.Start(parent, static_cast<uint32_t>(ctx->pieces.size()));
   for (Piece* p : ctx->pieces) IssueRead(p, out);
 }
 
 void Crc32cQueue::IssueRead(Piece* p, std::vector<IoRequest*>& out) {
-  IoRequest* parent = p->ctx->parent;
+  IoRequest* parent = p->ctx->done.parent();
   const uint64_t bytes = p->grains * grain_;
   p->iov.clear();
   if (p->partial) {
@@ -206,14 +182,13 @@ void Crc32cQueue::IssueRead(Piece* p, std::vector<IoRequest*>& out) {
 void Crc32cQueue::OnReadDone(IoRequest& r) {
   Piece* p = static_cast<Piece*>(r.user_data);
   Ctx* ctx = p->ctx;
-  if (r.status && !ctx->error) ctx->error = r.status;
-  if (--ctx->pending == 0) p->q->VerifyRead(ctx);
+  if (ctx->done.Done(r.status)) p->q->VerifyRead(ctx);
 }
 
 void Crc32cQueue::VerifyRead(Ctx* ctx) {
-  IoRequest* parent = ctx->parent;
+  IoRequest* parent = ctx->done.parent();
   uint64_t bad_offset = UINT64_MAX;
-  if (!ctx->error) {
+  if (!ctx->done.error()) {
     for (Piece* p : ctx->pieces) {
       for (uint64_t i = 0; i < p->grains && bad_offset == UINT64_MAX; ++i) {
         const uint64_t g = p->first_grain + i;
@@ -234,7 +209,7 @@ void Crc32cQueue::VerifyRead(Ctx* ctx) {
     }
   }
   if (ctx->locked) UnlockGrains(ctx->first_grain, ctx->last_grain);
-  std::error_code status = ctx->error;
+  std::error_code status = ctx->done.error();
   if (!status && bad_offset != UINT64_MAX) {
     dev_.RecordMismatch(bad_offset);
     status = Errc::kChecksumMismatch;
@@ -269,11 +244,8 @@ void Crc32cQueue::UnlockGrains(uint64_t first, uint64_t last) {
 }
 
 void Crc32cQueue::RetryLocked(Ctx* ctx, std::vector<IoRequest*>& out) {
-  if (!LockGrains(ctx->first_grain, ctx->last_grain)) {
-    parked_reads_.push_back(ctx);
-    return;
-  }
-  ctx->pending = static_cast<uint32_t>(ctx->pieces.size());
+  if (!LockGrains(ctx->first_grain, ctx->last_grain)) return Park(ctx);
+  ctx->done.Start(ctx->done.parent(), static_cast<uint32_t>(ctx->pieces.size()));
   for (Piece* p : ctx->pieces) IssueRead(p, out);
 }
 
@@ -281,7 +253,7 @@ void Crc32cQueue::RetryLocked(Ctx* ctx, std::vector<IoRequest*>& out) {
 // Writes
 
 void Crc32cQueue::StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) {
-  if (RejectSlowFastZero(parent, grain_)) return;  // zeroing part of a grain is a RMW
+  if (RejectSlowFastZero(parent)) return;  // zeroing part of a grain is a RMW
   const uint64_t first = parent->offset / grain_;
   const uint64_t last = (parent->offset + parent->length - 1) / grain_;
   std::vector<uint64_t> to_mark;
@@ -296,10 +268,9 @@ void Crc32cQueue::StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) {
   }
   Ctx* ctx = ctxs_.Get();
   *ctx = Ctx{};
-  ctx->parent = parent;
+  ctx->done.Start(parent, 1);  // 1: held while the pieces are started
   ctx->first_grain = first;
   ctx->last_grain = last;
-  ctx->pending = 1;
   ForEachPiece(parent->offset, parent->length, grain_,
                [&](uint64_t g, uint64_t n, uint64_t iov_off, bool partial, uint32_t in_off,
                    uint32_t len) {
@@ -307,7 +278,7 @@ void Crc32cQueue::StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) {
                  p->partial = partial;
                  p->in_off = in_off;
                  p->len = len;
-                 ++ctx->pending;
+                 ctx->done.Add();
                  RunWrite(p, out);
                });
   FinishCtx(ctx, {});
@@ -315,10 +286,7 @@ void Crc32cQueue::StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) {
 
 // Locks the piece's grains (or parks it), then reads (partial) or writes (whole grains).
 void Crc32cQueue::RunWrite(Piece* p, std::vector<IoRequest*>& out) {
-  if (!LockGrains(p->first_grain, p->first_grain + p->grains - 1)) {
-    parked_.push_back(p);
-    return;
-  }
+  if (!LockGrains(p->first_grain, p->first_grain + p->grains - 1)) return Park(p);
   if (!p->partial) return IssueWrite(p, out);
   // Read-modify-write: read the whole grain first.
   Count(Crc32cDevice::kRmwReads);
@@ -338,7 +306,7 @@ void Crc32cQueue::RunWrite(Piece* p, std::vector<IoRequest*>& out) {
 
 // The grains are locked (and, if partial, merged in p->buf): checksum, register, write.
 void Crc32cQueue::IssueWrite(Piece* p, std::vector<IoRequest*>& out) {
-  IoRequest* parent = p->ctx->parent;
+  IoRequest* parent = p->ctx->done.parent();
   const bool zeroes = parent->op != Op::kWrite;
   const uint64_t bytes = p->grains * grain_;
   p->crcs.clear();
@@ -394,7 +362,7 @@ void Crc32cQueue::OnWriteIo(IoRequest& r) {
       q->table_.Unlock(g);
       return q->FinishPiece(p, status);
     }
-    IoRequest* parent = p->ctx->parent;
+    IoRequest* parent = p->ctx->done.parent();
     std::byte* at = p->buf->data() + p->in_off;
     if (parent->op == Op::kWrite) {
       CopyFromIov(parent->iov, parent->iovcnt, p->iov_off, at, p->len);
@@ -421,11 +389,10 @@ void Crc32cQueue::FinishPiece(Piece* p, std::error_code status) {
 }
 
 void Crc32cQueue::FinishCtx(Ctx* ctx, std::error_code status) {
-  if (status && !ctx->error) ctx->error = status;
-  if (--ctx->pending > 0) return;
+  if (!ctx->done.Done(status)) return;
   table_.UntouchRegions(ctx->first_grain, ctx->last_grain);
-  IoRequest* parent = ctx->parent;
-  const std::error_code error = ctx->error;
+  IoRequest* parent = ctx->done.parent();
+  const std::error_code error = ctx->done.error();
   ctxs_.Put(ctx);
   Complete(*parent, error);
 }

@@ -16,18 +16,13 @@
 #include <memory>
 
 #include "blockdev/dedup/dedup_engine.h"
-#include "blockdev/metastore/meta_store.h"
-#include "lib/layer.h"
-#include "lib/registry.h"
+#include "blockdev/grainmap/mapped_layer.h"
 
 namespace vstack {
 
-struct DedupOptions {
-  uint32_t grain = 4096;
-  bool grain_given = false;  // else a formatted device keeps its own grain
+// grain and size (grain_layer.h), and verify.
+struct DedupOptions : GrainOptions {
   bool verify = false;
-  uint64_t size = 0;  // virtual size; 0 = the size of the device below
-  bool size_given = false;
 };
 
 // Bytes of dedup table pages that hold `mapped_grains` map entries and `unique_grains` grain
@@ -37,7 +32,7 @@ uint64_t DedupMetadataBytes(uint64_t mapped_grains, uint64_t unique_grains);
 // Parses the options of a dedup spec part (shared with `vstack space`).
 Result<DedupOptions> ParseDedupOptions(const OptionValues& values, uint64_t lower_size);
 
-class DedupDevice final : public Layer {
+class DedupDevice final : public MappedLayer<DedupEngine> {
  public:
   // Opens the dedup metadata on `lower`, formatting a blank device (unless read-only, in which
   // case a blank device is presented as empty without writing anything).
@@ -46,22 +41,11 @@ class DedupDevice final : public Layer {
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
   std::optional<SpaceUsage> Space() const override;
-  Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
   // Reference counts against the map (as stored and in memory), the allocator and the index,
   // then every used grain's content against its fingerprint.
   Status Check(CheckMode mode, CheckResult* out) override;
 
-  // For the queues and `vstack space`.
-  DedupEngine& engine() { return *engine_; }
-  const DedupEngine& engine() const { return *engine_; }
-  uint32_t grain() const { return grain_; }
   bool verify() const { return verify_; }
-  // Byte offset on the device below where physical grain 0 starts.
-  uint64_t data_offset() const { return data_offset_; }
-  // Commits every finished operation's metadata (group commit; blocks the caller).
-  Status Commit();
-  // A commit is due once this many bytes of metadata records are pending.
-  size_t commit_threshold() const { return commit_threshold_; }
 
   enum Counter : size_t {
     kDedupHits,
@@ -74,24 +58,16 @@ class DedupDevice final : public Layer {
     kCommits,
     kCounterCount
   };
-  void CountCommit() { CountShared(kCommits); }
 
  protected:
   Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
-  Status CloseLayer() override;
 
  private:
   DedupDevice(DevicePtr lower, uint32_t grain, bool verify, uint64_t size,
               uint64_t physical_grains, std::unique_ptr<MetaStore> store, uint64_t data_offset,
               bool read_only);
 
-  const uint32_t grain_;
   const bool verify_;
-  const uint64_t data_offset_;
-  const uint64_t metadata_bytes_;
-  std::unique_ptr<MetaStore> store_;  // null on a read-only blank device
-  std::unique_ptr<DedupEngine> engine_;
-  size_t commit_threshold_ = 0;
 };
 
 // The queue of a DedupDevice (dedup_queue.cc).

@@ -14,12 +14,10 @@ constexpr uint64_t kMaxLoadPercent = 80;
 }  // namespace
 
 DedupEngine::DedupEngine(uint64_t virtual_grains, uint64_t physical_grains, MetaStore* store)
-    : store_(store),
-      map_(virtual_grains),
+    : GrainMap(virtual_grains, physical_grains, store),
       grains_(physical_grains),
       tags_(kInitialSlots, 0),
-      slots_(kInitialSlots, 0),
-      alloc_(physical_grains) {}
+      slots_(kInitialSlots, 0) {}
 
 Fingerprint DedupEngine::FpOf(const GrainRec& r) {
   return Fingerprint{uint64_t{r.fp[0]} | uint64_t{r.fp[1]} << 32,
@@ -64,22 +62,15 @@ void DedupEngine::FinishLoad() {
   std::lock_guard lock(mu_);
   ChunkedArray<uint32_t> derived(grains_.size());
   live_ = zeros_ = unique_ = 0;
-  for (uint64_t c = 0; c < map_.chunks(); ++c) {
-    const uint32_t* chunk = map_.ChunkData(c);
-    if (chunk == nullptr) continue;
-    const uint64_t n = std::min<uint64_t>(ChunkedArray<uint32_t>::kChunk,
-                                          map_.size() - c * ChunkedArray<uint32_t>::kChunk);
-    for (uint64_t i = 0; i < n; ++i) {
-      const uint32_t e = chunk[i];
-      if (e == kUnmapped) continue;
-      ++live_;
-      if (e == kZero) {
-        ++zeros_;
-      } else {
-        ++derived.At(e - kFirstGrain);
-      }
+  ForEachEntry([&](uint64_t, uint32_t e) {
+    if (e == kUnmapped) return;
+    ++live_;
+    if (e == kZero) {
+      ++zeros_;
+    } else {
+      ++derived.At(e - kFirstGrain);
     }
-  }
+  });
   for (uint64_t c = 0; c < grains_.chunks(); ++c) {
     if (grains_.ChunkData(c) == nullptr && derived.ChunkData(c) == nullptr) continue;
     const uint64_t first = c * ChunkedArray<GrainRec>::kChunk;
@@ -277,11 +268,11 @@ DedupEngine::ClaimResult DedupEngine::FinishVerify(uint64_t v, uint32_t pgrain,
     SetMap(v, kFirstGrain + pgrain);
     Release(old);
     if (store_) store_->EndGroup();
-    Unpin_(pgrain);
+    UnpinLocked(pgrain);
     locked_.Erase(v);
     return {Claim::kDone};
   }
-  Unpin_(pgrain);
+  UnpinLocked(pgrain);
   ++collisions_;
   return AllocateAndWrite(v, fp, /*indexed=*/false);
 }
@@ -307,19 +298,6 @@ void DedupEngine::FinishWrite(uint64_t v, uint32_t pgrain, const Fingerprint& fp
   locked_.Erase(v);
 }
 
-bool DedupEngine::LockForRmw(uint64_t v, uint32_t* entry) {
-  std::lock_guard lock(mu_);
-  if (!locked_.Insert(v)) return false;
-  *entry = map_.Get(v);
-  if (*entry >= kFirstGrain) reclaim_.Pin(*entry - kFirstGrain);
-  return true;
-}
-
-void DedupEngine::Unlock(uint64_t v) {
-  std::lock_guard lock(mu_);
-  locked_.Erase(v);
-}
-
 DedupEngine::Claim DedupEngine::SetZero(uint64_t v, bool unmap, bool locked) {
   std::lock_guard lock(mu_);
   if (!locked && locked_.Contains(v)) return Claim::kBusy;
@@ -329,65 +307,6 @@ DedupEngine::Claim DedupEngine::SetZero(uint64_t v, bool unmap, bool locked) {
   if (store_) store_->EndGroup();
   if (locked) locked_.Erase(v);
   return Claim::kDone;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Reads
-
-void DedupEngine::LookupForRead(uint64_t first, uint64_t count, std::vector<uint32_t>* out) {
-  std::lock_guard lock(mu_);
-  for (uint64_t v = first; v < first + count; ++v) {
-    const uint32_t e = map_.Get(v);
-    if (e >= kFirstGrain) reclaim_.Pin(e - kFirstGrain);
-    out->push_back(e);
-  }
-}
-
-void DedupEngine::Unpin(uint32_t pgrain) {
-  std::lock_guard lock(mu_);
-  Unpin_(pgrain);
-}
-
-void DedupEngine::UnpinRange(uint32_t first, uint32_t count) {
-  std::lock_guard lock(mu_);
-  for (uint32_t i = 0; i < count; ++i) Unpin_(first + i);
-}
-
-void DedupEngine::MapEntries(uint64_t first, uint64_t count, std::vector<uint32_t>* out) const {
-  std::lock_guard lock(mu_);
-  for (uint64_t i = 0; i < count; ++i) out->push_back(map_.Get(first + i));
-}
-
-// ---------------------------------------------------------------------------------------------
-// Commits
-
-DedupEngine::Snapshot DedupEngine::TakeSnapshot() {
-  std::lock_guard lock(mu_);
-  Snapshot s;
-  if (store_) s.batch = store_->TakePending();
-  s.epoch = reclaim_.Snapshot();
-  return s;
-}
-
-void DedupEngine::FinishCommit(Snapshot snapshot, bool ok) {
-  std::lock_guard lock(mu_);
-  if (!ok) {
-    if (store_) store_->RestorePending(std::move(snapshot.batch));
-    return;
-  }
-  std::vector<uint64_t> freed;
-  reclaim_.Committed(snapshot.epoch, &freed);
-  for (uint64_t p : freed) FreeGrain(static_cast<uint32_t>(p));
-}
-
-size_t DedupEngine::pending_bytes() const {
-  std::lock_guard lock(mu_);
-  return store_ ? store_->pending_bytes() : 0;
-}
-
-uint64_t DedupEngine::pending_frees() const {
-  std::lock_guard lock(mu_);
-  return reclaim_.pending_count();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -412,15 +331,9 @@ void DedupEngine::Check(CheckMode mode, CheckResult* out) {
   std::lock_guard lock(mu_);
   // Reference counts derived from the map, against the counts in memory.
   ChunkedArray<uint32_t> derived(grains_.size());
-  for (uint64_t c = 0; c < map_.chunks(); ++c) {
-    const uint32_t* chunk = map_.ChunkData(c);
-    if (chunk == nullptr) continue;
-    const uint64_t n = std::min<uint64_t>(ChunkedArray<uint32_t>::kChunk,
-                                          map_.size() - c * ChunkedArray<uint32_t>::kChunk);
-    for (uint64_t i = 0; i < n; ++i) {
-      if (chunk[i] >= kFirstGrain) ++derived.At(chunk[i] - kFirstGrain);
-    }
-  }
+  ForEachEntry([&](uint64_t, uint32_t e) {
+    if (e >= kFirstGrain) ++derived.At(e - kFirstGrain);
+  });
   for (uint64_t p = 0; p < grains_.size(); ++p) {
     const uint32_t d = derived.Get(p);
     const uint32_t ref = grains_.Get(p).ref;
@@ -471,19 +384,11 @@ std::vector<DedupEngine::UsedGrain> DedupEngine::UsedGrains() const {
   std::lock_guard lock(mu_);
   std::vector<UsedGrain> out;
   std::unordered_map<uint32_t, size_t> at;
-  for (uint64_t c = 0; c < map_.chunks(); ++c) {
-    const uint32_t* chunk = map_.ChunkData(c);
-    if (chunk == nullptr) continue;
-    const uint64_t first = c * ChunkedArray<uint32_t>::kChunk;
-    const uint64_t n = std::min<uint64_t>(ChunkedArray<uint32_t>::kChunk, map_.size() - first);
-    for (uint64_t i = 0; i < n; ++i) {
-      if (chunk[i] < kFirstGrain) continue;
-      const uint32_t p = chunk[i] - kFirstGrain;
-      if (at.emplace(p, out.size()).second) {
-        out.push_back({p, FpOf(grains_.Get(p)), first + i});
-      }
-    }
-  }
+  ForEachEntry([&](uint64_t v, uint32_t e) {
+    if (e < kFirstGrain) return;
+    const uint32_t p = e - kFirstGrain;
+    if (at.emplace(p, out.size()).second) out.push_back({p, FpOf(grains_.Get(p)), v});
+  });
   std::sort(out.begin(), out.end(),
             [](const UsedGrain& a, const UsedGrain& b) { return a.pgrain < b.pgrain; });
   return out;

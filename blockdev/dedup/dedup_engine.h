@@ -31,16 +31,15 @@
 #include <vector>
 
 #include "blockdev/dedup/fingerprint.h"
-#include "blockdev/metastore/bitmap_allocator.h"
-#include "blockdev/metastore/chunked_array.h"
-#include "blockdev/metastore/flat_map.h"
-#include "blockdev/metastore/meta_store.h"
-#include "blockdev/metastore/unit_reclaimer.h"
+#include "blockdev/grainmap/grain_map.h"
 #include "lib/block_device.h"
 
 namespace vstack {
 
-class DedupEngine {
+// The map, locks, pins, allocator, reclaimer and commits are GrainMap's (grain_map.h): its
+// units are physical grains. What is dedup's own: the grain table, the index, refcounts and
+// verify.
+class DedupEngine : public GrainMap<DedupEngine, uint32_t> {
  public:
   // Map entry values.
   static constexpr uint32_t kUnmapped = 0;
@@ -88,37 +87,15 @@ class DedupEngine {
   // After kWrite: maps v to `pgrain` if `ok`, else frees it. Unlocks v.
   void FinishWrite(uint64_t v, uint32_t pgrain, const Fingerprint& fp, bool ok);
 
-  // ---- Partial-grain writes (read-modify-write). Locks v and returns its map entry, pinning
-  // its physical grain if it has one (Unpin it after reading). False if v is locked.
-  bool LockForRmw(uint64_t v, uint32_t* entry);
-  // Gives up a lock taken by LockForRmw without a change (the read failed).
-  void Unlock(uint64_t v);
+  // ---- Partial-grain writes (read-modify-write): LockForRmw, then ClaimWrite with `locked`,
+  // or Unlock if the read failed (GrainMap).
 
   // ---- Write-zeroes and discard of whole grains: v becomes kZero, or kUnmapped if `unmap`.
   // Returns kDone, or kBusy if v is locked by another write.
   Claim SetZero(uint64_t v, bool unmap, bool locked);
 
-  // ---- Reads. Appends the map entries of virtual grains [first, first+count) to `out`,
-  // pinning each physical grain (unpin it once read).
-  void LookupForRead(uint64_t first, uint64_t count, std::vector<uint32_t>* out);
-  // Pins are counted; a grain is reused only once unpinned.
-  void Unpin(uint32_t pgrain);
-  // Unpins physical grains [first, first+count).
-  void UnpinRange(uint32_t first, uint32_t count);
-  // Map entries of [first, first+count) without pinning (MapExtents).
-  void MapEntries(uint64_t first, uint64_t count, std::vector<uint32_t>* out) const;
-
-  // ---- Commits (see meta_store.h). TakeSnapshot takes the records of every finished
-  // operation; after the commit, FinishCommit frees the physical grains whose release it made
-  // durable (or, if !ok, puts the records back for the next commit).
-  struct Snapshot {
-    MetaBatch batch;
-    uint64_t epoch = 0;
-  };
-  Snapshot TakeSnapshot();
-  void FinishCommit(Snapshot snapshot, bool ok);
-  size_t pending_bytes() const;
-  uint64_t pending_frees() const;
+  // ---- Reads (LookupForRead, Unpin, UnpinRange, MapEntries) and commits (TakeSnapshot,
+  // FinishCommit, pending_bytes, pending_frees): GrainMap.
 
   // ---- Accounting.
   struct Usage {
@@ -133,7 +110,6 @@ class DedupEngine {
     uint64_t collisions = 0;          // verify=on: fingerprint matches with different bytes
   };
   Usage usage() const;
-  uint64_t virtual_grains() const { return map_.size(); }
   uint64_t physical_grains() const { return alloc_.units(); }
 
   // ---- Checking (no I/O). Verifies reference counts against the map (as loaded from disk and
@@ -150,6 +126,11 @@ class DedupEngine {
   std::vector<UsedGrain> UsedGrains() const;
 
  private:
+  friend class GrainMap<DedupEngine, uint32_t>;
+  static bool HasUnit(uint32_t e) { return e >= kFirstGrain; }
+  static uint64_t UnitOf(uint32_t e) { return e - kFirstGrain; }
+  void FreeUnit(uint64_t p) { FreeGrain(static_cast<uint32_t>(p)); }
+
   struct GrainRec {
     uint32_t fp[4];
     uint32_t ref;
@@ -164,9 +145,6 @@ class DedupEngine {
   void Release(uint32_t old_entry);
   void FreeGrain(uint32_t p);
   ClaimResult AllocateAndWrite(uint64_t v, const Fingerprint& fp, bool indexed);
-  void Unpin_(uint32_t p) {
-    if (reclaim_.Unpin(p)) FreeGrain(p);
-  }
   uint64_t SlotOf(const Fingerprint& fp) const {
     return static_cast<uint64_t>((static_cast<unsigned __int128>(fp.lo) * slots_.size()) >> 64);
   }
@@ -178,17 +156,11 @@ class DedupEngine {
   void IndexErase(uint32_t p);
   void IndexRehash(size_t slots);
 
-  MetaStore* const store_;
-  mutable std::mutex mu_;
-  ChunkedArray<uint32_t> map_;
   ChunkedArray<GrainRec> grains_;
   std::vector<uint8_t> tags_;    // index: 0 = empty slot, else TagOf(fingerprint)
   std::vector<uint32_t> slots_;  // index: the physical grain of each used slot
   uint64_t index_entries_ = 0;
   uint64_t index_tombstones_ = 0;
-  BitmapAllocator alloc_;
-  UnitReclaimer reclaim_;                               // released and pinned grains
-  FlatSet locked_;                                      // virtual grains being written
   FlatMap<bool> writing_;                               // physical grain -> indexed
   std::unordered_map<uint32_t, uint32_t> stored_refs_;  // loaded refcount where it differs
   uint64_t live_ = 0, zeros_ = 0, unique_ = 0, collisions_ = 0;

@@ -15,7 +15,7 @@
 
 #include "blockdev/dedup/dedup_device.h"
 #include "blockdev/metastore/grain_io.h"
-#include "blockdev/metastore/grain_queue.h"
+#include "blockdev/grainmap/grain_queue.h"
 #include "lib/aligned_buffer.h"
 #include "lib/iovec.h"
 
@@ -24,45 +24,18 @@ namespace {
 
 using Claim = DedupEngine::Claim;
 
-class DedupQueue final : public GrainQueue {
+class DedupQueue final : public MappedQueue<DedupDevice> {
  public:
   DedupQueue(DedupDevice& dev, std::unique_ptr<IoQueue> lower)
-      : GrainQueue(dev, std::move(lower)),
-        dev_(dev),
-        eng_(dev.engine()),
-        grain_(dev.grain()),
-        align_(std::max<uint64_t>(4096, dev.lower_device().geometry().mem_alignment)),
-        lower_align_(dev.lower_device().geometry().mem_alignment),
-        buffers_(grain_, align_) {}
-
- protected:
-  void BeforeBatch() override;
-  Status CommitForFlush() override { return dev_.Commit(); }
-  void DoPoll(bool wait) override;
+      : MappedQueue(dev, std::move(lower), DedupDevice::kRetries) {}
 
  private:
-  // One caller's request, completed when its last grain operation finishes.
-  struct Ctx {
-    IoRequest* parent = nullptr;
-    uint32_t pending = 0;
-    std::error_code error;
-  };
-
   enum class Step { kStart, kRmwRead, kClaim, kVerifyRead, kWrite };
 
   // One grain of a write, write-zeroes or discard.
-  struct GrainOp {
+  struct GrainOp : GrainWrite {
     DedupQueue* q = nullptr;
-    Ctx* ctx = nullptr;
-    Op op = Op::kWrite;      // kWrite or kWriteZeroes (discards too)
-    bool unmap = false;      // the grain becomes unmapped rather than zero
-    uint64_t v = 0;          // virtual grain
-    uint32_t in_off = 0;     // bytes of the grain this operation covers
-    uint32_t len = 0;
-    uint64_t iov_off = 0;    // where those bytes are in the caller's iovecs (writes)
     Step step = Step::kStart;
-    bool locked = false;     // holds v's lock (read-modify-write)
-    bool commit_tried = false;
     bool zero = false;
     Fingerprint fp;
     uint32_t pgrain = 0;     // the old grain (RMW read), candidate (verify) or target (write)
@@ -72,20 +45,8 @@ class DedupQueue final : public GrainQueue {
     std::vector<iovec> iov;
   };
 
-  // One lower read covering consecutive physical grains.
-  struct ReadRun {
-    DedupQueue* q = nullptr;
-    Ctx* ctx = nullptr;
-    uint32_t first_pgrain = 0;
-    uint32_t pgrains = 0;
-    uint64_t iov_off = 0;  // where the run's bytes go in the caller's iovecs
-    AlignedBuffer* bounce = nullptr;  // when the caller's buffers do not suit the device below
-    IoRequest lower;
-    std::vector<iovec> iov;
-  };
-
-  const iovec* piov(const GrainOp* op) const { return op->ctx->parent->iov; }
-  uint32_t piovcnt(const GrainOp* op) const { return op->ctx->parent->iovcnt; }
+  const iovec* piov(const GrainOp* op) const { return op->piov(); }
+  uint32_t piovcnt(const GrainOp* op) const { return op->piovcnt(); }
 
   void StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) override;
   void StartRead(IoRequest* parent, std::vector<IoRequest*>& out) override;
@@ -96,77 +57,23 @@ class DedupQueue final : public GrainQueue {
   void IssueWrite(GrainOp* op, std::vector<IoRequest*>& out);
   void Continue(GrainOp* op, std::error_code status);
   void Finish(GrainOp* op, std::error_code status);
-  void FinishCtx(Ctx* ctx, std::error_code status);
-  void Park(GrainOp* op) { parked_.push_back(op); }
+  void Retry(Waiter* w, std::vector<IoRequest*>& out) override {
+    Run(static_cast<GrainOp*>(w), out);
+  }
   static void OnGrainIo(IoRequest& r);
-  static void OnReadRun(IoRequest& r);
 
-  AlignedBuffer* GetBuffer() { return buffers_.Get(); }
-  void PutBuffer(AlignedBuffer*& b) { buffers_.Put(b); }
-
-  DedupDevice& dev_;
-  DedupEngine& eng_;
-  const uint32_t grain_;
-  const uint64_t align_;
-  const uint64_t lower_align_;
-  RequestPool<Ctx> ctxs_;
   RequestPool<GrainOp> ops_;
-  RequestPool<ReadRun> runs_;
-  BufferPool buffers_;
-  std::vector<GrainOp*> parked_;
-  bool need_commit_ = false;
 };
 
-void DedupQueue::BeforeBatch() {
-  if (eng_.pending_bytes() > dev_.commit_threshold()) (void)dev_.Commit();
-}
-
-void DedupQueue::DoPoll(bool wait) {
-  if (need_commit_) {
-    need_commit_ = false;
-    (void)dev_.Commit();  // frees grains released before it; failures surface as kNoSpace
-  }
-  if (!parked_.empty()) {
-    std::vector<GrainOp*> retry;
-    retry.swap(parked_);
-    std::vector<IoRequest*> out;
-    for (GrainOp* op : retry) {
-      Count(DedupDevice::kRetries);
-      Run(op, out);
-    }
-    SubmitLower(out);
-  }
-  LayerQueue::DoPoll(wait);
-}
-
 void DedupQueue::StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) {
-  if (RejectSlowFastZero(parent, grain_)) return;  // zeroing part of a grain is a RMW
-  Ctx* ctx = ctxs_.Get();
-  *ctx = Ctx{parent, 1, {}};
-  const bool unmap = parent->op == Op::kDiscard ||
-                     (parent->op == Op::kWriteZeroes && (parent->flags & kIoMayUnmap));
-  for (uint64_t pos = parent->offset; pos < parent->offset + parent->length;) {
-    const uint64_t v = pos / grain_;
-    const uint32_t in_off = static_cast<uint32_t>(pos % grain_);
-    const uint32_t len = static_cast<uint32_t>(
-        std::min<uint64_t>(grain_ - in_off, parent->offset + parent->length - pos));
-    GrainOp* op = ops_.Get();
+  if (RejectSlowFastZero(parent)) return;  // zeroing part of a grain is a RMW
+  CutWrite(parent, ops_, [&](GrainOp* op) {
     op->q = this;
-    op->ctx = ctx;
-    op->op = parent->op == Op::kWrite ? Op::kWrite : Op::kWriteZeroes;
-    op->unmap = unmap;
-    op->v = v;
-    op->in_off = in_off;
-    op->len = len;
-    op->iov_off = pos - parent->offset;
     op->step = Step::kStart;
-    op->locked = op->commit_tried = op->zero = false;
+    op->zero = false;
     op->buf = op->vbuf = nullptr;
-    ++ctx->pending;
     Run(op, out);
-    pos += len;
-  }
-  FinishCtx(ctx, {});
+  });
 }
 
 void DedupQueue::Run(GrainOp* op, std::vector<IoRequest*>& out) {
@@ -246,7 +153,7 @@ void DedupQueue::OnClaim(GrainOp* op, DedupEngine::ClaimResult r, std::vector<Io
         // Grains released since the last commit become free once it is durable: commit, then
         // start this grain over.
         op->commit_tried = true;
-        need_commit_ = true;
+        RequestCommit();
         op->step = Step::kStart;
         PutBuffer(op->buf);
         return Park(op);
@@ -331,99 +238,24 @@ void DedupQueue::Continue(GrainOp* op, std::error_code status) {
 }
 
 void DedupQueue::Finish(GrainOp* op, std::error_code status) {
-  Ctx* ctx = op->ctx;
+  PendingParent* ctx = op->ctx;
   PutBuffer(op->buf);
   PutBuffer(op->vbuf);
   ops_.Put(op);
-  FinishCtx(ctx, status);
+  FinishParent(ctx, status);
 }
 
-void DedupQueue::FinishCtx(Ctx* ctx, std::error_code status) {
-  if (status && !ctx->error) ctx->error = status;
-  if (--ctx->pending > 0) return;
-  IoRequest* parent = ctx->parent;
-  const std::error_code error = ctx->error;
-  ctxs_.Put(ctx);
-  Complete(*parent, error);
-}
-
+// Mapped grains are read in runs of consecutive physical grains; the others read as zeros.
 void DedupQueue::StartRead(IoRequest* parent, std::vector<IoRequest*>& out) {
-  Ctx* ctx = ctxs_.Get();
-  *ctx = Ctx{parent, 1, {}};
-  const uint64_t first = parent->offset / grain_;
-  const uint64_t last = (parent->offset + parent->length - 1) / grain_;
-  std::vector<uint32_t> entries;
-  eng_.LookupForRead(first, last - first + 1, &entries);
-  ReadRun* run = nullptr;
-  uint64_t run_end = 0;  // physical byte offset where the current run ends
-  auto close_run = [&] {
-    if (run == nullptr) return;
-    run->lower.length = run_end - run->lower.offset;
-    if (SliceAligned(parent->iov, parent->iovcnt, run->iov_off, run->lower.length, lower_align_)) {
-      IovSlice(parent->iov, parent->iovcnt, run->iov_off, run->lower.length, &run->iov);
-    } else {
-      run->bounce = new AlignedBuffer(run->lower.length, align_);
-      run->iov.push_back(run->bounce->iov());
-    }
-    run->lower.iov = run->iov.data();
-    run->lower.iovcnt = static_cast<uint32_t>(run->iov.size());
-    ++ctx->pending;
-    out.push_back(&run->lower);
-    run = nullptr;
-  };
-  for (uint64_t pos = parent->offset; pos < parent->offset + parent->length;) {
-    const uint64_t v = pos / grain_;
-    const uint32_t in_off = static_cast<uint32_t>(pos % grain_);
-    const uint32_t len = static_cast<uint32_t>(
-        std::min<uint64_t>(grain_ - in_off, parent->offset + parent->length - pos));
-    const uint32_t e = entries[v - first];
-    if (e < DedupEngine::kFirstGrain) {
-      close_run();
-      ZeroIov(parent->iov, parent->iovcnt, pos - parent->offset, len);
-    } else {
-      const uint32_t p = e - DedupEngine::kFirstGrain;
-      const uint64_t phys = dev_.data_offset() + uint64_t{p} * grain_ + in_off;
-      if (run && run_end == phys && p == run->first_pgrain + run->pgrains) {
-        ++run->pgrains;
-      } else {
-        close_run();
-        run = runs_.Get();
-        run->q = this;
-        run->ctx = ctx;
-        run->first_pgrain = p;
-        run->pgrains = 1;
-        run->iov_off = pos - parent->offset;
-        run->bounce = nullptr;
-        run->iov.clear();
-        run->lower = IoRequest{};
-        run->lower.op = Op::kRead;
-        run->lower.offset = phys;
-        run->lower.on_complete = &DedupQueue::OnReadRun;
-        run->lower.user_data = run;
-      }
-      run_end = phys + len;
-    }
-    pos += len;
-  }
-  close_run();
-  FinishCtx(ctx, {});
-}
-
-void DedupQueue::OnReadRun(IoRequest& r) {
-  ReadRun* run = static_cast<ReadRun*>(r.user_data);
-  DedupQueue* q = run->q;
-  q->eng_.UnpinRange(run->first_pgrain, run->pgrains);
-  if (run->bounce) {
-    if (!r.status) {
-      IoRequest* parent = run->ctx->parent;
-      CopyToIov(parent->iov, parent->iovcnt, run->iov_off, run->bounce->data(), r.length);
-    }
-    delete run->bounce;
-    run->bounce = nullptr;
-  }
-  Ctx* ctx = run->ctx;
-  q->runs_.Put(run);
-  q->FinishCtx(ctx, r.status);
+  ReadGrains(
+      parent, out,
+      [](uint32_t e, uint64_t* p) {
+        *p = e - DedupEngine::kFirstGrain;
+        return e >= DedupEngine::kFirstGrain;
+      },
+      [&](PendingParent*, uint32_t, uint32_t, uint32_t len, uint64_t rel) {
+        ZeroIov(parent->iov, parent->iovcnt, rel, len);
+      });
 }
 
 }  // namespace

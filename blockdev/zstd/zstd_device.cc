@@ -27,35 +27,20 @@ std::vector<uint8_t> EncodePayload(uint32_t grain, const SizeRule& rule, uint64_
   return std::move(w.bytes());
 }
 
-uint64_t JournalBytes(uint64_t lower_size) {
-  return std::clamp<uint64_t>(lower_size / 256, 1 << 20, 64 << 20) / kMetaPageSize * kMetaPageSize;
-}
-
-struct Layout {
-  Superblock sb;
-  uint64_t bins = 0;
-};
-
 // Fits as many bins as the device below holds after the metadata they need.
-Result<Layout> PlanLayout(uint32_t grain, const SizeRule& rule, uint64_t size,
-                          uint64_t lower_size) {
-  uint64_t bins = std::min<uint64_t>(lower_size / grain, ZstdEngine::kMaxBins);
-  for (;;) {
-    Superblock sb = MetaStore::Plan(
-        kMagic,
-        {TableDesc{0, size / grain, ZstdEngine::kMapEntryBytes},
-         TableDesc{0, bins, ZstdEngine::kBinEntryBytes}},
-        JournalBytes(lower_size), EncodePayload(grain, rule, size, bins));
-    const uint64_t need = sb.data_offset + bins * grain;
-    if (need <= lower_size && bins > 0) return Layout{std::move(sb), bins};
-    const uint64_t excess = need > lower_size ? (need - lower_size + grain - 1) / grain : 1;
-    if (excess >= bins) {
-      return MakeError(Errc::kNoSpace, "zstd: the device below (" + FormatSize(lower_size) +
-                                           ") is too small for the metadata of a " +
-                                           FormatSize(size) + " zstd device");
-    }
-    bins -= excess;
-  }
+Result<UnitLayout> PlanLayout(uint32_t grain, const SizeRule& rule, uint64_t size,
+                              uint64_t lower_size) {
+  return FitUnits(
+      lower_size, grain, ZstdEngine::kMaxBins,
+      [&](uint64_t bins) {
+        return MetaStore::Plan(kMagic,
+                               {TableDesc{0, size / grain, ZstdEngine::kMapEntryBytes},
+                                TableDesc{0, bins, ZstdEngine::kBinEntryBytes}},
+                               GrainJournalBytes(lower_size),
+                               EncodePayload(grain, rule, size, bins));
+      },
+      "zstd: the device below (" + FormatSize(lower_size) +
+          ") is too small for the metadata of a " + FormatSize(size) + " zstd device");
 }
 
 }  // namespace
@@ -69,80 +54,44 @@ Result<ZstdOptions> ParseZstdOptions(const OptionValues& values, uint64_t lower_
   ZstdOptions o;
   VSTACK_ASSIGN_OR_RETURN(int64_t level, values.Int("level", MinZstdLevel(), MaxZstdLevel()));
   o.level = static_cast<int>(level);
-  VSTACK_ASSIGN_OR_RETURN(uint64_t grain, values.Size("grain"));
-  if (grain < 4096 || grain > 65536 || (grain & (grain - 1))) {
-    return MakeError(Errc::kInvalidArgument, "zstd: option 'grain': " + std::to_string(grain) +
-                                                 " is not a power of two from 4K to 64K");
-  }
-  o.grain = static_cast<uint32_t>(grain);
-  o.grain_given = values.Has("grain");
+  VSTACK_ASSIGN_OR_RETURN(static_cast<GrainOptions&>(o),
+                          ParseGrainOptions(values, lower_size, "zstd", /*with_size=*/true));
   o.rule_given = values.Has("rule");
   Result<SizeRule> rule = ParseSizeRule(values.Get("rule"));
   if (!rule) return Annotate(std::move(rule).error(), "zstd: option 'rule'");
   o.rule = *rule;
-  o.size_given = values.Has("size");
-  if (o.size_given) {
-    VSTACK_ASSIGN_OR_RETURN(o.size, values.Size("size"));
-    if (o.size == 0 || o.size % o.grain) {
-      return MakeError(Errc::kInvalidArgument, "zstd: option 'size': " + std::to_string(o.size) +
-                                                   " is not a positive multiple of the grain (" +
-                                                   std::to_string(o.grain) + ")");
-    }
-  } else {
-    o.size = lower_size / o.grain * o.grain;
-  }
   return o;
 }
 
 ZstdDevice::ZstdDevice(DevicePtr lower, const ZstdOptions& o, uint64_t bins,
                        std::unique_ptr<MetaStore> store, uint64_t data_offset, bool read_only)
-    : Layer("zstd", std::move(lower)),
-      level_(o.level),
-      grain_(o.grain),
-      data_offset_(data_offset),
-      store_(std::move(store)),
-      engine_(std::make_unique<ZstdEngine>(o.size / o.grain, bins, o.grain, o.rule, store_.get())) {
-  Geometry& g = mutable_geometry();
-  g.size_bytes = o.size;
-  g.physical_block = std::max<uint32_t>(g.physical_block, grain_);
-  g.optimal_transfer = grain_;
-  g.max_transfer = std::max<uint64_t>(1 << 20, grain_);
-  const Capabilities below = lower_device().capabilities();
-  Capabilities caps = kCapRead | kCapFlush | kCapExtents | (below & (kCapPersistent | kCapThreadSafe));
-  if (!read_only && (below & kCapWrite)) {
-    caps |= kCapWrite | kCapDiscard | kCapWriteZeroes | kCapDiscardZeroes | kCapFastZeroes;
-  }
-  set_capabilities(caps);
-  if (store_) commit_threshold_ = store_->superblock().journal_bytes / 4;
+    : MappedLayer("zstd", std::move(lower), o.grain, o.size, data_offset, std::move(store),
+                  [&](MetaStore* s) {
+                    return std::make_unique<ZstdEngine>(o.size / o.grain, bins, o.grain, o.rule,
+                                                        s);
+                  },
+                  read_only, kCommits),
+      level_(o.level) {
   DeclareCounters({"compressed_grains", "raw_grains", "zero_grains", "rmw_reads",
                    "decompress_errors", "retries", "commits"});
 }
 
 Result<DevicePtr> ZstdDevice::Open(DevicePtr lower, const ZstdOptions& opts, bool read_only) {
-  const std::string who = "zstd";
-  if (!lower->Has(kCapThreadSafe)) {
-    return MakeError(Errc::kNotSupported, "zstd: the device below must support several queues");
+  VSTACK_ASSIGN_OR_RETURN(OpenedBelow below, OpenSuperblock(*lower, kMagic, "zstd", read_only));
+  read_only = below.read_only;
+  const uint64_t lower_size = below.lower_size;
+  if (!below.sb) {
+    VSTACK_ASSIGN_OR_RETURN(UnitLayout layout,
+                            PlanLayout(opts.grain, opts.rule, opts.size, lower_size));
+    VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<MetaStore> store,
+                            FormatUnlessReadOnly(*lower, layout.sb, read_only, "zstd"));
+    DevicePtr dev(new ZstdDevice(std::move(lower), opts, layout.units, std::move(store),
+                                 layout.sb.data_offset, read_only));
+    VSTACK_RETURN_IF_ERROR(static_cast<ZstdDevice&>(*dev).Load(/*blank=*/true));
+    return dev;
   }
-  read_only = read_only || lower->read_only();
-  const uint64_t lower_size = lower->geometry().size_bytes;
-  Result<Superblock> sb = [&] {
-    SyncIo io(*lower);
-    return ReadSuperblock(io, kMagic, who);
-  }();
-  if (!sb && sb.error().code != make_error_code(Errc::kNotFound)) return std::move(sb).error();
-  if (!sb) {
-    VSTACK_ASSIGN_OR_RETURN(Layout layout, PlanLayout(opts.grain, opts.rule, opts.size, lower_size));
-    std::unique_ptr<MetaStore> store;
-    if (!read_only) {
-      VSTACK_ASSIGN_OR_RETURN(store, MetaStore::Format(*lower, layout.sb, who));
-    }
-    auto* dev = new ZstdDevice(std::move(lower), opts, layout.bins, std::move(store),
-                               layout.sb.data_offset, read_only);
-    DevicePtr owned(dev);
-    dev->engine_->FinishLoad();
-    return owned;
-  }
-  ByteReader r(sb->payload);
+  Superblock& sb = *below.sb;
+  ByteReader r(sb.payload);
   const uint32_t version = r.U32();
   const uint32_t grain = r.U32();
   SizeRule rule;
@@ -159,44 +108,37 @@ Result<DevicePtr> ZstdDevice::Open(DevicePtr lower, const ZstdOptions& opts, boo
     return MakeError(Errc::kCorruption, where + "unknown stored-size rule " +
                                             std::to_string(int{rule.kind}));
   }
-  if (grain < 4096 || grain > 65536 || (grain & (grain - 1)) || size == 0 || size % grain ||
-      bins == 0 || bins > ZstdEngine::kMaxBins || sb->tables.size() != 2 ||
-      sb->tables[0].entries != size / grain || sb->tables[1].entries != bins ||
-      sb->tables[0].entry_size != ZstdEngine::kMapEntryBytes ||
-      sb->tables[1].entry_size != ZstdEngine::kBinEntryBytes ||
-      sb->data_offset + bins * grain > lower_size) {
+  if (!ValidGrain(grain) || size == 0 || size % grain || bins == 0 ||
+      bins > ZstdEngine::kMaxBins || sb.tables.size() != 2 ||
+      sb.tables[0].entries != size / grain || sb.tables[1].entries != bins ||
+      sb.tables[0].entry_size != ZstdEngine::kMapEntryBytes ||
+      sb.tables[1].entry_size != ZstdEngine::kBinEntryBytes ||
+      sb.data_offset + bins * grain > lower_size) {
     return MakeError(Errc::kCorruption,
                      where + "inconsistent geometry (grain " + std::to_string(grain) + ", size " +
                          std::to_string(size) + ", " + std::to_string(bins) +
                          " bins, device below " + std::to_string(lower_size) + " bytes)");
   }
-  auto mismatch = [](const std::string& option, const std::string& stored, const std::string& given) {
-    return MakeError(Errc::kInvalidArgument, "zstd: option '" + option +
-                                                 "': the device was formatted with " + option +
-                                                 "=" + stored + ", not " + given);
-  };
   if (opts.grain_given && grain != opts.grain) {
-    return mismatch("grain", std::to_string(grain), std::to_string(opts.grain));
+    return FormattedWith("zstd", "grain", std::to_string(grain), std::to_string(opts.grain));
   }
   if (opts.size_given && opts.size != size) {
-    return mismatch("size", std::to_string(size), std::to_string(opts.size));
+    return FormattedWith("zstd", "size", std::to_string(size), std::to_string(opts.size));
   }
   if (opts.rule_given && !(opts.rule == rule)) {
-    return mismatch("rule", FormatSizeRule(rule), FormatSizeRule(opts.rule));
+    return FormattedWith("zstd", "rule", FormatSizeRule(rule), FormatSizeRule(opts.rule));
   }
   ZstdOptions o = opts;
   o.grain = grain;
   o.size = size;
   o.rule = rule;
-  const uint64_t data_offset = sb->data_offset;
+  const uint64_t data_offset = sb.data_offset;
   VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<MetaStore> store,
-                          MetaStore::Attach(*lower, std::move(*sb), read_only, who));
-  MetaStore* s = store.get();
-  auto* dev = new ZstdDevice(std::move(lower), o, bins, std::move(store), data_offset, read_only);
-  DevicePtr owned(dev);
-  ZstdEngine& eng = *dev->engine_;
-  VSTACK_RETURN_IF_ERROR(LoadEngine(*s, eng, "zstd"));
-  return owned;
+                          MetaStore::Attach(*lower, std::move(sb), read_only, "zstd"));
+  DevicePtr dev(
+      new ZstdDevice(std::move(lower), o, bins, std::move(store), data_offset, read_only));
+  VSTACK_RETURN_IF_ERROR(static_cast<ZstdDevice&>(*dev).Load(/*blank=*/false));
+  return dev;
 }
 
 Result<std::unique_ptr<IoQueue>> ZstdDevice::DoOpenQueue() {
@@ -204,25 +146,12 @@ Result<std::unique_ptr<IoQueue>> ZstdDevice::DoOpenQueue() {
   return NewZstdQueue(*this, std::move(lower));
 }
 
-Status ZstdDevice::Commit() {
-  if (!store_ || store_->read_only()) return OkStatus();
-  Status s = CommitEngine(*store_, *engine_);
-  CountShared(kCommits);
-  return s;
-}
-
-Status ZstdDevice::CloseLayer() {
-  if (!store_) return OkStatus();
-  if (!store_->read_only()) CountShared(kCommits);
-  return CloseEngine(*store_, *engine_);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Reporting
 
 std::string ZstdDevice::Describe() const {
-  return "zstd level=" + std::to_string(level_) + " grain=" + FormatSize(grain_) +
-         " rule=" + FormatSizeRule(rule()) + ", " + std::to_string(engine_->bins()) + " bins";
+  return "zstd level=" + std::to_string(level_) + " grain=" + FormatSize(grain()) +
+         " rule=" + FormatSizeRule(rule()) + ", " + std::to_string(engine().bins()) + " bins";
 }
 
 namespace {
@@ -242,91 +171,59 @@ SpaceUsage ToSpace(const ZstdEngine::Usage& u, uint32_t grain) {
 }  // namespace
 
 std::optional<SpaceUsage> ZstdDevice::Space() const {
-  SpaceUsage s = ToSpace(engine_->usage(), grain_);
+  SpaceUsage s = ToSpace(engine().usage(), grain());
   const LayerStats st = Stats();
   s.logical_bytes_written = st.of(Op::kWrite).bytes + st.of(Op::kWriteZeroes).bytes;
-  s.metadata_bytes = data_offset_;
-  s.data_offset = data_offset_;
+  s.metadata_bytes = data_offset();
+  s.data_offset = data_offset();
   return s;
 }
 
 std::optional<SpaceUsage> ZstdDevice::SpaceOf(uint64_t offset, uint64_t length) const {
-  return ToSpace(engine_->UsageOf(offset / grain_, length / grain_), grain_);
+  return ToSpace(engine().UsageOf(offset / grain(), length / grain()), grain());
 }
 
 void ZstdDevice::Properties(PropertyList& out) const {
-  const ZstdEngine::Usage u = engine_->usage();
+  const ZstdEngine::Usage u = engine().usage();
   out.push_back({"level", int64_t{level_}, ""});
-  out.push_back({"grain", uint64_t{grain_}, "bytes"});
+  out.push_back({"grain", uint64_t{grain()}, "bytes"});
   out.push_back({"rule", FormatSizeRule(rule()), ""});
-  out.push_back({"virtual_grains", engine_->virtual_grains(), ""});
-  out.push_back({"bins", engine_->bins(), ""});
-  out.push_back({"data_offset", data_offset_, "bytes"});
+  out.push_back({"virtual_grains", engine().virtual_grains(), ""});
+  out.push_back({"bins", engine().bins(), ""});
+  out.push_back({"data_offset", data_offset(), "bytes"});
   out.push_back({"raw_grains", u.raw_grains, ""});
   out.push_back({"compression_ratio",
-                 u.stored_bytes ? double(u.stored_grains * grain_) / double(u.stored_bytes) : 0.0,
+                 u.stored_bytes ? double(u.stored_grains * grain()) / double(u.stored_bytes) : 0.0,
                  ""});
-  if (store_) {
-    auto lock = store_->LockCommits();
-    const MetaStore::Counters c = store_->counters();
-    out.push_back({"journal_bytes", store_->superblock().journal_bytes, "bytes"});
-    out.push_back({"journal_used_bytes", store_->journal_used(), "bytes"});
-    out.push_back({"replayed_transactions", c.replayed_transactions, ""});
-    out.push_back({"checkpoints", c.checkpoints, ""});
-  }
+  AppendJournalProperties(store(), out);
   if (auto s = Space()) AppendSpaceProperties(*s, out);
-}
-
-Status ZstdDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
-  VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
-  constexpr uint64_t kBatch = 4096;  // map entries looked up per lock
-  std::vector<uint64_t> entries;
-  uint64_t batch_first = 0;
-  for (uint64_t pos = offset; pos < offset + length;) {
-    const uint64_t v = pos / grain_;
-    if (entries.empty() || v >= batch_first + entries.size()) {
-      entries.clear();
-      batch_first = v;
-      engine_->MapEntries(v, std::min<uint64_t>(kBatch, (offset + length - 1) / grain_ - v + 1),
-                          &entries);
-    }
-    const uint64_t end = std::min<uint64_t>((v + 1) * grain_, offset + length);
-    const uint64_t e = entries[v - batch_first];
-    uint32_t flags = 0;
-    if (e == ZstdEngine::kUnmapped) flags = kExtentHole | kExtentZero;
-    if (e == ZstdEngine::kZero) flags = kExtentZero;
-    AppendExtent(out, pos, end - pos, flags);
-    pos = end;
-  }
-  return OkStatus();
 }
 
 Status ZstdDevice::Check(CheckMode mode, CheckResult* out) {
   const uint64_t repaired_before = out->repaired;
-  engine_->Check(mode, out);
+  engine().Check(mode, out);
   // Every fragment must decompress to exactly one grain.
   SyncIo io(lower_device());
   const uint64_t align = std::max<uint64_t>(4096, lower_device().geometry().mem_alignment);
   const uint32_t block = lower_device().geometry().logical_block;
-  AlignedBuffer stored(grain_, align), plain(grain_, align);
+  AlignedBuffer stored(grain(), align), plain(grain(), align);
   GrainDecompressor dec;
-  for (const auto& [v, f] : engine_->Fragments()) {
+  for (const auto& [v, f] : engine().Fragments()) {
     if (f.raw()) continue;
     const uint32_t lo = f.offset / block * block;
     const uint32_t hi = (f.offset + f.length + block - 1) / block * block;
-    const uint64_t offset = data_offset_ + uint64_t{f.bin} * grain_ + lo;
+    const uint64_t offset = data_offset() + uint64_t{f.bin} * grain() + lo;
     if (std::error_code ec = io.Read(offset, stored.span().first(hi - lo))) {
       return MakeError(ec, "zstd: check: cannot read bin " + std::to_string(f.bin) + ": " +
                                ec.message());
     }
-    if (!dec.Decompress(stored.data() + (f.offset - lo), f.length, plain.data(), grain_)) {
-      out->Corruption("zstd: the fragment of virtual offset " + std::to_string(v * grain_) +
+    if (!dec.Decompress(stored.data() + (f.offset - lo), f.length, plain.data(), grain())) {
+      out->Corruption("zstd: the fragment of virtual offset " + std::to_string(v * grain()) +
                       " (bin " + std::to_string(f.bin) + ", offset " + std::to_string(f.offset) +
                       ", " + std::to_string(f.length) + " bytes) does not decompress");
     }
   }
-  if (out->repaired > repaired_before && store_ && !store_->read_only()) return Commit();
-  return OkStatus();
+  return CommitRepairs(*out, repaired_before);
 }
 
 namespace {

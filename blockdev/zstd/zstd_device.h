@@ -14,22 +14,17 @@
 
 #include <memory>
 
-#include "blockdev/metastore/meta_store.h"
+#include "blockdev/grainmap/mapped_layer.h"
 #include "blockdev/zstd/size_rule.h"
 #include "blockdev/zstd/zstd_engine.h"
-#include "lib/layer.h"
-#include "lib/registry.h"
 
 namespace vstack {
 
-struct ZstdOptions {
+// grain and size (grain_layer.h), level and rule.
+struct ZstdOptions : GrainOptions {
   int level = 1;
-  uint32_t grain = 4096;
-  bool grain_given = false;  // else a formatted device keeps its own grain
   SizeRule rule;
   bool rule_given = false;
-  uint64_t size = 0;  // virtual size; 0 = the size of the device below
-  bool size_given = false;
 };
 
 // Bytes of zstd table pages that map `stored_grains` grains into `bins` bins (what
@@ -39,7 +34,7 @@ uint64_t ZstdMetadataBytes(uint64_t stored_grains, uint64_t bins);
 // Parses the options of a zstd spec part (shared with `vstack space`).
 Result<ZstdOptions> ParseZstdOptions(const OptionValues& values, uint64_t lower_size);
 
-class ZstdDevice final : public Layer {
+class ZstdDevice final : public MappedLayer<ZstdEngine> {
  public:
   // Opens the zstd metadata on `lower`, formatting a blank device (unless read-only: a blank
   // device is then presented as empty without writing anything).
@@ -48,7 +43,6 @@ class ZstdDevice final : public Layer {
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
   std::optional<SpaceUsage> Space() const override;
-  Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
   // Live counts against the map, overlapping fragments, lost bins; then every fragment is
   // decompressed.
   Status Check(CheckMode mode, CheckResult* out) override;
@@ -57,14 +51,8 @@ class ZstdDevice final : public Layer {
   // data area of a dedup layer above, without its metadata.
   std::optional<SpaceUsage> SpaceOf(uint64_t offset, uint64_t length) const override;
 
-  // For the queues.
-  ZstdEngine& engine() { return *engine_; }
   int level() const { return level_; }
-  uint32_t grain() const { return grain_; }
-  const SizeRule& rule() const { return engine_->rule(); }
-  uint64_t data_offset() const { return data_offset_; }
-  Status Commit();
-  size_t commit_threshold() const { return commit_threshold_; }
+  const SizeRule& rule() const { return engine().rule(); }
 
   enum Counter : size_t {
     kCompressed,
@@ -78,18 +66,12 @@ class ZstdDevice final : public Layer {
 
  protected:
   Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
-  Status CloseLayer() override;
 
  private:
   ZstdDevice(DevicePtr lower, const ZstdOptions& o, uint64_t bins,
              std::unique_ptr<MetaStore> store, uint64_t data_offset, bool read_only);
 
   const int level_;
-  const uint32_t grain_;
-  const uint64_t data_offset_;
-  std::unique_ptr<MetaStore> store_;  // null on a read-only blank device
-  std::unique_ptr<ZstdEngine> engine_;
-  size_t commit_threshold_ = 0;
 };
 
 // The queue of a ZstdDevice (zstd_queue.cc).

@@ -19,7 +19,7 @@ ZstdEngine::Fragment ZstdEngine::Decode(uint64_t entry) {
 
 ZstdEngine::ZstdEngine(uint64_t virtual_grains, uint64_t bins, uint32_t grain, SizeRule rule,
                        MetaStore* store)
-    : grain_(grain), rule_(rule), store_(store), map_(virtual_grains), live_(bins), alloc_(bins) {}
+    : GrainMap(virtual_grains, bins, store), grain_(grain), rule_(rule), live_(bins) {}
 
 uint32_t ZstdEngine::SlotOf(const Fragment& f) const {
   return f.raw() ? grain_ : ApplySizeRule(rule_, grain_, f.length).slot;
@@ -70,16 +70,10 @@ void ZstdEngine::FinishLoad() {
   std::lock_guard lock(mu_);
   ChunkedArray<uint32_t> derived(live_.size());
   usage_ = Usage{};
-  for (uint64_t c = 0; c < map_.chunks(); ++c) {
-    const uint64_t* chunk = map_.ChunkData(c);
-    if (chunk == nullptr) continue;
-    const uint64_t n = std::min<uint64_t>(ChunkedArray<uint64_t>::kChunk,
-                                          map_.size() - c * ChunkedArray<uint64_t>::kChunk);
-    for (uint64_t i = 0; i < n; ++i) {
-      Account(usage_, chunk[i], +1);
-      if (IsFragment(chunk[i])) ++derived.At(Decode(chunk[i]).bin);
-    }
-  }
+  ForEachEntry([&](uint64_t, uint64_t e) {
+    Account(usage_, e, +1);
+    if (IsFragment(e)) ++derived.At(Decode(e).bin);
+  });
   for (uint64_t c = 0; c < live_.chunks(); ++c) {
     if (live_.ChunkData(c) == nullptr && derived.ChunkData(c) == nullptr) continue;
     const uint64_t first = c * ChunkedArray<uint32_t>::kChunk;
@@ -122,24 +116,6 @@ void ZstdEngine::SetBinCount(uint32_t bin, uint32_t count) {
 // ---------------------------------------------------------------------------------------------
 // Writes
 
-bool ZstdEngine::Lock(uint64_t v) {
-  std::lock_guard lock(mu_);
-  return locked_.Insert(v);
-}
-
-bool ZstdEngine::LockForRmw(uint64_t v, uint64_t* entry) {
-  std::lock_guard lock(mu_);
-  if (!locked_.Insert(v)) return false;
-  *entry = map_.Get(v);
-  if (IsFragment(*entry)) reclaim_.Pin(Decode(*entry).bin);
-  return true;
-}
-
-void ZstdEngine::Unlock(uint64_t v) {
-  std::lock_guard lock(mu_);
-  locked_.Erase(v);
-}
-
 void ZstdEngine::Remap(uint64_t v, uint64_t entry) {
   std::lock_guard lock(mu_);
   const uint64_t old = map_.Get(v);
@@ -180,60 +156,6 @@ void ZstdEngine::FreeUnusedBin(uint32_t bin) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Reads
-
-void ZstdEngine::LookupForRead(uint64_t first, uint64_t count, std::vector<uint64_t>* out) {
-  std::lock_guard lock(mu_);
-  for (uint64_t v = first; v < first + count; ++v) {
-    const uint64_t e = map_.Get(v);
-    if (IsFragment(e)) reclaim_.Pin(Decode(e).bin);
-    out->push_back(e);
-  }
-}
-
-void ZstdEngine::Unpin(uint32_t bin) {
-  std::lock_guard lock(mu_);
-  if (reclaim_.Unpin(bin)) alloc_.Free(bin);
-}
-
-void ZstdEngine::MapEntries(uint64_t first, uint64_t count, std::vector<uint64_t>* out) const {
-  std::lock_guard lock(mu_);
-  for (uint64_t i = 0; i < count; ++i) out->push_back(map_.Get(first + i));
-}
-
-// ---------------------------------------------------------------------------------------------
-// Commits
-
-ZstdEngine::Snapshot ZstdEngine::TakeSnapshot() {
-  std::lock_guard lock(mu_);
-  Snapshot s;
-  if (store_) s.batch = store_->TakePending();
-  s.epoch = reclaim_.Snapshot();
-  return s;
-}
-
-void ZstdEngine::FinishCommit(Snapshot snapshot, bool ok) {
-  std::lock_guard lock(mu_);
-  if (!ok) {
-    if (store_) store_->RestorePending(std::move(snapshot.batch));
-    return;
-  }
-  std::vector<uint64_t> freed;
-  reclaim_.Committed(snapshot.epoch, &freed);
-  for (uint64_t b : freed) alloc_.Free(b);
-}
-
-size_t ZstdEngine::pending_bytes() const {
-  std::lock_guard lock(mu_);
-  return store_ ? store_->pending_bytes() : 0;
-}
-
-uint64_t ZstdEngine::pending_frees() const {
-  std::lock_guard lock(mu_);
-  return reclaim_.pending_count();
-}
-
-// ---------------------------------------------------------------------------------------------
 // Accounting and checking
 
 ZstdEngine::Usage ZstdEngine::usage() const {
@@ -254,15 +176,9 @@ void ZstdEngine::Check(CheckMode mode, CheckResult* out) {
   std::lock_guard lock(mu_);
   // Fragments per bin, from the map.
   std::map<uint32_t, std::vector<std::pair<uint64_t, Fragment>>> by_bin;
-  for (uint64_t c = 0; c < map_.chunks(); ++c) {
-    const uint64_t* chunk = map_.ChunkData(c);
-    if (chunk == nullptr) continue;
-    const uint64_t first = c * ChunkedArray<uint64_t>::kChunk;
-    const uint64_t n = std::min<uint64_t>(ChunkedArray<uint64_t>::kChunk, map_.size() - first);
-    for (uint64_t i = 0; i < n; ++i) {
-      if (IsFragment(chunk[i])) by_bin[Decode(chunk[i]).bin].emplace_back(first + i, Decode(chunk[i]));
-    }
-  }
+  ForEachEntry([&](uint64_t v, uint64_t e) {
+    if (IsFragment(e)) by_bin[Decode(e).bin].emplace_back(v, Decode(e));
+  });
   for (auto& [bin, frags] : by_bin) {
     const std::string name = "zstd: bin " + std::to_string(bin);
     if (live_.Get(bin) != frags.size()) {
@@ -325,15 +241,9 @@ void ZstdEngine::Check(CheckMode mode, CheckResult* out) {
 std::vector<std::pair<uint64_t, ZstdEngine::Fragment>> ZstdEngine::Fragments() const {
   std::lock_guard lock(mu_);
   std::vector<std::pair<uint64_t, Fragment>> out;
-  for (uint64_t c = 0; c < map_.chunks(); ++c) {
-    const uint64_t* chunk = map_.ChunkData(c);
-    if (chunk == nullptr) continue;
-    const uint64_t first = c * ChunkedArray<uint64_t>::kChunk;
-    const uint64_t n = std::min<uint64_t>(ChunkedArray<uint64_t>::kChunk, map_.size() - first);
-    for (uint64_t i = 0; i < n; ++i) {
-      if (IsFragment(chunk[i])) out.emplace_back(first + i, Decode(chunk[i]));
-    }
-  }
+  ForEachEntry([&](uint64_t v, uint64_t e) {
+    if (IsFragment(e)) out.emplace_back(v, Decode(e));
+  });
   return out;
 }
 

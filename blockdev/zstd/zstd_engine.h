@@ -22,17 +22,15 @@
 #include <unordered_set>
 #include <vector>
 
-#include "blockdev/metastore/bitmap_allocator.h"
-#include "blockdev/metastore/chunked_array.h"
-#include "blockdev/metastore/flat_map.h"
-#include "blockdev/metastore/meta_store.h"
-#include "blockdev/metastore/unit_reclaimer.h"
+#include "blockdev/grainmap/grain_map.h"
 #include "blockdev/zstd/size_rule.h"
 #include "lib/block_device.h"
 
 namespace vstack {
 
-class ZstdEngine {
+// The map, locks, pins, allocator, reclaimer and commits are GrainMap's (grain_map.h): its
+// units are bins. What is zstd's own: fragments, live counts per bin and open bins.
+class ZstdEngine : public GrainMap<ZstdEngine, uint64_t> {
  public:
   static constexpr uint64_t kUnmapped = 0;
   static constexpr uint64_t kZero = 1;
@@ -65,12 +63,8 @@ class ZstdEngine {
   Status LoadEntry(uint32_t table, uint64_t index, const uint8_t* entry);
   void FinishLoad();
 
-  // ---- Writes. Every write of a grain holds its lock from before it reads or compresses
-  // until Remap (or Unlock).
-  bool Lock(uint64_t v);  // false if another write holds it
-  // Locks v and returns its entry, pinning its bin if it has one (for read-modify-write).
-  bool LockForRmw(uint64_t v, uint64_t* entry);
-  void Unlock(uint64_t v);
+  // ---- Writes. Every write of a grain holds its lock (Lock or LockForRmw, GrainMap) from
+  // before it reads or compresses until Remap (or Unlock).
   // Points locked v at `entry` (kZero, kUnmapped, or a fragment whose bytes are written),
   // releasing what it pointed at, and unlocks it.
   void Remap(uint64_t v, uint64_t entry);
@@ -83,20 +77,8 @@ class ZstdEngine {
   // A raw bin whose write failed: never referenced, free it at once.
   void FreeUnusedBin(uint32_t bin);
 
-  // ---- Reads: map entries of [first, first+count), pinning their bins; unpin when read.
-  void LookupForRead(uint64_t first, uint64_t count, std::vector<uint64_t>* out);
-  void Unpin(uint32_t bin);
-  void MapEntries(uint64_t first, uint64_t count, std::vector<uint64_t>* out) const;
-
-  // ---- Commits (as DedupEngine).
-  struct Snapshot {
-    MetaBatch batch;
-    uint64_t epoch = 0;
-  };
-  Snapshot TakeSnapshot();
-  void FinishCommit(Snapshot snapshot, bool ok);
-  size_t pending_bytes() const;
-  uint64_t pending_frees() const;
+  // ---- Reads (LookupForRead, Unpin, MapEntries) and commits (TakeSnapshot, FinishCommit,
+  // pending_bytes, pending_frees): GrainMap.
 
   // ---- Accounting.
   struct Usage {
@@ -113,7 +95,6 @@ class ZstdEngine {
   Usage UsageOf(uint64_t first, uint64_t count) const;
   uint32_t grain() const { return grain_; }
   const SizeRule& rule() const { return rule_; }
-  uint64_t virtual_grains() const { return map_.size(); }
   uint64_t bins() const { return alloc_.units(); }
 
   // ---- Checking (no I/O): live counts against the map (as stored on disk and in memory),
@@ -124,6 +105,11 @@ class ZstdEngine {
   std::vector<std::pair<uint64_t, Fragment>> Fragments() const;
 
  private:
+  friend class GrainMap<ZstdEngine, uint64_t>;
+  static bool HasUnit(uint64_t e) { return IsFragment(e); }
+  static uint64_t UnitOf(uint64_t e) { return Decode(e).bin; }
+  void FreeUnit(uint64_t bin) { alloc_.Free(bin); }
+
   // All REQUIRE mu_.
   void SetMap(uint64_t v, uint64_t entry);
   void SetBinCount(uint32_t bin, uint32_t count);
@@ -133,14 +119,8 @@ class ZstdEngine {
 
   const uint32_t grain_;
   const SizeRule rule_;
-  MetaStore* const store_;
-  mutable std::mutex mu_;
-  ChunkedArray<uint64_t> map_;
   ChunkedArray<uint32_t> live_;  // live fragments per bin
-  BitmapAllocator alloc_;
-  UnitReclaimer reclaim_;
   FlatSet open_;
-  FlatSet locked_;
   std::unordered_map<uint32_t, uint32_t> stored_counts_;  // loaded count where it differs
   Usage usage_;
 };

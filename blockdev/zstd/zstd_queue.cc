@@ -15,7 +15,7 @@
 #include <cstring>
 
 #include "blockdev/metastore/grain_io.h"
-#include "blockdev/metastore/grain_queue.h"
+#include "blockdev/grainmap/grain_queue.h"
 #include "blockdev/zstd/grain_codec.h"
 #include "blockdev/zstd/zstd_device.h"
 #include "lib/aligned_buffer.h"
@@ -26,50 +26,25 @@ namespace {
 
 using Fragment = ZstdEngine::Fragment;
 
-class ZstdQueue final : public GrainQueue {
+class ZstdQueue final : public MappedQueue<ZstdDevice> {
  public:
   ZstdQueue(ZstdDevice& dev, std::unique_ptr<IoQueue> lower)
-      : GrainQueue(dev, std::move(lower)),
-        dev_(dev),
-        eng_(dev.engine()),
-        grain_(dev.grain()),
-        align_(std::max<uint64_t>(4096, dev.lower_device().geometry().mem_alignment)),
-        lower_align_(dev.lower_device().geometry().mem_alignment),
+      : MappedQueue(dev, std::move(lower), ZstdDevice::kRetries),
         lower_block_(dev.lower_device().geometry().logical_block),
-        compressor_(dev.level()),
-        buffers_(grain_, align_) {}
+        compressor_(dev.level()) {}
 
   ~ZstdQueue() override {
     if (open_) CloseBin(open_);
   }
 
- protected:
-  void BeforeBatch() override;
-  Status CommitForFlush() override { return dev_.Commit(); }
-  void DoPoll(bool wait) override;
-
  private:
-  struct Ctx {
-    IoRequest* parent = nullptr;
-    uint32_t pending = 0;
-    std::error_code error;
-  };
-
   struct Bin;
   enum class Step { kStart, kRmwRead, kStore, kRawWrite, kPacked };
 
   // One grain of a write, write-zeroes or discard.
-  struct GrainOp {
+  struct GrainOp : GrainWrite {
     ZstdQueue* q = nullptr;
-    Ctx* ctx = nullptr;
-    Op op = Op::kWrite;   // kWrite or kWriteZeroes (discards too)
-    bool unmap = false;
-    uint64_t v = 0;
-    uint32_t in_off = 0, len = 0;
-    uint64_t iov_off = 0;  // where the grain's bytes are in the caller's iovecs
     Step step = Step::kStart;
-    bool locked = false;
-    bool commit_tried = false;
     AlignedBuffer* buf = nullptr;   // the grain's new content, when not the caller's buffer
     AlignedBuffer* cbuf = nullptr;  // compressed bytes, or the old grain's stored bytes
     uint64_t old = 0;               // RMW: the entry read
@@ -96,25 +71,22 @@ class ZstdQueue final : public GrainQueue {
     iovec iov{};
   };
 
-  // One lower read: a run of consecutive raw bins, or one compressed fragment.
-  struct ReadOp {
+  // One lower read of a compressed fragment (raw bins are read in runs: ReadRun).
+  struct FragmentRead {
     ZstdQueue* q = nullptr;
-    Ctx* ctx = nullptr;
-    uint32_t first_bin = 0;
-    uint32_t bins = 0;
+    PendingParent* ctx = nullptr;
+    Fragment frag;              // where it is
+    uint32_t lo = 0;            // the lower read starts at this offset of the bin
+    uint32_t in_off = 0;        // first byte of the grain the caller wants
     uint64_t iov_off = 0;       // where the bytes go in the caller's iovecs
     uint64_t length = 0;        // bytes for the caller
-    bool fragment = false;
-    Fragment frag;              // fragment: where it is
-    uint32_t lo = 0;            // fragment: the lower read starts at this offset of the bin
-    uint32_t in_off = 0;        // fragment: first byte of the grain the caller wants
-    AlignedBuffer* buf = nullptr;  // fragment: stored bytes; raw run: bounce buffer
+    AlignedBuffer* buf = nullptr;  // the stored bytes
     IoRequest lower;
-    std::vector<iovec> iov;
+    iovec iov{};
   };
 
-  const iovec* piov(const GrainOp* op) const { return op->ctx->parent->iov; }
-  uint32_t piovcnt(const GrainOp* op) const { return op->ctx->parent->iovcnt; }
+  const iovec* piov(const GrainOp* op) const { return op->piov(); }
+  uint32_t piovcnt(const GrainOp* op) const { return op->piovcnt(); }
   uint64_t BinOffset(uint32_t bin) const { return dev_.data_offset() + uint64_t{bin} * grain_; }
   uint32_t AlignDown(uint32_t v) const { return v / lower_block_ * lower_block_; }
   uint32_t AlignUp(uint32_t v) const { return (v + lower_block_ - 1) / lower_block_ * lower_block_; }
@@ -129,80 +101,34 @@ class ZstdQueue final : public GrainQueue {
   void WriteBin(Bin* b, std::vector<IoRequest*>& out);
   void CloseBin(Bin* b);
   void Finish(GrainOp* op, std::error_code status);
-  void FinishCtx(Ctx* ctx, std::error_code status);
-  void Park(GrainOp* op) { parked_.push_back(op); }
+  void Retry(Waiter* w, std::vector<IoRequest*>& out) override {
+    Run(static_cast<GrainOp*>(w), out);
+  }
+  void ReadFragment(PendingParent* ctx, const Fragment& f, uint32_t in_off, uint32_t len,
+                    uint64_t iov_off, std::vector<IoRequest*>& out);
   static void OnGrainIo(IoRequest& r);
   static void OnBinWritten(IoRequest& r);
-  static void OnRead(IoRequest& r);
+  static void OnFragment(IoRequest& r);
 
-  AlignedBuffer* GetBuffer() { return buffers_.Get(); }
-  void PutBuffer(AlignedBuffer*& b) { buffers_.Put(b); }
-
-  ZstdDevice& dev_;
-  ZstdEngine& eng_;
-  const uint32_t grain_;
-  const uint64_t align_;
-  const uint64_t lower_align_;
   const uint32_t lower_block_;
   GrainCompressor compressor_;
   GrainDecompressor decompressor_;
-  RequestPool<Ctx> ctxs_;
   RequestPool<GrainOp> ops_;
-  RequestPool<ReadOp> reads_;
+  RequestPool<FragmentRead> fragments_;
   RequestPool<Bin> bins_;
   Bin* open_ = nullptr;
-  BufferPool buffers_;
-  std::vector<GrainOp*> parked_;
-  bool need_commit_ = false;
 };
 
-void ZstdQueue::BeforeBatch() {
-  if (eng_.pending_bytes() > dev_.commit_threshold()) (void)dev_.Commit();
-}
-
-void ZstdQueue::DoPoll(bool wait) {
-  if (need_commit_) {
-    need_commit_ = false;
-    (void)dev_.Commit();  // frees bins released before it; failures surface as kNoSpace
-  }
-  if (!parked_.empty()) {
-    std::vector<GrainOp*> retry;
-    retry.swap(parked_);
-    std::vector<IoRequest*> out;
-    for (GrainOp* op : retry) {
-      Count(ZstdDevice::kRetries);
-      Run(op, out);
-    }
-    SubmitLower(out);
-  }
-  LayerQueue::DoPoll(wait);
-}
-
 void ZstdQueue::StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) {
-  if (RejectSlowFastZero(parent, grain_)) return;  // zeroing part of a grain is a RMW
-  Ctx* ctx = ctxs_.Get();
-  *ctx = Ctx{parent, 1, {}};
-  const bool unmap = parent->op == Op::kDiscard ||
-                     (parent->op == Op::kWriteZeroes && (parent->flags & kIoMayUnmap));
-  for (uint64_t pos = parent->offset; pos < parent->offset + parent->length;) {
-    const uint32_t in_off = static_cast<uint32_t>(pos % grain_);
-    const uint32_t len = static_cast<uint32_t>(
-        std::min<uint64_t>(grain_ - in_off, parent->offset + parent->length - pos));
-    GrainOp* op = ops_.Get();
-    *op = GrainOp{};
+  if (RejectSlowFastZero(parent)) return;  // zeroing part of a grain is a RMW
+  CutWrite(parent, ops_, [&](GrainOp* op) {
     op->q = this;
-    op->ctx = ctx;
-    op->op = parent->op == Op::kWrite ? Op::kWrite : Op::kWriteZeroes;
-    op->unmap = unmap;
-    op->v = pos / grain_;
-    op->in_off = in_off;
-    op->len = len;
-    op->iov_off = pos - parent->offset;
-    ++ctx->pending;
+    op->step = Step::kStart;
+    op->buf = op->cbuf = nullptr;
+    op->old = op->entry = 0;
+    op->clen = op->slot = op->bin = 0;
     Run(op, out);
-    pos += len;
-  }
-  FinishCtx(ctx, {});
+  });
 }
 
 void ZstdQueue::Run(GrainOp* op, std::vector<IoRequest*>& out) {
@@ -319,7 +245,7 @@ void ZstdQueue::NoSpace(GrainOp* op) {
   if (!op->commit_tried && eng_.pending_frees() > 0) {
     // Bins released since the last commit become free once it is durable: commit, retry.
     op->commit_tried = true;
-    need_commit_ = true;
+    RequestCommit();
     return Park(op);  // still locked, in step kStore
   }
   eng_.Unlock(op->v);
@@ -452,144 +378,84 @@ void ZstdQueue::OnGrainIo(IoRequest& r) {
 }
 
 void ZstdQueue::Finish(GrainOp* op, std::error_code status) {
-  Ctx* ctx = op->ctx;
+  PendingParent* ctx = op->ctx;
   PutBuffer(op->buf);
   PutBuffer(op->cbuf);
   ops_.Put(op);
-  FinishCtx(ctx, status);
-}
-
-void ZstdQueue::FinishCtx(Ctx* ctx, std::error_code status) {
-  if (status && !ctx->error) ctx->error = status;
-  if (--ctx->pending > 0) return;
-  IoRequest* parent = ctx->parent;
-  const std::error_code error = ctx->error;
-  ctxs_.Put(ctx);
-  Complete(*parent, error);
+  FinishParent(ctx, status);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Reads
 
+// Raw grains are read in runs of consecutive bins; fragments one by one, then decompressed;
+// the others read as zeros.
 void ZstdQueue::StartRead(IoRequest* parent, std::vector<IoRequest*>& out) {
-  Ctx* ctx = ctxs_.Get();
-  *ctx = Ctx{parent, 1, {}};
-  const uint64_t first = parent->offset / grain_;
-  const uint64_t last = (parent->offset + parent->length - 1) / grain_;
-  std::vector<uint64_t> entries;
-  eng_.LookupForRead(first, last - first + 1, &entries);
-  ReadOp* run = nullptr;  // the current run of raw bins
-  uint64_t run_end = 0;   // lower byte offset where it ends
-  auto issue = [&](ReadOp* r) {
-    r->lower.iov = r->iov.data();
-    r->lower.iovcnt = static_cast<uint32_t>(r->iov.size());
-    ++ctx->pending;
-    out.push_back(&r->lower);
-  };
-  auto close_run = [&] {
-    if (run == nullptr) return;
-    run->lower.length = run->length;
-    if (SliceAligned(parent->iov, parent->iovcnt, run->iov_off, run->length, lower_align_)) {
-      IovSlice(parent->iov, parent->iovcnt, run->iov_off, run->length, &run->iov);
-    } else {
-      run->buf = new AlignedBuffer(run->length, align_);
-      run->iov.push_back(run->buf->iov());
-    }
-    issue(run);
-    run = nullptr;
-  };
-  auto new_read = [&](uint64_t iov_off) {
-    ReadOp* r = reads_.Get();
-    *r = ReadOp{};
-    r->q = this;
-    r->ctx = ctx;
-    r->iov_off = iov_off;
-    r->lower.op = Op::kRead;
-    r->lower.on_complete = &ZstdQueue::OnRead;
-    r->lower.user_data = r;
-    return r;
-  };
-  for (uint64_t pos = parent->offset; pos < parent->offset + parent->length;) {
-    const uint64_t v = pos / grain_;
-    const uint32_t in_off = static_cast<uint32_t>(pos % grain_);
-    const uint32_t len = static_cast<uint32_t>(
-        std::min<uint64_t>(grain_ - in_off, parent->offset + parent->length - pos));
-    const uint64_t e = entries[v - first];
-    if (!ZstdEngine::IsFragment(e)) {
-      close_run();
-      ZeroIov(parent->iov, parent->iovcnt, pos - parent->offset, len);
-    } else if (const Fragment f = ZstdEngine::Decode(e); f.raw()) {
-      const uint64_t phys = BinOffset(f.bin) + in_off;
-      if (run && run_end == phys && f.bin == run->first_bin + run->bins) {
-        ++run->bins;
-      } else {
-        close_run();
-        run = new_read(pos - parent->offset);
-        run->first_bin = f.bin;
-        run->bins = 1;
-        run->lower.offset = phys;
-      }
-      run->length += len;
-      run_end = phys + len;
-    } else {
-      close_run();
-      ReadOp* r = new_read(pos - parent->offset);
-      r->fragment = true;
-      r->frag = f;
-      r->first_bin = f.bin;
-      r->bins = 1;
-      r->in_off = in_off;
-      r->length = len;
-      r->lo = AlignDown(f.offset);
-      const uint32_t hi = AlignUp(f.offset + f.length);
-      r->buf = GetBuffer();
-      r->iov.push_back(iovec{r->buf->data(), hi - r->lo});
-      r->lower.offset = BinOffset(f.bin) + r->lo;
-      r->lower.length = hi - r->lo;
-      issue(r);
-    }
-    pos += len;
-  }
-  close_run();
-  FinishCtx(ctx, {});
+  ReadGrains(
+      parent, out,
+      [](uint64_t e, uint64_t* bin) {
+        if (!ZstdEngine::IsFragment(e) || !ZstdEngine::Decode(e).raw()) return false;
+        *bin = ZstdEngine::Decode(e).bin;
+        return true;
+      },
+      [&](PendingParent* ctx, uint64_t e, uint32_t in_off, uint32_t len, uint64_t rel) {
+        if (!ZstdEngine::IsFragment(e)) return ZeroIov(parent->iov, parent->iovcnt, rel, len);
+        ReadFragment(ctx, ZstdEngine::Decode(e), in_off, len, rel, out);
+      });
 }
 
-void ZstdQueue::OnRead(IoRequest& req) {
-  ReadOp* r = static_cast<ReadOp*>(req.user_data);
+void ZstdQueue::ReadFragment(PendingParent* ctx, const Fragment& f, uint32_t in_off,
+                             uint32_t len, uint64_t iov_off, std::vector<IoRequest*>& out) {
+  FragmentRead* r = fragments_.Get();
+  r->q = this;
+  r->ctx = ctx;
+  r->frag = f;
+  r->in_off = in_off;
+  r->length = len;
+  r->iov_off = iov_off;
+  r->lo = AlignDown(f.offset);
+  const uint32_t hi = AlignUp(f.offset + f.length);
+  r->buf = GetBuffer();
+  r->iov = iovec{r->buf->data(), hi - r->lo};
+  r->lower = IoRequest{};
+  r->lower.op = Op::kRead;
+  r->lower.offset = BinOffset(f.bin) + r->lo;
+  r->lower.length = hi - r->lo;
+  r->lower.iov = &r->iov;
+  r->lower.iovcnt = 1;
+  r->lower.on_complete = &ZstdQueue::OnFragment;
+  r->lower.user_data = r;
+  ctx->Add();
+  out.push_back(&r->lower);
+}
+
+void ZstdQueue::OnFragment(IoRequest& req) {
+  FragmentRead* r = static_cast<FragmentRead*>(req.user_data);
   ZstdQueue* q = r->q;
-  IoRequest* parent = r->ctx->parent;
+  const IoRequest* parent = r->ctx->parent();
   std::error_code status = req.status;
-  if (r->fragment) {
-    q->eng_.Unpin(r->first_bin);
-    if (!status) {
-      const char* stored = reinterpret_cast<const char*>(r->buf->data()) + (r->frag.offset - r->lo);
-      // Whole grain into one piece of the caller's buffer: decompress in place.
-      char* dst = r->length == q->grain_
-                      ? ContiguousSlice(parent->iov, parent->iovcnt, r->iov_off, q->grain_)
-                      : nullptr;
-      AlignedBuffer* scratch = dst ? nullptr : q->GetBuffer();
-      if (!q->decompressor_.Decompress(stored, r->frag.length,
-                                       dst ? dst : reinterpret_cast<char*>(scratch->data()),
-                                       q->grain_)) {
-        q->Count(ZstdDevice::kDecompressErrors);
-        status = Errc::kCorruption;
-      } else if (scratch) {
-        CopyToIov(parent->iov, parent->iovcnt, r->iov_off, scratch->data() + r->in_off, r->length);
-      }
-      q->PutBuffer(scratch);
+  q->eng_.Unpin(r->frag.bin);
+  if (!status) {
+    const char* stored = reinterpret_cast<const char*>(r->buf->data()) + (r->frag.offset - r->lo);
+    // Whole grain into one piece of the caller's buffer: decompress in place.
+    char* dst = r->length == q->grain_
+                    ? ContiguousSlice(parent->iov, parent->iovcnt, r->iov_off, q->grain_)
+                    : nullptr;
+    AlignedBuffer* scratch = dst ? nullptr : q->GetBuffer();
+    if (!q->decompressor_.Decompress(stored, r->frag.length,
+                                     dst ? dst : reinterpret_cast<char*>(scratch->data()),
+                                     q->grain_)) {
+      q->Count(ZstdDevice::kDecompressErrors);
+      status = Errc::kCorruption;
+    } else if (scratch) {
+      CopyToIov(parent->iov, parent->iovcnt, r->iov_off, scratch->data() + r->in_off, r->length);
     }
-    q->PutBuffer(r->buf);
-  } else {
-    for (uint32_t i = 0; i < r->bins; ++i) q->eng_.Unpin(r->first_bin + i);
-    if (r->buf) {
-      if (!status) CopyToIov(parent->iov, parent->iovcnt, r->iov_off, r->buf->data(), r->length);
-      delete r->buf;
-      r->buf = nullptr;
-    }
+    q->PutBuffer(scratch);
   }
-  Ctx* ctx = r->ctx;
-  q->reads_.Put(r);
-  q->FinishCtx(ctx, status);
+  q->PutBuffer(r->buf);
+  PendingParent* ctx = r->ctx;
+  q->fragments_.Put(r);
+  q->FinishParent(ctx, status);
 }
 
 }  // namespace

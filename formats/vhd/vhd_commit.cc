@@ -171,7 +171,7 @@ void DynamicQueue::StageBlocks() {
     Count(kCounterBitmapWrites);
     const uint64_t data = a->pos + st_.bitmap_bytes;
     for (Piece* p : a->pieces) {
-      const IoRequest& parent = *p->req->parent;
+      const IoRequest& parent = *p->req->done.parent();
       LowerOp* op = NewOp(Kind::kCommit);
       op->req.op = Op::kWrite;
       op->req.offset = data + uint64_t{p->first} * kSectorSize;

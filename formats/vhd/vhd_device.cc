@@ -5,51 +5,12 @@
 
 #include "formats/vhd/vhd_chain.h"
 #include "formats/vhd/vhd_dynamic.h"
+#include "lib/forwarding_queue.h"
 #include "lib/size.h"
 #include "lib/sync_io.h"
 
 namespace vstack::vhd {
 namespace {
-
-// A fixed disk stores the virtual disk at offset 0 of the file: requests go down unchanged
-// (the virtual size ends before the footer, so none can reach it).
-class FixedQueue final : public LayerQueue {
- public:
-  FixedQueue(BlockDevice& device, std::unique_ptr<IoQueue> lower)
-      : LayerQueue(device, std::move(lower)) {}
-
- protected:
-  void DoSubmit(std::span<IoRequest* const> batch) override {
-    std::vector<IoRequest*> children;
-    children.swap(children_);
-    for (IoRequest* parent : batch) {
-      Child* c = pool_.Get();
-      c->parent = parent;
-      c->queue = this;
-      ForwardRequest(*parent, &c->req);
-      c->req.on_complete = &FixedQueue::OnLowerDone;
-      c->req.user_data = c;
-      children.push_back(&c->req);
-    }
-    lower().Submit(children);
-    children.clear();
-    children_.swap(children);
-  }
-
- private:
-  struct Child {
-    IoRequest req;
-    IoRequest* parent = nullptr;
-    FixedQueue* queue = nullptr;
-  };
-  static void OnLowerDone(IoRequest& req) {
-    Child* c = static_cast<Child*>(req.user_data);
-    c->queue->Complete(*c->parent, req.status);
-    c->queue->pool_.Put(c);
-  }
-  RequestPool<Child> pool_;
-  std::vector<IoRequest*> children_;
-};
 
 bool CreatorIs(const Footer& f, const char (&code)[5]) {
   return std::equal(f.creator_app.begin(), f.creator_app.end(), code);
@@ -168,7 +129,9 @@ Result<std::unique_ptr<IoQueue>> VhdDevice::DoOpenQueue() {
     }
     return NewDynamicQueue(*this, *dynamic_, std::move(lower), std::move(parent_queue));
   }
-  return std::unique_ptr<IoQueue>(new FixedQueue(*this, std::move(lower)));
+  // A fixed disk stores the virtual disk at offset 0 of the file: requests go down unchanged
+  // (the virtual size ends before the footer, so none can reach it).
+  return std::unique_ptr<IoQueue>(new ForwardingQueue(*this, std::move(lower)));
 }
 
 Status VhdDevice::CloseLayer() {

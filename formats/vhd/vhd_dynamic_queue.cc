@@ -48,7 +48,6 @@ void DynamicQueue::Start(IoRequest& parent) {
     return;
   }
   Request* r = NewRequest();
-  r->parent = &parent;
   const uint64_t end = parent.offset + parent.length;
   for (uint64_t pos = parent.offset; pos < end;) {
     const uint64_t block = pos / st_.block_size;
@@ -61,7 +60,7 @@ void DynamicQueue::Start(IoRequest& parent) {
   }
   // One unit per piece, plus one held while translating so the request cannot finish
   // (on this or another thread) before the loop is done.
-  r->pending.store(static_cast<uint32_t>(r->pieces.size()) + 1, std::memory_order_relaxed);
+  r->done.Start(&parent, static_cast<uint32_t>(r->pieces.size()) + 1);
   for (Piece& p : r->pieces) Translate(&p);
   Finish(r, {});
 }
@@ -69,17 +68,14 @@ void DynamicQueue::Start(IoRequest& parent) {
 Request* DynamicQueue::NewRequest() {
   Request* r = requests_.Get();
   r->owner = this;
-  r->failed.store(false, std::memory_order_relaxed);
-  r->error.clear();
   r->pieces.clear();
   return r;
 }
 
 void DynamicQueue::Finish(Request* r, std::error_code ec) {
-  if (ec && !r->failed.exchange(true, std::memory_order_relaxed)) r->error = ec;
-  if (r->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  IoRequest* parent = r->parent;
-  const std::error_code status = r->error;
+  if (!r->done.Done(ec)) return;
+  IoRequest* parent = r->done.parent();
+  const std::error_code status = r->done.error();
   DynamicQueue* owner = r->owner;
   if (owner == this) {
     Complete(*parent, status);
@@ -92,7 +88,7 @@ void DynamicQueue::Finish(Request* r, std::error_code ec) {
 
 void DynamicQueue::Translate(Piece* p) {
   Request* r = p->req;
-  const Op op = r->parent->op;
+  const Op op = r->done.parent()->op;
   Count(kCounterBatLookups);
   uint32_t entry = st_.bat.entry(p->block);
   if (entry != kUnallocated) {
@@ -165,7 +161,7 @@ void DynamicQueue::Translate(Piece* p) {
     return;
   }
   SetBits(bs.mem.data(), p->first, p->count);
-  r->pending.fetch_add(1, std::memory_order_relaxed);  // the bitmap write is a second unit
+  r->done.Add();  // the bitmap write is a second unit
   std::vector<uint8_t> snapshot;
   const bool start = WaitForBitmap(bs, p, &snapshot);
   lock.unlock();
@@ -202,12 +198,12 @@ void DynamicQueue::ResumeBitmapWait(Piece* p) {
 }
 
 void DynamicQueue::ZeroPiece(Piece* p) {
-  if (p->req->parent->op == Op::kRead && ReadBelow(p, p->first, p->count)) return;
+  if (p->req->done.parent()->op == Op::kRead && ReadBelow(p, p->first, p->count)) return;
   Finish(p->req, {});
 }
 
 bool DynamicQueue::ReadBelow(Piece* p, uint32_t first, uint32_t count) {
-  const IoRequest& parent = *p->req->parent;
+  const IoRequest& parent = *p->req->done.parent();
   const uint64_t offset = uint64_t{p->block} * st_.block_size + uint64_t{first} * kSectorSize;
   const uint64_t length = uint64_t{count} * kSectorSize;
   const uint64_t buf_offset = p->buf_offset + uint64_t{first - p->first} * kSectorSize;
@@ -249,7 +245,7 @@ void DynamicQueue::ReadRuns(Piece* p) {
 }
 
 void DynamicQueue::IssueData(Piece* p, uint32_t entry, uint32_t first, uint32_t count) {
-  const IoRequest& parent = *p->req->parent;
+  const IoRequest& parent = *p->req->done.parent();
   if (parent.op == Op::kRead) Count(kCounterDataReads);
   LowerOp* op = NewOp(Kind::kPiece);
   op->request = p->req;

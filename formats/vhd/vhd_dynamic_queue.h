@@ -13,6 +13,7 @@
 #include "formats/vhd/vhd_dynamic.h"
 #include "lib/aligned_buffer.h"
 #include "lib/layer.h"
+#include "lib/parent_completion.h"
 
 namespace vstack::vhd {
 
@@ -23,11 +24,8 @@ struct Piece;
 // the units still outstanding (pieces, plus extra lower requests and bitmap writes some
 // pieces need); whoever finishes the last one completes the request.
 struct Request {
-  IoRequest* parent = nullptr;
+  AtomicPendingParent done;  // pieces may finish on another queue's thread (a commit)
   DynamicQueue* owner = nullptr;
-  std::atomic<uint32_t> pending{0};
-  std::atomic<bool> failed{false};
-  std::error_code error;  // written once, by the thread that set `failed`
   std::vector<Piece> pieces;
 };
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "lib/forwarding_queue.h"
 #include "lib/layer.h"
 #include "lib/registry.h"
 #include "lib/sync_io.h"
@@ -32,42 +33,8 @@ class MaskedDevice final : public Layer {
  protected:
   Result<std::unique_ptr<IoQueue>> DoOpenQueue() override {
     VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
-    return std::unique_ptr<IoQueue>(new Queue(*this, std::move(lower)));
+    return std::unique_ptr<IoQueue>(new ForwardingQueue(*this, std::move(lower)));
   }
-
- private:
-  class Queue final : public LayerQueue {
-   public:
-    Queue(BlockDevice& dev, std::unique_ptr<IoQueue> lower) : LayerQueue(dev, std::move(lower)) {}
-
-   protected:
-    void DoSubmit(std::span<IoRequest* const> batch) override {
-      std::vector<IoRequest*> children;
-      for (IoRequest* parent : batch) {
-        Child* c = pool_.Get();
-        c->parent = parent;
-        c->queue = this;
-        ForwardRequest(*parent, &c->req);
-        c->req.on_complete = &OnDone;
-        c->req.user_data = c;
-        children.push_back(&c->req);
-      }
-      lower().Submit(children);
-    }
-
-   private:
-    struct Child {
-      IoRequest req;
-      IoRequest* parent = nullptr;
-      Queue* queue = nullptr;
-    };
-    static void OnDone(IoRequest& r) {
-      Child* c = static_cast<Child*>(r.user_data);
-      c->queue->Complete(*c->parent, r.status);
-      c->queue->pool_.Put(c);
-    }
-    RequestPool<Child> pool_;
-  };
 };
 
 std::unique_ptr<NbdExport> Serve(const std::string& spec, bool read_only = false) {

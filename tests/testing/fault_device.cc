@@ -2,49 +2,26 @@
 
 #include <cerrno>
 
+#include "lib/forwarding_queue.h"
+
 namespace vstack::testing {
 namespace {
 
-class FaultQueue final : public LayerQueue {
+// Forwards every request; a write the budget does not admit fails with ENOSPC instead.
+class FaultQueue final : public ForwardingQueue {
  public:
   FaultQueue(FaultDevice& dev, std::unique_ptr<IoQueue> lower)
-      : LayerQueue(dev, std::move(lower)), dev_(dev) {}
+      : ForwardingQueue(dev, std::move(lower)), dev_(dev) {}
 
  protected:
-  void DoSubmit(std::span<IoRequest* const> batch) override {
-    std::vector<IoRequest*> children;
-    for (IoRequest* parent : batch) {
-      const bool writes = parent->op == Op::kWrite || parent->op == Op::kWriteZeroes;
-      if (writes && !dev_.Admit(parent->length)) {
-        Complete(*parent, SystemError(ENOSPC));
-        continue;
-      }
-      Child* c = pool_.Get();
-      c->parent = parent;
-      c->queue = this;
-      c->req = IoRequest{};
-      ForwardRequest(*parent, &c->req);
-      c->req.on_complete = &OnDone;
-      c->req.user_data = c;
-      children.push_back(&c->req);
-    }
-    if (!children.empty()) lower().Submit(children);
+  std::error_code Translate(const IoRequest& req, IoRequest* down) override {
+    const bool writes = req.op == Op::kWrite || req.op == Op::kWriteZeroes;
+    if (writes && !dev_.Admit(req.length)) return SystemError(ENOSPC);
+    return {};
   }
 
  private:
-  struct Child {
-    IoRequest req;
-    IoRequest* parent = nullptr;
-    FaultQueue* queue = nullptr;
-  };
-  static void OnDone(IoRequest& r) {
-    Child* c = static_cast<Child*>(r.user_data);
-    c->queue->Complete(*c->parent, r.status);
-    c->queue->pool_.Put(c);
-  }
-
   FaultDevice& dev_;
-  RequestPool<Child> pool_;
 };
 
 }  // namespace

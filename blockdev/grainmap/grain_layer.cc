@@ -1,0 +1,103 @@
+#include "blockdev/grainmap/grain_layer.h"
+
+#include <algorithm>
+
+#include "lib/size.h"
+#include "lib/sync_io.h"
+
+namespace vstack {
+
+bool ValidGrain(uint64_t grain) {
+  return grain >= 4096 && grain <= 65536 && (grain & (grain - 1)) == 0;
+}
+
+Result<GrainOptions> ParseGrainOptions(const OptionValues& values, uint64_t lower_size,
+                                       const char* layer, bool with_size) {
+  GrainOptions o;
+  VSTACK_ASSIGN_OR_RETURN(uint64_t grain, values.Size("grain"));
+  if (!ValidGrain(grain)) {
+    return MakeError(Errc::kInvalidArgument, std::string(layer) + ": option 'grain': " +
+                                                 std::to_string(grain) +
+                                                 " is not a power of two from 4K to 64K");
+  }
+  o.grain = static_cast<uint32_t>(grain);
+  o.grain_given = values.Has("grain");
+  if (!with_size) return o;
+  o.size_given = values.Has("size");
+  if (o.size_given) {
+    VSTACK_ASSIGN_OR_RETURN(o.size, values.Size("size"));
+    if (o.size == 0 || o.size % o.grain) {
+      return MakeError(Errc::kInvalidArgument, std::string(layer) + ": option 'size': " +
+                                                   std::to_string(o.size) +
+                                                   " is not a positive multiple of the grain (" +
+                                                   std::to_string(o.grain) + ")");
+    }
+  } else {
+    o.size = lower_size / o.grain * o.grain;
+  }
+  return o;
+}
+
+Error FormattedWith(const char* layer, const std::string& option, const std::string& stored,
+                    const std::string& given) {
+  return MakeError(Errc::kInvalidArgument, std::string(layer) + ": option '" + option +
+                                               "': the device was formatted with " + option +
+                                               "=" + stored + ", not " + given);
+}
+
+uint64_t GrainJournalBytes(uint64_t lower_size) {
+  return std::clamp<uint64_t>(lower_size / 256, 1 << 20, 64 << 20) / kMetaPageSize * kMetaPageSize;
+}
+
+Result<UnitLayout> FitUnits(uint64_t lower_size, uint32_t unit_bytes, uint64_t max_units,
+                            const std::function<Superblock(uint64_t units)>& plan,
+                            const std::string& too_small) {
+  uint64_t units = std::min<uint64_t>(lower_size / unit_bytes, max_units);
+  for (;;) {
+    Superblock sb = plan(units);
+    const uint64_t need = sb.data_offset + units * unit_bytes;
+    if (need <= lower_size && units > 0) return UnitLayout{std::move(sb), units};
+    const uint64_t excess =
+        need > lower_size ? (need - lower_size + unit_bytes - 1) / unit_bytes : 1;
+    if (excess >= units) return MakeError(Errc::kNoSpace, too_small);
+    units -= excess;
+  }
+}
+
+Result<OpenedBelow> OpenSuperblock(BlockDevice& lower, const char* magic, const char* layer,
+                                   bool read_only) {
+  const std::string who = layer;
+  if (!lower.Has(kCapThreadSafe)) {
+    return MakeError(Errc::kNotSupported, who + ": the device below must support several queues");
+  }
+  OpenedBelow o;
+  o.read_only = read_only || lower.read_only();
+  o.lower_size = lower.geometry().size_bytes;
+  Result<Superblock> sb = [&] {
+    SyncIo io(lower);
+    return ReadSuperblock(io, magic, who);
+  }();
+  if (sb) {
+    o.sb = std::move(*sb);
+  } else if (sb.error().code != make_error_code(Errc::kNotFound)) {
+    return std::move(sb).error();
+  }
+  return o;
+}
+
+GrainLayer::GrainLayer(std::string kind, DevicePtr lower, uint32_t grain, uint64_t size,
+                       uint64_t data_offset, Capabilities own, Capabilities writes,
+                       bool read_only, Capabilities writes_from_below)
+    : Layer(std::move(kind), std::move(lower)), grain_(grain), data_offset_(data_offset) {
+  Geometry& g = mutable_geometry();
+  g.size_bytes = size;
+  g.physical_block = std::max<uint32_t>(g.physical_block, grain);
+  g.optimal_transfer = grain;
+  g.max_transfer = std::max<uint64_t>(1 << 20, grain);
+  const Capabilities below = lower_device().capabilities();
+  Capabilities caps = own | (below & (kCapPersistent | kCapThreadSafe));
+  if (!read_only && (below & kCapWrite)) caps |= writes | (below & writes_from_below);
+  set_capabilities(caps);
+}
+
+}  // namespace vstack

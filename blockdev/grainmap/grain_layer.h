@@ -1,0 +1,95 @@
+// The grain-mapped layer base: what every layer that cuts the virtual device into fixed-size
+// grains has in common (dedup, zstd and crc32c build on it; a new one, lz4 or encryption,
+// would too). A concrete layer supplies only its own part: its superblock payload, its tables,
+// its engine and the per-grain work of its queue (grain_queue.h).
+//
+//  - Options: `grain` (a power of two from 4K to 64K) and, for thin layers, `size`, checked
+//    once here; an option that disagrees with a formatted device is refused by name.
+//  - Layout: FitUnits plans superblock, journal and tables for as many stored units (grains,
+//    bins) as the device below holds after the metadata they need.
+//  - Opening: OpenSuperblock checks the device below and reads the superblock (nullopt: blank).
+//  - GrainLayer: geometry (size, grain as physical block and optimal transfer, 1 MiB transfers)
+//    and capabilities (the layer's own, plus persistence and thread safety from below).
+//  - MappedLayer<Engine> (mapped_layer.h): a layer whose whole state is one engine over a
+//    MetaStore (dedup, zstd): format/attach/load, group commits, close, MapExtents and the
+//    journal figures.
+#ifndef VSTACK_BLOCKDEV_GRAINMAP_GRAIN_LAYER_H_
+#define VSTACK_BLOCKDEV_GRAINMAP_GRAIN_LAYER_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "blockdev/metastore/superblock.h"
+#include "lib/layer.h"
+#include "lib/registry.h"
+
+namespace vstack {
+
+// True for the grain sizes grain layers accept: powers of two from 4 KiB to 64 KiB.
+bool ValidGrain(uint64_t grain);
+
+// The options every grain layer shares.
+struct GrainOptions {
+  uint32_t grain = 4096;
+  bool grain_given = false;  // else a formatted device keeps its own grain
+  uint64_t size = 0;         // virtual size (thin layers); default: the device below, in grains
+  bool size_given = false;
+};
+
+// Parses `grain` and, if `with_size`, `size` (a positive multiple of the grain). Errors name
+// `layer` and the option.
+Result<GrainOptions> ParseGrainOptions(const OptionValues& values, uint64_t lower_size,
+                                       const char* layer, bool with_size);
+
+// "<layer>: option '<option>': the device was formatted with <option>=<stored>, not <given>".
+Error FormattedWith(const char* layer, const std::string& option, const std::string& stored,
+                    const std::string& given);
+
+// The journal size of a layer over `lower_size` bytes: 1/256 of it, from 1 MiB to 64 MiB.
+uint64_t GrainJournalBytes(uint64_t lower_size);
+
+// Fits the most units of `unit_bytes` (at most `max_units`) that the device below holds after
+// the metadata `plan(units)` lays out (the superblock it returns gives data_offset). kNoSpace
+// with `too_small` when not even one unit fits.
+struct UnitLayout {
+  Superblock sb;
+  uint64_t units = 0;
+};
+Result<UnitLayout> FitUnits(uint64_t lower_size, uint32_t unit_bytes, uint64_t max_units,
+                            const std::function<Superblock(uint64_t units)>& plan,
+                            const std::string& too_small);
+
+// The start of every grain layer's Open: the device below must be thread-safe; a read-only
+// device below makes the layer read-only; the superblock is read (nullopt: a blank device).
+struct OpenedBelow {
+  bool read_only = false;
+  uint64_t lower_size = 0;
+  std::optional<Superblock> sb;
+};
+Result<OpenedBelow> OpenSuperblock(BlockDevice& lower, const char* magic, const char* layer,
+                                   bool read_only);
+
+class GrainLayer : public Layer {
+ public:
+  uint32_t grain() const { return grain_; }
+  // Byte offset on the device below where stored data starts.
+  uint64_t data_offset() const { return data_offset_; }
+
+ protected:
+  // Presents `size` bytes in grains of `grain`. Capabilities: `own` (reading), plus `writes`
+  // and those of `writes_from_below` the device below has, unless read-only or the device
+  // below cannot write; plus persistence and thread safety from below.
+  GrainLayer(std::string kind, DevicePtr lower, uint32_t grain, uint64_t size,
+             uint64_t data_offset, Capabilities own, Capabilities writes, bool read_only,
+             Capabilities writes_from_below = 0);
+
+ private:
+  const uint32_t grain_;
+  const uint64_t data_offset_;
+};
+
+}  // namespace vstack
+
+#endif  // VSTACK_BLOCKDEV_GRAINMAP_GRAIN_LAYER_H_

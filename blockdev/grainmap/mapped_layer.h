@@ -1,0 +1,126 @@
+// MappedLayer<Engine>: a grain layer whose whole state is one engine over a MetaStore (dedup,
+// zstd). It owns the store and the engine and does, the same way for each, what surrounds the
+// engine: creating the store (format) or attaching and loading it, group commits, the commit
+// at close, MapExtents and the journal figures of `vstack info`.
+//
+// Engine: LoadEntry(table, index, entry) -> Status; FinishLoad(); TakeSnapshot() -> a Snapshot
+// with a `MetaBatch batch`; FinishCommit(Snapshot, bool); pending_bytes();
+// MapEntries(first, count, std::vector<Entry>*); and map entry constants kUnmapped and kZero.
+#ifndef VSTACK_BLOCKDEV_GRAINMAP_MAPPED_LAYER_H_
+#define VSTACK_BLOCKDEV_GRAINMAP_MAPPED_LAYER_H_
+
+#include <algorithm>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "blockdev/grainmap/grain_layer.h"
+#include "blockdev/metastore/meta_store.h"
+
+namespace vstack {
+
+// The capabilities of a mapping layer: it reads, flushes and reports extents; writable, it
+// discards and zeroes by remapping (fast, and discarded grains read as zeros).
+inline constexpr Capabilities kMappedOwnCaps = kCapRead | kCapFlush | kCapExtents;
+inline constexpr Capabilities kMappedWriteCaps =
+    kCapWrite | kCapDiscard | kCapWriteZeroes | kCapDiscardZeroes | kCapFastZeroes;
+
+// Appends the journal figures of `store` (none if null).
+void AppendJournalProperties(MetaStore* store, PropertyList& out);
+
+// Creates the store of a blank device: formats `sb` onto `lower`, or (read-only) nothing.
+Result<std::unique_ptr<MetaStore>> FormatUnlessReadOnly(BlockDevice& lower, const Superblock& sb,
+                                                         bool read_only, const char* layer);
+
+template <class Engine>
+class MappedLayer : public GrainLayer {
+ public:
+  Engine& engine() { return *engine_; }
+  const Engine& engine() const { return *engine_; }
+  // Commits every finished operation's metadata (group commit; blocks the caller).
+  Status Commit() {
+    if (!store_ || store_->read_only()) return OkStatus();
+    Status s = CommitEngine(*store_, *engine_);
+    CountShared(commits_counter_);
+    return s;
+  }
+  // A commit is due once this many bytes of metadata records are pending.
+  size_t commit_threshold() const { return commit_threshold_; }
+  // Commits if the pending records passed the threshold (before a batch of requests).
+  void CommitIfDue() {
+    if (engine_->pending_bytes() > commit_threshold_) (void)Commit();
+  }
+
+  Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override {
+    VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
+    constexpr uint64_t kBatch = 4096;  // map entries looked up per lock
+    const uint64_t g = grain();
+    std::vector<std::remove_const_t<decltype(Engine::kZero)>> entries;
+    uint64_t batch_first = 0;
+    for (uint64_t pos = offset; pos < offset + length;) {
+      const uint64_t v = pos / g;
+      if (entries.empty() || v >= batch_first + entries.size()) {
+        entries.clear();
+        batch_first = v;
+        const uint64_t last = (offset + length - 1) / g;
+        engine_->MapEntries(v, std::min<uint64_t>(kBatch, last - v + 1), &entries);
+      }
+      const uint64_t end = std::min<uint64_t>((v + 1) * g, offset + length);
+      const auto e = entries[v - batch_first];
+      uint32_t flags = 0;
+      if (e == Engine::kUnmapped) flags = kExtentHole | kExtentZero;
+      if (e == Engine::kZero) flags = kExtentZero;
+      AppendExtent(out, pos, end - pos, flags);
+      pos = end;
+    }
+    return OkStatus();
+  }
+
+ protected:
+  // `store` is null on a read-only blank device; make_engine(store) makes the engine over
+  // it. `commits_counter`: the layer's counter of commits.
+  template <class MakeEngine>
+  MappedLayer(std::string kind, DevicePtr lower, uint32_t grain, uint64_t size,
+              uint64_t data_offset, std::unique_ptr<MetaStore> store, MakeEngine make_engine,
+              bool read_only, size_t commits_counter)
+      : GrainLayer(std::move(kind), std::move(lower), grain, size, data_offset, kMappedOwnCaps,
+                   kMappedWriteCaps, read_only),
+        store_(std::move(store)),
+        engine_(make_engine(store_.get())),
+        commits_counter_(commits_counter) {
+    if (store_) commit_threshold_ = store_->superblock().journal_bytes / 4;
+  }
+
+  // The last step of Open: a formatted (or blank read-only) device starts empty; an attached
+  // one loads its tables and replays its journal.
+  Status Load(bool blank) {
+    if (blank) {
+      engine_->FinishLoad();
+      return OkStatus();
+    }
+    return LoadEngine(*store_, *engine_, kind().c_str());
+  }
+
+  Status CloseLayer() override {
+    if (!store_) return OkStatus();
+    if (!store_->read_only()) CountShared(commits_counter_);
+    return CloseEngine(*store_, *engine_);
+  }
+
+  MetaStore* store() const { return store_.get(); }
+  // Commits after Check repaired something (`repaired_before`: out->repaired before it ran).
+  Status CommitRepairs(const CheckResult& out, uint64_t repaired_before) {
+    if (out.repaired > repaired_before && store_ && !store_->read_only()) return Commit();
+    return OkStatus();
+  }
+
+ private:
+  std::unique_ptr<MetaStore> store_;  // null on a read-only blank device
+  std::unique_ptr<Engine> engine_;
+  const size_t commits_counter_;
+  size_t commit_threshold_ = 0;
+};
+
+}  // namespace vstack
+
+#endif  // VSTACK_BLOCKDEV_GRAINMAP_MAPPED_LAYER_H_
