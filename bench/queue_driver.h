@@ -11,10 +11,15 @@
 // and optionally
 //   void Submitting(std::span<IoRequest* const> batch);  // right before a batch goes down
 //
-// The loop: every free slot asks Next and the requests go down as one batch; then the driver
-// polls for at least one completion, and repeats. Requests that complete inside Submit (memory,
-// null, file and CPU-bound layers) are resubmitted in the next batch; io_uring completes them
-// in Poll. When Next says the run is over, Run waits for the requests in flight and returns.
+// Two ways to keep the depth (Resubmit):
+//   kFromCompletion  each completion asks Next and resubmits its slot from the callback; the
+//                    queue plugs those into one batch (docs/design.md, "Plugging"). The least
+//                    work per request: the Google Benchmark suites use it.
+//   kFromLoop        completions only free their slot; the loop asks Next for every free slot,
+//                    submits them as one batch, then polls for at least one completion, and
+//                    repeats, so the caller's code runs between batches (the workload runner
+//                    stamps submission times there).
+// Either way, once Next says the run is over, Run waits for the requests in flight and returns.
 #ifndef VSTACK_BENCH_QUEUE_DRIVER_H_
 #define VSTACK_BENCH_QUEUE_DRIVER_H_
 
@@ -48,13 +53,17 @@ struct SlotBuffers {
   bool register_buffers = true;  // announce them with IoQueue::RegisterBuffers
 };
 
+enum class Resubmit { kFromCompletion, kFromLoop };
+
 template <typename Source>
 class DepthDriver {
  public:
   // REQUIRES: `queue` and `source` outlive the driver; no one else uses the queue meanwhile.
-  DepthDriver(IoQueue& queue, Source& source, uint32_t depth, const SlotBuffers& b)
+  DepthDriver(IoQueue& queue, Source& source, uint32_t depth, const SlotBuffers& b,
+              Resubmit mode = Resubmit::kFromCompletion)
       : queue_(queue),
         source_(source),
+        mode_(mode),
         buffers_(static_cast<size_t>(depth) * b.per_slot * b.block_size, b.alignment),
         slots_(depth) {
     free_.reserve(depth);
@@ -87,39 +96,53 @@ class DepthDriver {
   // Issues requests until the source's Next returns false, then waits for those in flight.
   void Run() {
     for (;;) {
-      bool over = false;
-      while (!free_.empty()) {
-        DriverSlot* s = free_.back();
-        if (!source_.Next(*s)) {
-          over = true;
-          break;
-        }
-        free_.pop_back();
-        batch_.push_back(&s->req);
-      }
-      if (!batch_.empty()) {
-        if constexpr (requires { source_.Submitting(std::span<IoRequest* const>(batch_)); }) {
-          source_.Submitting(std::span<IoRequest* const>(batch_));
-        }
-        queue_.Submit(batch_);
-        batch_.clear();
-      }
-      if (over) break;
+      const bool over = !FillBatch();
+      SubmitBatch();
+      if (over || mode_ == Resubmit::kFromCompletion) break;
       if (queue_.in_flight() > 0) queue_.Poll(1);
     }
     queue_.WaitIdle();
   }
 
  private:
+  // Asks Next for every free slot; false once the run is over.
+  bool FillBatch() {
+    while (!free_.empty()) {
+      DriverSlot* s = free_.back();
+      if (!source_.Next(*s)) return false;
+      free_.pop_back();
+      batch_.push_back(&s->req);
+    }
+    return true;
+  }
+
+  void SubmitBatch() {
+    if (batch_.empty()) return;
+    Submitting(batch_);
+    queue_.Submit(batch_);
+    batch_.clear();
+  }
+
+  void Submitting(std::span<IoRequest* const> batch) {
+    if constexpr (requires { source_.Submitting(batch); }) source_.Submitting(batch);
+  }
+
   static void OnDone(IoRequest& r) {
     DriverSlot& s = *static_cast<DriverSlot*>(r.user_data);
     auto& d = *static_cast<DepthDriver*>(s.driver);
     d.source_.Done(s);
+    if (d.mode_ == Resubmit::kFromCompletion && d.source_.Next(s)) {
+      IoRequest* one = &s.req;
+      d.Submitting(std::span<IoRequest* const>(&one, 1));
+      d.queue_.Submit(s.req);
+      return;
+    }
     d.free_.push_back(&s);
   }
 
   IoQueue& queue_;
   Source& source_;
+  const Resubmit mode_;
   AlignedBuffer buffers_;
   std::vector<DriverSlot> slots_;
   std::vector<DriverSlot*> free_;
@@ -160,6 +183,7 @@ class QueueDriver {
   uint64_t NextOffset();
 
   DriverConfig config_;
+  const bool fill_writes_;  // writes with a content hook
   uint64_t blocks_;  // span / block_size
   uint64_t rng_;
   uint64_t left_ = 0;    // requests still to issue in this Run
@@ -168,6 +192,31 @@ class QueueDriver {
   std::error_code error_;
   DepthDriver<QueueDriver> driver_;  // last: its destructor waits for the queue
 };
+
+// Inline: the driver calls it for every request.
+inline uint64_t QueueDriver::NextOffset() {
+  if (config_.sequential) {
+    const uint64_t b = next_block_;
+    next_block_ = b + 1 == blocks_ ? 0 : b + 1;
+    return config_.base + b * config_.block_size;
+  }
+  rng_ ^= rng_ >> 12;
+  rng_ ^= rng_ << 25;
+  rng_ ^= rng_ >> 27;
+  return config_.base + ((rng_ * 0x2545F4914F6CDD1Dull) % blocks_) * config_.block_size;
+}
+
+inline bool QueueDriver::Next(DriverSlot& s) {
+  if (left_ == 0) return false;
+  --left_;
+  s.req.offset = NextOffset();
+  if (fill_writes_) {
+    config_.fill(std::span<std::byte>(static_cast<std::byte*>(s.write_iov.iov_base),
+                                      s.write_iov.iov_len),
+                 writes_++);
+  }
+  return true;
+}
 
 }  // namespace vstack::bench
 
