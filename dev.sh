@@ -19,7 +19,9 @@ PACKAGES=(
   nbdkit nbdkit-plugin-dev libnbd-dev libnbd-bin
   clang libclang-rt-14-dev
   e2fsprogs sqlite3 librsvg2-bin procps
+  doxygen help2man dpkg-dev
   python3
+  ceph-mon ceph-osd ceph-mgr ceph-common librbd-dev librados-dev libradospp-dev uuid-runtime
 )
 
 JOBS=$(nproc)
@@ -63,6 +65,14 @@ fuzz_vhd() {
     return 1
   fi
   tail -n 4 "$work/log"
+  echo "== fuzz: vhdx for 20 s (inputs and any crash in $work)"
+  mkdir -p "$work/vhdx"
+  if ! build-fuzz/vhdx_fuzz -max_total_time=20 -max_len=11000000 -artifact_prefix="$work/" "$work/vhdx" \
+      tests/fuzz/corpus/vhdx >"$work/log" 2>&1; then
+    cat "$work/log"
+    return 1
+  fi
+  tail -n 4 "$work/log"
   rm -rf "$work"
 }
 
@@ -76,6 +86,15 @@ install_nbdkit_plugin() {
   else
     echo "== note: $dir is not writable; \`nbdkit vstack\` needs build/nbdkit-vstack-plugin.so there"
   fi
+}
+
+# The library as users get it: install, exported symbols, the .deb, the examples built against
+# the installed package with the source tree moved away (tests/install/run.sh), and the API
+# reference (Doxygen; any warning fails).
+install_test() {
+  tests/install/run.sh build
+  echo "== docs: Doxygen"
+  cmake --build build --target vstack_docs
 }
 
 run_tests() {
@@ -101,6 +120,7 @@ case "${1:-}" in
     install_nbdkit_plugin
     build build-asan -DVSTACK_SANITIZE=ON -DVSTACK_BUILD_BENCH=OFF
     run_tests build
+    install_test
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       run_tests build-asan
     fuzz_vhd

@@ -11,6 +11,9 @@
 #include <span>
 #include <utility>
 
+#include "lib/export.h"
+
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 class AlignedBuffer {
@@ -46,5 +49,6 @@ class AlignedBuffer {
 };
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_ALIGNED_BUFFER_H_

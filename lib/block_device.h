@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "lib/errors.h"
+#include "lib/export.h"
 #include "lib/extent.h"
 #include "lib/geometry.h"
 #include "lib/io_request.h"
@@ -39,6 +40,7 @@
 #include "lib/space_usage.h"
 #include "lib/stats.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 class IoQueue;
@@ -279,5 +281,6 @@ class IoQueue {
 };
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_BLOCK_DEVICE_H_

@@ -17,6 +17,9 @@
 #include <utility>
 #include <variant>
 
+#include "lib/export.h"
+
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 enum class Errc {
@@ -123,6 +126,7 @@ namespace std {
 template <>
 struct is_error_code_enum<vstack::Errc> : true_type {};
 }  // namespace std
+VSTACK_PUBLIC_END
 
 // Propagates an error from an expression returning Result<T>/Status. Use inside functions that
 // return Result<U> or Status.

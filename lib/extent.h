@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "lib/export.h"
+
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 enum ExtentFlag : uint32_t {
@@ -26,5 +29,6 @@ struct Extent {
 void AppendExtent(std::vector<Extent>* out, uint64_t offset, uint64_t length, uint32_t flags);
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_EXTENT_H_

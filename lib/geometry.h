@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <string>
 
+#include "lib/export.h"
+
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 struct Geometry {
@@ -50,5 +53,6 @@ using Capabilities = uint32_t;
 std::string CapabilitiesToString(Capabilities caps);
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_GEOMETRY_H_

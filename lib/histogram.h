@@ -14,6 +14,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "lib/export.h"
+
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 // A counter with a single writer and many readers: increments compile to plain loads and
@@ -87,5 +90,6 @@ class LatencyHistogram {
 };
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_HISTOGRAM_H_

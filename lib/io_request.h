@@ -9,6 +9,9 @@
 #include <string_view>
 #include <system_error>
 
+#include "lib/export.h"
+
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 enum class Op : uint8_t { kRead, kWrite, kFlush, kDiscard, kWriteZeroes };
@@ -50,5 +53,6 @@ struct IoRequest {
 };
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_IO_REQUEST_H_

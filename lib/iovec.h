@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "lib/export.h"
+
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 uint64_t IovLength(const iovec* iov, uint32_t iovcnt);
@@ -30,5 +33,6 @@ void ZeroIov(const iovec* iov, uint32_t iovcnt, uint64_t offset, uint64_t length
 bool IsZero(const void* data, size_t length);
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_IOVEC_H_

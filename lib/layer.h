@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "lib/block_device.h"
+#include "lib/export.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 class Layer : public BlockDevice {
@@ -93,5 +95,6 @@ class RequestPool {
 };
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_LAYER_H_

@@ -8,6 +8,9 @@
 #include <variant>
 #include <vector>
 
+#include "lib/export.h"
+
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 using PropertyValue = std::variant<std::string, uint64_t, int64_t, double, bool>;
@@ -23,5 +26,6 @@ using PropertyList = std::vector<Property>;
 std::string PropertyValueToString(const PropertyValue& v);
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_PROPERTY_H_

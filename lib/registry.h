@@ -5,9 +5,9 @@
 //
 //   VSTACK_REGISTER_COMPONENT(memory, MemoryComponent());
 //
-// (cmake links every component whole-archive so the initialisers always run.) Open() checks
-// every name and option against the registry before anything is opened, and names the valid
-// choices in its errors.
+// (libvstack.a is one prelinked object, so the initialisers always run; docs/library.md.)
+// Open() checks every name and option against the registry before anything is opened, and
+// names the valid choices in its errors.
 #ifndef VSTACK_LIB_REGISTRY_H_
 #define VSTACK_LIB_REGISTRY_H_
 
@@ -19,8 +19,10 @@
 
 #include "lib/block_device.h"
 #include "lib/errors.h"
+#include "lib/export.h"
 #include "lib/spec.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 struct OptionInfo {
@@ -138,5 +140,6 @@ Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& op
                             std::string* chosen_spec = nullptr);
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_REGISTRY_H_

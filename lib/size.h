@@ -8,7 +8,9 @@
 #include <string_view>
 
 #include "lib/errors.h"
+#include "lib/export.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 // Errors name the offending text: "invalid size '12Q': unknown suffix 'Q'".
@@ -18,5 +20,6 @@ Result<uint64_t> ParseSize(std::string_view text);
 std::string FormatSize(uint64_t bytes);
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_SIZE_H_

@@ -8,8 +8,10 @@
 
 #include <cstdint>
 
+#include "lib/export.h"
 #include "lib/property.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 struct SpaceUsage {
@@ -32,5 +34,6 @@ struct SpaceUsage {
 void AppendSpaceProperties(const SpaceUsage& u, PropertyList& out);
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_SPACE_USAGE_H_

@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "lib/errors.h"
+#include "lib/export.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 struct SpecOption {
@@ -40,5 +42,6 @@ std::string FormatSpecPart(const SpecPart& part);
 std::string FormatSpec(const std::vector<SpecPart>& parts);
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_SPEC_H_

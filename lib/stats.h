@@ -15,9 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "lib/export.h"
 #include "lib/histogram.h"
 #include "lib/io_request.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 struct OpCounts {
@@ -72,5 +74,6 @@ class QueueStats {
 };
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_STATS_H_

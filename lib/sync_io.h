@@ -12,7 +12,9 @@
 #include <system_error>
 
 #include "lib/block_device.h"
+#include "lib/export.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
 // Submits `req` to `queue` and polls until it completes. Returns req.status.
@@ -43,5 +45,6 @@ class SyncIo {
 };
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_SYNC_IO_H_

@@ -12,10 +12,12 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "bench/anchors/anchors.h"
 #include "bench/anchors/child_process.h"
 #include "bench/workload/matrix.h"
+#include "bench/workload/seed_presets.h"
 #include "bench/workload/summary.h"
 #include "lib/registry.h"
 #include "lib/size.h"
@@ -49,6 +51,10 @@ struct BenchArgs {
        quiet = false;
   OutputFormat output = OutputFormat::kText;
   std::string command_line;
+  // Seeds (docs/seeds.md): a seed preset, and CPU Ready with the quantum scheduler.
+  std::string preset, quantum, ready_stall = "exp:4ms";
+  std::vector<double> cpu_ready;
+  uint32_t schedulers = 1;
 };
 
 // The command line as typed, from /proc/self/cmdline.
@@ -97,6 +103,30 @@ Result<bool> ParseOnOff(const std::string& flag, const std::string& text) {
   return MakeError(Errc::kInvalidArgument, flag + ": '" + text + "' is neither on nor off");
 }
 
+// --cpu-ready, --quantum, --ready-stall, --schedulers: the quantum scheduler's knobs. Several
+// --cpu-ready values make a sweep (one plan per value and stack, see SweepCpuReady).
+Status ApplySchedulerArgs(const BenchArgs& a, bench::WorkloadKnobs* k) {
+  if (!a.quantum.empty()) {
+    VSTACK_ASSIGN_OR_RETURN(double q, ParseSeconds("--quantum", a.quantum));
+    if (!(q > 0 && q <= 10)) {
+      return MakeError(Errc::kInvalidArgument, "--quantum: '" + a.quantum + "' is not in (0, 10s]");
+    }
+    k->quantum_ns = static_cast<uint64_t>(q * 1e9);
+  } else if (!a.cpu_ready.empty()) {
+    k->quantum_ns = 4'000'000;  // SQLOS's quantum
+  }
+  if (a.cpu_ready.size() == 1) k->cpu_ready_pct = a.cpu_ready.front();
+  for (double v : a.cpu_ready) {
+    if (!(v >= 0 && v < 100)) {
+      return MakeError(Errc::kInvalidArgument,
+                       "--cpu-ready: " + fmt::format("{}", v) + " is not a percentage in [0, 100)");
+    }
+  }
+  k->ready_stall = a.ready_stall;
+  k->schedulers = a.schedulers;
+  return OkStatus();
+}
+
 // Every knob checked before anything is created.
 Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
   bench::MatrixOptions o;
@@ -131,6 +161,12 @@ Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
   }
   k.dedupe_pct = a.dedupe_pct;
   k.compress_pct = a.compress_pct;
+  std::optional<bench::SeedPreset> preset;
+  if (!a.preset.empty()) {
+    VSTACK_ASSIGN_OR_RETURN(preset, bench::FindSeedPreset(a.preset));
+    bench::ApplySeedKnobs(*preset, &k);
+  }
+  VSTACK_RETURN_IF_ERROR(ApplySchedulerArgs(a, &k));
   VSTACK_RETURN_IF_ERROR(bench::ValidateKnobs(k));
   if (a.rounds < 1 || a.rounds > 1000) {
     return MakeError(Errc::kInvalidArgument, "--rounds: " + std::to_string(a.rounds) + " is not in 1..1000");
@@ -144,7 +180,12 @@ Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
   backend.backend = a.backend;
   VSTACK_ASSIGN_OR_RETURN(backend.direct, ParseOnOff("--direct", a.direct));
   VSTACK_ASSIGN_OR_RETURN(bench::Prepare prepare, bench::ParsePrepare(a.prepare));
-  if (a.stacks.empty()) {
+  if (preset && !a.stacks.empty()) {
+    return MakeError(Errc::kInvalidArgument, "--preset brings its own stacks: drop --stack");
+  }
+  if (preset) {
+    o.stacks = preset->stacks;
+  } else if (a.stacks.empty()) {
     o.stacks = bench::DefaultMatrix(backend);
   } else {
     for (const std::string& s : a.stacks) {
@@ -152,6 +193,7 @@ Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
       o.stacks.push_back(std::move(p));
     }
   }
+  if (a.cpu_ready.size() > 1) o.stacks = bench::SweepCpuReady(o.stacks, a.cpu_ready);
   for (bench::StackPlan& p : o.stacks) {
     if (prepare != bench::Prepare::kAuto) p.prepare = prepare;
     if (!p.image.empty() && k.target_size == 0) {
@@ -239,6 +281,7 @@ void RunBench(const BenchArgs& args) {
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   report.command = args.command_line;
+  report.preset = args.preset;
   report.summary = bench::Summarize(report.result);
 
   if (args.output == OutputFormat::kJson) {
@@ -315,8 +358,20 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_flag("--qemu-create", a->qemu_create,
                 "create the images qemu can open (raw, vpc) with `qemu-img create` instead of "
                 "vstack, so vstack and --compare-qemu both start from qemu's own image");
-  cmd->add_flag("--compare-fio", a->compare_fio, "also run fio with the same knobs on the raw file every round");
+  cmd->add_flag("--compare-fio", a->compare_fio, "also run fio with the same knobs on the raw file (or, for an rbd: stack, the RBD image with fio's rbd engine) every round");
   cmd->add_flag("--quiet", a->quiet, "no live progress line");
+  cmd->add_option("--preset", a->preset, "reproduce a published finding (docs/seeds.md): hyperv-passthrough");
+  cmd->add_option("--cpu-ready", a->cpu_ready,
+                  "RDY%: stall each scheduler this share of wall time (quantum scheduler on); "
+                  "several values (1.2,5.1,28.4) sweep")
+      ->delimiter(',');
+  cmd->add_option("--quantum", a->quantum, "cooperative scheduler quantum of wall time (default 4ms "
+                                           "with --cpu-ready)");
+  cmd->add_option("--ready-stall", a->ready_stall, "CPU Ready stall length: 4ms, exp:MEAN, "
+                                                   "uniform:MIN:MAX, lognormal:MEAN:SD")
+      ->capture_default_str();
+  cmd->add_option("--schedulers", a->schedulers, "schedulers (vCPUs) the threads share")
+      ->capture_default_str();
   AddOutputOption(cmd, &a->output);
   cmd->callback([a] {
     a->command_line = CommandLine();

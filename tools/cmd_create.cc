@@ -14,7 +14,19 @@ struct CreateArgs {
   std::string options;
   std::string file;
   std::string size;
+  std::string backing;         // -b: a differencing image over this parent
+  std::string backing_format;  // -F
 };
+
+// A value inside "k=v,k=v": '+', ',', ':' and '\\' escaped (docs/stack-spec.md).
+std::string EscapeOption(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '+' || c == ',' || c == ':' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
 
 void PrintOptions(const std::string& format) {
   const ComponentInfo* c = Registry::Global().Find(format);
@@ -39,6 +51,10 @@ void AddCreateCommand(CLI::App& app) {
   cmd->add_option(
       "-o,--options", args->options,
       "format options k=v,k=v (e.g. subformat=dynamic,block_size=2M); -o help lists them");
+  cmd->add_option("-b,--backing", args->backing,
+                  "a differencing image over this parent (relative to FILE's directory); "
+                  "SIZE defaults to the parent's");
+  cmd->add_option("-F,--backing-format", args->backing_format, "the parent's format: vhd");
   cmd->add_option("file", args->file, "the image file to create (must not exist)");
   cmd->add_option("size", args->size, "virtual size, e.g. 10G, 512M, 1000");
   cmd->callback([args] {
@@ -47,6 +63,12 @@ void AddCreateCommand(CLI::App& app) {
       return;
     }
     if (args->file.empty()) Fail("create", "missing FILE and SIZE (e.g. disk.vhd 10G)");
+    if (!args->backing.empty()) {
+      args->options += std::string(args->options.empty() ? "" : ",") +
+                       "backing_file=" + EscapeOption(args->backing) +
+                       (args->backing_format.empty() ? "" : ",backing_fmt=" + args->backing_format);
+      if (args->size.empty()) args->size = "0";
+    }
     if (args->size.empty()) Fail("create", "missing SIZE (e.g. 10G)");
     auto size = ParseSize(args->size);
     if (!size) Fail("create", size.error().message);
@@ -59,7 +81,7 @@ void AddCreateCommand(CLI::App& app) {
     const uint64_t actual = (*dev)->geometry().size_bytes;
     fmt::print("Created '{}': format {}, virtual size {} ({} bytes){}\n", args->file, args->format,
                FormatSize(actual), actual,
-               actual != *size ? fmt::format(", {} requested", *size) : "");
+               actual != *size && *size != 0 ? fmt::format(", {} requested", *size) : "");
   });
 }
 

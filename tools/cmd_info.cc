@@ -1,7 +1,10 @@
-// vstack info [--output=json] SPEC|FILE: geometry, capabilities and the layer chain of a
-// stack, with each layer's own facts (Properties).
+// vstack info [--output=json] [--backing-chain] SPEC|FILE: geometry, capabilities and the
+// layer chain of a stack, with each layer's own facts (Properties); with --backing-chain, the
+// same for every image of a differencing-VHD chain, top first (qemu-img info --backing-chain).
 #include <fmt/format.h>
 
+#include "formats/vhd/vhd_chain.h"
+#include "formats/vhd/vhd_chain_tools.h"
 #include "lib/registry.h"
 #include "lib/spec.h"
 #include "lib/size.h"
@@ -14,7 +17,23 @@ namespace {
 struct InfoArgs {
   std::string target;
   OutputFormat output = OutputFormat::kText;
+  bool backing_chain = false;
 };
+
+// The images to show: the stack, then (--backing-chain) each parent of a VHD chain, with a
+// spec naming it.
+std::vector<std::pair<std::string, BlockDevice*>> Images(const std::string& spec, BlockDevice& top,
+                                                         bool backing_chain) {
+  std::vector<std::pair<std::string, BlockDevice*>> out = {{spec, &top}};
+  if (!backing_chain) return out;
+  const auto levels = vhd::ChainLevels(top);
+  for (size_t i = 1; i < levels.size(); ++i) {
+    auto* level = const_cast<vhd::VhdDevice*>(levels[i]);
+    const std::string path = vhd::DevicePath(*level->lower());
+    out.emplace_back(path.empty() ? level->Describe() : "vhd+file:" + path, level);
+  }
+  return out;
+}
 
 std::string Limit(uint64_t v) { return v ? std::to_string(v) + " (" + FormatSize(v) + ")" : "unlimited"; }
 
@@ -79,16 +98,28 @@ void AddInfoCommand(CLI::App& app) {
   cmd->add_option("target", args->target, "stack spec (e.g. vhd+file:d.vhd) or image file")
       ->required();
   AddOutputOption(cmd, &args->output);
+  cmd->add_flag("--backing-chain", args->backing_chain,
+                "also show every parent of a differencing VHD, top first");
   cmd->callback([args] {
     std::string spec;
     OpenOptions open;
     open.read_only = !AsksToCreate(args->target);
     auto dev = OpenImage(args->target, open, &spec);
     if (!dev) Fail("info", dev.error().ToString());
+    const auto images = Images(spec, **dev, args->backing_chain);
     if (args->output == OutputFormat::kJson) {
-      fmt::print("{}\n", Json(spec, **dev).dump(2));
-    } else {
-      PrintText(spec, **dev);
+      if (!args->backing_chain) {
+        fmt::print("{}\n", Json(spec, **dev).dump(2));
+        return;
+      }
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& [s, d] : images) arr.push_back(Json(s, *d));
+      fmt::print("{}\n", arr.dump(2));
+      return;
+    }
+    for (size_t i = 0; i < images.size(); ++i) {
+      if (i > 0) fmt::print("\n");
+      PrintText(images[i].first, *images[i].second);
     }
   });
 }

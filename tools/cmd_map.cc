@@ -1,8 +1,11 @@
 // vstack map [--output=json] FILE|SPEC: the allocation of the virtual disk (MapExtents), as
 // extents of data, zeros (allocated, reading as zeros) and holes (not allocated; reading as
-// zeros), like qemu-img map.
+// zeros), like qemu-img map. For a differencing-VHD chain each extent also names the level
+// (0 = the top image) and file that holds it, as qemu-img map's "depth".
 #include <fmt/format.h>
 
+#include "formats/vhd/vhd_chain.h"
+#include "formats/vhd/vhd_chain_tools.h"
 #include "lib/registry.h"
 #include "lib/size.h"
 #include "tools/command.h"
@@ -11,9 +14,9 @@
 namespace vstack::cli {
 namespace {
 
-std::string TypeOf(const Extent& e) {
-  if (e.flags & kExtentHole) return "hole";
-  if (e.flags & kExtentZero) return "zero";
+std::string TypeOf(uint32_t flags) {
+  if (flags & kExtentHole) return "hole";
+  if (flags & kExtentZero) return "zero";
   return "data";
 }
 
@@ -31,20 +34,38 @@ void AddMapCommand(CLI::App& app) {
     std::string spec;
     auto dev = OpenImage(*target, ro, &spec);
     if (!dev) Fail("map", dev.error().ToString());
-    std::vector<Extent> extents;
-    Status s = (*dev)->MapExtents(0, (*dev)->geometry().size_bytes, &extents);
+    std::vector<vhd::LevelExtent> extents;
+    const auto levels = vhd::ChainLevels(**dev);
+    const bool chain = levels.size() > 1;
+    Status s;
+    if (chain) {
+      s = vhd::MapLevels(levels, 0, (*dev)->geometry().size_bytes, &extents);
+    } else {
+      std::vector<Extent> plain;
+      s = (*dev)->MapExtents(0, (*dev)->geometry().size_bytes, &plain);
+      for (const Extent& e : plain) extents.push_back({e.offset, e.length, e.flags, 0});
+    }
     if (!s) Fail("map", s.error().ToString());
+    auto file_of = [&](int level) -> std::string {
+      if (level < 0 || !chain) return "";
+      return vhd::DevicePath(*levels[static_cast<size_t>(level)]->lower());
+    };
     uint64_t data = 0;
-    for (const Extent& e : extents) data += e.flags ? 0 : e.length;
+    for (const auto& e : extents) data += e.flags ? 0 : e.length;
     if (*output == OutputFormat::kJson) {
       nlohmann::json arr = nlohmann::json::array();
-      for (const Extent& e : extents) {
-        arr.push_back({{"start", e.offset},
-                       {"length", e.length},
-                       {"type", TypeOf(e)},
-                       {"data", (e.flags & kExtentZero) == 0},
-                       {"zero", (e.flags & kExtentZero) != 0},
-                       {"hole", (e.flags & kExtentHole) != 0}});
+      for (const auto& e : extents) {
+        nlohmann::json j = {{"start", e.offset},
+                            {"length", e.length},
+                            {"type", TypeOf(e.flags)},
+                            {"data", (e.flags & kExtentZero) == 0},
+                            {"zero", (e.flags & kExtentZero) != 0},
+                            {"hole", (e.flags & kExtentHole) != 0}};
+        if (chain) {
+          j["depth"] = e.level;
+          j["file"] = file_of(e.level);
+        }
+        arr.push_back(j);
       }
       nlohmann::json j = {{"spec", spec},
                           {"size", (*dev)->geometry().size_bytes},
@@ -53,9 +74,17 @@ void AddMapCommand(CLI::App& app) {
       fmt::print("{}\n", j.dump(2));
       return;
     }
-    TextTable table({"Offset", "Length", "Type"}, {true, true, false});
-    for (const Extent& e : extents) {
-      table.AddRow({fmt::format("{:#x}", e.offset), fmt::format("{:#x}", e.length), TypeOf(e)});
+    TextTable table = chain ? TextTable({"Offset", "Length", "Type", "Level", "File"},
+                                        {true, true, false, true, false})
+                            : TextTable({"Offset", "Length", "Type"}, {true, true, false});
+    for (const auto& e : extents) {
+      std::vector<std::string> row = {fmt::format("{:#x}", e.offset),
+                                      fmt::format("{:#x}", e.length), TypeOf(e.flags)};
+      if (chain) {
+        row.push_back(e.level < 0 ? "-" : std::to_string(e.level));
+        row.push_back(file_of(e.level));
+      }
+      table.AddRow(row);
     }
     fmt::print("{}", table.Render());
     fmt::print("{} of {} hold data ({} extents)\n", FormatSize(data),

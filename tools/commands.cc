@@ -12,6 +12,8 @@ void AddConvertCommand(CLI::App& app);
 void AddCompareCommand(CLI::App& app);
 void AddMapCommand(CLI::App& app);
 void AddCompactCommand(CLI::App& app);
+void AddCommitCommand(CLI::App& app);
+void AddRebaseCommand(CLI::App& app);
 void AddSpaceCommand(CLI::App& app);
 void AddServeCommand(CLI::App& app);
 
@@ -26,6 +28,8 @@ const std::vector<CommandRegistration>& AllCommands() {
       {"compare", &AddCompareCommand},
       {"map", &AddMapCommand},
       {"compact", &AddCompactCommand},
+      {"commit", &AddCommitCommand},
+      {"rebase", &AddRebaseCommand},
       {"space", &AddSpaceCommand},
       {"serve", &AddServeCommand},
   };

@@ -1,11 +1,8 @@
 // vstack: the command line. Subcommands are listed in commands.cc.
 #include <cstdio>
 
+#include "lib/version.h"
 #include "tools/command.h"
-
-#ifndef VSTACK_VERSION
-#define VSTACK_VERSION "0.0.0"
-#endif
 
 namespace vstack::cli {
 
@@ -23,7 +20,7 @@ int main(int argc, char** argv) {
                "strings such as dedup+zstd+vhd+file:/var/tmp/d.vhd, benchmark them side by side "
                "and measure their space savings.",
                "vstack"};
-  app.set_version_flag("--version", std::string("vstack ") + VSTACK_VERSION);
+  app.set_version_flag("--version", std::string("vstack ") + vstack::Version());
   app.require_subcommand(1);
   app.footer("Stack specs: see `vstack layers` and docs/stack-spec.md.");
   for (const auto& c : vstack::cli::AllCommands()) c.add(app);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "bench/anchors/child_process.h"
 #include "bench/workload/image_setup.h"
@@ -117,7 +118,33 @@ class FioAnchor final : public Anchor {
  public:
 
   std::string name() const override { return "fio"; }
-  bool AppliesTo(const StackPlan& plan) const override { return plan.raw_file; }
+  bool AppliesTo(const StackPlan& plan) const override {
+    return plan.raw_file || RbdImage(plan.spec);
+  }
+
+  // fio's rbd engine on the image when `spec` is one rbd: backend; fio finds the cluster as
+  // librados does ($CEPH_CONF), like the backend without conf=.
+  static std::optional<SpecPart> RbdImage(const std::string& spec) {
+    auto parts = ParseSpec(spec);
+    if (!parts || parts->size() != 1 || parts->front().name != "rbd") return std::nullopt;
+    return parts->front();
+  }
+  static void UseRbdEngine(const SpecPart& rbd, std::vector<std::string>& argv) {
+    std::erase_if(argv, [](const std::string& a) {
+      return a.starts_with("--filename=") || a.starts_with("--ioengine=") ||
+             a.starts_with("--direct=") || a == "--fixedbufs=1" || a == "--registerfiles=1" ||
+             a == "--allow_file_create=0";
+    });
+    const size_t slash = rbd.positional.find('/');
+    std::string client = "admin";
+    for (const SpecOption& o : rbd.options) {
+      if (o.key == "id") client = o.value;
+    }
+    argv.push_back("--ioengine=rbd");
+    argv.push_back("--pool=" + rbd.positional.substr(0, slash));
+    argv.push_back("--rbdname=" + rbd.positional.substr(slash + 1));
+    argv.push_back("--clientname=" + client);
+  }
 
   Result<AnchorResult> Run(const AnchorJob& job) override {
     const WorkloadKnobs& k = job.knobs;
@@ -165,6 +192,7 @@ class FioAnchor final : public Anchor {
       if (k.compress_pct) argv.push_back("--buffer_compress_percentage=" + std::to_string(k.compress_pct));
       if (k.dedupe_pct) argv.push_back("--dedupe_percentage=" + std::to_string(k.dedupe_pct));
     }
+    if (auto rbd = RbdImage(job.plan->spec)) UseRbdEngine(*rbd, argv);
     VSTACK_ASSIGN_OR_RETURN(ChildResult r, RunTool(argv, job.stop));
     const size_t brace = r.output.find('{');
     const auto doc = nlohmann::json::parse(brace == std::string::npos ? "" : r.output.substr(brace),

@@ -13,7 +13,9 @@
 #include "bench/workload/run_result.h"
 #include "bench/workload/stack_plan.h"
 #include "lib/errors.h"
+#include "lib/export.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
 
 struct AnchorJob {
@@ -50,5 +52,6 @@ class Anchor {
 };
 
 }  // namespace vstack::bench
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_BENCH_WORKLOAD_ANCHOR_H_

@@ -25,7 +25,9 @@
 #include <vector>
 
 #include "bench/workload/run_result.h"
+#include "lib/export.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
 
 struct CounterRate {
@@ -65,5 +67,6 @@ Attribution Attribute(const std::vector<LayerDelta>& layers);
 std::vector<LayerDelta> MergeLayerDeltas(const std::vector<const RunResult*>& runs);
 
 }  // namespace vstack::bench
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_BENCH_WORKLOAD_ATTRIBUTION_H_

@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "lib/export.h"
+
+VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
 
 // Cumulative times from /proc/stat for one CPU, in seconds.
@@ -46,5 +49,6 @@ struct CpuUsage {
 CpuUsage CpuBetween(const CpuSnapshot& before, const CpuSnapshot& after, double wall_s);
 
 }  // namespace vstack::bench
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_BENCH_WORKLOAD_CPU_USAGE_H_

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "blockdev/emulation/service_time.h"
 #include "lib/size.h"
 
 namespace vstack::bench {
@@ -61,6 +62,18 @@ Status ValidateKnobs(const WorkloadKnobs& k) {
   }
   if (k.flush_interval != 0 && k.write_pct == 0) {
     return Bad("--flush-interval", "needs writes (--write-pct > 0)");
+  }
+  if (!(k.cpu_ready_pct >= 0 && k.cpu_ready_pct < 100)) {
+    return Bad("--cpu-ready", std::to_string(k.cpu_ready_pct) + " is not a percentage in [0, 100)");
+  }
+  if (k.cpu_ready_pct > 0 && k.quantum_ns == 0) {
+    return Bad("--quantum", "must be above 0 with --cpu-ready");
+  }
+  if (k.schedulers == 0 || k.schedulers > k.threads) {
+    return Bad("--schedulers", std::to_string(k.schedulers) + " is not in 1..threads");
+  }
+  if (auto st = ServiceTime::Parse("--ready-stall", k.ready_stall); !st) {
+    return MakeError(Errc::kInvalidArgument, st.error().message);
   }
   return OkStatus();
 }
@@ -130,6 +143,17 @@ std::string DescribeWorkload(const WorkloadKnobs& k) {
                   std::to_string(k.queue_depth) + ", ";
   s += k.io_count ? std::to_string(k.io_count) + " I/Os" : Seconds(k.duration_s);
   if (k.warmup_s > 0) s += " + " + Seconds(k.warmup_s) + " warm-up";
+  if (k.quantum_ns != 0) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, ", %u scheduler%s with a %s quantum", k.schedulers,
+                  k.schedulers == 1 ? "" : "s", FormatDurationNs(double(k.quantum_ns)).c_str());
+    s += buf;
+    if (k.cpu_ready_pct > 0) {
+      std::snprintf(buf, sizeof buf, ", CPU Ready %.3g%% (stalls %s)", k.cpu_ready_pct,
+                    k.ready_stall.c_str());
+      s += buf;
+    }
+  }
   return s;
 }
 

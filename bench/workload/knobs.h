@@ -8,7 +8,9 @@
 
 #include "lib/block_device.h"
 #include "lib/errors.h"
+#include "lib/export.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
 
 enum class AccessPattern { kRandom, kSequential };
@@ -34,6 +36,11 @@ struct WorkloadKnobs {
   Content content = Content::kRandom;  // --content
   uint32_t dedupe_pct = 0;         // --dedupe-pct: writes that repeat an earlier write's data
   uint32_t compress_pct = 0;       // --compress-pct: share of each 4 KiB chunk that is zeros
+  // The quantum scheduler (quantum_scheduler.h): off when quantum_ns is 0.
+  uint64_t quantum_ns = 0;         // --quantum (4 ms when --cpu-ready is given)
+  uint32_t schedulers = 1;         // threads share this many schedulers (vCPUs)
+  double cpu_ready_pct = 0;        // --cpu-ready: RDY% stalls injected on each scheduler
+  std::string ready_stall = "exp:4ms";  // --ready-stall: stall length distribution
 };
 
 // Checks the knobs alone; the message names the flag and the allowed range.
@@ -57,5 +64,6 @@ std::string DescribeDistribution(const WorkloadKnobs& k);
 Status ParseDistribution(const std::string& text, WorkloadKnobs* k);
 
 }  // namespace vstack::bench
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_BENCH_WORKLOAD_KNOBS_H_

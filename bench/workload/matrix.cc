@@ -51,6 +51,7 @@ class MatrixRun {
     const uint64_t size = static_cast<uint64_t>(double(k.target_size) * p.image_scale) /
                           (1 << 20) * (1 << 20);
     ImageState& st = images_[p.image];
+    if (p.diff_levels > 0) return MakeChain(p, k, size);
     if (p.prepare == Prepare::kFresh) {
       ImageState& t = images_[TemplatePath(p)];
       if (!t.created) {
@@ -68,8 +69,41 @@ class MatrixRun {
     return OkStatus();
   }
 
+  // A differencing chain: the base (a dynamic VHD, created and filled once), then
+  // p.diff_levels empty differencing levels made anew, the last being p.image.
+  Status MakeChain(const StackPlan& p, const WorkloadKnobs& k, uint64_t size) {
+    const std::string base = "base-" + p.image;
+    ImageState& b = images_[base];
+    if (!b.created) {
+      VSTACK_RETURN_IF_ERROR(CreateImage("vhd", dir_ + "/" + base, size, "subformat=dynamic"));
+      b.created = true;
+      VSTACK_ASSIGN_OR_RETURN(DevicePtr dev, Open("vhd+" + BaseSpec(p, base)));
+      VSTACK_RETURN_IF_ERROR(FillDevice(*dev, k, o_.stop));
+      VSTACK_RETURN_IF_ERROR(dev->Close());
+      b.filled = true;
+    }
+    std::string parent = base;
+    for (int i = 1; i <= p.diff_levels; ++i) {
+      const std::string name =
+          i == p.diff_levels ? p.image : "level" + std::to_string(i) + "-" + p.image;
+      VSTACK_RETURN_IF_ERROR(RemoveFile(dir_ + "/" + name));
+      VSTACK_RETURN_IF_ERROR(CreateImage("vhd", dir_ + "/" + name, 0, "backing_file=" + parent));
+      parent = name;
+    }
+    return OkStatus();
+  }
+
+  // The backend part of p.spec, pointed at `file` in the run's directory.
+  std::string BaseSpec(const StackPlan& p, const std::string& file) const {
+    std::string spec = p.spec.substr(p.spec.find('+') + 1);  // drop "vhd+"
+    const size_t at = spec.find(p.image);
+    spec.replace(at, p.image.size(), file);
+    return ExpandSpec(spec, dir_, 0);
+  }
+
   void RunStack(StackOutcome& s, int round, WorkloadKnobs knobs) {
     const StackPlan& p = s.plan;
+    if (p.cpu_ready_pct >= 0) knobs.cpu_ready_pct = p.cpu_ready_pct;
     Report(s, round, "preparing");
     if (Status st = MakeImage(p, knobs); !st) {
       s.error = "creating the image: " + st.error().ToString();

@@ -15,7 +15,9 @@
 #include "bench/workload/run_result.h"
 #include "bench/workload/runner.h"
 #include "bench/workload/stack_plan.h"
+#include "lib/export.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
 
 struct MatrixProgress {
@@ -70,5 +72,6 @@ struct MatrixResult {
 MatrixResult RunMatrix(const MatrixOptions& options);
 
 }  // namespace vstack::bench
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_BENCH_WORKLOAD_MATRIX_H_

@@ -109,6 +109,15 @@ RunMetrics Metrics(const RunResult& r) {
     m.mbps = double(total.bytes) / r.seconds / 1e6;
   }
   m.mean_us = Us(total.latency.mean());
+  m.read_mean_us = Us(r.Read().latency.mean());
+  m.write_mean_us = Us(r.Write().latency.mean());
+  m.yields = double(r.yields.yields);
+  m.yield_wait_ms = double(r.yields.wait_ns) / 1e6;
+  m.yield_max_wait_ms = double(r.yields.max_wait_ns) / 1e6;
+  m.signal_wait_ms = double(r.yields.signal_wait_ns) / 1e6;
+  if (r.seconds > 0 && r.knobs.schedulers > 0) {
+    m.ready_stalled_pct = double(r.yields.stalled_ns) / 1e9 / r.seconds / r.knobs.schedulers * 100;
+  }
   m.p50_us = Us(double(total.latency.Percentile(50)));
   m.p99_us = Us(double(total.latency.Percentile(99)));
   m.p999_us = Us(double(total.latency.Percentile(99.9)));

@@ -11,9 +11,12 @@
 
 #include "bench/workload/cpu_usage.h"
 #include "bench/workload/knobs.h"
+#include "bench/workload/quantum_scheduler.h"
+#include "lib/export.h"
 #include "lib/histogram.h"
 #include "lib/io_request.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
 
 // Completed requests of one kind, with their latency (submit to callback, as the workload saw
@@ -72,6 +75,7 @@ struct RunResult {
   std::vector<ThreadResult> threads;
   CpuUsage cpu;
   std::vector<LayerDelta> layers;  // top first
+  YieldStats yields;               // the quantum scheduler's, when knobs.quantum_ns != 0
   bool interrupted = false;        // stopped early by the user
   std::string error;               // first I/O error, "" if none
 
@@ -87,12 +91,17 @@ struct RunMetrics {
   double iops = 0, read_iops = 0, write_iops = 0;
   double mbps = 0;          // 10^6 bytes per second
   double mean_us = 0, p50_us = 0, p99_us = 0, p999_us = 0;
+  double read_mean_us = 0, write_mean_us = 0;
   double cpu_us_per_io = 0;     // process CPU per I/O
   double process_cpu_pct = 0;   // process CPU as % of the whole machine's capacity
   double machine_cpu_pct = 0;   // all busy CPU as % of capacity (ours and others')
   double others_cpu_pct = 0;    // busy CPU that was not ours
   double iops_per_cpu_s = 0;    // efficiency: I/Os per process CPU-second
   double iops_per_cpu_pct = 0;  // the whitepaper's IOPS per %CPU (process % of the machine)
+  // The quantum scheduler (0 without one): SOS_SCHEDULER_YIELD's columns, and the CPU Ready
+  // injected, as % of the window's scheduler time.
+  double yields = 0, yield_wait_ms = 0, yield_max_wait_ms = 0, signal_wait_ms = 0;
+  double ready_stalled_pct = 0;
 };
 RunMetrics Metrics(const RunResult& r);
 
@@ -103,5 +112,6 @@ double EfficiencyOverhead(double base_iops_per_cpu_s, double iops_per_cpu_s);
 inline double Us(double ns) { return ns / 1000.0; }
 
 }  // namespace vstack::bench
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_BENCH_WORKLOAD_RUN_RESULT_H_

@@ -6,8 +6,9 @@
 #include <memory>
 #include <thread>
 
-#include "bench/queue_driver.h"
+#include "bench/workload/depth_driver.h"
 #include "bench/workload/offsets.h"
+#include "bench/workload/quantum_scheduler.h"
 #include "bench/workload/stack_stats.h"
 #include "bench/workload/write_content.h"
 #include "lib/aligned_buffer.h"
@@ -25,6 +26,7 @@ struct Shared {
   std::atomic<bool> failed{false};
   std::atomic<uint32_t> opened{0};
   bool count_mode = false;  // measured window = an I/O count instead of a duration
+  QuantumScheduler* scheduler = nullptr;  // threads take turns on it; null = free-running
 };
 
 // One thread of the workload: its own queue, `queue_depth` slots (a DepthDriver, whose source
@@ -63,7 +65,9 @@ class Worker {
       }
       shared_.opened.fetch_add(1);
       while (!shared_.go.load(std::memory_order_acquire)) std::this_thread::yield();
+      if (shared_.scheduler) shared_.scheduler->Run(result.index);
       driver.Run();
+      if (shared_.scheduler) shared_.scheduler->Suspend(result.index);
     }
     queue->reset();
     finished.store(true, std::memory_order_release);
@@ -88,6 +92,19 @@ class Worker {
     for (IoRequest* r : batch) static_cast<DriverSlot*>(r->user_data)->start_ns = now;
   }
   void Done(DriverSlot& s) { Finish(s); }
+  // With a quantum scheduler (--cpu-ready) the thread runs only while it holds its scheduler:
+  // it checks its quantum after each batch and gives the scheduler up while it waits for I/O.
+  void Submitted() {
+    if (shared_.scheduler) shared_.scheduler->Checkpoint(result.index);
+  }
+  void Waiting(bool begin) {
+    if (!shared_.scheduler) return;
+    if (begin) {
+      shared_.scheduler->Suspend(result.index);
+    } else {
+      shared_.scheduler->Run(result.index);
+    }
+  }
 
  private:
   bool Stopping() const {
@@ -175,6 +192,19 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
 
   Shared shared;
   shared.count_mode = k.io_count != 0;
+  std::unique_ptr<QuantumScheduler> scheduler;
+  if (k.quantum_ns != 0) {
+    SchedulerOptions so;
+    so.schedulers = k.schedulers;
+    so.quantum_ns = k.quantum_ns;
+    so.ready_fraction = k.cpu_ready_pct / 100;
+    auto stall = ServiceTime::Parse("--ready-stall", k.ready_stall);
+    if (!stall) return stall.error();
+    so.stall = *stall;
+    so.seed = k.seed;
+    scheduler = std::make_unique<QuantumScheduler>(so, SystemClock());
+    shared.scheduler = scheduler.get();
+  }
   std::vector<std::unique_ptr<Worker>> workers;
   std::vector<std::thread> threads;
   for (uint32_t i = 0; i < k.threads; ++i) {
@@ -200,8 +230,10 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
   result.region_bytes = region;
   std::vector<LayerStats> stats_before;
   CpuSnapshot cpu_before;
+  YieldStats yields_before;
   uint64_t window_start = 0;
   auto begin_window = [&] {
+    if (scheduler) yields_before = scheduler->Snapshot(/*reset_max=*/true);
     stats_before = SnapshotStack(device);
     cpu_before = TakeCpuSnapshot();
     window_start = NowNs();
@@ -254,7 +286,9 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
   std::vector<LayerStats> stats_after;
   CpuSnapshot cpu_after;
   uint64_t window_end = 0;
+  YieldStats yields_after;
   if (!count_complete) {
+    if (scheduler) yields_after = scheduler->Snapshot();
     stats_after = SnapshotStack(device);
     cpu_after = TakeCpuSnapshot();
     window_end = NowNs();
@@ -262,6 +296,7 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
   shared.phase.store(kStop, std::memory_order_release);
   join();
   if (count_complete) {
+    if (scheduler) yields_after = scheduler->Snapshot();
     stats_after = SnapshotStack(device);
     cpu_after = TakeCpuSnapshot();
     for (auto& w : workers) window_end = std::max(window_end, w->last_measured_ns);
@@ -271,6 +306,7 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
   result.seconds = Seconds(window_end - window_start);
   result.cpu = CpuBetween(cpu_before, cpu_after, result.seconds);
   result.layers = StackDelta(device, stats_before, stats_after);
+  if (scheduler) result.yields = YieldStats::Between(yields_before, yields_after);
   for (auto& w : workers) {
     result.threads.push_back(std::move(w->result));
     if (result.error.empty() && !w->io_error.empty()) result.error = w->io_error;

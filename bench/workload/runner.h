@@ -16,7 +16,9 @@
 #include "bench/workload/knobs.h"
 #include "bench/workload/run_result.h"
 #include "lib/block_device.h"
+#include "lib/export.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
 
 struct Progress {
@@ -39,5 +41,6 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& knobs,
                               const RunControl& control = {});
 
 }  // namespace vstack::bench
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_BENCH_WORKLOAD_RUNNER_H_

@@ -48,7 +48,33 @@ StackPlan Preset(const BackendChoice& b, std::string name, std::string layers, s
   if (layers.empty()) p.raw_file = true;
   if (layers.empty() && format == "raw") p.qemu_format = "raw";
   if (layers == "vhd+" && format == "vhd") p.qemu_format = "vpc";
+  if (layers == "vhdx+" && format == "vhdx") p.qemu_format = "vhdx";
   return p;
+}
+
+// On the images tools/ceph-up creates in its cluster ($CEPH_CONF): rbd/bench-rep (data in the
+// replicated pool), rbd/bench-ec and rbd/bench-ec-dz (data in EC 2+1). docs/layers/rbd.md.
+void AddCephPresets(std::vector<StackPlan>& v) {
+  const struct {
+    const char* name;
+    const char* spec;
+    const char* note;
+  } ceph[] = {
+      {"rbd-replicated", "rbd:rbd/bench-rep", "RBD image, data 2x replicated (tools/ceph-up)"},
+      {"rbd-ec", "rbd:rbd/bench-ec", "RBD image, data in EC k=2 m=1 (tools/ceph-up)"},
+      {"dedup+zstd-rbd-ec", "dedup+zstd:size={size:1.25}+rbd:rbd/bench-ec-dz",
+       "dedup+zstd over an RBD image with its data in EC 2+1 (tools/ceph-up)"},
+  };
+  for (const auto& c : ceph) {
+    StackPlan p;
+    p.name = c.name;
+    p.spec = c.spec;
+    p.prepare = Prepare::kFill;
+    p.components = {"rbd"};
+    if (std::string(c.spec).starts_with("dedup")) p.components = {"dedup", "rbd", "zstd"};
+    p.note = c.note;
+    v.push_back(std::move(p));
+  }
 }
 
 }  // namespace
@@ -78,12 +104,39 @@ std::vector<StackPlan> PresetPlans(const BackendChoice& b) {
   }
   v.push_back(Preset(b, "raw-fresh", "", "sparse.img", "raw", "", Prepare::kFresh));
   v.back().note = "a sparse raw file every round: the fair baseline for vhd-dynamic-fresh";
+  // VHDX (docs/layers/vhdx.md), on request like raw-fresh.
+  v.push_back(Preset(b, "vhdx-fixed", "vhdx+", "fixed.vhdx", "vhdx", "subformat=fixed",
+                     Prepare::kFill));
+  v.push_back(Preset(b, "vhdx-dynamic", "vhdx+", "dynamic.vhdx", "vhdx", "subformat=dynamic",
+                     Prepare::kFill));
+  v.back().note = "every block allocated before the first round";
+  v.push_back(Preset(b, "vhdx-dynamic-fresh", "vhdx+", "fresh.vhdx", "vhdx",
+                     "subformat=dynamic", Prepare::kFresh));
+  v.back().note = "a freshly created image every round: first writes allocate through the log";
+  for (int levels : {1, 8}) {
+    const std::string name = "vhd-diff-" + std::to_string(levels);
+    v.push_back(Preset(b, name, "vhd+", name + ".vhd", "vhd", "", Prepare::kNone));
+    v.back().diff_levels = levels;
+    v.back().qemu_format.clear();  // qemu's vpc driver ignores parents
+    v.back().note = "differencing, " + std::to_string(levels) +
+                    (levels == 1 ? " level" : " levels") +
+                    " over a filled dynamic VHD; the levels are new (empty) every round";
+  }
+  AddCephPresets(v);
+  // raw-fresh and every preset after it (VHDX, differencing VHD, Ceph) are on request only.
+  for (auto it = std::find_if(v.begin(), v.end(),
+                              [](const StackPlan& p) { return p.name == "raw-fresh"; });
+       it != v.end(); ++it) {
+    it->in_default_matrix = false;
+  }
   return v;
 }
 
 std::vector<StackPlan> DefaultMatrix(const BackendChoice& b) {
-  std::vector<StackPlan> v = PresetPlans(b);
-  v.pop_back();  // raw-fresh is on request only
+  std::vector<StackPlan> v;
+  for (StackPlan& p : PresetPlans(b)) {
+    if (p.in_default_matrix) v.push_back(std::move(p));
+  }
   return v;
 }
 

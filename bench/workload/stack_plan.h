@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "lib/errors.h"
+#include "lib/export.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
 
 enum class Prepare {
@@ -42,11 +44,19 @@ struct StackPlan {
   std::string qemu_format;    // how qemu-img opens the image ("raw", "vpc"); "" = it cannot
   bool raw_file = false;      // the spec is one file/uring backend: fio can run on its file
   std::string note;           // shown with the results
+  double cpu_ready_pct = -1;  // >= 0: this plan's --cpu-ready (a sweep); -1: the knobs'
+  // Differencing-VHD presets: `image` is the top of a chain of this many differencing levels
+  // over a dynamic VHD that is created and filled once; the levels are made anew (empty) every
+  // round, so reads go down the chain and first writes allocate in the top.
+  int diff_levels = 0;
+  bool in_default_matrix = true;
 };
 
 // The presets, in default-matrix order: raw, passthrough, vhd-fixed, vhd-dynamic,
-// vhd-dynamic-fresh, dedup, zstd, dedup+zstd; and raw-fresh (a sparse raw file, the fair
-// baseline for a fresh dynamic VHD), which is not in the default matrix.
+// vhd-dynamic-fresh, dedup, zstd, dedup+zstd; then, on request only, raw-fresh (a sparse raw
+// file, the fair baseline for a fresh dynamic VHD), vhdx-fixed, vhdx-dynamic, vhdx-dynamic-fresh,
+// vhd-diff-1 and vhd-diff-8 (differencing chains of 1 and 8 levels over an allocated dynamic
+// VHD) and the Ceph presets.
 std::vector<StackPlan> PresetPlans(const BackendChoice& backend);
 std::vector<StackPlan> DefaultMatrix(const BackendChoice& backend);
 std::vector<std::string> PresetNames();
@@ -66,5 +76,6 @@ std::string ExpandSpec(std::string text, const std::string& dir, uint64_t target
 std::string BackendFile(const std::string& spec);
 
 }  // namespace vstack::bench
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_BENCH_WORKLOAD_STACK_PLAN_H_

@@ -7,8 +7,10 @@
 
 #include "bench/workload/run_result.h"
 #include "lib/block_device.h"
+#include "lib/export.h"
 #include "lib/stats.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
 
 // The devices of a stack, top first.
@@ -22,5 +24,6 @@ std::vector<LayerDelta> StackDelta(BlockDevice& top, const std::vector<LayerStat
                                    const std::vector<LayerStats>& after);
 
 }  // namespace vstack::bench
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_BENCH_WORKLOAD_STACK_STATS_H_

@@ -153,6 +153,14 @@ MatrixSummary Summarize(const MatrixResult& m) {
       s.write_iops = MedianOf(ms, [](const RunMetrics& x) { return x.write_iops; });
       s.mean_us = MedianOf(ms, [](const RunMetrics& x) { return x.mean_us; });
       s.p50_us = MedianOf(ms, [](const RunMetrics& x) { return x.p50_us; });
+      s.read_mean_us = MedianOf(ms, [](const RunMetrics& x) { return x.read_mean_us; });
+      s.write_mean_us = MedianOf(ms, [](const RunMetrics& x) { return x.write_mean_us; });
+      s.yields = MedianOf(ms, [](const RunMetrics& x) { return x.yields; });
+      s.yield_wait_ms = MedianOf(ms, [](const RunMetrics& x) { return x.yield_wait_ms; });
+      s.yield_max_wait_ms = MedianOf(ms, [](const RunMetrics& x) { return x.yield_max_wait_ms; });
+      s.signal_wait_ms = MedianOf(ms, [](const RunMetrics& x) { return x.signal_wait_ms; });
+      s.ready_stalled_pct = MedianOf(ms, [](const RunMetrics& x) { return x.ready_stalled_pct; });
+      s.cpu_ready_pct = measured.front()->knobs.cpu_ready_pct;
       s.p99_us = MedianOf(ms, [](const RunMetrics& x) { return x.p99_us; });
       s.p999_us = MedianOf(ms, [](const RunMetrics& x) { return x.p999_us; });
       s.cpu_us_per_io = MedianOf(ms, [](const RunMetrics& x) { return x.cpu_us_per_io; });

@@ -10,7 +10,9 @@
 
 #include "bench/workload/attribution.h"
 #include "bench/workload/matrix.h"
+#include "lib/export.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
 
 struct Spread {
@@ -45,9 +47,13 @@ struct StackSummary {
   Spread iops, mbps;
   double read_iops = 0, write_iops = 0;  // medians, like everything below
   double mean_us = 0, p50_us = 0, p99_us = 0, p999_us = 0;
+  double read_mean_us = 0, write_mean_us = 0;
   double cpu_us_per_io = 0;
   double process_cpu_pct = 0, machine_cpu_pct = 0, others_cpu_pct = 0;
   double iops_per_cpu_s = 0, iops_per_cpu_pct = 0;
+  double cpu_ready_pct = 0;      // as configured for this stack
+  double yields = 0, yield_wait_ms = 0, yield_max_wait_ms = 0, signal_wait_ms = 0;
+  double ready_stalled_pct = 0;  // CPU Ready injected (medians over rounds)
   Spread iops_vs_base;           // per-round IOPS ratio to the baseline
   double overhead_vs_base = 0;   // (base_eff - eff) / base_eff, from the median efficiencies
   int median_round = -1;         // the round whose IOPS is the median (for detailed tables)
@@ -66,5 +72,6 @@ struct MatrixSummary {
 MatrixSummary Summarize(const MatrixResult& m);
 
 }  // namespace vstack::bench
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_BENCH_WORKLOAD_SUMMARY_H_

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "formats/vhd/vhd_bat.h"
+#include "formats/vhd/vhd_chain.h"
 #include "formats/vhd/vhd_device.h"
 #include "formats/vhd/vhd_dynamic.h"
 #include "lib/aligned_buffer.h"
@@ -107,6 +108,15 @@ void Report(const VhdImage& img, CheckResult* out) {
 }  // namespace
 
 Status VhdDevice::Check(CheckMode mode, CheckResult* out) {
+  if (parent_) {
+    // The chain below, read-only (parents are never repaired through a child).
+    CheckResult below;
+    VSTACK_RETURN_IF_ERROR(parent_->Check(CheckMode::kReadOnly, &below));
+    const std::string name = "parent '" + DevicePath(*parent_->lower()) + "': ";
+    for (const std::string& m : below.messages) out->messages.push_back(name + m);
+    out->corruptions += below.corruptions;
+    out->leaks += below.leaks;
+  }
   BlockDevice& lower = lower_device();
   VSTACK_ASSIGN_OR_RETURN(VhdImage img, LoadImage(lower, /*lenient=*/true));
   if (mode == CheckMode::kReadOnly || read_only()) {

@@ -3,11 +3,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <random>
 
 #include "formats/vhd/vhd_bat.h"
+#include "formats/vhd/vhd_device.h"
 #include "lib/aligned_buffer.h"
 #include "lib/endian.h"
 #include "lib/spec.h"
@@ -41,12 +44,43 @@ uint64_t PreallocatedBlockAt(uint64_t metadata_end, const CreateParams& p, uint6
   return first + i * stride;
 }
 
+uint64_t PadToSector(uint64_t n) { return (n + kSectorSize - 1) / kSectorSize * kSectorSize; }
+
+// A differencing disk's locator data goes between the header and the BAT, each slot in whole
+// sectors (its data space counted in bytes, as Hyper-V and VirtualBox write it). Not after the
+// BAT, where VirtualBox puts it: qemu places its first new block at the end of the BAT and
+// would overwrite it.
 DynamicHeader NewHeader(const CreateParams& p, const Footer& f) {
   DynamicHeader h;
   h.table_offset = kFooterSize + kHeaderSize;
   h.block_size = p.block_size;
   h.max_table_entries = static_cast<uint32_t>((f.current_size + p.block_size - 1) / p.block_size);
+  if (p.parent) {
+    h.parent_uuid = p.parent->uuid;
+    h.parent_timestamp = p.parent->timestamp;
+    h.parent_name = p.parent->name;
+    uint64_t at = h.table_offset;
+    for (size_t i = 0; i < p.parent->entries.size() && i < h.locators.size(); ++i) {
+      const auto& e = p.parent->entries[i];
+      // At least 1 KiB per slot, as VirtualBox reserves, so that a rebase to a longer path
+      // fits in place.
+      const uint64_t space = std::max<uint64_t>(PadToSector(e.data.size()), 1024);
+      h.locators[i] = ParentLocator{e.code, static_cast<uint32_t>(space),
+                                    static_cast<uint32_t>(e.data.size()), at};
+      at += space;
+    }
+    h.table_offset = at;
+  }
   return h;
+}
+
+// End of the header, BAT and locator data.
+uint64_t MetadataEnd(const DynamicHeader& h) {
+  uint64_t end = h.table_offset + h.bat_bytes();
+  for (const ParentLocator& l : h.locators) {
+    if (l.platform_code != 0) end = std::max(end, l.data_offset + l.data_space);
+  }
+  return end;
 }
 
 // Writes zeros over [offset, offset + length): with write-zeroes (an allocating fallocate on a
@@ -95,13 +129,18 @@ std::vector<OptionInfo> CreateOptionInfos() {
       {"creator_version", "creator version MAJOR.MINOR", "0.1"},
       {"creator_os", "creator host OS code, 4 characters", "Wi2k"},
       {"preallocate", "off, metadata (dynamic: allocate every block), falloc or full", "off"},
+      {"backing_file",
+       "a differencing disk over this VHD (a path relative to the new image's directory)", ""},
+      {"backing_fmt", "the backing file's format: vhd", "vhd"},
   };
 }
 
 Result<CreateParams> ParseCreateParams(uint64_t size, const OptionValues& o) {
   CreateParams p;
   p.requested_size = size;
-  if (size == 0) return BadOption("size", "the size must be positive");
+  if (size == 0 && o.Get("backing_file").empty()) {
+    return BadOption("size", "the size must be positive");
+  }
   VSTACK_ASSIGN_OR_RETURN(std::string sub, o.Choice("subformat", {"dynamic", "fixed"}));
   p.dynamic = sub == "dynamic";
   VSTACK_ASSIGN_OR_RETURN(uint64_t bs, o.Size("block_size"));
@@ -137,6 +176,18 @@ Result<CreateParams> ParseCreateParams(uint64_t size, const OptionValues& o) {
                   : pre == "metadata" ? Preallocate::kMetadata
                   : pre == "falloc"   ? Preallocate::kFalloc
                                       : Preallocate::kFull;
+  p.backing_file = o.Get("backing_file");
+  if (!p.backing_file.empty()) {
+    const std::string fmt = o.Get("backing_fmt");
+    if (fmt != "vhd" && fmt != "vpc") {
+      return BadOption("backing_fmt", "'" + fmt + "': a VHD's parent must be a VHD (vhd)");
+    }
+    if (!p.dynamic) return BadOption("subformat", "a differencing disk is sparse: not fixed");
+    if (p.preallocate != Preallocate::kOff) {
+      return BadOption("preallocate", "would hide the parent's data in a differencing disk");
+    }
+    return p;  // the size may be 0 (the parent's); checked by LinkToParent
+  }
   const Footer f = NewFooter(p);
   if (p.dynamic && f.current_size > kMaxDynamicSize) {
     return BadOption("size", std::to_string(f.current_size) +
@@ -161,7 +212,9 @@ Footer NewFooter(const CreateParams& p) {
     f.current_size = RoundUpToChs(p.requested_size, &f.geometry);
   }
   f.original_size = f.current_size;
-  f.disk_type = static_cast<uint32_t>(p.dynamic ? DiskType::kDynamic : DiskType::kFixed);
+  f.disk_type = static_cast<uint32_t>(p.parent    ? DiskType::kDifferencing
+                                      : p.dynamic ? DiskType::kDynamic
+                                                  : DiskType::kFixed);
   f.uuid = RandomUuid();
   return f;
 }
@@ -170,7 +223,7 @@ uint64_t NewImageFileSize(const CreateParams& p) {
   const Footer f = NewFooter(p);
   if (!p.dynamic) return f.current_size + kFooterSize;
   const DynamicHeader h = NewHeader(p, f);
-  const uint64_t metadata_end = h.table_offset + h.bat_bytes();
+  const uint64_t metadata_end = MetadataEnd(h);
   if (p.preallocate == Preallocate::kOff) return metadata_end + kFooterSize;
   return PreallocatedBlockAt(metadata_end, p, h.max_table_entries - 1) + h.bitmap_bytes() +
          p.block_size + kFooterSize;
@@ -198,7 +251,14 @@ Status WriteNewImage(BlockDevice& device, const CreateParams& p) {
     SerializeHeader(h, header);
     VSTACK_RETURN_IF_ERROR(WriteBytes(io, 0, footer.data(), kFooterSize));
     VSTACK_RETURN_IF_ERROR(WriteBytes(io, f.data_offset, header.data(), kHeaderSize));
-    const uint64_t metadata_end = h.table_offset + h.bat_bytes();
+    if (p.parent) {
+      for (size_t i = 0; i < p.parent->entries.size() && i < h.locators.size(); ++i) {
+        std::vector<uint8_t> data = p.parent->entries[i].data;
+        data.resize(h.locators[i].data_space, 0);
+        VSTACK_RETURN_IF_ERROR(WriteBytes(io, h.locators[i].data_offset, data.data(), data.size()));
+      }
+    }
+    const uint64_t metadata_end = MetadataEnd(h);
     std::vector<uint32_t> entries(h.max_table_entries, kUnallocated);
     if (p.preallocate != Preallocate::kOff) {
       const std::vector<uint8_t> ones(h.bitmap_bytes(), 0xFF);
@@ -233,7 +293,34 @@ Status WriteNewImage(BlockDevice& device, const CreateParams& p) {
   return OkStatus();
 }
 
-Status CreateImageFile(const std::string& path, const CreateParams& p) {
+Status LinkToParent(const std::string& path, CreateParams* p) {
+  namespace fs = std::filesystem;
+  fs::path parent_path(p->backing_file);
+  if (parent_path.is_relative()) {
+    const fs::path dir = fs::path(path).parent_path();
+    parent_path = (dir.empty() ? fs::path(".") : dir) / parent_path;
+  }
+  OpenOptions ro;
+  ro.read_only = true;
+  Result<DevicePtr> dev = Open("vhd+" + FormatSpecPart(SpecPart{"file", parent_path, {}}), ro);
+  if (!dev) {
+    return MakeError(dev.error().code, "vhd: backing file '" + p->backing_file +
+                                           "': " + dev.error().message);
+  }
+  const Footer& parent = static_cast<const VhdDevice&>(**dev).image().footer;
+  if (p->requested_size == 0) p->requested_size = (*dev)->geometry().size_bytes;
+  p->parent = MakeParentLink(parent_path.string(), path, parent);
+  const Footer f = NewFooter(*p);
+  if (f.current_size > kMaxDynamicSize) {
+    return BadOption("size", std::to_string(f.current_size) +
+                                 " bytes exceeds the 2040 GiB limit of differencing VHD images");
+  }
+  return (*dev)->Close();
+}
+
+Status CreateImageFile(const std::string& path, const CreateParams& params) {
+  CreateParams p = params;
+  if (!p.backing_file.empty()) VSTACK_RETURN_IF_ERROR(LinkToParent(path, &p));
   const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0) {
     const int err = errno;

@@ -12,6 +12,10 @@
 //   creator=vstk               creator application, 1-4 characters (padded with spaces)
 //   creator_version=0.1        MAJOR.MINOR
 //   creator_os=Wi2k            host OS code, 4 characters
+//   backing_file=PATH          a differencing disk over the VHD at PATH (relative to the new
+//                              image's directory), as qemu-img create -b; the size may be 0
+//                              to take the parent's
+//   backing_fmt=vhd            the parent's format (only vhd)
 //   preallocate=off|metadata|falloc|full
 //                              dynamic: allocate every block (bitmaps all set) and leave the
 //                              data sparse, fallocate it, or write zeros; fixed: the data area
@@ -20,11 +24,13 @@
 #define VSTACK_FORMATS_VHD_VHD_CREATE_H_
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "formats/vhd/vhd_footer.h"
 #include "formats/vhd/vhd_header.h"
+#include "formats/vhd/vhd_parent.h"
 #include "lib/block_device.h"
 #include "lib/registry.h"
 
@@ -41,6 +47,9 @@ struct CreateParams {
   uint32_t creator_version = 0x00000001;  // 0.1
   uint32_t creator_os = 0x5769326B;       // "Wi2k"
   Preallocate preallocate = Preallocate::kOff;
+  std::string backing_file;  // as given; CreateImageFile resolves it into `parent`
+  // Differencing disks: what the child records about its parent.
+  std::optional<NewParentLink> parent;
 };
 
 std::vector<OptionInfo> CreateOptionInfos();
@@ -58,7 +67,12 @@ uint64_t NewImageFileSize(const CreateParams& p);
 // free space between the structures and the footer.
 Status WriteNewImage(BlockDevice& device, const CreateParams& p);
 
+// Opens p.backing_file (relative to the directory of `path`) read-only and records the link
+// to it in p.parent; a size of 0 becomes the parent's virtual size.
+Status LinkToParent(const std::string& path, CreateParams* p);
+
 // Creates the file `path` (never overwriting one) holding a new image; removes it on failure.
+// A differencing image (p.backing_file) is linked to its parent first (LinkToParent).
 Status CreateImageFile(const std::string& path, const CreateParams& p);
 
 }  // namespace vstack::vhd

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "formats/vhd/vhd_chain.h"
 #include "formats/vhd/vhd_dynamic.h"
 #include "lib/size.h"
 #include "lib/sync_io.h"
@@ -102,7 +103,7 @@ std::string TimeText(uint32_t vhd_seconds) {
 std::vector<std::string> CounterNames() {
   return {"allocations",       "alloc_commits",    "footer_writes", "bitmap_writes",
           "bat_sector_writes", "metadata_flushes", "bitmap_reads",  "zero_filled_reads",
-          "bat_lookups",       "cross_queue_waits"};
+          "bat_lookups",       "cross_queue_waits", "data_reads",    "parent_reads"};
 }
 
 }  // namespace
@@ -117,11 +118,20 @@ Result<DevicePtr> VhdDevice::Open(DevicePtr lower, const VhdOptions& options) {
                          "-byte memory alignment (use block=512, or no direct=on)");
   }
   VSTACK_ASSIGN_OR_RETURN(VhdImage image, LoadImage(*lower, options.for_check));
-  return DevicePtr(new VhdDevice(std::move(lower), std::move(image), options));
+  DevicePtr parent;
+  if (image.footer.is_differencing() && options.open_parent) {
+    VSTACK_ASSIGN_OR_RETURN(parent, OpenParent(*lower, image, options));
+  }
+  return DevicePtr(new VhdDevice(std::move(lower), std::move(image), options, std::move(parent)));
 }
 
-VhdDevice::VhdDevice(DevicePtr lower, VhdImage image, const VhdOptions& options)
-    : Layer("vhd", std::move(lower)), image_(std::move(image)), options_(options) {
+VhdDevice::VhdDevice(DevicePtr lower, VhdImage image, const VhdOptions& options,
+                     DevicePtr parent)
+    : Layer("vhd", std::move(lower)),
+      image_(std::move(image)),
+      options_(options),
+      parent_(std::move(parent)) {
+  options_.chain = nullptr;
   Geometry& g = mutable_geometry();
   g.size_bytes = VirtualSize(image_.footer, options.size_rule, &size_source_);
   g.logical_block = kSectorSize;
@@ -129,10 +139,18 @@ VhdDevice::VhdDevice(DevicePtr lower, VhdImage image, const VhdOptions& options)
   const Capabilities below = lower_device().capabilities();
   if (image_.is_dynamic()) {
     dynamic_ = std::make_unique<DynamicState>(lower_device(), image_, options_.reserve);
+    dynamic_->parent = parent_.get();
     dynamic_->max_cached_bitmaps = options_.max_cached_bitmaps;
     g.optimal_transfer = image_.header.block_size;
     Capabilities caps = kCapRead | kCapFlush | kCapWriteZeroes | kCapExtents;
     caps |= below & (kCapWrite | kCapPersistent | kCapThreadSafe | kCapFastZeroes);
+    if (image_.footer.is_differencing() && !parent_) caps &= ~kCapWrite;  // opened alone
+    if (parent_) {
+      // Zeroing must hide the parent's data: the generic layer writes zeros instead, which
+      // sets the bits.
+      caps &= ~(kCapWriteZeroes | kCapFastZeroes);
+      if (!parent_->Has(kCapThreadSafe)) caps &= ~kCapThreadSafe;
+    }
     set_capabilities(caps);
   } else {
     set_capabilities(below & ~(kCapResizable));
@@ -143,13 +161,20 @@ VhdDevice::~VhdDevice() = default;
 
 Result<std::unique_ptr<IoQueue>> VhdDevice::DoOpenQueue() {
   VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
-  if (dynamic_) return NewDynamicQueue(*this, *dynamic_, std::move(lower));
+  if (dynamic_) {
+    std::unique_ptr<IoQueue> parent_queue;
+    if (parent_) {
+      VSTACK_ASSIGN_OR_RETURN(parent_queue, parent_->OpenQueue());
+    }
+    return NewDynamicQueue(*this, *dynamic_, std::move(lower), std::move(parent_queue));
+  }
   return std::unique_ptr<IoQueue>(new FixedQueue(*this, std::move(lower)));
 }
 
 Status VhdDevice::CloseLayer() {
   // Every completed write already has its metadata written; make it durable, as a guest
   // shutting down would.
+  if (parent_) VSTACK_RETURN_IF_ERROR(parent_->Close());
   if (read_only()) return OkStatus();
   if (dynamic_) VSTACK_RETURN_IF_ERROR(dynamic_->TrimReservation());
   SyncIo io(lower_device());
@@ -204,11 +229,30 @@ void VhdDevice::Properties(PropertyList& out) const {
     out.push_back({"blocks_not_4k_aligned", image_.unaligned_blocks, ""});
     out.push_back({"footer_offset", dynamic_->FooterOffset(), ""});
   }
+  if (parent_) {
+    out.push_back({"parent_uuid", UuidText(image_.header.parent_uuid), ""});
+    out.push_back({"parent_timestamp", TimeText(image_.header.parent_timestamp), ""});
+    out.push_back({"parent", parent_->Describe(), ""});
+    const std::string path = DevicePath(*parent_->lower());
+    if (!path.empty()) out.push_back({"backing_file", path, ""});
+    size_t depth = 1;
+    for (auto* p = static_cast<const VhdDevice*>(parent_.get()); p->parent_ != nullptr;
+         p = static_cast<const VhdDevice*>(p->parent_.get())) {
+      ++depth;
+    }
+    out.push_back({"chain_depth", uint64_t{depth}, ""});
+  }
 }
 
 Status VhdDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
   VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
   if (dynamic_) return MapDynamicExtents(*dynamic_, offset, length, out);
+  return lower_device().MapExtents(offset, length, out);
+}
+
+Status VhdDevice::MapOwnExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
+  VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
+  if (dynamic_) return MapDynamicExtents(*dynamic_, offset, length, out, /*own_only=*/true);
   return lower_device().MapExtents(offset, length, out);
 }
 

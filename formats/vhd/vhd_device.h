@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "formats/vhd/vhd_image.h"
 #include "lib/layer.h"
@@ -33,10 +34,19 @@ enum VhdCounter : size_t {
   kCounterZeroReads,     // read pieces answered with zeros, without I/O
   kCounterBatLookups,    // per-block translations
   kCounterWaits,         // pieces that waited for another queue's metadata I/O
+  kCounterDataReads,     // reads served from this image's file (runs of set bits)
+  kCounterParentReads,   // differencing: reads sent to the parent (one per run it serves)
   kCounterCount
 };
 
 enum class SizeRule { kAuto, kCurrent, kChs };
+
+// How strictly a differencing disk's link to its parent is checked (vhd:parent_check=).
+enum class ParentCheck {
+  kStrict,  // the parent's footer unique ID and time stamp must match the child's header
+  kUuid,    // the unique ID must match; the time stamp may differ (blktap does not check it)
+  kOff,     // forced open for recovery: any VHD found is taken as the parent
+};
 
 // How a VHD is opened (the spec options of `vhd`, and OpenOptions::for_check).
 struct VhdOptions {
@@ -47,12 +57,21 @@ struct VhdOptions {
   // Bitmaps of partially written blocks kept in memory (about 1 KiB each, for 2 MiB blocks).
   size_t max_cached_bitmaps = 16384;
   bool for_check = false;
+  // Differencing disks: how the parent link is checked, and an explicit parent stack (a spec,
+  // e.g. "vhd+uring:/images/base.vhd") instead of the child's locators.
+  ParentCheck parent_check = ParentCheck::kStrict;
+  std::string parent_spec;
+  // false (vhd:parent=none): a differencing disk opens alone, read-only, its clear sectors
+  // reading as zeros (for inspection and `vstack commit`).
+  bool open_parent = true;
+  // Internal: the images opened so far along the chain (loop and depth detection).
+  std::vector<std::string>* chain = nullptr;
 };
 
 class VhdDevice final : public Layer {
  public:
   // Use Open; the constructor takes a loaded, validated image.
-  VhdDevice(DevicePtr lower, VhdImage image, const VhdOptions& options);
+  VhdDevice(DevicePtr lower, VhdImage image, const VhdOptions& options, DevicePtr parent);
   ~VhdDevice() override;
 
   // Opens the VHD on `lower`: loads and validates its metadata (leniently when
@@ -62,9 +81,14 @@ class VhdDevice final : public Layer {
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
   Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
+  // Like MapExtents, but only what this image holds: for a differencing disk, sectors it does
+  // not hold are holes (zero), whatever the parent has.
+  Status MapOwnExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out);
   Status Check(CheckMode mode, CheckResult* out) override;
 
   bool is_dynamic() const { return image_.is_dynamic(); }
+  // Differencing disks: the parent (read-only; itself a VhdDevice), else nullptr.
+  BlockDevice* parent() const { return parent_.get(); }
   const VhdImage& image() const { return image_; }
   // Which size rule produced the virtual size, in words.
   const std::string& size_source() const { return size_source_; }
@@ -77,6 +101,7 @@ class VhdDevice final : public Layer {
   VhdImage image_;
   VhdOptions options_;
   std::string size_source_;
+  DevicePtr parent_;
   std::unique_ptr<DynamicState> dynamic_;
 };
 

@@ -72,12 +72,35 @@ Status DynamicState::TrimReservation() {
 }
 
 std::unique_ptr<IoQueue> NewDynamicQueue(BlockDevice& device, DynamicState& state,
-                                         std::unique_ptr<IoQueue> lower) {
-  return std::make_unique<DynamicQueue>(device, state, std::move(lower));
+                                         std::unique_ptr<IoQueue> lower,
+                                         std::unique_ptr<IoQueue> parent_queue) {
+  return std::make_unique<DynamicQueue>(device, state, std::move(lower), std::move(parent_queue));
 }
 
+namespace {
+
+// What [offset, offset + length) holds where this image has no data: zeros, or (differencing)
+// whatever the parent reports.
+Status AppendNotHere(BlockDevice* parent, uint64_t offset, uint64_t length,
+                     std::vector<Extent>* out) {
+  const uint64_t parent_size = parent != nullptr ? parent->size_bytes() : 0;
+  const uint64_t in_parent = offset < parent_size ? std::min(length, parent_size - offset) : 0;
+  if (in_parent > 0) {
+    std::vector<Extent> below;
+    VSTACK_RETURN_IF_ERROR(parent->MapExtents(offset, in_parent, &below));
+    for (const Extent& e : below) AppendExtent(out, e.offset, e.length, e.flags);
+  }
+  if (in_parent < length) {
+    AppendExtent(out, offset + in_parent, length - in_parent, kExtentHole | kExtentZero);
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Status MapDynamicExtents(DynamicState& st, uint64_t offset, uint64_t length,
-                         std::vector<Extent>* out) {
+                         std::vector<Extent>* out, bool own_only) {
+  BlockDevice* const parent = own_only ? nullptr : st.parent;
   const uint64_t end = offset + length;
   std::unique_ptr<SyncIo> io;
   std::vector<uint8_t> bits;
@@ -88,7 +111,7 @@ Status MapDynamicExtents(DynamicState& st, uint64_t offset, uint64_t length,
     const uint32_t entry = st.bat.entry(block);
     const uint8_t flags = st.bat.flags(block);
     if (entry == kUnallocated) {
-      AppendExtent(out, pos, stop - pos, kExtentHole | kExtentZero);
+      VSTACK_RETURN_IF_ERROR(AppendNotHere(parent, pos, stop - pos, out));
       pos = stop;
       continue;
     }
@@ -119,8 +142,14 @@ Status MapDynamicExtents(DynamicState& st, uint64_t offset, uint64_t length,
     const uint32_t last = static_cast<uint32_t>((stop - block_start) / kSectorSize);
     while (s < last) {
       const uint32_t n = RunLength(bits.data(), s, last);
-      AppendExtent(out, block_start + uint64_t{s} * kSectorSize, uint64_t{n} * kSectorSize,
-                   TestBit(bits.data(), s) ? 0u : uint32_t{kExtentZero});
+      const uint64_t at = block_start + uint64_t{s} * kSectorSize;
+      if (TestBit(bits.data(), s)) {
+        AppendExtent(out, at, uint64_t{n} * kSectorSize, 0);
+      } else if (parent != nullptr) {
+        VSTACK_RETURN_IF_ERROR(AppendNotHere(parent, at, uint64_t{n} * kSectorSize, out));
+      } else {
+        AppendExtent(out, at, uint64_t{n} * kSectorSize, kExtentZero);
+      }
       s += n;
     }
     pos = stop;

@@ -55,6 +55,9 @@ struct DynamicState {
   const uint64_t limit;
   // Growable: how many blocks' worth of space the file grows by beyond what a commit needs.
   const uint64_t reserve_blocks;
+  // Differencing disks: the parent, read where this image's bits are clear (set once, before
+  // any queue opens). Sectors past its end read as zeros.
+  BlockDevice* parent = nullptr;
   Bat bat;
 
   std::mutex mu;
@@ -80,13 +83,18 @@ struct DynamicState {
 };
 
 // A queue of a dynamic VHD. `device` is the VhdDevice the queue belongs to.
+// `parent_queue`: differencing disks, a queue of state.parent for this thread; else null.
 std::unique_ptr<IoQueue> NewDynamicQueue(BlockDevice& device, DynamicState& state,
-                                         std::unique_ptr<IoQueue> lower);
+                                         std::unique_ptr<IoQueue> lower,
+                                         std::unique_ptr<IoQueue> parent_queue);
 
 // Allocation over [offset, offset + length) of the virtual disk, per block and, for partially
-// written blocks, per bitmap run (loading bitmaps that are not cached).
+// written blocks, per bitmap run (loading bitmaps that are not cached). Differencing disks
+// report what the parent reports where this image's bits are clear (beyond the parent's end:
+// a zero hole).
+// With `own_only`, sectors this image does not hold are zero holes even in a differencing disk.
 Status MapDynamicExtents(DynamicState& state, uint64_t offset, uint64_t length,
-                         std::vector<Extent>* out);
+                         std::vector<Extent>* out, bool own_only = false);
 
 }  // namespace vstack::vhd
 

@@ -19,7 +19,14 @@ void DynamicQueue::DoSubmit(std::span<IoRequest* const> batch) {
 void DynamicQueue::DoPoll(bool wait) {
   bool did = DrainInbox();
   if (did) AfterWork();
-  if (lower().in_flight() > 0) {
+  const bool parent_busy = parent_ != nullptr && parent_->in_flight() > 0;
+  if (parent_busy) {
+    // Only one of the two queues can be waited on: wait on the parent's when the file has
+    // nothing in flight.
+    const bool lower_busy = lower().in_flight() > 0;
+    parent_->Poll(wait && !did && !lower_busy ? 1 : 0);
+    if (lower_busy) lower().Poll(0);
+  } else if (lower().in_flight() > 0) {
     lower().Poll(wait && !did ? 1 : 0);
   } else {
     lower().Poll(0);
@@ -195,39 +202,55 @@ void DynamicQueue::ResumeBitmapWait(Piece* p) {
 }
 
 void DynamicQueue::ZeroPiece(Piece* p) {
-  if (p->req->parent->op == Op::kRead) {
-    const IoRequest& parent = *p->req->parent;
-    ZeroIov(parent.iov, parent.iovcnt, p->buf_offset, uint64_t{p->count} * kSectorSize);
-    Count(kCounterZeroReads);
-  }
+  if (p->req->parent->op == Op::kRead && ReadBelow(p, p->first, p->count)) return;
   Finish(p->req, {});
 }
 
-void DynamicQueue::ReadRuns(Piece* p) {
+bool DynamicQueue::ReadBelow(Piece* p, uint32_t first, uint32_t count) {
   const IoRequest& parent = *p->req->parent;
-  const uint32_t entry = st_.bat.entry(p->block);
-  uint32_t data_runs = 0;
-  for (const Run& run : runs_) data_runs += run.set ? 1 : 0;
-  if (data_runs > 1) p->req->pending.fetch_add(data_runs - 1, std::memory_order_relaxed);
-  for (const Run& run : runs_) {
-    if (!run.set) {
-      ZeroIov(parent.iov, parent.iovcnt,
-              p->buf_offset + uint64_t{run.first - p->first} * kSectorSize,
-              uint64_t{run.count} * kSectorSize);
-    }
+  const uint64_t offset = uint64_t{p->block} * st_.block_size + uint64_t{first} * kSectorSize;
+  const uint64_t length = uint64_t{count} * kSectorSize;
+  const uint64_t buf_offset = p->buf_offset + uint64_t{first - p->first} * kSectorSize;
+  const uint64_t parent_size = parent_ != nullptr ? st_.parent->size_bytes() : 0;
+  const uint64_t in_parent = offset < parent_size ? std::min(length, parent_size - offset) : 0;
+  if (in_parent < length) {
+    ZeroIov(parent.iov, parent.iovcnt, buf_offset + in_parent, length - in_parent);
   }
-  if (data_runs == 0) {
+  if (in_parent == 0) {
     Count(kCounterZeroReads);
-    Finish(p->req, {});
-    return;
+    return false;
   }
+  LowerOp* op = NewOp(Kind::kPiece);
+  op->request = p->req;
+  op->req.op = Op::kRead;
+  op->req.offset = offset;
+  op->req.length = in_parent;
+  IovSlice(parent.iov, parent.iovcnt, buf_offset, in_parent, &op->iov);
+  op->req.iov = op->iov.data();
+  op->req.iovcnt = static_cast<uint32_t>(op->iov.size());
+  Count(kCounterParentReads);
+  IssueToParent(op);
+  return true;
+}
+
+void DynamicQueue::ReadRuns(Piece* p) {
+  const uint32_t entry = st_.bat.entry(p->block);
+  // Every run may become one I/O: hold one unit per run beyond the piece's own, and give back
+  // those of runs answered without I/O.
+  const auto runs = static_cast<uint32_t>(runs_.size());
+  if (runs > 1) p->req->pending.fetch_add(runs - 1, std::memory_order_relaxed);
   for (const Run& run : runs_) {
-    if (run.set) IssueData(p, entry, run.first, run.count);
+    if (run.set) {
+      IssueData(p, entry, run.first, run.count);
+    } else if (!ReadBelow(p, run.first, run.count)) {
+      Finish(p->req, {});
+    }
   }
 }
 
 void DynamicQueue::IssueData(Piece* p, uint32_t entry, uint32_t first, uint32_t count) {
   const IoRequest& parent = *p->req->parent;
+  if (parent.op == Op::kRead) Count(kCounterDataReads);
   LowerOp* op = NewOp(Kind::kPiece);
   op->request = p->req;
   op->req.op = parent.op;
@@ -411,10 +434,13 @@ void DynamicQueue::SetPayload(LowerOp* op, Op rw, uint64_t offset, const void* s
 }
 
 void DynamicQueue::FlushOutgoing() {
-  while (!outgoing_.empty()) {
+  while (!outgoing_.empty() || !parent_outgoing_.empty()) {
     std::vector<IoRequest*> batch;
     batch.swap(outgoing_);
-    lower().Submit(batch);
+    if (!batch.empty()) lower().Submit(batch);
+    batch.clear();
+    batch.swap(parent_outgoing_);
+    if (!batch.empty()) parent_->Submit(batch);
   }
 }
 

@@ -63,8 +63,9 @@ struct Allocation {
 // One thread's queue of a dynamic VHD (see vhd_dynamic.h for the design).
 class DynamicQueue final : public LayerQueue {
  public:
-  DynamicQueue(BlockDevice& device, DynamicState& state, std::unique_ptr<IoQueue> lower)
-      : LayerQueue(device, std::move(lower)), st_(state) {}
+  DynamicQueue(BlockDevice& device, DynamicState& state, std::unique_ptr<IoQueue> lower,
+               std::unique_ptr<IoQueue> parent_queue)
+      : LayerQueue(device, std::move(lower)), st_(state), parent_(std::move(parent_queue)) {}
 
  protected:
   void DoSubmit(std::span<IoRequest* const> batch) override;
@@ -131,10 +132,15 @@ class DynamicQueue final : public LayerQueue {
   bool WaitForBitmap(BitmapState& bs, Piece* p, std::vector<uint8_t>* snapshot);
   // A piece handed back after the bitmap write it waited for left its bits out.
   void ResumeBitmapWait(Piece* p);
-  // Answers a read piece with zeros (no I/O); other pieces just finish.
+  // Answers a read piece with what lies below this image (zeros, or the parent's data);
+  // other pieces just finish.
   void ZeroPiece(Piece* p);
-  // Reads the set runs (runs_) of a partial block and zero-fills the clear ones.
+  // Reads the set runs (runs_) of a partial block; the clear ones come from below.
   void ReadRuns(Piece* p);
+  // Sectors [first, first + count) of read piece `p` that this image does not hold: one read
+  // of the parent (zeros past its end), or zeros without I/O. Returns true if it issued a
+  // read, which finishes one unit of the request; false if it is done already.
+  bool ReadBelow(Piece* p, uint32_t first, uint32_t count);
   // Reads, writes or zeroes sectors [first, first + count) of `p`'s block, at `entry`.
   void IssueData(Piece* p, uint32_t entry, uint32_t first, uint32_t count);
 
@@ -191,6 +197,7 @@ class DynamicQueue final : public LayerQueue {
   void SetPayload(LowerOp* op, Op rw, uint64_t offset, const void* src, size_t len);
   // Requests go down in batches: Issue collects, FlushOutgoing submits.
   void Issue(LowerOp* op) { outgoing_.push_back(&op->req); }
+  void IssueToParent(LowerOp* op) { parent_outgoing_.push_back(&op->req); }
   void FlushOutgoing();
   static void OnLowerDone(IoRequest& req);
 
@@ -200,6 +207,8 @@ class DynamicQueue final : public LayerQueue {
   };
 
   DynamicState& st_;
+  std::unique_ptr<IoQueue> parent_;  // differencing disks: a queue of st_.parent
+  std::vector<IoRequest*> parent_outgoing_;
   RequestPool<Request> requests_;
   RequestPool<LowerOp> ops_;
   std::vector<IoRequest*> outgoing_;

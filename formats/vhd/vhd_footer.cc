@@ -142,13 +142,9 @@ Result<Footer> ParseFooter(std::span<const uint8_t, kFooterSize> b, uint64_t at,
                "unsupported format version " + Hex(f.version) + " (expected 0x10000)");
   }
   f.disk_type = LoadBE32(p + kDiskTypeAt);
-  if (f.disk_type == static_cast<uint32_t>(DiskType::kDifferencing)) {
-    return Bad(Errc::kNotSupported, at, kDiskTypeAt,
-               "differencing disks (type 4) are not supported");
-  }
   if (!f.is_fixed() && !f.is_dynamic()) {
     return Bad(Errc::kCorruption, at, kDiskTypeAt,
-               "invalid disk type " + std::to_string(f.disk_type) + " (expected 2 or 3)");
+               "invalid disk type " + std::to_string(f.disk_type) + " (expected 2, 3 or 4)");
   }
   f.data_offset = LoadBE64(p + kDataOffsetAt);
   if (f.is_fixed()) {

@@ -66,7 +66,13 @@ struct Footer {
   uint8_t hidden = 0;  // blktap's flag in the first reserved byte
 
   bool is_fixed() const { return disk_type == static_cast<uint32_t>(DiskType::kFixed); }
-  bool is_dynamic() const { return disk_type == static_cast<uint32_t>(DiskType::kDynamic); }
+  // Dynamic and differencing disks share the sparse layout (header, BAT, blocks).
+  bool is_dynamic() const {
+    return disk_type == static_cast<uint32_t>(DiskType::kDynamic) || is_differencing();
+  }
+  bool is_differencing() const {
+    return disk_type == static_cast<uint32_t>(DiskType::kDifferencing);
+  }
   // "vpc ", "qemu", "tap\0" printed with NULs as "\0".
   std::string CreatorText() const;
 };

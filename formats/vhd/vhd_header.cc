@@ -11,7 +11,7 @@ namespace {
 
 constexpr size_t kCookieAt = 0, kDataOffsetAt = 8, kTableOffsetAt = 16, kVersionAt = 24,
                  kMaxEntriesAt = 28, kBlockSizeAt = 32, kChecksumAt = 36, kParentUuidAt = 40,
-                 kParentTimestampAt = 56, kLocatorsAt = 576, kLocatorSize = 24;
+                 kParentTimestampAt = 56, kParentNameAt = 64, kLocatorsAt = 576, kLocatorSize = 24;
 constexpr char kCookie[8] = {'c', 'x', 's', 'p', 'a', 'r', 's', 'e'};
 
 std::string Hex(uint64_t v) {
@@ -66,6 +66,12 @@ Result<DynamicHeader> ParseHeader(std::span<const uint8_t, kHeaderSize> b, uint6
   }
   std::memcpy(h.parent_uuid.data(), p + kParentUuidAt, 16);
   h.parent_timestamp = LoadBE32(p + kParentTimestampAt);
+  for (size_t i = 0; i < kParentNameUnits; ++i) {
+    const auto unit = static_cast<char16_t>(p[kParentNameAt + 2 * i] << 8 |
+                                            p[kParentNameAt + 2 * i + 1]);
+    if (unit == 0) break;
+    h.parent_name.push_back(unit);
+  }
   for (size_t i = 0; i < h.locators.size(); ++i) {
     const uint8_t* l = p + kLocatorsAt + i * kLocatorSize;
     h.locators[i] = ParentLocator{LoadBE32(l), LoadBE32(l + 4), LoadBE32(l + 8), LoadBE64(l + 16)};
@@ -84,6 +90,10 @@ void SerializeHeader(const DynamicHeader& h, std::span<uint8_t, kHeaderSize> out
   StoreBE32(p + kBlockSizeAt, h.block_size);
   std::memcpy(p + kParentUuidAt, h.parent_uuid.data(), 16);
   StoreBE32(p + kParentTimestampAt, h.parent_timestamp);
+  for (size_t i = 0; i < h.parent_name.size() && i < kParentNameUnits; ++i) {
+    p[kParentNameAt + 2 * i] = static_cast<uint8_t>(h.parent_name[i] >> 8);
+    p[kParentNameAt + 2 * i + 1] = static_cast<uint8_t>(h.parent_name[i] & 0xFF);
+  }
   for (size_t i = 0; i < h.locators.size(); ++i) {
     uint8_t* l = p + kLocatorsAt + i * kLocatorSize;
     StoreBE32(l, h.locators[i].platform_code);

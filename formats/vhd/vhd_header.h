@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "formats/vhd/vhd_footer.h"
 #include "lib/errors.h"
@@ -21,6 +22,7 @@ inline constexpr uint32_t kMaxBlockSize = 256u << 20;
 inline constexpr uint32_t kMinCreateBlockSize = 512u << 10;
 inline constexpr uint32_t kMaxCreateBlockSize = 64u << 20;
 inline constexpr uint32_t kDefaultBlockSize = 2u << 20;
+inline constexpr size_t kParentNameUnits = 256;  // the parent name field: 512 bytes
 
 struct ParentLocator {
   uint32_t platform_code = 0;
@@ -38,6 +40,7 @@ struct DynamicHeader {
   uint32_t checksum = 0;  // as stored; Serialize computes it
   std::array<uint8_t, 16> parent_uuid{};
   uint32_t parent_timestamp = 0;
+  std::u16string parent_name;  // differencing only: up to 256 code units, UTF-16 big-endian
   std::array<ParentLocator, 8> locators{};
 
   // Bytes of the sector bitmap in front of each block: one bit per sector, rounded up to a

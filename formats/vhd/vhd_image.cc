@@ -272,9 +272,11 @@ class Loader {
       const uint64_t space =
           l.data_space < kSectorSize ? uint64_t{l.data_space} * kSectorSize : l.data_space;
       const std::string name = "parent locator " + std::to_string(i);
-      img_.findings.push_back(
-          {Finding::kWarning, "VHD: " + name + " is set in a dynamic disk (field at offset " +
-                                  Off(hdr + 576 + 24 * i) + ")"});
+      if (!img_.footer.is_differencing()) {
+        img_.findings.push_back(
+            {Finding::kWarning, "VHD: " + name + " is set in a dynamic disk (field at offset " +
+                                    Off(hdr + 576 + 24 * i) + ")"});
+      }
       if (l.data_offset >= kFooterSize && l.data_offset <= img_.footer_offset &&
           space <= img_.footer_offset - l.data_offset) {
         meta.push_back({l.data_offset, l.data_offset + space, -1, name + " data"});

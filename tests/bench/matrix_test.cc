@@ -125,6 +125,21 @@ TEST(Matrix, SpecsExpandTheScratchDirectoryAndSizesRelativeToTheTarget) {
   EXPECT_NE(plan->spec.find("zstd:size={size:1.25}"), std::string::npos) << plan->spec;
 }
 
+// The Ceph presets run on the images tools/ceph-up creates, and only on request.
+TEST(Matrix, CephPresetsUseTheCephUpImages) {
+  auto rep = ResolveStack("rbd-replicated", BackendChoice{});
+  ASSERT_OK(rep);
+  EXPECT_EQ(rep->spec, "rbd:rbd/bench-rep");
+  auto ec = ResolveStack("rbd-ec", BackendChoice{});
+  ASSERT_OK(ec);
+  EXPECT_EQ(ec->spec, "rbd:rbd/bench-ec");
+  auto dz = ResolveStack("dedup+zstd-rbd-ec", BackendChoice{});
+  ASSERT_OK(dz);
+  EXPECT_EQ(dz->spec, "dedup+zstd:size={size:1.25}+rbd:rbd/bench-ec-dz");
+  EXPECT_EQ(dz->prepare, Prepare::kFill);
+  EXPECT_TRUE(MissingComponents(*dz).empty());
+}
+
 TEST(Matrix, StopFlagEndsEverythingAndStillCleansUp) {
   testing::TempDir dir;
   MatrixOptions o;

@@ -148,7 +148,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, FileBackend, ::testing::Values("file", "uring
 TEST(UringBackend, IsAvailableHere) { EXPECT_OK(UringDevice::CheckAvailable()); }
 
 TEST(OpenSpec, ErrorsListTheValidChoices) {
-  ExpectError(Open("nosuch+memory:1M"), "unknown layer 'nosuch'; backends: file, memory, null, uring");
+  ExpectError(Open("nosuch+memory:1M"), "unknown layer 'nosuch'; backends: file, memory, null, rados, rbd, uring");
   ExpectError(Open("memory:1M,colour=red"), "unknown option 'colour' for 'memory'; valid options: block");
   ExpectError(Open("passthrough"), "'passthrough' is a layer, but a spec must end with a backend");
   ExpectError(Open("memory:1M+memory:1M"), "'memory' is a backend and must come last");

@@ -65,6 +65,20 @@ VSTACK_CONFORMANCE_TARGETS(passthrough, {
                "passthrough+passthrough+uring:{dir}/t.img"),
 });
 
+// The emulation layers at small delays: their timing must not change a single result.
+VSTACK_CONFORMANCE_TARGETS(emulation, {
+    SpecTarget("delay_memory", "delay:read=20us,write=30us,flush=10us,qd=4+memory:64M"),
+    SpecTarget("delay_lognormal_bw_memory", "delay:latency=lognormal:20us:10us,bw=1G+memory:64M"),
+    SpecTarget("hv_memory", "hv:latency=10us,cpu=1us+memory:64M"),
+    SpecTarget("ready_memory", "ready:pct=5,stall=100us,quantum=0+memory:64M"),
+    SpecTarget("error_never_memory", "error:rate=0+memory:64M"),
+    SpecTarget("emulated_guest_file",
+               "ready:pct=2,stall=50us,quantum=0+hv:latency=5us+delay:latency=10us,qd=8+"
+               "file:{dir}/t.img,create=on,size=64M",
+               "ready:pct=2,stall=50us,quantum=0+hv:latency=5us+delay:latency=10us,qd=8+"
+               "file:{dir}/t.img"),
+});
+
 VSTACK_CONFORMANCE_TARGETS(zstd, {
     SpecTarget("zstd_memory", "zstd:size=64M+memory:96M"),
     SpecTarget("zstd_memory_4k_packed", "zstd:size=64M,rule=packed+memory:96M,block=4096"),

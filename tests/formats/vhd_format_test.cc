@@ -103,7 +103,7 @@ TEST(VhdFooter, RejectsBadFieldsNamingFieldAndOffset) {
        true,
        "unsupported format version 0x20000 (expected 0x10000) (field at offset 1012)"},
       {"type", 60, {0, 0, 0, 5}, true, "invalid disk type 5"},
-      {"differencing", 60, {0, 0, 0, 4}, true, "differencing disks (type 4) are not supported"},
+      {"type 1", 60, {0, 0, 0, 1}, true, "invalid disk type 1 (expected 2, 3 or 4)"},
       {"data offset", 16, {0, 0, 0, 0, 0, 0, 0, 7}, true, "invalid header offset 0x7"},
       {"size", 48, {0, 0, 0, 0, 0, 0, 0, 0}, true, "current size 0 is below one sector"},
       {"too big", 48, {0, 0, 2, 0, 0, 0, 0, 0}, true, "exceeds the 2040 GiB limit"},

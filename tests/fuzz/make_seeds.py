@@ -22,20 +22,29 @@ def footer(disk_type, size, data_offset, geometry=(65535, 16, 255)):
     return bytes(f)
 
 
-def header(entries, block_size):
+def header(entries, block_size, parent=None):
+    """`parent`: (name, [(code, data space, data length, data offset)]) for a differencing disk."""
     h = bytearray(1024)
     h[0:8] = b"cxsparse"
     struct.pack_into(">QQIII", h, 8, 0xFFFFFFFFFFFFFFFF, 1536, 0x10000, entries, block_size)
+    if parent:
+        name, locators = parent
+        h[40:56] = bytes(range(17, 33))  # parent unique ID
+        struct.pack_into(">I", h, 56, 12345)  # parent time stamp
+        encoded = name.encode("utf-16-be")[:512]
+        h[64:64 + len(encoded)] = encoded
+        for i, (code, space, length, offset) in enumerate(locators):
+            struct.pack_into(">4sIIIQ", h, 576 + 24 * i, code, space, length, 0, offset)
     struct.pack_into(">I", h, 36, checksum(h, 36))
     return bytes(h)
 
 
-def dynamic(size, block_size, blocks):
+def dynamic(size, block_size, blocks, parent=None, disk_type=3):
     """`blocks`: {block index: (bitmap bytes, data bytes)} placed after the BAT."""
     entries = (size + block_size - 1) // block_size
     bat_bytes = (entries * 4 + 511) // 512 * 512
-    f = footer(3, size, 512)
-    body = bytearray(f + header(entries, block_size) + b"\xff" * bat_bytes)
+    f = footer(disk_type, size, 512)
+    body = bytearray(f + header(entries, block_size, parent) + b"\xff" * bat_bytes)
     bm_size = ((block_size // 512 + 7) // 8 + 511) // 512 * 512
     for index, (bitmap, data) in sorted(blocks.items()):
         sector = len(body) // 512
@@ -60,3 +69,25 @@ write("dynamic_chs.seed", dynamic(8 << 10, 4096, {1: (b"\xf0", b"\x33" * 2048)})
 torn = bytearray(partial)
 torn[-512:] = b"\xc7" * 512  # the end footer killed; the copy at offset 0 is good
 write("dynamic_no_end_footer.seed", bytes(torn))
+
+
+# Differencing disks: locator data placed after the BAT (W2ku, W2ru as UTF-16LE, MacX as a
+# URL), then the same with a locator pointing outside the file and one of a huge length.
+def differencing(locators, data=b""):
+    image = bytearray(dynamic(64 << 10, 4096, {0: (b"\x0f", b"\x44" * 4096)},
+                              ("base.vhd", locators), 4))
+    return bytes(image[:-512]) + data + bytes(image[-512:])
+
+
+paths = ["/img/base.vhd".encode("utf-16-le"), ".\\base.vhd".encode("utf-16-le"),
+         b"file:///img/base.vhd"]
+at = 1536 + 512 + 512 + 4096  # after the header, BAT and the one block: the data
+locs = []
+blob = b""
+for code, path in zip([b"W2ku", b"W2ru", b"MacX"], paths):
+    locs.append((code, 512, len(path), at + len(blob)))
+    blob += path.ljust(512, b"\0")
+write("differencing_locators.seed", differencing(locs, blob))
+write("differencing_locator_outside.seed",
+      differencing([(b"W2ku", 512, 40, 1 << 40), (b"W2ru", 1, 0xFFFFFFFF, at)], b"\0" * 512))
+write("differencing_no_locators.seed", differencing([]))

@@ -1,13 +1,16 @@
 // libFuzzer target: arbitrary bytes as a VHD image on a memory device, opened strictly and for
 // check, read in samples (start, end, every allocated block), mapped, checked read-only and
 // with repair, and written to. Any crash, sanitizer report, leak or out-of-range access below
-// is a bug; errors are fine. Build and run: see tests/fuzz/CMakeLists.txt.
+// is a bug; errors are fine. Differencing disks (no parent on a memory device) are also opened
+// alone (parent=none), and their locators decoded into parent candidates. Build and run: see
+// tests/fuzz/CMakeLists.txt.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "formats/vhd/vhd_device.h"
+#include "formats/vhd/vhd_parent.h"
 #include "lib/aligned_buffer.h"
 #include "lib/registry.h"
 #include "lib/sync_io.h"
@@ -73,6 +76,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Exercise(**dev, /*write=*/true);
     }
     (void)(*dev)->Close();
+  }
+  // Differencing: the locators, and the image alone.
+  if (DevicePtr mem = MemoryWith(data, size)) {
+    auto img = vstack::vhd::LoadImage(*mem, /*lenient=*/true);
+    if (img && img->footer.is_differencing()) {
+      const auto locators = vstack::vhd::ReadLocators(*mem, *img);
+      (void)vstack::vhd::ParentCandidates(locators, img->header.parent_name, "/fuzz/child.vhd");
+      vstack::vhd::VhdOptions options;
+      options.open_parent = false;
+      auto dev = vstack::vhd::VhdDevice::Open(std::move(mem), options);
+      if (dev) Exercise(**dev, /*write=*/false);
+    }
   }
   return 0;
 }

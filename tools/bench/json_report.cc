@@ -199,6 +199,8 @@ json RenderJson(const BenchReport& r) {
                  {"read_iops", s.read_iops},
                  {"write_iops", s.write_iops},
                  {"latency_us", {{"mean", s.mean_us}, {"p50", s.p50_us}, {"p99", s.p99_us}, {"p99.9", s.p999_us}}},
+                 {"read_mean_us", s.read_mean_us},
+                 {"write_mean_us", s.write_mean_us},
                  {"cpu_us_per_io", s.cpu_us_per_io},
                  {"process_cpu_pct", s.process_cpu_pct},
                  {"machine_cpu_pct", s.machine_cpu_pct},
@@ -235,7 +237,8 @@ json RenderJson(const BenchReport& r) {
           {"error", r.result.error},
           {"scratch_dir", r.result.scratch_dir},
           {"baseline", r.summary.baseline},
-          {"stacks", stacks}};
+          {"stacks", stacks},
+          {"seed", SeedTablesJson(r)}};
 }
 
 }  // namespace vstack::cli

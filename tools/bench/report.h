@@ -14,6 +14,7 @@ namespace vstack::cli {
 
 struct BenchReport {
   std::string command;  // the command line as typed
+  std::string preset;   // the seed preset (--preset), "" if none
   bench::MatrixResult result;
   bench::MatrixSummary summary;
 };
@@ -35,6 +36,13 @@ std::string RenderComparisonText(const BenchReport& r);
 
 // The same numbers as JSON, with every round's full results.
 nlohmann::json RenderJson(const BenchReport& r);
+
+// The seed tables (docs/seeds.md), when the run reproduces a published finding: with a seed
+// preset, the source's table side by side with vstack's and the predictions; with the quantum
+// scheduler, the SOS_SCHEDULER_YIELD table and its ratios against the published CPU Ready
+// table. "" / null when neither applies.
+std::string RenderSeedTables(const BenchReport& r);
+nlohmann::json SeedTablesJson(const BenchReport& r);
 
 // "12,345" / "1,234.5": thousands grouped, `decimals` after the point.
 std::string Num(double v, int decimals = 0);

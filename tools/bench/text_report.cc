@@ -251,6 +251,7 @@ std::string RenderText(const BenchReport& r) {
     }
   }
   out += RenderComparisonText(r);
+  out += RenderSeedTables(r);
   return out;
 }
 

@@ -1,0 +1,102 @@
+#include "bench/workload/quantum_scheduler.h"
+
+#include <algorithm>
+
+namespace vstack::bench {
+
+YieldStats YieldStats::Between(const YieldStats& before, const YieldStats& after) {
+  YieldStats d;
+  d.yields = after.yields - before.yields;
+  d.wait_ns = after.wait_ns - before.wait_ns;
+  d.max_wait_ns = after.max_wait_ns;
+  d.signal_wait_ns = after.signal_wait_ns - before.signal_wait_ns;
+  d.stalls = after.stalls - before.stalls;
+  d.stalled_ns = after.stalled_ns - before.stalled_ns;
+  return d;
+}
+
+void YieldStats::Merge(const YieldStats& o) {
+  yields += o.yields;
+  wait_ns += o.wait_ns;
+  max_wait_ns = std::max(max_wait_ns, o.max_wait_ns);
+  signal_wait_ns += o.signal_wait_ns;
+  stalls += o.stalls;
+  stalled_ns += o.stalled_ns;
+}
+
+QuantumScheduler::QuantumScheduler(const SchedulerOptions& options, Clock& clock)
+    : options_(options), clock_(clock) {
+  const uint64_t now = clock_.Now();
+  for (uint32_t i = 0; i < std::max<uint32_t>(1, options_.schedulers); ++i) {
+    schedulers_.push_back(std::make_unique<Scheduler>());
+    if (options_.ready_fraction > 0) {
+      schedulers_.back()->ready.emplace(options_.ready_fraction, options_.stall,
+                                        options_.stall_quantum_ns, options_.seed + i, now);
+    }
+  }
+}
+
+void QuantumScheduler::WaitTurn(Scheduler& s, std::unique_lock<std::mutex>& lock, uint32_t task) {
+  s.runnable.push_back(task);
+  s.cv.wait(lock, [&] { return !s.busy && s.runnable.front() == task; });
+  s.runnable.pop_front();
+  s.busy = true;
+  s.cv.notify_all();  // the next in line re-checks once this one is done
+}
+
+void QuantumScheduler::Run(uint32_t task) {
+  Scheduler& s = Of(task);
+  std::unique_lock lock(s.mu);
+  WaitTurn(s, lock, task);
+  s.quantum_start = clock_.Now();
+}
+
+void QuantumScheduler::Suspend(uint32_t task) {
+  Scheduler& s = Of(task);
+  std::lock_guard lock(s.mu);
+  s.busy = false;
+  s.cv.notify_all();
+}
+
+bool QuantumScheduler::Checkpoint(uint32_t task) {
+  Scheduler& s = Of(task);
+  std::unique_lock lock(s.mu);
+  uint64_t now = clock_.Now();
+  if (s.ready) {
+    if (const uint64_t stall = s.ready->Due(now); stall != 0) {
+      // The vCPU is off the CPU: the scheduler stays taken, nothing else on it runs.
+      lock.unlock();
+      clock_.SleepUntil(now + stall);
+      lock.lock();
+      ++s.stats.stalls;
+      s.stats.stalled_ns += stall;
+      now = clock_.Now();
+    }
+  }
+  if (now - s.quantum_start < options_.quantum_ns) return false;
+  const uint64_t yield_start = now;
+  s.busy = false;
+  s.cv.notify_all();
+  const uint64_t runnable_at = clock_.Now();
+  WaitTurn(s, lock, task);
+  const uint64_t resumed = clock_.Now();
+  s.quantum_start = resumed;
+  const uint64_t wait = resumed - yield_start;
+  ++s.stats.yields;
+  s.stats.wait_ns += wait;
+  s.stats.signal_wait_ns += resumed - runnable_at;
+  s.stats.max_wait_ns = std::max(s.stats.max_wait_ns, wait);
+  return true;
+}
+
+YieldStats QuantumScheduler::Snapshot(bool reset_max) {
+  YieldStats total;
+  for (auto& s : schedulers_) {
+    std::lock_guard lock(s->mu);
+    total.Merge(s->stats);
+    if (reset_max) s->stats.max_wait_ns = 0;
+  }
+  return total;
+}
+
+}  // namespace vstack::bench

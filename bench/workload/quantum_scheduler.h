@@ -1,0 +1,97 @@
+// A cooperative quantum scheduler for the workload's threads, in the manner of SQL Server's
+// SQLOS: each scheduler (a virtual CPU) runs one task (a workload thread) at a time; a task
+// keeps its scheduler until it waits for I/O (Suspend) or sees, at a checkpoint, that its
+// quantum of *wall-clock* time is used up, and then yields: it goes to the back of the
+// scheduler's runnable queue (SOS_SCHEDULER_YIELD) and waits for its turn.
+//
+// CPU Ready: with a ready fraction, each scheduler has a StallSchedule; at a checkpoint where a
+// stall is due, the running task sleeps for it while holding its scheduler (the vCPU is off the
+// physical CPU: nothing on it runs). Wall time jumps, so the task finds its quantum used up and
+// yields, and the tasks queued behind it waited through the stall: the count of yields grows
+// with CPU Ready, not just their duration.
+//
+// Yield statistics are what sys.dm_os_wait_stats shows for SOS_SCHEDULER_YIELD:
+// waiting_tasks_count, wait_time_ms, max_wait_time_ms and signal_wait_time_ms. A yield's wait
+// runs from the moment the task decides to yield to the moment it runs again; its signal wait
+// from the moment it is in the runnable queue (for a yield the task is runnable at once, so
+// signal wait is nearly all of it, as in SQL Server).
+//
+// Thread-safe: every task calls from its own thread. Time comes from a Clock (tests use a
+// ManualClock).
+#ifndef VSTACK_BENCH_WORKLOAD_QUANTUM_SCHEDULER_H_
+#define VSTACK_BENCH_WORKLOAD_QUANTUM_SCHEDULER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "blockdev/emulation/service_time.h"
+#include "blockdev/emulation/stall_schedule.h"
+#include "lib/clock.h"
+
+namespace vstack::bench {
+
+struct YieldStats {
+  uint64_t yields = 0;          // waiting_tasks_count
+  uint64_t wait_ns = 0;         // wait_time
+  uint64_t max_wait_ns = 0;     // max_wait_time (of the window it was reset for)
+  uint64_t signal_wait_ns = 0;  // signal_wait_time
+  uint64_t stalls = 0;          // CPU-Ready stalls injected on the schedulers
+  uint64_t stalled_ns = 0;      // their total length
+
+  // Counts of `after` minus `before`; max_wait_ns is `after`'s (reset at the window's start).
+  static YieldStats Between(const YieldStats& before, const YieldStats& after);
+  void Merge(const YieldStats& o);  // sums; max of the maxima
+};
+
+struct SchedulerOptions {
+  uint32_t schedulers = 1;
+  uint64_t quantum_ns = 4'000'000;  // SQLOS's 4 ms
+  double ready_fraction = 0;        // RDY% / 100
+  ServiceTime stall = ServiceTime::Fixed(4'000'000);
+  uint64_t stall_quantum_ns = 1'000'000;  // stall lengths are whole multiples of this
+  uint64_t seed = 1;
+};
+
+class QuantumScheduler {
+ public:
+  // Task t runs on scheduler t % schedulers.
+  QuantumScheduler(const SchedulerOptions& options, Clock& clock);
+
+  // Task t takes its scheduler, after the tasks queued before it (FIFO).
+  void Run(uint32_t task);
+  // Task t gives its scheduler up to wait for something else (I/O). Not a yield.
+  void Suspend(uint32_t task);
+  // The running task t between two steps of work: stalls if CPU Ready is due, then yields if
+  // its quantum is used up. Returns true if it yielded.
+  bool Checkpoint(uint32_t task);
+
+  // Statistics so far, summed over the schedulers; `reset_max` starts a new max-wait window.
+  YieldStats Snapshot(bool reset_max = false);
+
+ private:
+  struct Scheduler {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool busy = false;
+    std::deque<uint32_t> runnable;
+    uint64_t quantum_start = 0;
+    std::optional<StallSchedule> ready;
+    YieldStats stats;
+  };
+  Scheduler& Of(uint32_t task) { return *schedulers_[task % schedulers_.size()]; }
+  // Queues `task` and waits until it is first and the scheduler is free; takes it. Holds `lock`.
+  void WaitTurn(Scheduler& s, std::unique_lock<std::mutex>& lock, uint32_t task);
+
+  const SchedulerOptions options_;
+  Clock& clock_;
+  std::vector<std::unique_ptr<Scheduler>> schedulers_;
+};
+
+}  // namespace vstack::bench
+
+#endif  // VSTACK_BENCH_WORKLOAD_QUANTUM_SCHEDULER_H_

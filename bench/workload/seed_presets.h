@@ -1,0 +1,57 @@
+// Seed presets of `vstack bench --preset NAME`: a published measurement vstack reproduces,
+// with the workload of the source, the stacks that model it, and the published numbers that
+// the report prints side by side with vstack's (docs/seeds.md).
+#ifndef VSTACK_BENCH_WORKLOAD_SEED_PRESETS_H_
+#define VSTACK_BENCH_WORKLOAD_SEED_PRESETS_H_
+
+#include <string>
+#include <vector>
+
+#include "bench/workload/knobs.h"
+#include "bench/workload/stack_plan.h"
+#include "lib/errors.h"
+
+namespace vstack::bench {
+
+// One column of the source's table: a device as measured (physical, or through the hypervisor).
+struct PublishedColumn {
+  double iops, read_iops, write_iops, mbps;
+  double read_ms, write_ms, all_ms;  // average response times
+};
+
+// A pair of stacks whose ratio is one "relative performance" column: `guest` over `host`.
+struct SeedPair {
+  std::string label;  // "published LUN (5.4 ms reads)", "NVMe-like (80 us)", "memory speed"
+  std::string host, guest;  // plan names
+};
+
+struct SeedPreset {
+  std::string name;
+  std::string source;  // the publication, in words
+  std::vector<StackPlan> stacks;
+  std::vector<SeedPair> pairs;  // the first is the published one
+  PublishedColumn published_host, published_guest;
+  std::vector<std::string> calibration;  // "parameter <- published number", one line each
+};
+
+std::vector<std::string> SeedPresetNames();
+// The preset, or an error listing the names.
+Result<SeedPreset> FindSeedPreset(const std::string& name);
+// Sets the knobs the preset's source used (block size, mix, threads, queue depth, pattern).
+void ApplySeedKnobs(const SeedPreset& preset, WorkloadKnobs* k);
+
+// A CPU Ready sweep: every plan once per RDY% value (values outer, plans inner), named
+// "<plan> RDY <v>%", each with its own cpu_ready_pct, so the rounds interleave the values.
+std::vector<StackPlan> SweepCpuReady(const std::vector<StackPlan>& plans,
+                                     const std::vector<double>& ready_pcts);
+
+// The published CPU Ready vs SOS_SCHEDULER_YIELD table (vSphere, SQL Server), one row per RDY%.
+struct PublishedYieldRow {
+  double ready_pct;
+  double yields, wait_ms, max_wait_ms, signal_wait_ms, duration_s;
+};
+const std::vector<PublishedYieldRow>& PublishedCpuReadyTable();
+
+}  // namespace vstack::bench
+
+#endif  // VSTACK_BENCH_WORKLOAD_SEED_PRESETS_H_

@@ -1,0 +1,91 @@
+// TimedQueue: a forwarding queue whose requests complete at a time the subclass chooses. The
+// shared engine of delay: (a device's service time) and hv: (a hypervisor's added latency).
+//
+// Each request enters service when a service slot is free (all at once without a limit; FIFO
+// otherwise), is forwarded unchanged to the lower queue at that moment, and gets a deadline:
+// now + ServiceNs(request), later if a bandwidth cap says the transfer ends later. The caller's
+// request completes when both its lower request has completed and its deadline has passed, so
+// the modelled service time overlaps the lower device's own time (over null or memory it is the
+// whole latency; over a slower device the slower of the two wins).
+//
+// No busy-waiting: deadlines sit in a min-heap; DoPoll(wait) sleeps on the Clock until the
+// earliest one (or blocks on the lower queue while it has requests in flight). Limits and
+// bandwidth are per queue, i.e. per thread: a workload of T threads sees T x the limit.
+//
+// The forwarding part (one child per parent, same op and buffers) is kept to Start() and
+// OnLowerDone() so that it can move onto a shared forwarding helper later.
+#ifndef VSTACK_BLOCKDEV_EMULATION_TIMED_QUEUE_H_
+#define VSTACK_BLOCKDEV_EMULATION_TIMED_QUEUE_H_
+
+#include <deque>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/clock.h"
+#include "lib/layer.h"
+
+namespace vstack {
+
+struct TimedQueueOptions {
+  uint32_t max_in_service = 0;  // requests served at a time; 0 = no limit
+  uint64_t bytes_per_s = 0;     // transfer rate of reads and writes; 0 = no cap
+};
+
+class TimedQueue : public LayerQueue {
+ public:
+  // The counters every device using a TimedQueue declares first, in this order (its own
+  // counters follow): summed service time drawn, summed lateness of delivered completions past
+  // their deadline (timer accuracy), requests that waited for a service slot.
+  static std::vector<std::string> CounterNames() {
+    return {"service_ns", "late_ns", "waited_for_slot"};
+  }
+  static constexpr size_t kFirstOwnCounter = 3;
+
+ protected:
+  TimedQueue(BlockDevice& device, std::unique_ptr<IoQueue> lower, Clock& clock,
+             TimedQueueOptions options)
+      : LayerQueue(device, std::move(lower)), clock_(clock), options_(options) {}
+
+  // The service time of `req`, drawn when it enters service. Owner thread only.
+  virtual uint64_t ServiceNs(const IoRequest& req) = 0;
+  // Runs on the submitting thread for each request as it is accepted, before it is queued
+  // (hv: burns its CPU here). Default: nothing.
+  virtual void OnAccepted(const IoRequest& req) {}
+
+  Clock& clock() { return clock_; }
+
+  void DoSubmit(std::span<IoRequest* const> batch) final;
+  void DoPoll(bool wait) final;
+
+ private:
+  struct Entry {
+    IoRequest req;
+    IoRequest* parent = nullptr;
+    TimedQueue* queue = nullptr;
+    uint64_t deadline = 0;
+    bool lower_done = false;
+    bool expired = false;
+  };
+  using Timer = std::pair<uint64_t, Entry*>;  // (deadline, entry), a min-heap by deadline
+
+  void Start(IoRequest* parent, uint64_t now, std::vector<IoRequest*>& out);
+  void StartWaiting();
+  void Expire(uint64_t now);
+  void Finish(Entry* e);
+  static void OnLowerDone(IoRequest& req);
+
+  Clock& clock_;
+  const TimedQueueOptions options_;
+  std::vector<Timer> timers_;
+  std::deque<IoRequest*> waiting_;  // accepted, waiting for a service slot
+  uint32_t in_service_ = 0;
+  uint64_t wire_free_ns_ = 0;  // when the bandwidth-capped transfer in progress ends
+  uint64_t finished_ = 0;
+  RequestPool<Entry> pool_;
+  std::vector<IoRequest*> children_;
+};
+
+}  // namespace vstack
+
+#endif  // VSTACK_BLOCKDEV_EMULATION_TIMED_QUEUE_H_

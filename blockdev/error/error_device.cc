@@ -1,0 +1,176 @@
+#include "blockdev/error/error_device.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "blockdev/emulation/forward_queue.h"
+#include "blockdev/emulation/service_time.h"
+#include "lib/registry.h"
+
+namespace vstack {
+namespace {
+
+struct OpName_ {
+  const char* name;
+  Op op;
+};
+constexpr OpName_ kOps[] = {{"read", Op::kRead},
+                            {"write", Op::kWrite},
+                            {"zero", Op::kWriteZeroes},
+                            {"flush", Op::kFlush},
+                            {"trim", Op::kDiscard}};
+constexpr uint32_t Bit(Op op) { return 1u << static_cast<int>(op); }
+
+struct Errno {
+  const char* name;
+  int value;
+};
+constexpr Errno kErrnos[] = {
+    {"EIO", EIO},       {"ENOSPC", ENOSPC},       {"EPERM", EPERM},         {"ENOMEM", ENOMEM},
+    {"EINVAL", EINVAL}, {"ESHUTDOWN", ESHUTDOWN}, {"ETIMEDOUT", ETIMEDOUT}, {"EROFS", EROFS},
+    {"EDQUOT", EDQUOT}};
+
+class ErrorQueue final : public ForwardQueue {
+ public:
+  ErrorQueue(ErrorDevice& device, std::unique_ptr<IoQueue> lower)
+      : ForwardQueue(device, std::move(lower)), device_(device) {}
+
+ protected:
+  bool Intercept(IoRequest& req) override {
+    if (!device_.ShouldFail(req)) return false;
+    Count(ErrorDevice::kFailed);
+    Complete(req, SystemError(device_.config().error));
+    return true;
+  }
+
+ private:
+  ErrorDevice& device_;
+};
+
+Result<uint32_t> ParseOps(const std::string& text) {
+  if (text == "all")
+    return Bit(Op::kRead) | Bit(Op::kWrite) | Bit(Op::kWriteZeroes) | Bit(Op::kFlush) |
+           Bit(Op::kDiscard);
+  uint32_t bits = 0;
+  for (size_t start = 0; start <= text.size();) {
+    size_t slash = text.find('/', start);
+    if (slash == std::string::npos) slash = text.size();
+    const std::string word = text.substr(start, slash - start);
+    bool known = false;
+    for (const OpName_& o : kOps) {
+      if (word == o.name) bits |= Bit(o.op), known = true;
+    }
+    if (!known) {
+      return MakeError(Errc::kInvalidArgument,
+                       "error: ops '" + text + "': '" + word +
+                           "' is not one of read, write, zero, flush, trim, all "
+                           "(join several with '/')");
+    }
+    start = slash + 1;
+  }
+  return bits;
+}
+
+Result<int> ParseErrno(const std::string& text) {
+  for (const Errno& e : kErrnos) {
+    if (text == e.name) return e.value;
+  }
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (end != text.c_str() && *end == '\0' && v > 0 && v < 4096) return static_cast<int>(v);
+  std::string names;
+  for (const Errno& e : kErrnos) names += (names.empty() ? "" : ", ") + std::string(e.name);
+  return MakeError(Errc::kInvalidArgument,
+                   "error: errno '" + text + "' is not a number or one of " + names);
+}
+
+Result<DevicePtr> OpenError(DevicePtr lower, const OptionValues& o, const OpenOptions&) {
+  ErrorConfig c;
+  VSTACK_ASSIGN_OR_RETURN(c.ops, ParseOps(o.Get("ops")));
+  VSTACK_ASSIGN_OR_RETURN(c.error, ParseErrno(o.Get("errno")));
+  const std::string rate = o.Get("rate");
+  char* end = nullptr;
+  c.rate = std::strtod(rate.c_str(), &end);
+  if (end == rate.c_str() || *end != '\0' || !(c.rate >= 0 && c.rate <= 1)) {
+    return MakeError(Errc::kInvalidArgument, "error: rate '" + rate + "' is not in [0, 1]");
+  }
+  VSTACK_ASSIGN_OR_RETURN(int64_t after, o.Int("after", 0, INT64_MAX));
+  VSTACK_ASSIGN_OR_RETURN(int64_t count, o.Int("count", 0, INT64_MAX));
+  VSTACK_ASSIGN_OR_RETURN(c.offset, o.Size("offset"));
+  VSTACK_ASSIGN_OR_RETURN(c.length, o.Size("length"));
+  VSTACK_ASSIGN_OR_RETURN(int64_t seed, o.Int("seed", 0, INT64_MAX));
+  c.after = static_cast<uint64_t>(after);
+  c.count = static_cast<uint64_t>(count);
+  c.seed = static_cast<uint64_t>(seed);
+  return MakeDevice<ErrorDevice>(std::move(lower), c);
+}
+
+ComponentInfo ErrorComponent() {
+  ComponentInfo c;
+  c.name = "error";
+  c.kind = ComponentKind::kLayer;
+  c.summary = "fault injection (blkdebug, nbdkit error filter): fail chosen requests with an errno";
+  c.options = {
+      {"ops", "which requests may fail: read, write, zero, flush, trim joined by '/', or all",
+       "all"},
+      {"errno",
+       "the error: EIO, ENOSPC, EPERM, ENOMEM, EINVAL, ESHUTDOWN, ETIMEDOUT, EROFS, "
+       "EDQUOT or a number",
+       "EIO"},
+      {"rate", "probability that a matching request fails, 0..1", "1"},
+      {"after", "the first N matching requests succeed", "0"},
+      {"count", "at most N requests fail (0: no limit)", "0"},
+      {"offset", "only requests overlapping [offset, offset+length) match (flushes always do)",
+       "0"},
+      {"length", "length of that range (0: to the end of the device)", "0"},
+      {"seed", "seed of the rate draws", "1"},
+  };
+  c.open_layer = &OpenError;
+  return c;
+}
+
+}  // namespace
+
+ErrorDevice::ErrorDevice(DevicePtr lower, ErrorConfig config)
+    : Layer("error", std::move(lower)), config_(config) {
+  DeclareCounters({"matched", "failed"});
+}
+
+bool ErrorDevice::ShouldFail(const IoRequest& req) {
+  if ((config_.ops & Bit(req.op)) == 0) return false;
+  if (req.op != Op::kFlush) {
+    const uint64_t end = config_.length == 0 ? UINT64_MAX : config_.offset + config_.length;
+    if (req.offset + req.length <= config_.offset || req.offset >= end) return false;
+  }
+  const uint64_t k = matched_.fetch_add(1) + 1;
+  CountShared(kMatched);
+  if (k <= config_.after) return false;
+  if (config_.count != 0 && k > config_.after + config_.count) return false;
+  if (config_.rate >= 1) return true;
+  TimingRng draw(config_.seed ^ (k * 0x9e3779b97f4a7c15ull));
+  return draw.Unit() < config_.rate;
+}
+
+std::string ErrorDevice::Describe() const {
+  std::string ops;
+  for (const OpName_& o : kOps) {
+    if (config_.ops & Bit(o.op)) ops += (ops.empty() ? "" : "/") + std::string(o.name);
+  }
+  return "error " + ops + " -> " + std::strerror(config_.error);
+}
+
+void ErrorDevice::Properties(PropertyList& out) const {
+  out.push_back({"errno", int64_t{config_.error}, ""});
+  out.push_back({"rate", config_.rate, ""});
+  out.push_back({"after", config_.after, ""});
+  out.push_back({"matched", matched_.load(), ""});
+}
+
+Result<std::unique_ptr<IoQueue>> ErrorDevice::DoOpenQueue() {
+  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
+  return std::unique_ptr<IoQueue>(new ErrorQueue(*this, std::move(lower)));
+}
+
+VSTACK_REGISTER_COMPONENT(error, ErrorComponent());
+
+}  // namespace vstack

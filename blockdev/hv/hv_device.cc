@@ -1,0 +1,134 @@
+#include "blockdev/hv/hv_device.h"
+
+#include "lib/registry.h"
+
+namespace vstack {
+
+const std::vector<HvPreset>& HvPresets() {
+  static const std::vector<HvPreset> presets = {
+      // Added latency = the published passthrough minus physical average response times of the
+      // IOMeter run (2 KiB, 66% reads, 1 I/O in flight): reads 5.7797 - 5.4066 ms, writes
+      // 0.3716 - 0.2544 ms (all I/O: 3.9904 - 3.7066 = 0.2838 ms). The CPU per request is not
+      // in that table (it gives 9-12% CPU overhead for the whole guest); 10 us is an order of
+      // magnitude for an exit plus a VMBus round trip, stated as an assumption.
+      {"hyperv-passthrough", 373'100, 117'200, 10'000,
+       "IOMeter, Hyper-V passthrough disk vs physical disk: read 5.4066 -> 5.7797 ms, "
+       "write 0.2544 -> 0.3716 ms; CPU per request assumed"},
+  };
+  return presets;
+}
+
+namespace {
+
+class HvQueue final : public TimedQueue {
+ public:
+  HvQueue(HvDevice& device, std::unique_ptr<IoQueue> lower, Clock& clock)
+      : TimedQueue(device, std::move(lower), clock, TimedQueueOptions{}),
+        config_(device.config()),
+        rng_(device.config().seed) {}
+
+ protected:
+  uint64_t ServiceNs(const IoRequest& req) override {
+    return req.op == Op::kRead ? config_.read.Draw(rng_) : config_.write.Draw(rng_);
+  }
+  void OnAccepted(const IoRequest&) override {
+    const uint64_t ns = config_.cpu.Draw(rng_);
+    if (ns == 0) return;
+    clock().Spin(ns);
+    Count(HvDevice::kCpuNs, ns);
+  }
+
+ private:
+  const HvConfig& config_;
+  TimingRng rng_;
+};
+
+Status ParseInto(const std::string& what, const std::string& text, ServiceTime* out) {
+  VSTACK_ASSIGN_OR_RETURN(*out, ServiceTime::Parse(what, text));
+  return OkStatus();
+}
+
+Result<DevicePtr> OpenHv(DevicePtr lower, const OptionValues& o, const OpenOptions&) {
+  HvConfig c;
+  uint64_t read = 0, write = 0, cpu = 0;
+  if (o.Has("preset")) {
+    c.preset = o.Get("preset");
+    const HvPreset* found = nullptr;
+    std::string names;
+    for (const HvPreset& p : HvPresets()) {
+      if (c.preset == p.name) found = &p;
+      names += (names.empty() ? "" : ", ") + std::string(p.name);
+    }
+    if (found == nullptr) {
+      return MakeError(Errc::kInvalidArgument,
+                       "hv: unknown preset '" + c.preset + "' (presets: " + names + ")");
+    }
+    read = found->read_ns, write = found->write_ns, cpu = found->cpu_ns;
+  }
+  c.read = ServiceTime::Fixed(read);
+  c.write = ServiceTime::Fixed(write);
+  if (o.Has("latency")) {
+    VSTACK_ASSIGN_OR_RETURN(c.read, ServiceTime::Parse("hv: latency", o.Get("latency")));
+    c.write = c.read;
+  }
+  if (o.Has("read")) {
+    VSTACK_ASSIGN_OR_RETURN(c.read, ServiceTime::Parse("hv: read", o.Get("read")));
+  }
+  if (o.Has("write")) {
+    VSTACK_ASSIGN_OR_RETURN(c.write, ServiceTime::Parse("hv: write", o.Get("write")));
+  }
+  c.cpu = ServiceTime::Fixed(cpu);
+  if (o.Has("cpu")) VSTACK_RETURN_IF_ERROR(ParseInto("hv: cpu", o.Get("cpu"), &c.cpu));
+  VSTACK_ASSIGN_OR_RETURN(int64_t seed, o.Int("seed", 0, INT64_MAX));
+  c.seed = static_cast<uint64_t>(seed);
+  return MakeDevice<HvDevice>(std::move(lower), c, SystemClock());
+}
+
+ComponentInfo HvComponent() {
+  ComponentInfo c;
+  c.name = "hv";
+  c.kind = ComponentKind::kLayer;
+  c.summary = "a hypervisor's per-I/O cost: added latency and CPU burned per request";
+  c.options = {
+      {"preset", "a published calibration: hyperv-passthrough (options below override it)", ""},
+      {"latency", "added latency of every request: 50us, uniform:MIN:MAX, lognormal:MEAN:SD", ""},
+      {"read", "added latency of reads (overrides latency)", ""},
+      {"write", "added latency of writes, flushes, write-zeroes, discards", ""},
+      {"cpu", "CPU burned per request on the submitting thread: 5us, or a distribution", ""},
+      {"seed", "seed of the random draws", "1"},
+  };
+  c.open_layer = &OpenHv;
+  return c;
+}
+
+}  // namespace
+
+HvDevice::HvDevice(DevicePtr lower, HvConfig config, Clock& clock)
+    : Layer("hv", std::move(lower)), config_(config), clock_(clock) {
+  std::vector<std::string> names = TimedQueue::CounterNames();
+  names.push_back("cpu_ns");
+  DeclareCounters(names);
+}
+
+std::string HvDevice::Describe() const {
+  std::string s = "hv";
+  if (!config_.preset.empty()) s += " " + config_.preset;
+  return s + ": +" + config_.read.ToString() + " read, +" + config_.write.ToString() + " write, " +
+         config_.cpu.ToString() + " CPU per request";
+}
+
+void HvDevice::Properties(PropertyList& out) const {
+  if (!config_.preset.empty()) out.push_back({"preset", config_.preset, ""});
+  out.push_back({"read_latency", config_.read.ToString(), ""});
+  out.push_back({"write_latency", config_.write.ToString(), ""});
+  out.push_back({"cpu_per_request", config_.cpu.ToString(), ""});
+}
+
+Result<std::unique_ptr<IoQueue>> HvDevice::DoOpenQueue() {
+  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
+  return std::unique_ptr<IoQueue>(new HvQueue(*this, std::move(lower), clock_));
+}
+
+VSTACK_REGISTER_COMPONENT(hv, HvComponent());
+
+}  // namespace vstack

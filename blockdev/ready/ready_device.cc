@@ -1,0 +1,101 @@
+#include "blockdev/ready/ready_device.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "blockdev/emulation/forward_queue.h"
+#include "blockdev/emulation/stall_schedule.h"
+#include "lib/registry.h"
+
+namespace vstack {
+namespace {
+
+class ReadyQueue final : public ForwardQueue {
+ public:
+  ReadyQueue(ReadyDevice& device, std::unique_ptr<IoQueue> lower, Clock& clock, uint64_t seed)
+      : ForwardQueue(device, std::move(lower)),
+        clock_(clock),
+        schedule_(device.config().fraction, device.config().stall, device.config().quantum_ns, seed,
+                  clock.Now()) {}
+
+ protected:
+  void BeforeWork() override {
+    const uint64_t now = clock_.Now();
+    const uint64_t stall = schedule_.Due(now);
+    if (stall == 0) return;
+    clock_.SleepUntil(now + stall);
+    Count(ReadyDevice::kStalledNs, stall);
+    Count(ReadyDevice::kStalls);
+  }
+
+ private:
+  Clock& clock_;
+  StallSchedule schedule_;
+};
+
+Result<DevicePtr> OpenReady(DevicePtr lower, const OptionValues& o, const OpenOptions&) {
+  ReadyConfig c;
+  const std::string pct = o.Get("pct");
+  char* end = nullptr;
+  const double v = std::strtod(pct.c_str(), &end);
+  if (end == pct.c_str() || *end != '\0' || !std::isfinite(v) || v < 0 || v >= 100) {
+    return MakeError(Errc::kInvalidArgument,
+                     "ready: pct '" + pct + "' is not a percentage in [0, 100) (e.g. 5.1)");
+  }
+  c.fraction = v / 100;
+  VSTACK_ASSIGN_OR_RETURN(c.stall, ServiceTime::Parse("ready: stall", o.Get("stall")));
+  auto q = ParseDurationNs(o.Get("quantum"));
+  if (!q) return MakeError(Errc::kInvalidArgument, "ready: quantum " + q.error().message);
+  c.quantum_ns = *q;
+  VSTACK_ASSIGN_OR_RETURN(int64_t seed, o.Int("seed", 0, INT64_MAX));
+  c.seed = static_cast<uint64_t>(seed);
+  return MakeDevice<ReadyDevice>(std::move(lower), c, SystemClock());
+}
+
+ComponentInfo ReadyComponent() {
+  ComponentInfo c;
+  c.name = "ready";
+  c.kind = ComponentKind::kLayer;
+  c.summary =
+      "CPU Ready: stalls each queue's thread for pct% of wall time (no submits, no completions)";
+  c.options = {
+      {"pct", "RDY%: share of wall time each queue's thread is stalled, 0 to <100", "0"},
+      {"stall", "stall length: 4ms, exp:MEAN, uniform:MIN:MAX, lognormal:MEAN:SD", "exp:4ms"},
+      {"quantum", "stalls are whole multiples of this hypervisor quantum (0: not rounded)", "1ms"},
+      {"seed", "seed of the stall draws (queue i uses seed + i)", "1"},
+  };
+  c.open_layer = &OpenReady;
+  return c;
+}
+
+}  // namespace
+
+ReadyDevice::ReadyDevice(DevicePtr lower, ReadyConfig config, Clock& clock)
+    : Layer("ready", std::move(lower)), config_(config), clock_(clock) {
+  DeclareCounters({"stalled_ns", "stalls"});
+}
+
+std::string ReadyDevice::Describe() const {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "ready %.3g%% stalled, stalls %s, quantum %s",
+                config_.fraction * 100, config_.stall.ToString().c_str(),
+                FormatDurationNs(double(config_.quantum_ns)).c_str());
+  return buf;
+}
+
+void ReadyDevice::Properties(PropertyList& out) const {
+  out.push_back({"ready_pct", config_.fraction * 100, "%"});
+  out.push_back({"stall", config_.stall.ToString(), ""});
+  out.push_back({"quantum_ns", config_.quantum_ns, "ns"});
+}
+
+Result<std::unique_ptr<IoQueue>> ReadyDevice::DoOpenQueue() {
+  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
+  const uint64_t seed = config_.seed + queues_opened_.fetch_add(1);
+  return std::unique_ptr<IoQueue>(new ReadyQueue(*this, std::move(lower), clock_, seed));
+}
+
+VSTACK_REGISTER_COMPONENT(ready, ReadyComponent());
+
+}  // namespace vstack

@@ -1,0 +1,46 @@
+// Operations on differencing-VHD chains behind `vstack commit`, `vstack rebase`,
+// `vstack info --backing-chain` and `vstack map` (docs/layers/vhd.md, "Differencing disks").
+#ifndef VSTACK_FORMATS_VHD_VHD_CHAIN_TOOLS_H_
+#define VSTACK_FORMATS_VHD_VHD_CHAIN_TOOLS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "formats/vhd/vhd_device.h"
+
+namespace vstack::vhd {
+
+// The VHD images of the chain whose top is `top` (a VhdDevice, or a stack with one on top),
+// top first; empty if `top` is not a VHD.
+std::vector<const VhdDevice*> ChainLevels(const BlockDevice& top);
+
+// An extent with the chain level that holds it (0 = top); level -1: no level holds it (zeros).
+struct LevelExtent {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint32_t flags = 0;  // ExtentFlag bits, as MapExtents reports them
+  int level = -1;
+};
+// Maps [offset, offset + length) of the chain's top, level by level.
+Status MapLevels(const std::vector<const VhdDevice*>& levels, uint64_t offset, uint64_t length,
+                 std::vector<LevelExtent>* out);
+
+// `vstack commit CHILD`: copies every sector the differencing disk at `child_path` holds into
+// its parent (opened for writing; the child is opened alone, read-only), then flushes the
+// parent. The child is left as it is (it still reads the same). `bytes` receives the bytes
+// copied. The child's data must lie within the parent's size.
+Status CommitImage(const std::string& child_path, uint64_t* bytes);
+
+// `vstack rebase -b NEW CHILD`: makes the VHD at `new_parent_path` (relative to the child's
+// directory) the parent of the differencing disk at `child_path`. Safe mode first copies into
+// the child every sector it does not hold whose content differs between the old chain and the
+// new parent, so the child reads the same afterwards; `unsafe` (-u) only rewrites the link.
+// The link (header and locators) is rewritten in place: locator data first, flushed, then the
+// header. `bytes` receives the bytes copied.
+Status RebaseImage(const std::string& child_path, const std::string& new_parent_path,
+                   bool unsafe, uint64_t* bytes);
+
+}  // namespace vstack::vhd
+
+#endif  // VSTACK_FORMATS_VHD_VHD_CHAIN_TOOLS_H_

@@ -1,0 +1,35 @@
+// Registers the `vhdx` layer: the probe that lets OpenImage open a plain path as
+// vhdx+file:PATH (the "vhdxfile" identifier), and the create hook behind
+// CreateImage("vhdx", ...) and `vstack create -f vhdx`.
+#include "formats/vhdx/vhdx_create.h"
+#include "formats/vhdx/vhdx_device.h"
+#include "lib/registry.h"
+
+namespace vstack::vhdx {
+namespace {
+
+ComponentInfo VhdxComponent() {
+  ComponentInfo c;
+  c.name = "vhdx";
+  c.kind = ComponentKind::kLayer;
+  c.summary = "Microsoft VHDX image, fixed or dynamic, with its metadata log";
+  c.open_layer = [](DevicePtr lower, const OptionValues&,
+                    const OpenOptions& open) -> Result<DevicePtr> {
+    VhdxOptions options;
+    options.for_check = open.for_check;
+    return VhdxDevice::Open(std::move(lower), options);
+  };
+  c.probe = [](BlockDevice& device) { return ProbeImage(device); };
+  c.create = [](const std::string& path, uint64_t size, const OptionValues& o) -> Status {
+    VSTACK_ASSIGN_OR_RETURN(CreateParams p, ParseCreateParams(size, o));
+    return CreateImageFile(path, p);
+  };
+  c.create_options = CreateOptionInfos();
+  return c;
+}
+
+}  // namespace
+
+VSTACK_REGISTER_COMPONENT(vhdx, VhdxComponent());
+
+}  // namespace vstack::vhdx

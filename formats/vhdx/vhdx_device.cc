@@ -1,0 +1,450 @@
+#include "formats/vhdx/vhdx_device.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "formats/vhdx/vhdx_io.h"
+#include "formats/vhdx/vhdx_log.h"
+#include "lib/aligned_buffer.h"
+#include "lib/endian.h"
+#include "lib/iovec.h"
+#include "lib/size.h"
+#include "lib/sync_io.h"
+
+namespace vstack::vhdx {
+namespace {
+
+std::vector<std::string> CounterNames() {
+  return {"allocations",     "log_entries",   "log_bytes",          "log_flushes",
+          "bat_page_writes", "header_writes", "zero_filled_blocks", "zero_filled_reads"};
+}
+
+uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+bool Readable(uint8_t state) { return state == kFullyPresent; }
+
+// One queue: pieces of present blocks go down asynchronously; allocations and flushes are
+// done in place, blocking this queue (VhdxDevice::WriteAllocating).
+class VhdxQueue final : public LayerQueue {
+ public:
+  VhdxQueue(VhdxDevice& device, std::unique_ptr<IoQueue> lower)
+      : LayerQueue(device, std::move(lower)), dev_(device) {}
+
+ protected:
+  void DoSubmit(std::span<IoRequest* const> batch) override {
+    for (IoRequest* req : batch) Start(*req);
+    if (!pending_.empty()) {
+      std::vector<IoRequest*> children;
+      children.swap(pending_);
+      lower().Submit(children);
+      children.clear();
+      if (pending_.empty()) pending_.swap(children);
+    }
+  }
+
+ private:
+  struct Parent {
+    IoRequest* req = nullptr;
+    uint32_t pending = 0;
+    std::error_code status;
+  };
+  struct Child {
+    IoRequest req;
+    std::vector<iovec> iov;
+    Parent* parent = nullptr;
+    VhdxQueue* queue = nullptr;
+  };
+
+  void Start(IoRequest& req) {
+    if (req.op == Op::kFlush) {
+      Status s = dev_.Flush(lower());
+      Complete(req, s ? std::error_code() : s.error().code);
+      return;
+    }
+    if (req.op != Op::kRead && req.op != Op::kWrite) {
+      Complete(req, Errc::kNotSupported);
+      return;
+    }
+    if (req.op == Op::kWrite) {
+      if (Status s = dev_.BeginWrites(lower()); !s) {
+        Complete(req, s.error().code);
+        return;
+      }
+    }
+    Parent* p = parents_.Get();
+    p->req = &req;
+    p->pending = 1;  // held until every piece has been started
+    p->status = {};
+    const uint64_t bs = dev_.image().layout.block_size;
+    for (uint64_t done = 0; done < req.length;) {
+      const uint64_t pos = req.offset + done;
+      const uint64_t block = pos / bs;
+      const uint64_t in_block = pos % bs;
+      const uint64_t n = std::min(req.length - done, bs - in_block);
+      const uint64_t e = dev_.Entry(block);
+      const uint8_t state = EntryState(e);
+      if (state == kUnusableState) {
+        p->status = Errc::kCorruption;
+      } else if (Readable(state)) {
+        Child* c = children_.Get();
+        c->parent = p;
+        c->queue = this;
+        c->iov.clear();
+        IovSlice(req.iov, req.iovcnt, done, n, &c->iov);
+        c->req.op = req.op;
+        c->req.flags = 0;
+        c->req.offset = EntryOffset(e) + in_block;
+        c->req.length = n;
+        c->req.iov = c->iov.data();
+        c->req.iovcnt = static_cast<uint32_t>(c->iov.size());
+        c->req.on_complete = &VhdxQueue::OnChildDone;
+        c->req.user_data = c;
+        ++p->pending;
+        pending_.push_back(&c->req);
+      } else if (req.op == Op::kRead) {
+        ZeroIov(req.iov, req.iovcnt, done, n);
+        Count(kCounterZeroReads);
+      } else {
+        // Submit what is queued first, so that this blocking allocation does not hold up
+        // writes already translated.
+        Flushpending();
+        std::vector<iovec> slice;
+        IovSlice(req.iov, req.iovcnt, done, n, &slice);
+        Status s = dev_.WriteAllocating(lower(), block, in_block, slice.data(),
+                                        static_cast<uint32_t>(slice.size()), n);
+        if (!s && !p->status) p->status = s.error().code;
+      }
+      done += n;
+    }
+    Release(p);
+  }
+
+  void Flushpending() {
+    if (pending_.empty()) return;
+    std::vector<IoRequest*> children;
+    children.swap(pending_);
+    lower().Submit(children);
+  }
+
+  void Release(Parent* p) {
+    if (--p->pending > 0) return;
+    Complete(*p->req, p->status);
+    parents_.Put(p);
+  }
+
+  static void OnChildDone(IoRequest& req) {
+    Child* c = static_cast<Child*>(req.user_data);
+    Parent* p = c->parent;
+    if (req.status && !p->status) p->status = req.status;
+    VhdxQueue* q = c->queue;
+    q->children_.Put(c);
+    q->Release(p);
+  }
+
+  VhdxDevice& dev_;
+  RequestPool<Parent> parents_;
+  RequestPool<Child> children_;
+  std::vector<IoRequest*> pending_;
+};
+
+}  // namespace
+
+Result<DevicePtr> VhdxDevice::Open(DevicePtr lower, const VhdxOptions& options) {
+  const Geometry& g = lower->geometry();
+  if (g.mem_alignment > 4096) {
+    return MakeError(Errc::kInvalidArgument, "vhdx: the device below needs " +
+                                                 std::to_string(g.mem_alignment) +
+                                                 "-byte memory alignment (at most 4096)");
+  }
+  SyncIo io(*lower);
+  IoQueue* q = io.queue();
+  if (q == nullptr) return io.open_error();
+  VSTACK_ASSIGN_OR_RETURN(VhdxImage image,
+                          LoadImage(*lower, *q, !lower->read_only(), options.for_check));
+  if (image.metadata.logical_sector < g.logical_block) {
+    return MakeError(Errc::kInvalidArgument,
+                     "vhdx: the image has " + std::to_string(image.metadata.logical_sector) +
+                         "-byte logical sectors, but the device below has " +
+                         std::to_string(g.logical_block) + "-byte blocks");
+  }
+  return DevicePtr(new VhdxDevice(std::move(lower), std::move(image)));
+}
+
+VhdxDevice::VhdxDevice(DevicePtr lower, VhdxImage image)
+    : Layer("vhdx", std::move(lower)),
+      image_(std::move(image)),
+      bat_(new std::atomic<uint64_t>[image_.bat.size()]),
+      growable_(lower_device().Has(kCapResizable)),
+      opened_file_size_(image_.file_size) {
+  for (size_t i = 0; i < image_.bat.size(); ++i) bat_[i].store(image_.bat[i]);
+  image_.bat.clear();
+  image_.bat.shrink_to_fit();
+  Geometry& g = mutable_geometry();
+  g.size_bytes = image_.metadata.virtual_size;
+  g.logical_block = image_.metadata.logical_sector;
+  g.physical_block = std::max(image_.metadata.physical_sector, g.logical_block);
+  g.optimal_transfer = image_.layout.block_size;
+  DeclareCounters(CounterNames());
+  const Capabilities below = lower_device().capabilities();
+  set_capabilities(kCapRead | kCapFlush | kCapExtents |
+                   (below & (kCapWrite | kCapPersistent | kCapThreadSafe)));
+  // New blocks go past every structure and block, 1 MiB aligned; in a file, past its end too.
+  // (A device that cannot grow keeps its free space after the last block.)
+  uint64_t end = image_.metadata_end;
+  if (growable_) end = std::max(end, lower_device().size_bytes());
+  for (uint64_t i = 0; i < image_.layout.entries; ++i) {
+    const uint64_t e = bat_[i].load();
+    if (EntryOffset(e) != 0 && EntryState(e) != kUnusableState) {
+      end = std::max(
+          end, EntryOffset(e) +
+                   (image_.layout.IsBitmapIndex(i) ? kMiB : uint64_t{image_.layout.block_size}));
+    }
+  }
+  file_end_ = AlignUp(end, kMiB);
+}
+
+VhdxDevice::~VhdxDevice() = default;
+
+Result<std::unique_ptr<IoQueue>> VhdxDevice::DoOpenQueue() {
+  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
+  return std::unique_ptr<IoQueue>(new VhdxQueue(*this, std::move(lower)));
+}
+
+Status VhdxDevice::BeginWrites(IoQueue& q) {
+  if (writing_.load(std::memory_order_acquire)) return OkStatus();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (writing_.load(std::memory_order_relaxed)) return OkStatus();
+  Header h = image_.header;
+  h.file_write = Guid::Random();
+  h.data_write = Guid::Random();
+  h.log_guid = Guid::Random();
+  VSTACK_RETURN_IF_ERROR(WriteHeaders(q, &image_, h));
+  CountShared(kCounterHeaderWrites, 2);
+  head_pos_ = tail_pos_ = 0;
+  writing_.store(true, std::memory_order_release);
+  return OkStatus();
+}
+
+Status VhdxDevice::WriteAllocating(IoQueue& q, uint64_t block, uint64_t in_block, const iovec* iov,
+                                   uint32_t iovcnt, uint64_t length) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t index = image_.layout.Index(block);
+  const uint64_t e = bat_[index].load(std::memory_order_relaxed);
+  const uint64_t bs = image_.layout.block_size;
+  IoRequest w;
+  w.op = Op::kWrite;
+  w.length = length;
+  w.iov = iov;
+  w.iovcnt = iovcnt;
+  if (EntryState(e) == kFullyPresent) {  // another queue allocated it meanwhile
+    w.offset = EntryOffset(e) + in_block;
+    if (std::error_code ec = Execute(q, w)) return MakeError(ec, "vhdx: write failed");
+    return OkStatus();
+  }
+  const uint64_t old = EntryOffset(e);
+  const bool reuse = (EntryState(e) == kZero || EntryState(e) == kUnmapped) && old != 0 &&
+                     old >= image_.metadata_end && old + bs <= lower_device().size_bytes();
+  uint64_t offset = old;
+  if (!reuse) {
+    offset = file_end_;
+    const uint64_t end = offset + bs;
+    if (end > lower_device().size_bytes()) {
+      if (!growable_) {
+        return MakeError(Errc::kNoSpace, "vhdx: no room for another block in the device below");
+      }
+      VSTACK_RETURN_IF_ERROR(lower_device().Resize(end));
+    }
+    file_end_ = end;
+  }
+  w.offset = offset + in_block;
+  std::vector<IoRequest*> with;  // written together with the log entry
+  IoRequest last;
+  AlignedBuffer zeros;
+  iovec zeros_iov{};
+  if (reuse || !growable_) {
+    // The space may hold old bytes: the rest of the block must be zeros, durably, before the
+    // BAT says the block is present.
+    if (std::error_code ec = Execute(q, w)) return MakeError(ec, "vhdx: write failed");
+    VSTACK_RETURN_IF_ERROR(ZeroAt(q, offset, in_block));
+    VSTACK_RETURN_IF_ERROR(ZeroAt(q, offset + in_block + length, bs - in_block - length));
+    VSTACK_RETURN_IF_ERROR(FlushQueue(q));
+    CountShared(kCounterZeroFills);
+  } else {
+    // New space past the old end reads as zeros. The data goes down with the log entry: if
+    // only the entry lands, the block reads as zeros, which an unfinished write may.
+    with.push_back(&w);
+    if (in_block + length < bs) {
+      // The file was grown to the block's end; a write of its last 4 KiB makes that length
+      // durable with the next flush (a length set by truncation alone may not be, and readers
+      // refuse blocks that end past the file). Write-zeroes might not extend the file.
+      zeros = AlignedBuffer(kLogSector);
+      zeros_iov = zeros.iov();
+      last.op = Op::kWrite;
+      last.offset = offset + bs - kLogSector;
+      last.length = kLogSector;
+      last.iov = &zeros_iov;
+      last.iovcnt = 1;
+      with.push_back(&last);
+    }
+  }
+  VSTACK_RETURN_IF_ERROR(CommitEntry(q, index, MakeEntry(kFullyPresent, offset), with));
+  CountShared(kCounterAllocations);
+  return OkStatus();
+}
+
+Status VhdxDevice::CommitEntry(IoQueue& q, uint64_t index, uint64_t value,
+                               std::vector<IoRequest*> with) {
+  const uint64_t per_page = kLogSector / 8;
+  const uint64_t first = index / per_page * per_page;
+  LogPage page;
+  page.file_offset = image_.bat_region.offset + first * 8;
+  for (uint64_t i = 0; i < per_page && first + i < image_.layout.entries; ++i) {
+    const uint64_t v = first + i == index ? value : bat_[first + i].load(std::memory_order_relaxed);
+    StoreLE64(page.data.data() + 8 * i, v == kUnusableState ? 0 : v);
+  }
+  const Header& h = image_.header;
+  const uint64_t entry_length = 2 * kLogSector;
+  if (head_pos_ - tail_pos_ + entry_length > h.log_length) {
+    // The log would wrap over entries whose in-place writes may not be durable yet.
+    VSTACK_RETURN_IF_ERROR(FlushQueue(q));
+    tail_pos_ = head_pos_;
+    CountShared(kCounterLogFlushes);
+  }
+  LogEntryInfo info;
+  info.sequence = next_sequence_++;
+  info.tail = static_cast<uint32_t>(tail_pos_ % h.log_length);
+  info.flushed_file_offset = opened_file_size_;
+  info.last_file_offset = std::max(file_end_, lower_device().size_bytes());
+  const std::vector<uint8_t> bytes = EncodeLogEntry(h.log_guid, info, {&page, 1});
+  AlignedBuffer entry(bytes.size());
+  std::memcpy(entry.data(), bytes.data(), bytes.size());
+  // The entry, with FUA, in one piece or two when it wraps around the log's end.
+  const uint64_t at = head_pos_ % h.log_length;
+  const uint64_t first_part = std::min<uint64_t>(entry.size(), h.log_length - at);
+  IoRequest log_writes[2];
+  iovec log_iov[2] = {{entry.data(), first_part},
+                      {entry.data() + first_part, entry.size() - first_part}};
+  for (int i = 0; i < (first_part < entry.size() ? 2 : 1); ++i) {
+    log_writes[i].op = Op::kWrite;
+    log_writes[i].flags = kIoFua;
+    log_writes[i].offset = h.log_offset + (i == 0 ? at : 0);
+    log_writes[i].length = log_iov[i].iov_len;
+    log_writes[i].iov = &log_iov[i];
+    log_writes[i].iovcnt = 1;
+    with.push_back(&log_writes[i]);
+  }
+  VSTACK_RETURN_IF_ERROR(RunAll(q, with));
+  head_pos_ += entry.size();
+  CountShared(kCounterLogEntries);
+  CountShared(kCounterLogBytes, entry.size());
+  VSTACK_RETURN_IF_ERROR(WriteAt(q, page.file_offset, page.data));
+  CountShared(kCounterBatWrites);
+  bat_[index].store(value, std::memory_order_release);
+  return OkStatus();
+}
+
+Status VhdxDevice::Flush(IoQueue& q) {
+  uint64_t head;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    head = head_pos_;
+  }
+  VSTACK_RETURN_IF_ERROR(FlushQueue(q));
+  std::lock_guard<std::mutex> lock(mu_);
+  tail_pos_ = std::max(tail_pos_, head);
+  return OkStatus();
+}
+
+Status VhdxDevice::CloseLayer() {
+  if (!writing_.load()) return OkStatus();
+  SyncIo io(lower_device());
+  IoQueue* q = io.queue();
+  if (q == nullptr) return io.open_error();
+  // Every in-place write is done: make them durable, then mark the log empty.
+  VSTACK_RETURN_IF_ERROR(FlushQueue(*q));
+  Header clean = image_.header;
+  clean.log_guid = Guid{};
+  VSTACK_RETURN_IF_ERROR(WriteHeaders(*q, &image_, clean));
+  CountShared(kCounterHeaderWrites, 2);
+  writing_.store(false);
+  return OkStatus();
+}
+
+std::string VhdxDevice::Describe() const {
+  return std::string("vhdx ") + (is_fixed() ? "fixed" : "dynamic") + ", " +
+         FormatSize(geometry().size_bytes) + ", " + FormatSize(image_.layout.block_size) +
+         " blocks, " + std::to_string(image_.metadata.logical_sector) + "-byte sectors";
+}
+
+void VhdxDevice::Properties(PropertyList& out) const {
+  const Metadata& m = image_.metadata;
+  const BatLayout& l = image_.layout;
+  uint64_t states[8] = {};
+  for (uint64_t b = 0; b < l.payload_blocks; ++b) ++states[EntryState(Entry(b))];
+  out.push_back({"type", std::string(is_fixed() ? "fixed" : "dynamic"), ""});
+  out.push_back({"virtual_size", m.virtual_size, "bytes"});
+  out.push_back({"block_size", uint64_t{m.block_size}, "bytes"});
+  out.push_back({"logical_sector_size", uint64_t{m.logical_sector}, "bytes"});
+  out.push_back({"physical_sector_size", uint64_t{m.physical_sector}, "bytes"});
+  out.push_back({"disk_id", m.page83.Text(), ""});
+  out.push_back({"creator", image_.creator, ""});
+  out.push_back({"header_sequence", image_.header.sequence, ""});
+  out.push_back({"log_offset", image_.header.log_offset, ""});
+  out.push_back({"log_size", uint64_t{image_.header.log_length}, "bytes"});
+  out.push_back({"log_entries_replayed", image_.replayed_entries, ""});
+  out.push_back({"bat_offset", image_.bat_region.offset, ""});
+  out.push_back({"bat_entries", l.entries, ""});
+  out.push_back({"chunk_ratio", l.chunk_ratio, ""});
+  out.push_back({"metadata_offset", image_.metadata_region.offset, ""});
+  out.push_back({"blocks", l.payload_blocks, ""});
+  out.push_back({"blocks_fully_present", states[kFullyPresent], ""});
+  out.push_back({"blocks_not_present", states[kNotPresent], ""});
+  out.push_back({"blocks_zero", states[kZero], ""});
+  out.push_back({"blocks_unmapped", states[kUnmapped], ""});
+  out.push_back({"blocks_undefined", states[kUndefined], ""});
+  out.push_back({"allocated_bytes", states[kFullyPresent] * l.block_size, "bytes"});
+  out.push_back({"file_size", lower_device().size_bytes(), "bytes"});
+}
+
+Status VhdxDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
+  VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
+  const uint64_t bs = image_.layout.block_size;
+  for (uint64_t pos = offset; pos < offset + length;) {
+    const uint64_t n = std::min(offset + length - pos, bs - pos % bs);
+    const uint8_t state = EntryState(Entry(pos / bs));
+    uint32_t flags = 0;
+    if (state == kZero || state == kUnmapped) flags = kExtentZero;
+    if (state == kNotPresent || state == kUndefined) flags = kExtentHole | kExtentZero;
+    AppendExtent(out, pos, n, flags);
+    pos += n;
+  }
+  return OkStatus();
+}
+
+Status VhdxDevice::Check(CheckMode mode, CheckResult* out) {
+  for (const std::string& p : image_.problems) out->Corruption("vhdx: " + p);
+  if (image_.replayed_entries > 0) {
+    out->messages.push_back("Repaired: vhdx: replayed " + std::to_string(image_.replayed_entries) +
+                            " log entries");
+    ++out->repaired;
+  }
+  // Blocks that overlap each other.
+  const BatLayout& l = image_.layout;
+  std::vector<std::pair<uint64_t, uint64_t>> blocks;  // offset, block
+  for (uint64_t b = 0; b < l.payload_blocks; ++b) {
+    const uint64_t e = Entry(b);
+    if (EntryState(e) == kFullyPresent) blocks.push_back({EntryOffset(e), b});
+  }
+  std::sort(blocks.begin(), blocks.end());
+  for (size_t i = 1; i < blocks.size(); ++i) {
+    if (blocks[i].first < blocks[i - 1].first + l.block_size) {
+      out->Corruption("vhdx: blocks " + std::to_string(blocks[i - 1].second) + " and " +
+                      std::to_string(blocks[i].second) + " overlap at file offset " +
+                      std::to_string(blocks[i].first));
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace vstack::vhdx

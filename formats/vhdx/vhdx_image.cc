@@ -1,0 +1,266 @@
+#include "formats/vhdx/vhdx_image.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "formats/vhdx/vhdx_io.h"
+#include "formats/vhdx/vhdx_log.h"
+#include "lib/endian.h"
+#include "lib/sync_io.h"
+
+namespace vstack::vhdx {
+namespace {
+
+constexpr uint64_t kPrologueSize = 320 * kKiB;  // identifier, headers, region tables
+constexpr size_t kBatChunk = 1 << 20;
+
+std::string CreatorText(const uint8_t* p) {
+  std::string s;
+  for (size_t i = 0; i + 1 < 512; i += 2) {
+    const uint16_t c = static_cast<uint16_t>(p[i] | (p[i + 1] << 8));
+    if (c == 0) break;
+    s += (c >= 0x20 && c < 0x7F) ? static_cast<char>(c) : '?';
+  }
+  return s;
+}
+
+// Replays the active sequence of the log (docs/layers/vhdx.md, "Log"), or refuses to when the
+// image is read-only.
+Status ReplayLog(BlockDevice& device, IoQueue& q, VhdxImage* image, bool writable) {
+  const Header& h = image->header;
+  if (h.log_guid.IsZero()) return OkStatus();
+  if (h.log_length > kMaxLogLength) {
+    return MakeError(Errc::kNotSupported, "vhdx: a log of " + std::to_string(h.log_length) +
+                                              " bytes is larger than vstack replays (256 MiB)");
+  }
+  std::vector<uint8_t> log(h.log_length);
+  VSTACK_RETURN_IF_ERROR(ReadAt(q, h.log_offset, log));
+  const ActiveSequence seq = FindActiveSequence(log, h.log_guid);
+  if (!seq.found) return OkStatus();  // a log GUID but no entries: nothing to replay
+  if (!writable) {
+    return MakeError(Errc::kReadOnly,
+                     "vhdx: the image's log holds " + std::to_string(seq.offsets.size()) +
+                         " entries that must be replayed, but it is opened read-only; open it "
+                         "writable once (e.g. vstack check -r all) to replay the log");
+  }
+  const uint64_t limit = kMaxVirtualSize + (16ull << 30);
+  if (seq.head.last_file_offset > limit) {
+    return MakeError(Errc::kCorruption, "vhdx: log entry's last file offset " +
+                                            std::to_string(seq.head.last_file_offset) +
+                                            " is beyond any VHDX file");
+  }
+  if (seq.head.flushed_file_offset > image->file_size) {
+    return MakeError(Errc::kCorruption,
+                     "vhdx: the log says the file was at least " +
+                         std::to_string(seq.head.flushed_file_offset) + " bytes, but it is " +
+                         std::to_string(image->file_size) + ": it was truncated");
+  }
+  const uint64_t end = std::max(image->file_size, seq.head.last_file_offset);
+  if (end > device.size_bytes()) {
+    VSTACK_RETURN_IF_ERROR(device.Resize(end));
+    image->file_size = end;
+  }
+  for (uint32_t offset : seq.offsets) {
+    for (const LogWrite& w : EntryWrites(log, offset)) {
+      const bool hits_log =
+          w.file_offset < h.log_offset + h.log_length && h.log_offset < w.file_offset + w.length;
+      if (w.file_offset < kPrologueSize || hits_log || w.length > end ||
+          w.file_offset > end - w.length) {
+        return MakeError(Errc::kCorruption, "vhdx: log entry at log offset " +
+                                                std::to_string(offset) + " writes " +
+                                                std::to_string(w.length) + " bytes at " +
+                                                std::to_string(w.file_offset) +
+                                                ", into the headers, the log or past the file");
+      }
+      if (w.zero) {
+        VSTACK_RETURN_IF_ERROR(ZeroAt(q, w.file_offset, w.length));
+      } else {
+        VSTACK_RETURN_IF_ERROR(WriteAt(q, w.file_offset, w.data));
+      }
+    }
+    ++image->replayed_entries;
+  }
+  VSTACK_RETURN_IF_ERROR(FlushQueue(q));
+  Header clean = h;
+  clean.log_guid = Guid{};
+  return WriteHeaders(q, image, clean);
+}
+
+Status LoadBat(IoQueue& q, VhdxImage* image, bool lenient) {
+  const BatLayout& l = image->layout;
+  const Region& r = image->bat_region;
+  if (l.entries > r.length / 8) {
+    return MakeError(Errc::kCorruption, "vhdx: the BAT region (" + std::to_string(r.length) +
+                                            " bytes at " + std::to_string(r.offset) +
+                                            ") is too small for the " + std::to_string(l.entries) +
+                                            " entries the virtual size needs");
+  }
+  image->bat.resize(l.entries);
+  std::vector<uint8_t> chunk;
+  for (uint64_t done = 0; done < l.entries * 8;) {
+    const uint64_t n = std::min<uint64_t>(kBatChunk, (l.entries * 8 + 4095) / 4096 * 4096 - done);
+    chunk.resize(n);
+    VSTACK_RETURN_IF_ERROR(ReadAt(q, r.offset + done, chunk));
+    for (uint64_t i = 0; i < n / 8 && done / 8 + i < l.entries; ++i) {
+      image->bat[done / 8 + i] = LoadLE64(chunk.data() + 8 * i);
+    }
+    done += n;
+  }
+  // Payload blocks must not overlap the first MiB, the log, the BAT or the metadata region.
+  const Region log{Guid{}, image->header.log_offset, image->header.log_length, false};
+  auto hits_structure = [&](uint64_t offset, uint64_t length) {
+    if (offset < kMiB) return true;
+    const Region* structures[] = {&log, &image->bat_region, &image->metadata_region};
+    for (const Region* s : structures) {
+      if (offset < s->offset + s->length && s->offset < offset + length) return true;
+    }
+    return false;
+  };
+  for (uint64_t index = 0; index < l.entries; ++index) {
+    const uint64_t e = image->bat[index];
+    const uint8_t state = EntryState(e);
+    const uint64_t offset = EntryOffset(e);
+    std::string problem;
+    if (l.IsBitmapIndex(index)) {
+      if (state != kNotPresent && state != kBitmapPresent) {
+        problem = "sector bitmap entry " + std::to_string(index) + " has invalid state " +
+                  std::to_string(state);
+      }
+    } else {
+      const uint64_t block = index - index / (l.chunk_ratio + 1);
+      const uint64_t needed =
+          std::min<uint64_t>(l.block_size, l.virtual_size - block * l.block_size);
+      switch (state) {
+        case kNotPresent:
+        case kUndefined:
+        case kZero:
+        case kUnmapped:
+          break;
+        case kFullyPresent:
+          if (hits_structure(offset, l.block_size) || offset > image->file_size ||
+              needed > image->file_size - offset) {
+            problem = "BAT entry " + std::to_string(index) + " (block " + std::to_string(block) +
+                      ") points at " + std::to_string(offset) +
+                      ", into the metadata or past the end of the file (" +
+                      std::to_string(image->file_size) + " bytes)";
+          }
+          break;
+        default:
+          problem = "BAT entry " + std::to_string(index) + " (block " + std::to_string(block) +
+                    ") has state " + PayloadStateName(state) +
+                    ", invalid in a VHDX without a parent";
+      }
+    }
+    if (problem.empty()) continue;
+    if (!lenient) {
+      return MakeError(Errc::kCorruption, "vhdx: " + problem + " (at offset " +
+                                              std::to_string(r.offset + 8 * index) + ")");
+    }
+    image->problems.push_back(problem);
+    image->bat[index] = kUnusableState;
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status WriteHeaders(IoQueue& q, VhdxImage* image, const Header& h) {
+  Header next = h;
+  for (int i = 0; i < 2; ++i) {
+    next.sequence = image->header.sequence + 1;
+    const int slot = 1 - image->header_slot;
+    const auto bytes = EncodeHeader(next);
+    VSTACK_RETURN_IF_ERROR(WriteAt(q, kHeaderOffset[slot], bytes));
+    VSTACK_RETURN_IF_ERROR(FlushQueue(q));
+    image->header = next;
+    image->header_slot = slot;
+  }
+  return OkStatus();
+}
+
+Result<VhdxImage> LoadImage(BlockDevice& device, IoQueue& q, bool writable, bool lenient) {
+  VhdxImage image;
+  image.file_size = device.size_bytes();
+  if (image.file_size < kPrologueSize + kMiB) {
+    return MakeError(Errc::kCorruption, "vhdx: the file (" + std::to_string(image.file_size) +
+                                            " bytes) is too small to hold a VHDX");
+  }
+  std::vector<uint8_t> pro(kPrologueSize);
+  VSTACK_RETURN_IF_ERROR(ReadAt(q, 0, pro));
+  if (std::memcmp(pro.data(), "vhdxfile", 8) != 0) {
+    return MakeError(Errc::kCorruption,
+                     "vhdx: not a VHDX file (no 'vhdxfile' identifier at offset 0)");
+  }
+  image.creator = CreatorText(pro.data() + 8);
+
+  Result<Header> headers[2] = {DecodeHeader(std::span<const uint8_t, kHeaderSize>(
+                                                pro.data() + kHeaderOffset[0], kHeaderSize),
+                                            kHeaderOffset[0], image.file_size),
+                               DecodeHeader(std::span<const uint8_t, kHeaderSize>(
+                                                pro.data() + kHeaderOffset[1], kHeaderSize),
+                                            kHeaderOffset[1], image.file_size)};
+  if (!headers[0] && !headers[1]) {
+    return Annotate(headers[0].error(),
+                    "no valid header (the second: " + headers[1].error().message + ")");
+  }
+  image.header_slot = !headers[0]                                   ? 1
+                      : !headers[1]                                 ? 0
+                      : headers[1]->sequence > headers[0]->sequence ? 1
+                                                                    : 0;
+  image.header = *headers[image.header_slot];
+  if (lenient) {
+    for (int i = 0; i < 2; ++i) {
+      if (!headers[i]) image.problems.push_back(headers[i].error().message);
+    }
+  }
+  VSTACK_RETURN_IF_ERROR(ReplayLog(device, q, &image, writable));
+
+  Result<std::vector<Region>> tables[2] = {
+      DecodeRegionTable(
+          std::span<const uint8_t>(pro.data() + kRegionTableOffset[0], kRegionTableSize),
+          kRegionTableOffset[0], image.file_size),
+      DecodeRegionTable(
+          std::span<const uint8_t>(pro.data() + kRegionTableOffset[1], kRegionTableSize),
+          kRegionTableOffset[1], image.file_size)};
+  if (!tables[0] && !tables[1]) return tables[0].error();
+  const std::vector<Region>& regions = tables[0] ? *tables[0] : *tables[1];
+  if (lenient && !tables[0]) image.problems.push_back(tables[0].error().message);
+  bool have_bat = false, have_meta = false;
+  for (const Region& r : regions) {
+    if (r.id == kBatRegionGuid) image.bat_region = r, have_bat = true;
+    if (r.id == kMetadataRegionGuid) image.metadata_region = r, have_meta = true;
+  }
+  if (!have_bat || !have_meta) {
+    return MakeError(Errc::kCorruption, std::string("vhdx: the region table has no ") +
+                                            (have_bat ? "metadata" : "BAT") + " region");
+  }
+  const Region& m = image.metadata_region;
+  const Region& b = image.bat_region;
+  const uint64_t log_end = image.header.log_offset + image.header.log_length;
+  if ((m.offset < b.offset + b.length && b.offset < m.offset + m.length) ||
+      (m.offset < log_end && image.header.log_offset < m.offset + m.length) ||
+      (b.offset < log_end && image.header.log_offset < b.offset + b.length)) {
+    return MakeError(Errc::kCorruption, "vhdx: the log, BAT and metadata regions overlap");
+  }
+  image.metadata_end = std::max({log_end, m.offset + m.length, b.offset + b.length});
+
+  std::vector<uint8_t> meta(std::min<uint64_t>(m.length, kMiB));
+  VSTACK_RETURN_IF_ERROR(ReadAt(q, m.offset, meta));
+  VSTACK_ASSIGN_OR_RETURN(image.metadata, DecodeMetadata(meta, m.offset, m.length));
+  image.layout = BatLayout::For(image.metadata.virtual_size, image.metadata.block_size,
+                                image.metadata.logical_sector);
+  VSTACK_RETURN_IF_ERROR(LoadBat(q, &image, lenient));
+  return image;
+}
+
+bool ProbeImage(BlockDevice& device) {
+  if (device.size_bytes() < kPrologueSize) return false;
+  SyncIo io(device);
+  IoQueue* q = io.queue();
+  if (q == nullptr) return false;
+  std::vector<uint8_t> first(device.geometry().logical_block);
+  if (!ReadAt(*q, 0, first)) return false;
+  return std::memcmp(first.data(), "vhdxfile", 8) == 0;
+}
+
+}  // namespace vstack::vhdx

@@ -1,0 +1,57 @@
+// Opening a VHDX: the file identifier, the current header, log replay, the region table, the
+// metadata and the BAT, read from the device below and validated. Also the header update
+// (both slots, each with a higher sequence number, as qemu and Hyper-V do).
+//
+// Memory is bounded by what the file holds: the BAT is read in 1 MiB chunks only after the
+// region that holds it is known to lie inside the file and to be large enough for the entries
+// the virtual size and block size need; the log is read only when its GUID says it may hold
+// entries, and only up to 256 MiB.
+#ifndef VSTACK_FORMATS_VHDX_VHDX_IMAGE_H_
+#define VSTACK_FORMATS_VHDX_VHDX_IMAGE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "formats/vhdx/vhdx_format.h"
+#include "lib/block_device.h"
+
+namespace vstack::vhdx {
+
+inline constexpr uint32_t kMaxLogLength = 256u << 20;
+// BAT entries marked unusable in memory (lenient loads): data I/O to them fails.
+inline constexpr uint8_t kUnusableState = 5;
+
+struct VhdxImage {
+  uint64_t file_size = 0;
+  std::string creator;
+  Header header;
+  int header_slot = 0;  // which of the two headers is current
+  Region bat_region;
+  Region metadata_region;
+  Metadata metadata;
+  BatLayout layout;
+  std::vector<uint64_t> bat;          // layout.entries entries
+  uint64_t replayed_entries = 0;      // log entries replayed while opening
+  uint64_t metadata_end = 0;          // end of the last structure that is not a payload block
+  std::vector<std::string> problems;  // corruption found by a lenient load
+
+  uint64_t entry(uint64_t block) const { return bat[layout.Index(block)]; }
+};
+
+// Reads the VHDX on `device` through `q` (a queue of `device`). A log with entries to replay
+// is replayed when `writable` (then the header is rewritten with an empty log) and refused
+// with an error otherwise, as qemu does. `lenient` (vstack check) records bad BAT entries in
+// `problems` and marks them kUnusableState instead of failing.
+Result<VhdxImage> LoadImage(BlockDevice& device, IoQueue& q, bool writable, bool lenient);
+
+// Writes `h` with the next sequence number into both header slots, the non-current one first,
+// flushing after each, and updates image->header and header_slot.
+Status WriteHeaders(IoQueue& q, VhdxImage* image, const Header& h);
+
+// True if the device starts with the "vhdxfile" identifier.
+bool ProbeImage(BlockDevice& device);
+
+}  // namespace vstack::vhdx
+
+#endif  // VSTACK_FORMATS_VHDX_VHDX_IMAGE_H_

@@ -1,0 +1,308 @@
+// The emulation layers (delay:, error:, hv:, ready:) and the workload's quantum scheduler, on a
+// ManualClock: semantics on synthetic time, no wall-clock thresholds.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "bench/workload/quantum_scheduler.h"
+#include "blockdev/delay/delay_device.h"
+#include "blockdev/emulation/stall_schedule.h"
+#include "blockdev/error/error_device.h"
+#include "blockdev/hv/hv_device.h"
+#include "blockdev/ready/ready_device.h"
+#include "lib/aligned_buffer.h"
+#include "lib/registry.h"
+#include "lib/sync_io.h"
+#include "tests/testing/test_util.h"
+
+namespace vstack {
+namespace {
+
+using testing::IsOk;
+
+DevicePtr Memory() { return Open("memory:4M").value(); }
+
+// Requests of one queue whose callbacks record the clock at completion.
+struct Timed {
+  explicit Timed(Clock& clock, size_t n, uint32_t bs = 4096) : clock(clock), buf(n * bs, 4096) {
+    reqs.resize(n);
+    done_at.assign(n, 0);
+    iovs.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      iovs[i] = {buf.data() + i * bs, bs};
+      reqs[i].op = Op::kRead;
+      reqs[i].offset = i * bs;
+      reqs[i].length = bs;
+      reqs[i].iov = &iovs[i];
+      reqs[i].iovcnt = 1;
+      reqs[i].user_data = this;
+      reqs[i].on_complete = [](IoRequest& r) {
+        Timed* t = static_cast<Timed*>(r.user_data);
+        t->done_at[&r - t->reqs.data()] = t->clock.Now();
+      };
+    }
+  }
+  std::vector<IoRequest*> Ptrs() {
+    std::vector<IoRequest*> p;
+    for (IoRequest& r : reqs) p.push_back(&r);
+    return p;
+  }
+  Clock& clock;
+  AlignedBuffer buf;
+  std::vector<IoRequest> reqs;
+  std::vector<iovec> iovs;
+  std::vector<uint64_t> done_at;
+};
+
+uint64_t Counter(const BlockDevice& d, const std::string& name) {
+  const LayerStats s = d.Stats();
+  for (size_t i = 0; i < s.counter_names.size(); ++i) {
+    if (s.counter_names[i] == name) return s.counters[i];
+  }
+  ADD_FAILURE() << "no counter " << name;
+  return 0;
+}
+
+TEST(Delay, ServesAtMostQdAtATimeAndSleepsInsteadOfSpinning) {
+  ManualClock clock;
+  DelayConfig c;
+  c.read = c.write = ServiceTime::Fixed(1'000'000);
+  c.queue.max_in_service = 2;
+  DevicePtr dev = MakeDevice<DelayDevice>(Memory(), c, clock);
+  auto q = dev->OpenQueue();
+  ASSERT_TRUE(q);
+  const uint64_t t0 = clock.Now();
+  Timed t(clock, 5);
+  (*q)->Submit(t.Ptrs());
+  EXPECT_EQ((*q)->Poll(0), 0u) << "nothing is due yet";
+  (*q)->WaitIdle();
+  // Two at a time: 1 ms, 1 ms, 2 ms, 2 ms, 3 ms.
+  EXPECT_EQ(t.done_at, (std::vector<uint64_t>{t0 + 1'000'000, t0 + 1'000'000, t0 + 2'000'000,
+                                              t0 + 2'000'000, t0 + 3'000'000}));
+  EXPECT_EQ(Counter(*dev, "waited_for_slot"), 3u);
+  EXPECT_EQ(Counter(*dev, "service_ns"), 5'000'000u);
+  EXPECT_EQ(Counter(*dev, "late_ns"), 0u);
+  EXPECT_EQ(clock.spun_ns(), 0u);
+  EXPECT_GE(clock.sleeps(), 3u);
+  EXPECT_LE(clock.sleeps(), 5u) << "one sleep per deadline, no polling loop";
+}
+
+TEST(Delay, WithoutALimitEveryRequestTakesItsOwnServiceTime) {
+  ManualClock clock;
+  DelayConfig c;
+  c.read = ServiceTime::Fixed(500'000);
+  DevicePtr dev = MakeDevice<DelayDevice>(Memory(), c, clock);
+  auto q = dev->OpenQueue();
+  const uint64_t t0 = clock.Now();
+  Timed t(clock, 32);
+  (*q)->Submit(t.Ptrs());
+  (*q)->WaitIdle();
+  for (uint64_t at : t.done_at) EXPECT_EQ(at, t0 + 500'000);
+}
+
+// The mean of many QD1 requests on synthetic time: the distribution's mean, within sampling
+// error (deterministic: fixed seed).
+double MeanLatencyNs(const std::string& read, int n) {
+  ManualClock clock;
+  DelayConfig c;
+  c.read = ServiceTime::Parse("read", read).value();
+  c.seed = 42;
+  DevicePtr dev = MakeDevice<DelayDevice>(Memory(), c, clock);
+  auto q = dev->OpenQueue();
+  Timed t(clock, 1);
+  double sum = 0;
+  for (int i = 0; i < n; ++i) {
+    const uint64_t start = clock.Now();
+    (*q)->Submit(t.reqs[0]);
+    (*q)->WaitIdle();
+    sum += double(t.done_at[0] - start);
+  }
+  return sum / n;
+}
+
+TEST(Delay, DistributionMeansAreTheConfiguredOnes) {
+  EXPECT_DOUBLE_EQ(MeanLatencyNs("5.4066ms", 100), 5'406'600);
+  EXPECT_NEAR(MeanLatencyNs("uniform:1ms:3ms", 20000), 2'000'000, 0.01 * 2'000'000);
+  EXPECT_NEAR(MeanLatencyNs("lognormal:1ms:500us", 20000), 1'000'000, 0.015 * 1'000'000);
+  EXPECT_NEAR(MeanLatencyNs("exp:80us", 20000), 80'000, 0.02 * 80'000);
+}
+
+TEST(Delay, BandwidthCapSerialisesTransfers) {
+  ManualClock clock;
+  DelayConfig c;
+  c.queue.bytes_per_s = 4096 * 1000;  // 1 ms per 4 KiB
+  DevicePtr dev = MakeDevice<DelayDevice>(Memory(), c, clock);
+  auto q = dev->OpenQueue();
+  const uint64_t t0 = clock.Now();
+  Timed t(clock, 3);
+  (*q)->Submit(t.Ptrs());
+  (*q)->WaitIdle();
+  EXPECT_EQ(t.done_at, (std::vector<uint64_t>{t0 + 1'000'000, t0 + 2'000'000, t0 + 3'000'000}));
+}
+
+TEST(Delay, BadOptionsAreRefusedWithTheirName) {
+  auto r = Open("delay:read=5+null:1M");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("delay: read"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("5ms"), std::string::npos) << r.error().message;
+  EXPECT_FALSE(Open("delay:read=uniform:3ms:1ms+null:1M"));
+  EXPECT_FALSE(Open("delay:read=gauss:3ms+null:1M"));
+  EXPECT_TRUE(Open("delay:read=lognormal:5ms:2ms,write=250us,qd=1,bw=100M+null:1M"));
+}
+
+TEST(Error, FailsExactlyTheRequestsItWasToldTo) {
+  ErrorConfig c;
+  c.ops = 1u << static_cast<int>(Op::kWrite);
+  c.error = ENOSPC;
+  c.after = 3;
+  c.count = 2;
+  DevicePtr dev = MakeDevice<ErrorDevice>(Memory(), c);
+  SyncIo io(*dev);
+  std::vector<std::byte> buf(4096);
+  std::vector<int> failed;
+  for (int i = 1; i <= 8; ++i) {
+    EXPECT_TRUE(IsOk(io.Read(0, buf))) << "reads never match";
+    const std::error_code ec = io.Write(4096 * i, buf);
+    if (ec) {
+      EXPECT_EQ(ec.value(), ENOSPC);
+      failed.push_back(i);
+    }
+  }
+  EXPECT_EQ(failed, (std::vector<int>{4, 5}));
+  EXPECT_TRUE(IsOk(io.Flush()));
+}
+
+TEST(Error, OffsetRangeAndSeededRateAreDeterministic) {
+  auto failures = [](const std::string& spec) {
+    DevicePtr dev = Open(spec).value();
+    SyncIo io(*dev);
+    std::vector<std::byte> buf(4096);
+    std::vector<int> out;
+    for (int i = 0; i < 400; ++i) {
+      if (io.Read(uint64_t(i % 64) * 4096, buf)) out.push_back(i);
+    }
+    return out;
+  };
+  const auto a = failures("error:ops=read,rate=0.25,seed=7+memory:1M");
+  EXPECT_EQ(a, failures("error:ops=read,rate=0.25,seed=7+memory:1M"));
+  EXPECT_NE(a, failures("error:ops=read,rate=0.25,seed=8+memory:1M"));
+  EXPECT_GT(a.size(), 60u);
+  EXPECT_LT(a.size(), 140u);
+  // Only blocks 8..9 (offset 32K, length 8K): i % 64 in {8, 9}.
+  const auto b = failures("error:ops=read,offset=32K,length=8K+memory:1M");
+  ASSERT_FALSE(b.empty());
+  for (int i : b) EXPECT_TRUE(i % 64 == 8 || i % 64 == 9) << i;
+  EXPECT_EQ(b.size(), 2u * 400 / 64 + (400 % 64 > 8) + (400 % 64 > 9));
+}
+
+TEST(Error, BadOptionsAreRefused) {
+  EXPECT_FALSE(Open("error:ops=reed+null:1M"));
+  EXPECT_FALSE(Open("error:errno=EFOO+null:1M"));
+  EXPECT_FALSE(Open("error:rate=2+null:1M"));
+  EXPECT_TRUE(Open("error:ops=read/write/flush,errno=EIO+null:1M"));
+}
+
+TEST(Hv, AddsLatencyPerOpAndBurnsCpuOnTheSubmittingThread) {
+  ManualClock clock;
+  HvConfig c;
+  c.read = ServiceTime::Fixed(373'100);
+  c.write = ServiceTime::Fixed(117'200);
+  c.cpu = ServiceTime::Fixed(10'000);
+  DevicePtr dev = MakeDevice<HvDevice>(Memory(), c, clock);
+  auto q = dev->OpenQueue();
+  Timed t(clock, 2);
+  t.reqs[1].op = Op::kWrite;
+  uint64_t start = clock.Now();
+  (*q)->Submit(t.Ptrs());
+  (*q)->WaitIdle();
+  // Each request's CPU is burned as it is accepted (10 us each), then its latency runs.
+  EXPECT_EQ(t.done_at[0], start + 10'000 + 373'100);
+  EXPECT_EQ(t.done_at[1], start + 20'000 + 117'200);
+  EXPECT_EQ(clock.spun_ns(), 20'000u);
+  EXPECT_EQ(Counter(*dev, "cpu_ns"), 20'000u);
+  EXPECT_TRUE(Open("hv:preset=hyperv-passthrough+null:1M"));
+  auto bad = Open("hv:preset=vmware+null:1M");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("hyperv-passthrough"), std::string::npos);
+}
+
+TEST(StallSchedule, StalledTimeIsTheConfiguredFractionOfWallTime) {
+  for (double fraction : {0.012, 0.051, 0.284}) {
+    ManualClock clock;
+    StallSchedule s(fraction, ServiceTime::Parse("stall", "exp:4ms").value(), 1'000'000, 3,
+                    clock.Now());
+    const uint64_t t0 = clock.Now();
+    uint64_t injected = 0;
+    while (clock.Now() - t0 < 100'000'000'000ull) {  // 100 s of synthetic time in 50 us steps
+      clock.Advance(50'000);
+      const uint64_t stall = s.Due(clock.Now());
+      clock.Advance(stall);
+      injected += stall;
+    }
+    EXPECT_EQ(injected, s.stalled_ns());
+    EXPECT_NEAR(double(injected) / double(clock.Now() - t0), fraction, 0.002) << fraction;
+    EXPECT_EQ(s.max_stall_ns() % 1'000'000, 0u) << "whole quanta";
+  }
+}
+
+TEST(Ready, StallsTheQueueAndCountsWhatItInjected) {
+  ManualClock clock;
+  ReadyConfig c;
+  c.fraction = 0.2;
+  c.stall = ServiceTime::Fixed(2'000'000);
+  c.quantum_ns = 0;
+  DevicePtr dev = MakeDevice<ReadyDevice>(Memory(), c, clock);
+  auto q = dev->OpenQueue();
+  const uint64_t t0 = clock.Now();
+  Timed t(clock, 1);
+  for (int i = 0; i < 20000; ++i) {
+    clock.Advance(100'000);  // the thread works 100 us between requests
+    (*q)->Submit(t.reqs[0]);
+    (*q)->WaitIdle();
+  }
+  const uint64_t stalled = Counter(*dev, "stalled_ns");
+  EXPECT_EQ(stalled, Counter(*dev, "stalls") * 2'000'000);
+  EXPECT_NEAR(double(stalled) / double(clock.Now() - t0), 0.2, 0.002);
+}
+
+TEST(QuantumScheduler, YieldsWhenTheWallClockQuantumIsUsedUp) {
+  ManualClock clock;
+  bench::SchedulerOptions o;
+  o.quantum_ns = 4'000'000;
+  bench::QuantumScheduler s(o, clock);
+  s.Run(0);
+  int yields = 0;
+  for (int i = 0; i < 1000; ++i) {  // 100 ms of work in 100 us steps: 25 quanta
+    clock.Advance(100'000);
+    yields += s.Checkpoint(0);
+  }
+  s.Suspend(0);
+  EXPECT_EQ(yields, 25);
+  EXPECT_EQ(s.Snapshot().yields, 25u);
+  EXPECT_EQ(s.Snapshot().wait_ns, 0u) << "nobody else to wait for";
+}
+
+TEST(QuantumScheduler, CpuReadyStallsEndQuantaEarlyAndAreCounted) {
+  ManualClock clock;
+  bench::SchedulerOptions o;
+  o.quantum_ns = 4'000'000;
+  o.ready_fraction = 0.25;
+  o.stall = ServiceTime::Fixed(3'000'000);
+  o.stall_quantum_ns = 0;
+  bench::QuantumScheduler s(o, clock);
+  const uint64_t t0 = clock.Now();
+  s.Run(0);
+  for (int i = 0; i < 100000; ++i) {
+    clock.Advance(100'000);
+    s.Checkpoint(0);
+  }
+  s.Suspend(0);
+  const bench::YieldStats st = s.Snapshot();
+  EXPECT_NEAR(double(st.stalled_ns) / double(clock.Now() - t0), 0.25, 0.002);
+  // 10 s of work alone would be 2500 yields; every stall (3 ms of a 4 ms quantum) ends a
+  // quantum early as well.
+  EXPECT_GT(st.yields, 2500u + st.stalls / 2);
+}
+
+}  // namespace
+}  // namespace vstack

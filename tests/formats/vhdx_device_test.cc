@@ -1,0 +1,386 @@
+// The vhdx layer: it joins the conformance suite (fixed and dynamic, 512-byte and 4 KiB
+// sectors, over memory and over file/uring with reopen), and these tests check what the suite
+// cannot see: block states on disk, the log written for every allocation and left empty at
+// close, replay of a dirty log (and its refusal read-only), and bad input.
+#include "formats/vhdx/vhdx_device.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+
+#include "formats/vhdx/vhdx_format.h"
+#include "formats/vhdx/vhdx_log.h"
+#include "lib/endian.h"
+#include "lib/iovec.h"
+#include "lib/spec.h"
+#include "lib/sync_io.h"
+#include "tests/formats/vhd_test_util.h"
+#include "tests/formats/vhdx_test_util.h"
+#include "tests/testing/conformance.h"
+#include "tests/testing/test_util.h"
+
+namespace vstack::testing {
+namespace {
+
+ConformanceTarget MemoryTarget(std::string name, std::string options, uint64_t device_size) {
+  ConformanceTarget t;
+  t.name = std::move(name);
+  t.open = [options, device_size](const std::string&) {
+    return MemoryVhdx(kConformanceSize, options, device_size);
+  };
+  return t;
+}
+
+ConformanceTarget FileTarget(std::string name, std::string backend, std::string options,
+                             std::string backend_options = "") {
+  const std::string spec = "vhdx+" + backend + ":{dir}/t.vhdx" + backend_options;
+  return SpecTarget(std::move(name), spec, spec, [options](const std::string& dir) {
+    ASSERT_OK(CreateImage("vhdx", dir + "/t.vhdx", kConformanceSize, options));
+  });
+}
+
+VSTACK_CONFORMANCE_TARGETS(
+    vhdx,
+    {
+        MemoryTarget("vhdx_fixed_memory", "subformat=fixed,block_size=1M", 0),
+        MemoryTarget("vhdx_dynamic_memory", "block_size=1M", 80 << 20),
+        MemoryTarget("vhdx_dynamic_4k_memory", "block_size=2M,logical_sector_size=4096", 80 << 20),
+        FileTarget("vhdx_fixed_file", "file", "subformat=fixed,block_size=1M"),
+        FileTarget("vhdx_dynamic_file", "file", "block_size=1M"),
+        FileTarget("vhdx_dynamic_4k_file", "file", "logical_sector_size=4096"),
+        FileTarget("vhdx_dynamic_uring_direct", "uring", "block_size=1M", ",direct=on"),
+    });
+
+std::vector<unsigned char> Pattern(size_t len, unsigned char seed) {
+  std::vector<unsigned char> v(len);
+  for (size_t i = 0; i < len; ++i) v[i] = static_cast<unsigned char>(seed + i * 7 + i / 512);
+  return v;
+}
+
+std::string Q(const std::string& path) { return FormatSpecPart(SpecPart{"file", path, {}}); }
+
+class Vhdx : public ::testing::Test {
+ protected:
+  TempDir dir_;
+};
+
+TEST_F(Vhdx, CreateWritesEveryStructureAndOpens) {
+  const std::string path = dir_.File("a.vhdx");
+  ASSERT_OK(CreateImage("vhdx", path, 10 << 20, "block_size=1M"));
+  const auto file = ReadAll(path);
+  ASSERT_EQ(std::memcmp(file.data(), "vhdxfile", 8), 0);
+  EXPECT_EQ(std::memcmp(&file[64 << 10], "head", 4), 0);
+  EXPECT_EQ(std::memcmp(&file[128 << 10], "head", 4), 0);
+  EXPECT_EQ(std::memcmp(&file[192 << 10], "regi", 4), 0);
+  EXPECT_EQ(std::memcmp(&file[256 << 10], "regi", 4), 0);
+  EXPECT_EQ(VhdxBatEntry(file, 0), 0u) << "dynamic blocks start NOT_PRESENT";
+  {
+    auto dev = Open("vhdx+" + Q(path));
+    ASSERT_OK(dev);
+    EXPECT_EQ((*dev)->geometry().size_bytes, 10u << 20);
+    EXPECT_EQ((*dev)->geometry().logical_block, 512u);
+  }
+  auto probed = OpenImage(path);
+  ASSERT_OK(probed);
+  EXPECT_EQ((*probed)->kind(), "vhdx");
+}
+
+TEST_F(Vhdx, FirstWriteAllocatesThroughTheLogAndCloseLeavesItEmpty) {
+  const std::string path = dir_.File("a.vhdx");
+  ASSERT_OK(CreateImage("vhdx", path, 16 << 20, "block_size=1M"));
+  {
+    auto dev = Open("vhdx+" + Q(path));
+    ASSERT_OK(dev);
+    const auto data = Pattern(8192, 3);
+    WriteBytes(**dev, (3 << 20) + 4096, data);
+    WriteBytes(**dev, (3 << 20) + 65536, data);  // same block: no new allocation
+    EXPECT_EQ(ReadBytes(**dev, (3 << 20) + 4096, 8192), data);
+    EXPECT_EQ(Counter(**dev, "allocations"), 1u);
+    EXPECT_EQ(Counter(**dev, "log_entries"), 1u);
+    EXPECT_EQ(Counter(**dev, "bat_page_writes"), 1u);
+    const auto file = ReadAll(path);
+    EXPECT_EQ(vhdx::EntryState(VhdxBatEntry(file, 3)), vhdx::kFullyPresent);
+    EXPECT_EQ(vhdx::EntryOffset(VhdxBatEntry(file, 3)) % (1 << 20), 0u);
+    ASSERT_OK((*dev)->Close());
+  }
+  // Closed cleanly: both headers carry a zero log GUID, so nothing is replayed.
+  const auto file = ReadAll(path);
+  for (uint64_t at : {64u << 10, 128u << 10}) {
+    EXPECT_TRUE(
+        std::all_of(&file[at + 48], &file[at + 64], [](unsigned char c) { return c == 0; }));
+  }
+  auto dev = Open("vhdx+" + Q(path), OpenOptions{.read_only = true});
+  ASSERT_OK(dev);
+  EXPECT_EQ(ReadBytes(**dev, (3 << 20) + 4096, 8192), Pattern(8192, 3));
+  EXPECT_TRUE(IsZero(ReadBytes(**dev, 3 << 20, 4096).data(), 4096));
+}
+
+// Leaves an image whose BAT update is only in the log: the in-place BAT page is put back to
+// what it was before, and the header still names the log.
+std::string DirtyImage(const TempDir& dir, std::vector<unsigned char>* data) {
+  const std::string path = dir.File("dirty.vhdx");
+  EXPECT_OK(CreateImage("vhdx", path, 16 << 20, "block_size=1M"));
+  const auto before = ReadAll(path);
+  {
+    auto dev = Open("vhdx+" + Q(path));
+    EXPECT_OK(dev);
+    *data = Pattern(4096, 9);
+    WriteBytes(**dev, 5 << 20, *data);
+    // Simulate a crash: copy the file before Close clears the log.
+    const auto crashed = ReadAll(path);
+    WriteAll(dir.File("crashed.vhdx"), crashed);
+  }
+  auto crashed = ReadAll(dir.File("crashed.vhdx"));
+  // The BAT page in place as before the write: only the log knows the block.
+  const uint64_t bat = 3 << 20;  // log 1M..2M, metadata 2M..3M, BAT at 3M
+  std::memcpy(&crashed[bat], &before[bat], 4096);
+  WriteAll(path, crashed);
+  return path;
+}
+
+TEST_F(Vhdx, DirtyLogIsRefusedReadOnlyAndReplayedWritable) {
+  std::vector<unsigned char> data;
+  const std::string path = DirtyImage(dir_, &data);
+  EXPECT_EQ(VhdxBatEntry(ReadAll(path), 5), 0u);
+  auto ro = Open("vhdx+" + Q(path), OpenOptions{.read_only = true});
+  ASSERT_FALSE(ro);
+  EXPECT_NE(ro.error().message.find("replayed"), std::string::npos) << ro.error().message;
+  {
+    auto dev = Open("vhdx+" + Q(path));
+    ASSERT_OK(dev);
+    EXPECT_EQ(ReadBytes(**dev, 5 << 20, 4096), data);
+    PropertyList props;
+    (*dev)->Properties(props);
+    for (const auto& p : props) {
+      if (p.key == "log_entries_replayed") {
+        EXPECT_EQ(PropertyValueToString(p.value), "1");
+      }
+    }
+  }
+  EXPECT_EQ(vhdx::EntryState(VhdxBatEntry(ReadAll(path), 5)), vhdx::kFullyPresent);
+  auto again = Open("vhdx+" + Q(path), OpenOptions{.read_only = true});
+  ASSERT_OK(again) << "the replay cleared the log";
+}
+
+TEST_F(Vhdx, LogWrapsAfterAFlushAndEveryBlockSurvives) {
+  // 1 MiB log, 8 KiB per entry: 200 allocations wrap it; the layer flushes before reusing
+  // space whose in-place writes are not known durable.
+  const std::string path = dir_.File("w.vhdx");
+  ASSERT_OK(CreateImage("vhdx", path, 200 << 20, "block_size=1M"));
+  {
+    auto dev = Open("vhdx+" + Q(path));
+    ASSERT_OK(dev);
+    for (uint64_t b = 0; b < 200; ++b)
+      WriteBytes(**dev, b << 20, Pattern(512, static_cast<unsigned char>(b)));
+    EXPECT_EQ(Counter(**dev, "log_entries"), 200u);
+    EXPECT_GE(Counter(**dev, "log_flushes"), 1u);
+  }
+  auto dev = Open("vhdx+" + Q(path), OpenOptions{.read_only = true});
+  ASSERT_OK(dev);
+  for (uint64_t b = 0; b < 200; ++b) {
+    ASSERT_EQ(ReadBytes(**dev, b << 20, 512), Pattern(512, static_cast<unsigned char>(b))) << b;
+  }
+}
+
+TEST_F(Vhdx, FourThreadsAllocatingTheSameBlocks) {
+  auto dev = MemoryVhdx(32 << 20, "block_size=1M", 64 << 20);
+  ASSERT_OK(dev);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint64_t b = 0; b < 32; ++b) {
+        WriteBytes(**dev, (b << 20) + t * 4096, Pattern(4096, static_cast<unsigned char>(b + t)));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(Counter(**dev, "allocations"), 32u);
+  for (uint64_t b = 0; b < 32; ++b) {
+    for (int t = 0; t < 4; ++t) {
+      ASSERT_EQ(ReadBytes(**dev, (b << 20) + t * 4096, 4096),
+                Pattern(4096, static_cast<unsigned char>(b + t)));
+    }
+  }
+}
+
+TEST_F(Vhdx, ZeroStateBlocksOfAFixedImageAreZeroFilledOnFirstWrite) {
+  const std::string path = dir_.File("z.vhdx");
+  ASSERT_OK(
+      CreateImage("vhdx", path, 4 << 20, "subformat=fixed,block_size=1M,block_state_zero=on"));
+  const auto before = ReadAll(path);
+  const uint64_t e = VhdxBatEntry(before, 1);
+  ASSERT_EQ(vhdx::EntryState(e), vhdx::kZero);
+  // Old bytes in the block's space must not show through.
+  Patch(path, vhdx::EntryOffset(e), std::vector<unsigned char>(1 << 20, 0xEE));
+  auto dev = Open("vhdx+" + Q(path));
+  ASSERT_OK(dev);
+  EXPECT_TRUE(IsZero(ReadBytes(**dev, 1 << 20, 1 << 20).data(), 1 << 20));
+  WriteBytes(**dev, (1 << 20) + 4096, Pattern(4096, 1));
+  EXPECT_EQ(Counter(**dev, "zero_filled_blocks"), 1u);
+  auto all = ReadBytes(**dev, 1 << 20, 1 << 20);
+  EXPECT_TRUE(IsZero(all.data(), 4096));
+  EXPECT_TRUE(IsZero(all.data() + 8192, all.size() - 8192));
+}
+
+TEST_F(Vhdx, MapShowsBlockStates) {
+  auto dev = MemoryVhdx(8 << 20, "block_size=1M", 16 << 20);
+  ASSERT_OK(dev);
+  WriteBytes(**dev, 2 << 20, Pattern(4096, 1));
+  std::vector<Extent> ex;
+  ASSERT_OK((*dev)->MapExtents(0, 8 << 20, &ex));
+  ASSERT_EQ(ex.size(), 3u);
+  EXPECT_EQ(ex[0], (Extent{0, 2 << 20, kExtentHole | kExtentZero}));
+  EXPECT_EQ(ex[1], (Extent{2 << 20, 1 << 20, 0}));
+}
+
+// ---- Bad input: clear errors, nothing written, memory bounded ----
+
+class VhdxBadInput : public Vhdx {
+ protected:
+  std::string Make(const std::string& options = "block_size=1M") {
+    const std::string path = dir_.File("b.vhdx");
+    EXPECT_OK(CreateImage("vhdx", path, 16 << 20, options));
+    return path;
+  }
+  std::string OpenError(const std::string& path) {
+    auto dev = Open("vhdx+" + Q(path));
+    if (dev) return "";
+    return dev.error().message;
+  }
+  // Rewrites the checksum of the structure of `size` bytes at `at`.
+  static void FixChecksum(std::vector<unsigned char>& b, uint64_t at, size_t size) {
+    StoreLE32(&b[at + 4], 0);
+    StoreLE32(&b[at + 4], vhdx::Checksum(std::span<const uint8_t>(&b[at], size), 4));
+  }
+};
+
+TEST_F(VhdxBadInput, NotAVhdx) {
+  const std::string path = dir_.File("raw.img");
+  WriteFile(path, 4 << 20, 0);
+  EXPECT_NE(OpenError(path).find("vhdxfile"), std::string::npos);
+  WriteFile(dir_.File("tiny"), 4096, 0);
+  EXPECT_NE(OpenError(dir_.File("tiny")).find("too small"), std::string::npos);
+}
+
+TEST_F(VhdxBadInput, OneCorruptHeaderFallsBackToTheOtherBothCorruptIsAnError) {
+  const std::string path = Make();
+  auto b = ReadAll(path);
+  b[(64 << 10) + 100] ^= 1;
+  WriteAll(path, b);
+  EXPECT_EQ(OpenError(path), "");
+  b[(128 << 10) + 100] ^= 1;
+  WriteAll(path, b);
+  EXPECT_NE(OpenError(path).find("checksum"), std::string::npos) << OpenError(path);
+}
+
+TEST_F(VhdxBadInput, RegionsAndMetadata) {
+  const std::string path = Make();
+  const auto good = ReadAll(path);
+  // A region past the end of the file, checksummed: both tables.
+  auto b = good;
+  for (uint64_t rt : {192u << 10, 256u << 10}) {
+    StoreLE64(&b[rt + 16 + 16], 1ull << 40);
+    FixChecksum(b, rt, 64 << 10);
+  }
+  WriteAll(path, b);
+  EXPECT_NE(OpenError(path).find("inside the file"), std::string::npos) << OpenError(path);
+  // An unknown required region.
+  b = good;
+  for (uint64_t rt : {192u << 10, 256u << 10}) {
+    b[rt + 16] ^= 0x55;
+    FixChecksum(b, rt, 64 << 10);
+  }
+  WriteAll(path, b);
+  EXPECT_NE(OpenError(path).find("required but unknown"), std::string::npos) << OpenError(path);
+  // Block size 3 MiB in the metadata.
+  b = good;
+  const uint64_t meta = 2 << 20;
+  StoreLE32(&b[meta + (64 << 10)], 3 << 20);
+  WriteAll(path, b);
+  EXPECT_NE(OpenError(path).find("block size"), std::string::npos) << OpenError(path);
+  // A huge virtual size: the BAT region is too small for it; nothing is allocated for it.
+  b = good;
+  StoreLE64(&b[meta + (64 << 10) + 8], 64ull << 40);
+  WriteAll(path, b);
+  EXPECT_NE(OpenError(path).find("too small"), std::string::npos) << OpenError(path);
+  // Logical sector size 1000.
+  b = good;
+  StoreLE32(&b[meta + (64 << 10) + 32], 1000);
+  WriteAll(path, b);
+  EXPECT_NE(OpenError(path).find("logical sector"), std::string::npos) << OpenError(path);
+  // A parent (differencing VHDX).
+  b = good;
+  StoreLE32(&b[meta + (64 << 10) + 4], 2);
+  WriteAll(path, b);
+  EXPECT_NE(OpenError(path).find("differencing"), std::string::npos) << OpenError(path);
+  EXPECT_EQ(ReadAll(path), b) << "a refused image is not written";
+}
+
+TEST_F(VhdxBadInput, BatEntriesPastTheEndOrInvalidStates) {
+  const std::string path = Make();
+  const auto good = ReadAll(path);
+  const uint64_t bat = 3 << 20;
+  auto b = good;
+  StoreLE64(&b[bat + 8], vhdx::MakeEntry(vhdx::kFullyPresent, 1ull << 40));
+  WriteAll(path, b);
+  EXPECT_NE(OpenError(path).find("past the end"), std::string::npos) << OpenError(path);
+  StoreLE64(&b[bat + 8], vhdx::MakeEntry(vhdx::kFullyPresent, 1 << 20));  // into the header
+  WriteAll(path, b);
+  EXPECT_NE(OpenError(path).find("into the metadata"), std::string::npos) << OpenError(path);
+  StoreLE64(&b[bat + 8], 4);
+  WriteAll(path, b);
+  EXPECT_NE(OpenError(path).find("state"), std::string::npos) << OpenError(path);
+  // Opened for check, the bad entry is reported and its block fails with kCorruption.
+  auto dev = Open("vhdx+" + Q(path), OpenOptions{.read_only = true, .for_check = true});
+  ASSERT_OK(dev);
+  CheckResult check;
+  ASSERT_OK((*dev)->Check(CheckMode::kReadOnly, &check));
+  EXPECT_EQ(check.corruptions, 1u);
+  auto q = (*dev)->OpenQueue();
+  ASSERT_OK(q);
+  AlignedBuffer buf(4096);
+  iovec v = buf.iov();
+  IoRequest r;
+  r.op = Op::kRead;
+  r.offset = 1 << 20;
+  r.length = 4096;
+  r.iov = &v;
+  r.iovcnt = 1;
+  EXPECT_EQ(Execute(**q, r), make_error_code(Errc::kCorruption));
+}
+
+TEST_F(VhdxBadInput, CorruptLogEntriesAreNotReplayed) {
+  std::vector<unsigned char> data;
+  const std::string path = DirtyImage(dir_, &data);
+  auto b = ReadAll(path);
+  b[(1 << 20) + 4096 + 100] ^= 1;  // the entry's data sector: its checksum fails
+  WriteAll(path, b);
+  auto dev = Open("vhdx+" + Q(path));
+  ASSERT_OK(dev);
+  EXPECT_TRUE(IsZero(ReadBytes(**dev, 5 << 20, 4096).data(), 4096))
+      << "an entry that fails its checksum is ignored";
+}
+
+TEST_F(VhdxBadInput, LogEntryThatWritesIntoTheHeadersIsRefused) {
+  const std::string path = Make();
+  auto b = ReadAll(path);
+  // A valid entry, with the header naming its log GUID, that targets offset 64 KiB.
+  vhdx::Guid guid = vhdx::Guid::Random();
+  vhdx::LogPage page;
+  page.file_offset = 64 << 10;
+  vhdx::LogEntryInfo info;
+  info.sequence = 1;
+  info.last_file_offset = b.size();
+  const auto entry = vhdx::EncodeLogEntry(guid, info, {&page, 1});
+  std::memcpy(&b[1 << 20], entry.data(), entry.size());
+  for (uint64_t h : {64u << 10, 128u << 10}) {
+    std::memcpy(&b[h + 48], guid.bytes.data(), 16);
+    FixChecksum(b, h, 4096);
+  }
+  WriteAll(path, b);
+  EXPECT_NE(OpenError(path).find("into the headers"), std::string::npos) << OpenError(path);
+}
+
+}  // namespace
+}  // namespace vstack::testing
