@@ -46,6 +46,7 @@ class QueueDriver {
   uint64_t NextOffset();
 
   DriverConfig config_;
+  const bool fill_writes_;  // writes with a content hook
   uint64_t blocks_;  // span / block_size
   uint64_t rng_;
   uint64_t left_ = 0;    // requests still to issue in this Run
@@ -55,8 +56,31 @@ class QueueDriver {
   DepthDriver<QueueDriver> driver_;  // last: its destructor waits for the queue
 };
 
-}  // namespace vstack::bench
+// Inline: the driver calls it for every request.
+inline uint64_t QueueDriver::NextOffset() {
+  if (config_.sequential) {
+    const uint64_t b = next_block_;
+    next_block_ = b + 1 == blocks_ ? 0 : b + 1;
+    return config_.base + b * config_.block_size;
+  }
+  rng_ ^= rng_ >> 12;
+  rng_ ^= rng_ << 25;
+  rng_ ^= rng_ >> 27;
+  return config_.base + ((rng_ * 0x2545F4914F6CDD1Dull) % blocks_) * config_.block_size;
+}
 
-#endif  // VSTACK_BENCH_QUEUE_DRIVER_H_
+inline bool QueueDriver::Next(DriverSlot& s) {
+  if (left_ == 0) return false;
+  --left_;
+  s.req.offset = NextOffset();
+  if (fill_writes_) {
+    config_.fill(std::span<std::byte>(static_cast<std::byte*>(s.write_iov.iov_base),
+                                      s.write_iov.iov_len),
+                 writes_++);
+  }
+  return true;
+}
+
+}  // namespace vstack::bench
 
 #endif  // VSTACK_BENCH_QUEUE_DRIVER_H_

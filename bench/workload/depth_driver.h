@@ -13,10 +13,16 @@
 //   void Submitted();            // after each round of submissions (a scheduler's checkpoint)
 //   void Waiting(bool begin);    // around each wait for completions (true before, false after)
 //
-// The loop: every free slot asks Next and the requests go down as one batch; then the driver
-// polls for at least one completion, and repeats. Requests that complete inside Submit (memory,
-// null, file and CPU-bound layers) are resubmitted in the next batch; io_uring completes them
-// in Poll. When Next says the run is over, Run waits for the requests in flight and returns.
+// Two ways to keep the depth (Resubmit):
+//   kFromCompletion  each completion asks Next and resubmits its slot from the callback; the
+//                    queue plugs those into one batch (docs/design.md, "Plugging"). The least
+//                    work per request: the Google Benchmark suites use it. Submitted and
+//                    Waiting are not called (there is no loop to run them in).
+//   kFromLoop        completions only free their slot; the loop asks Next for every free slot,
+//                    submits them as one batch, then polls for at least one completion, and
+//                    repeats, so the caller's code runs between batches (the workload runner:
+//                    submission times, the quantum scheduler).
+// Either way, once Next says the run is over, Run waits for the requests in flight and returns.
 #ifndef VSTACK_BENCH_WORKLOAD_DEPTH_DRIVER_H_
 #define VSTACK_BENCH_WORKLOAD_DEPTH_DRIVER_H_
 
@@ -50,13 +56,17 @@ struct SlotBuffers {
   bool register_buffers = true;  // announce them with IoQueue::RegisterBuffers
 };
 
+enum class Resubmit { kFromCompletion, kFromLoop };
+
 template <typename Source>
 class DepthDriver {
  public:
   // REQUIRES: `queue` and `source` outlive the driver; no one else uses the queue meanwhile.
-  DepthDriver(IoQueue& queue, Source& source, uint32_t depth, const SlotBuffers& b)
+  DepthDriver(IoQueue& queue, Source& source, uint32_t depth, const SlotBuffers& b,
+              Resubmit mode = Resubmit::kFromCompletion)
       : queue_(queue),
         source_(source),
+        mode_(mode),
         buffers_(static_cast<size_t>(depth) * b.per_slot * b.block_size, b.alignment),
         slots_(depth) {
     free_.reserve(depth);
@@ -89,23 +99,9 @@ class DepthDriver {
   // Issues requests until the source's Next returns false, then waits for those in flight.
   void Run() {
     for (;;) {
-      bool over = false;
-      while (!free_.empty()) {
-        DriverSlot* s = free_.back();
-        if (!source_.Next(*s)) {
-          over = true;
-          break;
-        }
-        free_.pop_back();
-        batch_.push_back(&s->req);
-      }
-      if (!batch_.empty()) {
-        if constexpr (requires { source_.Submitting(std::span<IoRequest* const>(batch_)); }) {
-          source_.Submitting(std::span<IoRequest* const>(batch_));
-        }
-        queue_.Submit(batch_);
-        batch_.clear();
-      }
+      const bool over = !FillBatch();
+      SubmitBatch();
+      if (mode_ == Resubmit::kFromCompletion) break;
       if constexpr (requires { source_.Submitted(); }) source_.Submitted();
       if (over) break;
       if (queue_.in_flight() > 0) {
@@ -118,15 +114,44 @@ class DepthDriver {
   }
 
  private:
+  // Asks Next for every free slot; false once the run is over.
+  bool FillBatch() {
+    while (!free_.empty()) {
+      DriverSlot* s = free_.back();
+      if (!source_.Next(*s)) return false;
+      free_.pop_back();
+      batch_.push_back(&s->req);
+    }
+    return true;
+  }
+
+  void SubmitBatch() {
+    if (batch_.empty()) return;
+    Submitting(batch_);
+    queue_.Submit(batch_);
+    batch_.clear();
+  }
+
+  void Submitting(std::span<IoRequest* const> batch) {
+    if constexpr (requires { source_.Submitting(batch); }) source_.Submitting(batch);
+  }
+
   static void OnDone(IoRequest& r) {
     DriverSlot& s = *static_cast<DriverSlot*>(r.user_data);
     auto& d = *static_cast<DepthDriver*>(s.driver);
     d.source_.Done(s);
+    if (d.mode_ == Resubmit::kFromCompletion && d.source_.Next(s)) {
+      IoRequest* one = &s.req;
+      d.Submitting(std::span<IoRequest* const>(&one, 1));
+      d.queue_.Submit(s.req);
+      return;
+    }
     d.free_.push_back(&s);
   }
 
   IoQueue& queue_;
   Source& source_;
+  const Resubmit mode_;
   AlignedBuffer buffers_;
   std::vector<DriverSlot> slots_;
   std::vector<DriverSlot*> free_;

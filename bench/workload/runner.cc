@@ -58,7 +58,8 @@ class Worker {
       const size_t align = std::max<size_t>(4096, device_.geometry().mem_alignment);
       DepthDriver<Worker> driver(**queue, *this, k_.queue_depth,
                                  SlotBuffers{.block_size = k_.block_size, .per_slot = 2,
-                                             .alignment = align});
+                                             .alignment = align},
+                                 Resubmit::kFromLoop);
       for (DriverSlot& s : driver.slots()) {
         content_.Initialize(static_cast<std::byte*>(s.write_iov.iov_base), k_.block_size);
       }

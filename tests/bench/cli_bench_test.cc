@@ -93,7 +93,8 @@ TEST(CliBench, PresetMatrixOnTemporaryFilesWritesItsReport) {
 
 // --qemu-create: the images qemu can open are made by `qemu-img create` (the one thing the
 // removed bench/vhd_vs_qemu.sh did differently from --compare-qemu), and both vstack and
-// qemu-img bench run on them. qemu-img comes with dev.sh; without it the test fails. With no
+// qemu-img bench run on them (a fixed I/O count: qemu-img bench does not wrap at the image end).
+// qemu-img comes with dev.sh; without it the test fails. With no
 // qemu-img on PATH the run must fail at image creation, which shows the flag really uses it.
 TEST(CliBench, QemuCreateMakesTheImagesWithQemuImg) {
   TempDir dir;
@@ -102,7 +103,7 @@ TEST(CliBench, QemuCreateMakesTheImagesWithQemuImg) {
   const std::string args =
       "bench --quiet --output=json --no-report --backend file --direct off "
       "--stack vhd-dynamic-fresh --stack raw-fresh --pattern sequential --write-pct 100 "
-      "--bs 4K --size 8M --duration 100ms --rounds 1 --threads 1 --qd 4 --compare-qemu "
+      "--bs 4K --size 8M --ios 1000 --rounds 1 --threads 1 --qd 4 --compare-qemu "
       "--qemu-create --dir " + scratch;
   CommandResult r = RunVstack(args);
   ASSERT_EQ(r.status, 0) << r.output;
