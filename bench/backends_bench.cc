@@ -1,6 +1,6 @@
 // The per-request software cost of each backend at queue depth 1 and 32, and of the statistics
 // every queue keeps. Files live on tmpfs (/dev/shm) so the numbers are the software path, not
-// this VM's disk (see BENCH-NOTES: the page cache here does not stay warm).
+// this VM's disk (docs/benchmarks.md, "The machine": the page cache here does not stay warm).
 //
 //   build/bench/backends_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>

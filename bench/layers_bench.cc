@@ -82,7 +82,7 @@ void LayerIo(benchmark::State& state, std::string layers, std::string backend, O
                         .depth = static_cast<uint32_t>(state.range(0)),
                         .block_size = 4096,
                         .span = std::min(kSpan, (*dev)->geometry().size_bytes)};
-    config.before_write = [&](std::span<std::byte> buf) {
+    config.fill = [&](std::span<std::byte> buf, uint64_t) {
       if (std::find(initialized.begin(), initialized.end(), buf.data()) == initialized.end()) {
         content.Initialize(buf.data(), static_cast<uint32_t>(buf.size()));
         initialized.push_back(buf.data());

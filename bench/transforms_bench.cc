@@ -15,8 +15,10 @@
 
 #include <cstring>
 #include <functional>
+#include <span>
 #include <thread>
 
+#include "bench/queue_driver.h"
 #include "blockdev/crc32c/crc32c.h"
 #include "blockdev/dedup/fingerprint.h"
 #include "blockdev/zstd/grain_codec.h"
@@ -32,74 +34,17 @@ constexpr uint64_t kGrain = 4096;
 constexpr uint64_t kBatch = 4096;       // writes per benchmark batch
 constexpr uint64_t kPool = 16 << 20;    // bytes of source data cycled through
 
+using Fill = std::function<void(std::span<std::byte> buf, uint64_t n)>;
+
 // Keeps `depth` 4 KiB requests in flight on one queue at sequential offsets that wrap around
 // [base, base + span); each write's buffer is filled by `fill(buffer, n)` (n counts writes)
 // just before it goes down.
-class ContentDriver {
- public:
-  using Fill = std::function<void(std::byte* buf, uint64_t n)>;
-  ContentDriver(IoQueue& q, Op op, uint32_t depth, uint64_t span, Fill fill, uint64_t base = 0)
-      : q_(q), op_(op), base_(base), span_(span), fill_(std::move(fill)), buf_(depth * kGrain),
-        slots_(depth) {
-    for (uint32_t i = 0; i < depth; ++i) {
-      Slot& s = slots_[i];
-      s.d = this;
-      s.iov = iovec{buf_.data() + i * kGrain, kGrain};
-      s.req.op = op;
-      s.req.length = kGrain;
-      s.req.iov = &s.iov;
-      s.req.iovcnt = 1;
-      s.req.on_complete = &OnDone;
-      s.req.user_data = &s;
-    }
-  }
-  ~ContentDriver() { q_.WaitIdle(); }
-
-  std::error_code Run(uint64_t n) {
-    left_ = n;
-    std::vector<IoRequest*> batch;
-    for (Slot& s : slots_) {
-      if (left_ == 0) break;
-      Prepare(s);
-      batch.push_back(&s.req);
-    }
-    q_.Submit(batch);
-    q_.WaitIdle();
-    return error_;
-  }
-
- private:
-  struct Slot {
-    ContentDriver* d;
-    IoRequest req;
-    iovec iov;
-  };
-  void Prepare(Slot& s) {
-    --left_;
-    s.req.offset = base_ + (count_ * kGrain) % span_;
-    if (op_ == Op::kWrite) fill_(static_cast<std::byte*>(s.iov.iov_base), count_);
-    ++count_;
-  }
-  static void OnDone(IoRequest& r) {
-    Slot& s = *static_cast<Slot*>(r.user_data);
-    ContentDriver& d = *s.d;
-    if (r.status && !d.error_) d.error_ = r.status;
-    if (d.left_ > 0) {
-      d.Prepare(s);
-      d.q_.Submit(r);
-    }
-  }
-
-  IoQueue& q_;
-  Op op_;
-  uint64_t base_;
-  uint64_t span_;
-  Fill fill_;
-  AlignedBuffer buf_;
-  std::vector<Slot> slots_;
-  uint64_t left_ = 0, count_ = 0;
-  std::error_code error_;
-};
+QueueDriver ContentDriver(IoQueue& q, Op op, uint32_t depth, uint64_t span, Fill fill,
+                          uint64_t base = 0) {
+  return QueueDriver(q, DriverConfig{.op = op, .depth = depth, .block_size = kGrain,
+                                     .span = span, .base = base, .sequential = true,
+                                     .register_buffers = false, .fill = std::move(fill)});
+}
 
 // Source data: text-like runs of words and structured binary, no zeros (zero grains skip the
 // codec); about 3x compressible at 4 KiB with zstd -1.
@@ -133,8 +78,8 @@ const AlignedBuffer& Pool() {
   return pool;
 }
 
-void FillFromPool(std::byte* buf, uint64_t n) {
-  std::memcpy(buf, Pool().data() + (n * kGrain) % kPool, kGrain);
+void FillFromPool(std::span<std::byte> buf, uint64_t n) {
+  std::memcpy(buf.data(), Pool().data() + (n * kGrain) % kPool, kGrain);
 }
 
 // Runs `driver` batches until the benchmark stops; items and bytes are 4 KiB requests.
@@ -183,11 +128,11 @@ void DedupWrite(benchmark::State& state, const std::string& stack, bool unique) 
   auto q = (*dev)->OpenQueue();
   if (!q) return state.SkipWithError(q.error().ToString().c_str());
   {
-    ContentDriver driver(**q, Op::kWrite, static_cast<uint32_t>(state.range(0)), 64 << 20,
-                         [unique](std::byte* buf, uint64_t n) {
-                           std::memcpy(buf, Pool().data(), kGrain);
-                           if (unique) std::memcpy(buf, &n, sizeof n);
-                         });
+    QueueDriver driver = ContentDriver(**q, Op::kWrite, static_cast<uint32_t>(state.range(0)),
+                                       64 << 20, [unique](std::span<std::byte> buf, uint64_t n) {
+                                         std::memcpy(buf.data(), Pool().data(), kGrain);
+                                         if (unique) std::memcpy(buf.data(), &n, sizeof n);
+                                       });
     (void)driver.Run(2 * (80 << 20) / kGrain);  // warm-up lap
     const uint64_t hits = Counter(**dev, "dedup_hits");
     Drive(state, driver);
@@ -238,10 +183,11 @@ void BM_DedupIndexBytesPerUniqueGrain(benchmark::State& state) {
     if (!dev) return state.SkipWithError(dev.error().ToString().c_str());
     auto q = (*dev)->OpenQueue();
     {
-      ContentDriver driver(**q, Op::kWrite, 32, grains * kGrain, [](std::byte* buf, uint64_t n) {
-        std::memcpy(buf, Pool().data(), kGrain);
-        std::memcpy(buf, &n, sizeof n);
-      });
+      QueueDriver driver =
+          ContentDriver(**q, Op::kWrite, 32, grains * kGrain, [](std::span<std::byte> buf, uint64_t n) {
+            std::memcpy(buf.data(), Pool().data(), kGrain);
+            std::memcpy(buf.data(), &n, sizeof n);
+          });
       (void)driver.Run(grains);
     }
     state.counters["unique_grains"] = PropertyOf(**dev, "space_unique_grains");
@@ -277,7 +223,7 @@ void BM_ZstdLayerWrite(benchmark::State& state) {
   if (!dev) return state.SkipWithError(dev.error().ToString().c_str());
   auto q = (*dev)->OpenQueue();
   {
-    ContentDriver driver(**q, Op::kWrite, 32, 64 << 20, &FillFromPool);
+    QueueDriver driver = ContentDriver(**q, Op::kWrite, 32, 64 << 20, &FillFromPool);
     (void)driver.Run(8 * (80 << 20) / kGrain);  // warm-up: compressed bins cycle the device below
     Drive(state, driver);
   }
@@ -295,7 +241,7 @@ void BM_ZstdLayerThreads(benchmark::State& state) {
   constexpr uint64_t kPerThread = 2048;  // writes per thread per iteration
   {
     auto q = (*dev)->OpenQueue();
-    ContentDriver warm(**q, Op::kWrite, 32, 64 << 20, &FillFromPool);
+    QueueDriver warm = ContentDriver(**q, Op::kWrite, 32, 64 << 20, &FillFromPool);
     (void)warm.Run(8 * (80 << 20) / kGrain);
   }
   double cpu_s = 0, wall_s = 0;
@@ -307,9 +253,9 @@ void BM_ZstdLayerThreads(benchmark::State& state) {
       pool.emplace_back([&, t] {
         auto q = (*dev)->OpenQueue();
         if (!q) return;
-        ContentDriver driver(
+        QueueDriver driver = ContentDriver(
             **q, Op::kWrite, 8, 32 << 20,
-            [t](std::byte* buf, uint64_t n) { FillFromPool(buf, n + uint64_t(t) * 997); },
+            [t](std::span<std::byte> buf, uint64_t n) { FillFromPool(buf, n + uint64_t(t) * 997); },
             uint64_t(t) * (32 << 20));  // each thread its own 32 MiB region
         (void)driver.Run(kPerThread);
       });
@@ -345,9 +291,9 @@ void Crc32cLayer(benchmark::State& state, const std::string& stack, Op op) {
   if (!dev) return state.SkipWithError(dev.error().ToString().c_str());
   auto q = (*dev)->OpenQueue();
   {
-    ContentDriver fill(**q, Op::kWrite, 32, 64 << 20, &FillFromPool);
+    QueueDriver fill = ContentDriver(**q, Op::kWrite, 32, 64 << 20, &FillFromPool);
     (void)fill.Run((64 << 20) / kGrain);  // written once, so reads verify real checksums
-    ContentDriver driver(**q, op, 32, 64 << 20, &FillFromPool);
+    QueueDriver driver = ContentDriver(**q, op, 32, 64 << 20, &FillFromPool);
     Drive(state, driver);
   }
   q->reset();

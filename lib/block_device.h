@@ -108,6 +108,13 @@ class BlockDevice {
   // This layer's space accounting (lib/space_usage.h), for layers that map, deduplicate,
   // compress or checksum grains; nullopt for the others (the default). Thread-safe.
   virtual std::optional<SpaceUsage> Space() const { return std::nullopt; }
+  // The same accounting restricted to the grains of this device's bytes [offset, offset+length)
+  // (grain-aligned), for a space-saving layer below another one: the figures of the upper
+  // layer's data area alone (from its Space().data_offset), without its metadata. nullopt when
+  // the layer cannot tell (the default). Thread-safe.
+  virtual std::optional<SpaceUsage> SpaceOf(uint64_t offset, uint64_t length) const {
+    return std::nullopt;
+  }
 
   // Describes allocation over [offset, offset+length): appends extents covering exactly that
   // range, in order, to `out`. The default reports one data extent. Devices with kCapExtents

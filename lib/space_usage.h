@@ -25,6 +25,8 @@ struct SpaceUsage {
   uint64_t physical_bytes_used = 0;    // bytes of the device below holding data, including
                                        // packing waste and space that awaits reuse
   uint64_t metadata_bytes = 0;         // bytes of the device below reserved for metadata
+  uint64_t data_offset = 0;            // where the layer's grain data starts on the device below
+                                       // (its metadata lies before); not a space figure
 };
 
 // Appends the figures of `u` to `out` with stable keys (space_logical_bytes_written, ...), so

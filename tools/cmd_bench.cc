@@ -13,11 +13,12 @@
 #include <cmath>
 #include <cstdio>
 
+#include "bench/anchors/anchors.h"
+#include "bench/anchors/child_process.h"
 #include "bench/workload/matrix.h"
 #include "bench/workload/summary.h"
+#include "lib/registry.h"
 #include "lib/size.h"
-#include "tools/bench/anchors.h"
-#include "tools/bench/child_process.h"
 #include "tools/bench/report.h"
 #include "tools/bench/report_dir.h"
 #include "tools/command.h"
@@ -44,7 +45,8 @@ struct BenchArgs {
   uint64_t ios = 0, seed = 1;
   int rounds = 3;
   std::string dir, report_dir;
-  bool no_report = false, compare_qemu = false, compare_fio = false, quiet = false;
+  bool no_report = false, compare_qemu = false, qemu_create = false, compare_fio = false,
+       quiet = false;
   OutputFormat output = OutputFormat::kText;
   std::string command_line;
 };
@@ -63,7 +65,7 @@ std::string CommandLine() {
   }
   std::fclose(f);
   if (argv.back().empty()) argv.pop_back();
-  return ShellJoin(argv);
+  return bench::ShellJoin(argv);
 }
 
 // "2", "2s", "500ms", "1.5m" -> seconds.
@@ -208,8 +210,15 @@ void RunBench(const BenchArgs& args) {
   auto options = BuildOptions(args);
   if (!options) Fail("bench", options.error().message, 2);
   std::vector<std::unique_ptr<bench::Anchor>> anchors;
-  if (args.compare_qemu) anchors.push_back(MakeQemuAnchor());
-  if (args.compare_fio) anchors.push_back(MakeFioAnchor());
+  if (args.compare_qemu) anchors.push_back(bench::MakeQemuAnchor());
+  if (args.compare_fio) anchors.push_back(bench::MakeFioAnchor());
+  if (args.qemu_create) {
+    options->create_image = [](const bench::StackPlan& p, const std::string& path,
+                               uint64_t size) -> Status {
+      if (p.qemu_format.empty()) return CreateImage(p.image_format, path, size, p.image_options);
+      return bench::CreateWithQemuImg(p, path, size, &g_stop);
+    };
+  }
   for (auto& a : anchors) options->anchors.push_back(a.get());
 
   g_stop.store(false);
@@ -303,6 +312,9 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_flag("--no-report", a->no_report, "do not write the report folder");
   cmd->add_flag("--compare-qemu", a->compare_qemu,
                 "also run qemu-img bench on the same image files (raw, vpc) every round");
+  cmd->add_flag("--qemu-create", a->qemu_create,
+                "create the images qemu can open (raw, vpc) with `qemu-img create` instead of "
+                "vstack, so vstack and --compare-qemu both start from qemu's own image");
   cmd->add_flag("--compare-fio", a->compare_fio, "also run fio with the same knobs on the raw file every round");
   cmd->add_flag("--quiet", a->quiet, "no live progress line");
   AddOutputOption(cmd, &a->output);

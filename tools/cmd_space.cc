@@ -1,7 +1,8 @@
 // vstack space [options] IMAGE...: vSAN-style space savings of a set of images, factor by factor
 // (zero elimination, dedup, compression, metadata, protection), by scanning them with the
-// layers' own code or by replaying them through real dedup and zstd layers. The engine is in
-// space_*.cc; docs/space-savings.md explains the report.
+// layers' own code or by replaying them through real dedup and zstd layers. The analysis is in
+// analysis/space/; this file parses flags and prints (space_output.cc renders);
+// docs/space-savings.md explains the report.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -11,10 +12,10 @@
 #include "tools/command.h"
 #include "tools/output.h"
 #include "tools/progress.h"
-#include "tools/space_images.h"
+#include "analysis/space/space_images.h"
+#include "analysis/space/space_replay.h"
+#include "analysis/space/space_scan.h"
 #include "tools/space_output.h"
-#include "tools/space_replay.h"
-#include "tools/space_scan.h"
 
 namespace vstack::cli {
 namespace {
@@ -72,9 +73,10 @@ void Run(const SpaceArgs& a) {
   uint64_t total = 0;
   for (const SpaceImage& i : *images) total += i.used_bytes();
   Progress progress(a.mode, total, Progress::Wanted(a.progress, total));
+  const SpaceProgress on_bytes = [&progress](uint64_t bytes) { progress.Add(bytes); };
   Result<SpaceCounts> counts = o->mode == SpaceOptions::Mode::kScan
-                                   ? ScanImages(*images, *o, progress)
-                                   : ReplayImages(*images, *o, a.replay_dir, progress);
+                                   ? ScanImages(*images, *o, on_bytes)
+                                   : ReplayImages(*images, *o, a.replay_dir, on_bytes);
   progress.Finish();
   if (!counts) Fail("space", counts.error().ToString());
   const SpaceReport report = BuildReport(*counts, *o);

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "tools/space_images.h"
-#include "tools/space_model.h"
+#include "analysis/space/space_images.h"
+#include "analysis/space/space_model.h"
 
 namespace vstack::cli {
 

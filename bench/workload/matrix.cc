@@ -40,6 +40,11 @@ class MatrixRun {
   std::string ImagePath(const StackPlan& p) const { return dir_ + "/" + p.image; }
   std::string TemplatePath(const StackPlan& p) const { return dir_ + "/template-" + p.image; }
 
+  Status Create(const StackPlan& p, const std::string& path, uint64_t size) {
+    if (o_.create_image) return o_.create_image(p, path, size);
+    return CreateImage(p.image_format, path, size, p.image_options);
+  }
+
   // Creates the plan's image (once), or a fresh copy of its template (every round).
   Status MakeImage(const StackPlan& p, const WorkloadKnobs& k) {
     if (p.image.empty()) return OkStatus();
@@ -49,7 +54,7 @@ class MatrixRun {
     if (p.prepare == Prepare::kFresh) {
       ImageState& t = images_[TemplatePath(p)];
       if (!t.created) {
-        VSTACK_RETURN_IF_ERROR(CreateImage(p.image_format, TemplatePath(p), size, p.image_options));
+        VSTACK_RETURN_IF_ERROR(Create(p, TemplatePath(p), size));
         t.created = true;
       }
       VSTACK_RETURN_IF_ERROR(RemoveFile(ImagePath(p)));
@@ -57,7 +62,7 @@ class MatrixRun {
       return CopySparse(TemplatePath(p), ImagePath(p));
     }
     if (!st.created) {
-      VSTACK_RETURN_IF_ERROR(CreateImage(p.image_format, ImagePath(p), size, p.image_options));
+      VSTACK_RETURN_IF_ERROR(Create(p, ImagePath(p), size));
       st.created = true;
     }
     return OkStatus();

@@ -36,6 +36,9 @@ struct MatrixOptions {
   std::vector<Anchor*> anchors;
   const std::atomic<bool>* stop = nullptr;
   std::function<void(const MatrixProgress&)> on_progress;
+  // Creates a plan's image (or fresh template) of `size` bytes at `path`; empty: vstack's own
+  // CreateImage(plan.image_format, path, size, plan.image_options).
+  std::function<Status(const StackPlan& plan, const std::string& path, uint64_t size)> create_image;
 };
 
 struct AnchorRun {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <thread>
 
+#include "bench/workload/depth_driver.h"
 #include "bench/workload/offsets.h"
 #include "bench/workload/stack_stats.h"
 #include "bench/workload/write_content.h"
@@ -26,7 +27,8 @@ struct Shared {
   bool count_mode = false;  // measured window = an I/O count instead of a duration
 };
 
-// One thread of the workload: its own queue, `queue_depth` slots, RNG, offsets and content.
+// One thread of the workload: its own queue, `queue_depth` slots (a DepthDriver, whose source
+// this is), RNG, offsets and content.
 class Worker {
  public:
   Worker(BlockDevice& device, const WorkloadKnobs& k, uint32_t index, uint64_t region,
@@ -50,12 +52,18 @@ class Worker {
       finished.store(true);
       return;
     }
-    queue_ = queue->get();
-    SetUpSlots();
-    shared_.opened.fetch_add(1);
-    while (!shared_.go.load(std::memory_order_acquire)) std::this_thread::yield();
-    Loop();
-    queue_->WaitIdle();
+    {
+      const size_t align = std::max<size_t>(4096, device_.geometry().mem_alignment);
+      DepthDriver<Worker> driver(**queue, *this, k_.queue_depth,
+                                 SlotBuffers{.block_size = k_.block_size, .per_slot = 2,
+                                             .alignment = align});
+      for (DriverSlot& s : driver.slots()) {
+        content_.Initialize(static_cast<std::byte*>(s.write_iov.iov_base), k_.block_size);
+      }
+      shared_.opened.fetch_add(1);
+      while (!shared_.go.load(std::memory_order_acquire)) std::this_thread::yield();
+      driver.Run();
+    }
     queue->reset();
     finished.store(true, std::memory_order_release);
   }
@@ -67,65 +75,27 @@ class Worker {
   std::atomic<bool> finished{false};
   uint64_t last_measured_ns = 0;      // completion time of the last measured request
 
- private:
-  struct Slot {
-    IoRequest req;
-    iovec read_iov{};
-    iovec write_iov{};
-    Worker* worker = nullptr;
-    uint64_t start_ns = 0;
-    bool measured = false;  // count mode: issued inside the window
-  };
-
-  void SetUpSlots() {
-    const size_t align = std::max<size_t>(4096, device_.geometry().mem_alignment);
-    const size_t bs = k_.block_size;
-    buffers_ = AlignedBuffer(2 * bs * k_.queue_depth, align);
-    slots_.resize(k_.queue_depth);
-    for (uint32_t i = 0; i < k_.queue_depth; ++i) {
-      Slot& s = slots_[i];
-      s.worker = this;
-      s.read_iov = {buffers_.data() + 2 * i * bs, bs};
-      s.write_iov = {buffers_.data() + (2 * i + 1) * bs, bs};
-      content_.Initialize(static_cast<std::byte*>(s.write_iov.iov_base), k_.block_size);
-      s.req.user_data = &s;
-      s.req.on_complete = &Worker::OnDone;
-      free_.push_back(&s);
-    }
-    const iovec all = buffers_.iov();
-    queue_->RegisterBuffers(std::span<const iovec>(&all, 1));
+ public:
+  // The DepthDriver's source.
+  bool Next(DriverSlot& s) {
+    if (Stopping()) return false;
+    Prepare(s, shared_.phase.load(std::memory_order_acquire));
+    return true;
   }
+  void Submitting(std::span<IoRequest* const> batch) {
+    const uint64_t now = NowNs();
+    for (IoRequest* r : batch) static_cast<DriverSlot*>(r->user_data)->start_ns = now;
+  }
+  void Done(DriverSlot& s) { Finish(s); }
 
+ private:
   bool Stopping() const {
     if (failed_ || shared_.failed.load(std::memory_order_relaxed)) return true;
     const int phase = shared_.phase.load(std::memory_order_acquire);
     return phase == kStop || (shared_.count_mode && issued_ >= quota_);
   }
 
-  void Loop() {
-    std::vector<IoRequest*> batch;
-    batch.reserve(k_.queue_depth);
-    for (;;) {
-      if (Stopping()) return;
-      const int phase = shared_.phase.load(std::memory_order_acquire);
-      while (!free_.empty()) {
-        if (shared_.count_mode && issued_ >= quota_) break;
-        Slot* s = free_.back();
-        free_.pop_back();
-        Prepare(*s, phase);
-        batch.push_back(&s->req);
-      }
-      if (!batch.empty()) {
-        const uint64_t now = NowNs();
-        for (IoRequest* r : batch) static_cast<Slot*>(r->user_data)->start_ns = now;
-        queue_->Submit(batch);
-        batch.clear();
-      }
-      if (queue_->in_flight() > 0) queue_->Poll(1);
-    }
-  }
-
-  void Prepare(Slot& s, int phase) {
+  void Prepare(DriverSlot& s, int phase) {
     IoRequest& r = s.req;
     s.measured = shared_.count_mode && phase == kMeasure;
     if (k_.flush_interval != 0 && writes_since_flush_ >= k_.flush_interval) {
@@ -149,12 +119,7 @@ class Worker {
     if (s.measured) ++issued_;
   }
 
-  static void OnDone(IoRequest& r) {
-    Slot* s = static_cast<Slot*>(r.user_data);
-    s->worker->Finish(*s);
-  }
-
-  void Finish(Slot& s) {
+  void Finish(DriverSlot& s) {
     const uint64_t now = NowNs();
     const IoRequest& r = s.req;
     const bool counted = shared_.count_mode
@@ -181,7 +146,6 @@ class Worker {
       }
       last_measured_ns = now;
     }
-    free_.push_back(&s);
   }
 
   BlockDevice& device_;
@@ -191,14 +155,13 @@ class Worker {
   WorkloadRng rng_;
   OffsetGenerator offsets_;
   WriteContent content_;
-  IoQueue* queue_ = nullptr;
-  AlignedBuffer buffers_;
-  std::vector<Slot> slots_;
-  std::vector<Slot*> free_;
   uint64_t issued_ = 0;  // count mode: measured reads and writes issued
   uint64_t writes_since_flush_ = 0;
   bool failed_ = false;
 };
+
+// The driver stamps submission times through this optional hook: make sure it is found.
+static_assert(requires(Worker& w, std::span<IoRequest* const> batch) { w.Submitting(batch); });
 
 double Seconds(uint64_t ns) { return double(ns) * 1e-9; }
 

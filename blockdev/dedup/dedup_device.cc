@@ -223,6 +223,7 @@ std::optional<SpaceUsage> DedupDevice::Space() const {
   s.stored_bytes = u.unique_grains * grain_;
   s.physical_bytes_used = u.allocated_grains * grain_;
   s.metadata_bytes = metadata_bytes_;
+  s.data_offset = data_offset_;
   return s;
 }
 

@@ -184,14 +184,11 @@ void DedupQueue::Run(GrainOp* op, std::vector<IoRequest*>& out) {
   if (whole) {
     const iovec* iov = piov(op);
     const uint32_t cnt = piovcnt(op);
-    op->zero = IsZeroIov(iov, cnt, op->iov_off, grain_);
-    if (!op->zero) {
-      if (!SliceAligned(iov, cnt, op->iov_off, grain_, lower_align_)) {
-        // The caller's buffer cannot go to the device below as it is: write from a copy.
-        op->buf = GetBuffer();
-        CopyFromIov(iov, cnt, op->iov_off, op->buf->data(), grain_);
-      }
-      op->fp = FingerprintIov(iov, cnt, op->iov_off, grain_);
+    op->zero = !ClassifyGrainIov(iov, cnt, op->iov_off, grain_, &op->fp);
+    if (!op->zero && !SliceAligned(iov, cnt, op->iov_off, grain_, lower_align_)) {
+      // The caller's buffer cannot go to the device below as it is: write from a copy.
+      op->buf = GetBuffer();
+      CopyFromIov(iov, cnt, op->iov_off, op->buf->data(), grain_);
     }
     op->step = Step::kClaim;
     OnClaim(op, eng_.ClaimWrite(op->v, op->zero, op->fp, dev_.verify(), false), out);
@@ -218,8 +215,7 @@ void DedupQueue::Merge(GrainOp* op, std::vector<IoRequest*>& out) {
   } else {
     std::memset(b + op->in_off, 0, op->len);
   }
-  op->zero = IsZero(b, grain_);
-  if (!op->zero) op->fp = FingerprintOf(b, grain_);
+  op->zero = !ClassifyGrain(b, grain_, &op->fp);
   op->step = Step::kClaim;
   OnClaim(op, eng_.ClaimWrite(op->v, op->zero, op->fp, dev_.verify(), true), out);
 }

@@ -54,4 +54,17 @@ bool IsZeroIov(const iovec* iov, uint32_t iovcnt, uint64_t offset, uint64_t leng
   return true;
 }
 
+bool ClassifyGrain(const void* grain, size_t len, Fingerprint* fp) {
+  if (IsZero(grain, len)) return false;
+  *fp = FingerprintOf(grain, len);
+  return true;
+}
+
+bool ClassifyGrainIov(const iovec* iov, uint32_t iovcnt, uint64_t offset, uint64_t length,
+                      Fingerprint* fp) {
+  if (IsZeroIov(iov, iovcnt, offset, length)) return false;
+  *fp = FingerprintIov(iov, iovcnt, offset, length);
+  return true;
+}
+
 }  // namespace vstack

@@ -1,6 +1,7 @@
 // Grain fingerprints for deduplication: XXH3-128 (libxxhash, private to this folder) and the
-// all-zero test that runs before it. The dedup layer and `vstack space --mode=scan` both use
-// these, so scan and replay classify every grain the same way.
+// all-zero test that runs before it. The dedup layer classifies every grain it writes with
+// ClassifyGrain / ClassifyGrainIov, and the space analysis (analysis/space, `vstack space
+// --mode=scan`) calls ClassifyGrain too, so scan and replay classify every grain the same way.
 #ifndef VSTACK_BLOCKDEV_DEDUP_FINGERPRINT_H_
 #define VSTACK_BLOCKDEV_DEDUP_FINGERPRINT_H_
 
@@ -25,6 +26,13 @@ Fingerprint FingerprintIov(const iovec* iov, uint32_t iovcnt, uint64_t offset, u
 // True if bytes [offset, offset+length) of the iovecs are all zero. Non-zero data usually
 // exits within the first 64 bytes.
 bool IsZeroIov(const iovec* iov, uint32_t iovcnt, uint64_t offset, uint64_t length);
+
+// The dedup layer's first step for one grain of `len` bytes: false if it is all zeros (stored
+// as nothing, no fingerprint taken); else true with its fingerprint in `*fp`.
+bool ClassifyGrain(const void* grain, size_t len, Fingerprint* fp);
+// The same for bytes [offset, offset+length) of an iovec array.
+bool ClassifyGrainIov(const iovec* iov, uint32_t iovcnt, uint64_t offset, uint64_t length,
+                      Fingerprint* fp);
 
 }  // namespace vstack
 

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "lib/iovec.h"
+
 namespace vstack {
 
 int MinZstdLevel() { return ZSTD_minCLevel(); }
@@ -24,6 +26,18 @@ uint32_t GrainCompressor::Compress(const void* src, size_t len, void* dst) {
   const size_t n = ZSTD_compress2(ctx_, dst, len - 1, src, len);
   if (ZSTD_isError(n)) return 0;
   return static_cast<uint32_t>(n);
+}
+
+EncodedGrain EncodeGrain(GrainCompressor& c, const SizeRule& rule, const void* src,
+                         uint32_t grain, void* dst) {
+  EncodedGrain e;
+  if (IsZero(src, grain)) {
+    e.zero = true;
+    return e;
+  }
+  e.compressed = c.Compress(src, grain, dst);
+  e.form = ApplySizeRule(rule, grain, e.compressed);
+  return e;
 }
 
 GrainDecompressor::GrainDecompressor() : ctx_(ZSTD_createDCtx()) {

@@ -1,5 +1,6 @@
 // The stored-size rule of the compression layer: how many bytes a compressed grain occupies, or
-// whether it is stored raw. The rule is a policy because real systems differ (SPACE-NOTES.md):
+// whether it is stored raw. The rule is a policy because real systems differ (docs/space-savings.md,
+// "Sources"):
 //
 //   vsan-osa       keep it compressed only if it fits in half a grain; it then takes a
 //                  half-grain slot (vSAN 6.2 OSA: <= 2 KiB of a 4 KiB block)

@@ -246,10 +246,11 @@ std::optional<SpaceUsage> ZstdDevice::Space() const {
   const LayerStats st = Stats();
   s.logical_bytes_written = st.of(Op::kWrite).bytes + st.of(Op::kWriteZeroes).bytes;
   s.metadata_bytes = data_offset_;
+  s.data_offset = data_offset_;
   return s;
 }
 
-SpaceUsage ZstdDevice::SpaceOf(uint64_t offset, uint64_t length) const {
+std::optional<SpaceUsage> ZstdDevice::SpaceOf(uint64_t offset, uint64_t length) const {
   return ToSpace(engine_->UsageOf(offset / grain_, length / grain_), grain_);
 }
 

@@ -55,7 +55,7 @@ class ZstdDevice final : public Layer {
 
   // The space figures of virtual bytes [offset, offset+length) only (grain-aligned), e.g. the
   // data area of a dedup layer above, without its metadata.
-  SpaceUsage SpaceOf(uint64_t offset, uint64_t length) const;
+  std::optional<SpaceUsage> SpaceOf(uint64_t offset, uint64_t length) const override;
 
   // For the queues.
   ZstdEngine& engine() { return *engine_; }

@@ -273,18 +273,18 @@ void ZstdQueue::Store(GrainOp* op, std::vector<IoRequest*>& out) {
     CopyFromIov(piov(op), piovcnt(op), op->iov_off, op->buf->data(), grain_);
     src = reinterpret_cast<const char*>(op->buf->data());
   }
-  if (IsZero(src, grain_)) {
+  if (op->cbuf == nullptr) op->cbuf = GetBuffer();
+  const EncodedGrain e = EncodeGrain(compressor_, dev_.rule(), src, grain_, op->cbuf->data());
+  if (e.zero) {
     eng_.Remap(op->v, ZstdEngine::kZero);
     op->locked = false;
     Count(ZstdDevice::kZeroGrains);
     return Finish(op, {});
   }
-  if (op->cbuf == nullptr) op->cbuf = GetBuffer();
-  op->clen = compressor_.Compress(src, grain_, op->cbuf->data());
-  const StoredForm form = ApplySizeRule(dev_.rule(), grain_, op->clen);
-  if (form.compressed) {
+  op->clen = e.compressed;
+  if (e.form.compressed) {
     Count(ZstdDevice::kCompressed);
-    op->slot = form.slot;
+    op->slot = e.form.slot;
     return Pack(op, out);
   }
   // Raw, in a bin of its own.

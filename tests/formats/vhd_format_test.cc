@@ -66,7 +66,8 @@ Footer SampleFooter() {
 TEST(VhdFooter, RoundTripAndQemuBytes) {
   std::array<uint8_t, 512> b{};
   SerializeFooter(SampleFooter(), b);
-  // The first bytes of qemu-img's 1 GiB dynamic image (VHD-NOTES, hands-on record), up to the
+  // The first bytes of qemu-img 7.2's 1 GiB dynamic image (`qemu-img create -f vpc -o
+  // subformat=dynamic x.vhd 1G`), up to the
   // time stamp and from the creator on.
   const uint8_t head[] = {'c', 'o', 'n', 'e', 'c', 't', 'i', 'x', 0, 0, 0, 2,
                           0,   1,   0,   0,   0,   0,   0,   0,   0, 0, 2, 0};

@@ -1,7 +1,7 @@
 // Runs an outside tool (qemu-img, fio) to completion: its output captured, its CPU time
 // measured (wait4's rusage), and killed if the user interrupts the benchmark.
-#ifndef VSTACK_TOOLS_BENCH_CHILD_PROCESS_H_
-#define VSTACK_TOOLS_BENCH_CHILD_PROCESS_H_
+#ifndef VSTACK_BENCH_ANCHORS_CHILD_PROCESS_H_
+#define VSTACK_BENCH_ANCHORS_CHILD_PROCESS_H_
 
 #include <atomic>
 #include <string>
@@ -9,7 +9,7 @@
 
 #include "lib/errors.h"
 
-namespace vstack::cli {
+namespace vstack::bench {
 
 struct ChildResult {
   int exit_status = -1;   // -1 if killed by a signal
@@ -24,6 +24,6 @@ Result<ChildResult> RunChild(const std::vector<std::string>& argv, const std::at
 // "a 'b c'": argv as a shell would need it, for reports.
 std::string ShellJoin(const std::vector<std::string>& argv);
 
-}  // namespace vstack::cli
+}  // namespace vstack::bench
 
-#endif  // VSTACK_TOOLS_BENCH_CHILD_PROCESS_H_
+#endif  // VSTACK_BENCH_ANCHORS_CHILD_PROCESS_H_

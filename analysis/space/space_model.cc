@@ -1,4 +1,4 @@
-#include "tools/space_model.h"
+#include "analysis/space/space_model.h"
 
 #include <cstdlib>
 
@@ -6,7 +6,7 @@
 #include "blockdev/zstd/grain_codec.h"
 #include "blockdev/zstd/zstd_device.h"
 
-namespace vstack::cli {
+namespace vstack {
 
 Status ParseScope(const std::string& text, SpaceOptions* o) {
   if (text == "global") {
@@ -145,4 +145,4 @@ SpaceReport BuildReport(const SpaceCounts& c, const SpaceOptions& o) {
   return r;
 }
 
-}  // namespace vstack::cli
+}  // namespace vstack

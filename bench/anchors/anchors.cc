@@ -1,4 +1,4 @@
-#include "tools/bench/anchors.h"
+#include "bench/anchors/anchors.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -6,15 +6,12 @@
 #include <cmath>
 #include <numeric>
 
+#include "bench/anchors/child_process.h"
 #include "bench/workload/image_setup.h"
 #include "lib/spec.h"
-#include "tools/bench/child_process.h"
 
-namespace vstack::cli {
+namespace vstack::bench {
 namespace {
-
-using bench::AnchorJob;
-using bench::AnchorResult;
 
 // The output's last lines, for error messages.
 std::string Tail(const std::string& s) {
@@ -40,8 +37,8 @@ BottomBackend BottomOf(const std::string& spec) {
   return b;
 }
 
-Result<ChildResult> RunTool(const std::vector<std::string>& argv, const AnchorJob& job) {
-  VSTACK_ASSIGN_OR_RETURN(ChildResult r, RunChild(argv, job.stop));
+Result<ChildResult> RunTool(const std::vector<std::string>& argv, const std::atomic<bool>* stop) {
+  VSTACK_ASSIGN_OR_RETURN(ChildResult r, RunChild(argv, stop));
   if (r.stopped) return MakeError(Errc::kCancelled, argv[0] + " interrupted");
   if (r.exit_status != 0) {
     return MakeError(Errc::kIo, fmt::format("{} failed (exit status {}): {}", argv[0],
@@ -50,14 +47,14 @@ Result<ChildResult> RunTool(const std::vector<std::string>& argv, const AnchorJo
   return r;
 }
 
-class QemuAnchor final : public bench::Anchor {
+class QemuAnchor final : public Anchor {
  public:
 
   std::string name() const override { return "qemu-img bench"; }
-  bool AppliesTo(const bench::StackPlan& plan) const override { return !plan.qemu_format.empty(); }
+  bool AppliesTo(const StackPlan& plan) const override { return !plan.qemu_format.empty(); }
 
   Result<AnchorResult> Run(const AnchorJob& job) override {
-    const bench::WorkloadKnobs& k = job.knobs;
+    const WorkloadKnobs& k = job.knobs;
     const BottomBackend bottom = BottomOf(job.plan->spec);
     std::string image = job.image;
     if (job.make_fresh_image) {  // an identical fresh copy of what vstack started from
@@ -67,7 +64,7 @@ class QemuAnchor final : public bench::Anchor {
     const uint64_t ios = std::max<uint64_t>(job.vstack->Total().ios, 1000);
     const uint64_t writes = ios * k.write_pct / 100, reads = ios - writes;
     const uint64_t blocks = std::max<uint64_t>(job.vstack->region_bytes / k.block_size, 1);
-    const uint64_t step = k.pattern == bench::AccessPattern::kRandom ? ScatterStride(blocks, k.block_size)
+    const uint64_t step = k.pattern == AccessPattern::kRandom ? ScatterStride(blocks, k.block_size)
                                                                      : k.block_size;
     AnchorResult out;
     double seconds = 0, cpu = 0;
@@ -86,7 +83,7 @@ class QemuAnchor final : public bench::Anchor {
         argv.push_back("--no-drain");
       }
       argv.push_back(image);
-      VSTACK_ASSIGN_OR_RETURN(ChildResult r, RunTool(argv, job));
+      VSTACK_ASSIGN_OR_RETURN(ChildResult r, RunTool(argv, job.stop));
       const size_t at = r.output.find("Run completed in ");
       if (at == std::string::npos) {
         return MakeError(Errc::kIo, "qemu-img bench printed no run time: " + Tail(r.output));
@@ -95,7 +92,7 @@ class QemuAnchor final : public bench::Anchor {
       cpu += r.user_s + r.kernel_s;
       commands += (commands.empty() ? "" : " && ") + ShellJoin(argv);
     }
-    if (job.make_fresh_image) (void)bench::RemoveFile(image);
+    if (job.make_fresh_image) (void)RemoveFile(image);
     out.command = commands;
     out.seconds = seconds;
     out.ios = ios;
@@ -105,27 +102,27 @@ class QemuAnchor final : public bench::Anchor {
     std::string note = "qemu-img bench: one thread, depth " +
                        std::to_string(k.threads * k.queue_depth) + ", " + std::to_string(ios) +
                        " requests (vstack's count in this round)";
-    if (k.pattern == bench::AccessPattern::kRandom) {
+    if (k.pattern == AccessPattern::kRandom) {
       note += "; random offsets emulated by a scattering stride of " + std::to_string(step) + " bytes";
     }
     if (reads && writes) note += "; the mix runs as a read pass then a write pass";
-    if (k.distribution == bench::Distribution::kZipf) note += "; zipf not available (uniform stride)";
+    if (k.distribution == Distribution::kZipf) note += "; zipf not available (uniform stride)";
     note += "; CPU includes opening the image; no latency percentiles";
     out.note = note;
     return out;
   }
 };
 
-class FioAnchor final : public bench::Anchor {
+class FioAnchor final : public Anchor {
  public:
 
   std::string name() const override { return "fio"; }
-  bool AppliesTo(const bench::StackPlan& plan) const override { return plan.raw_file; }
+  bool AppliesTo(const StackPlan& plan) const override { return plan.raw_file; }
 
   Result<AnchorResult> Run(const AnchorJob& job) override {
-    const bench::WorkloadKnobs& k = job.knobs;
+    const WorkloadKnobs& k = job.knobs;
     const BottomBackend bottom = BottomOf(job.plan->spec);
-    const bool random = k.pattern == bench::AccessPattern::kRandom;
+    const bool random = k.pattern == AccessPattern::kRandom;
     const char* rw = k.write_pct == 0 ? (random ? "randread" : "read")
                      : k.write_pct == 100 ? (random ? "randwrite" : "write")
                                           : (random ? "randrw" : "rw");
@@ -145,7 +142,7 @@ class FioAnchor final : public bench::Anchor {
     }
     if (random) {
       argv.push_back("--size=" + std::to_string(region));
-      if (k.distribution == bench::Distribution::kZipf) {
+      if (k.distribution == Distribution::kZipf) {
         argv.push_back(fmt::format("--random_distribution=zipf:{:g}", k.zipf_theta));
       }
     } else {  // each thread from its own start, as vstack's sequential threads
@@ -161,14 +158,14 @@ class FioAnchor final : public bench::Anchor {
     }
     if (k.warmup_s > 0) argv.push_back(fmt::format("--ramp_time={}ms", std::llround(k.warmup_s * 1000)));
     if (k.flush_interval) argv.push_back("--fsync=" + std::to_string(k.flush_interval));
-    if (k.content == bench::Content::kZeros) {
+    if (k.content == Content::kZeros) {
       argv.push_back("--zero_buffers");
     } else {
       argv.push_back("--refill_buffers");
       if (k.compress_pct) argv.push_back("--buffer_compress_percentage=" + std::to_string(k.compress_pct));
       if (k.dedupe_pct) argv.push_back("--dedupe_percentage=" + std::to_string(k.dedupe_pct));
     }
-    VSTACK_ASSIGN_OR_RETURN(ChildResult r, RunTool(argv, job));
+    VSTACK_ASSIGN_OR_RETURN(ChildResult r, RunTool(argv, job.stop));
     const size_t brace = r.output.find('{');
     const auto doc = nlohmann::json::parse(brace == std::string::npos ? "" : r.output.substr(brace),
                                            nullptr, /*allow_exceptions=*/false);
@@ -217,8 +214,25 @@ uint64_t ScatterStride(uint64_t blocks, uint32_t bs) {
   return (s % blocks) * bs;
 }
 
-std::unique_ptr<bench::Anchor> MakeQemuAnchor() { return std::make_unique<QemuAnchor>(); }
+Status CreateWithQemuImg(const StackPlan& plan, const std::string& path, uint64_t size,
+                         const std::atomic<bool>* stop) {
+  if (plan.qemu_format.empty()) {
+    return MakeError(Errc::kNotSupported, "qemu-img cannot create the image of " + plan.name);
+  }
+  std::vector<std::string> argv = {"qemu-img", "create", "-q", "-f", plan.qemu_format};
+  if (!plan.image_options.empty()) {  // the same spelling: subformat=fixed|dynamic
+    argv.push_back("-o");
+    argv.push_back(plan.image_options);
+  }
+  argv.push_back(path);
+  argv.push_back(std::to_string(size));
+  auto r = RunTool(argv, stop);
+  if (!r) return std::move(r).error();
+  return OkStatus();
+}
 
-std::unique_ptr<bench::Anchor> MakeFioAnchor() { return std::make_unique<FioAnchor>(); }
+std::unique_ptr<Anchor> MakeQemuAnchor() { return std::make_unique<QemuAnchor>(); }
 
-}  // namespace vstack::cli
+std::unique_ptr<Anchor> MakeFioAnchor() { return std::make_unique<FioAnchor>(); }
+
+}  // namespace vstack::bench

@@ -1,4 +1,4 @@
-#include "tools/space_replay.h"
+#include "analysis/space/space_replay.h"
 
 #include <unistd.h>
 
@@ -6,28 +6,44 @@
 #include <mutex>
 #include <thread>
 
-#include "blockdev/dedup/dedup_device.h"
-#include "blockdev/zstd/zstd_device.h"
 #include "lib/aligned_buffer.h"
 #include "lib/registry.h"
 #include "lib/spec.h"
 
-namespace vstack::cli {
+namespace vstack {
 namespace {
 
 constexpr uint64_t kJobBytes = 4 << 20;
 
 uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-template <typename T>
-T* Find(BlockDevice& top) {
-  for (BlockDevice* d = &top; d != nullptr; d = d->lower()) {
-    if (auto* t = dynamic_cast<T*>(d)) return t;
-  }
-  return nullptr;
-}
-
 }  // namespace
+
+std::optional<SpaceCounts> StackSpace(const BlockDevice& top) {
+  const BlockDevice* upper = &top;
+  std::optional<SpaceUsage> u;
+  for (; upper != nullptr && !(u = upper->Space()); upper = upper->lower()) {
+  }
+  if (!u) return std::nullopt;
+  SpaceCounts c;
+  c.used_grains = u->logical_bytes_live / u->grain_bytes;
+  c.zero_grains = u->zero_grains;
+  c.unique_grains = u->unique_grains;
+  c.compressed_bytes = u->compressed_bytes;
+  c.stored_bytes = u->stored_bytes;
+  // A compressing layer right below (dedup over zstd): its figures for the upper layer's data
+  // area, so the upper layer's metadata pages do not count as the images' data.
+  if (const BlockDevice* below = upper->lower()) {
+    const uint64_t size = below->geometry().size_bytes;
+    if (u->data_offset <= size) {
+      if (auto b = below->SpaceOf(u->data_offset, size - u->data_offset)) {
+        c.compressed_bytes = b->compressed_bytes;
+        c.stored_bytes = b->stored_bytes;
+      }
+    }
+  }
+  return c;
+}
 
 std::string ReplayLayers(const SpaceOptions& o, uint64_t virtual_size) {
   const std::string grain = "grain=" + std::to_string(o.grain);
@@ -40,7 +56,7 @@ std::string ReplayLayers(const SpaceOptions& o, uint64_t virtual_size) {
 }
 
 Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOptions& o,
-                                 const std::string& dir, Progress& progress) {
+                                 const std::string& dir, const SpaceProgress& progress) {
   if (!o.dedup && !o.compress) {
     return MakeError(Errc::kInvalidArgument,
                      "--mode=replay needs a layer to replay through: dedup, or a codec");
@@ -103,7 +119,7 @@ Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOpt
         }
         return;
       }
-      progress.Add(job.length);
+      if (progress) progress(job.length);
     }
   };
   std::vector<std::thread> threads;
@@ -112,22 +128,14 @@ Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOpt
 
   SpaceCounts total;
   for (uint32_t d = 0; d < domains && !failed; ++d) {
-    SpaceCounts c;
-    DedupDevice* dedup = Find<DedupDevice>(*stacks[d]);
-    ZstdDevice* zstd = Find<ZstdDevice>(*stacks[d]);
-    const SpaceUsage top = *(dedup ? dedup->Space() : zstd->Space());
-    c.used_grains = top.logical_bytes_live / grain;
-    c.zero_grains = top.zero_grains;
-    c.unique_grains = top.unique_grains;
-    if (zstd) {
-      // With dedup above, only dedup's data area: its own metadata is not the images' data.
-      const uint64_t from = dedup ? dedup->data_offset() : 0;
-      const SpaceUsage z = zstd->SpaceOf(from, zstd->geometry().size_bytes - from);
-      c.compressed_bytes = z.compressed_bytes;
-      c.stored_bytes = z.stored_bytes;
-    } else {
-      c.compressed_bytes = c.stored_bytes = c.unique_grains * grain;
+    std::optional<SpaceCounts> found = StackSpace(*stacks[d]);
+    if (!found) {
+      failed = true;
+      error = MakeError(Errc::kNotSupported, "replay stack '" + stacks[d]->Describe() +
+                                             "' keeps no space accounting");
+      break;
     }
+    SpaceCounts c = *found;
     for (size_t i = 0; i < images.size(); ++i) {
       if (DomainOf(o, i, images.size()) == d) c.provisioned_bytes += images[i].size;
     }
@@ -140,4 +148,4 @@ Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOpt
   return total;
 }
 
-}  // namespace vstack::cli
+}  // namespace vstack

@@ -1,4 +1,4 @@
-#include "tools/space_scan.h"
+#include "analysis/space/space_scan.h"
 
 #include <array>
 #include <cstring>
@@ -11,7 +11,7 @@
 #include "lib/aligned_buffer.h"
 #include "lib/iovec.h"
 
-namespace vstack::cli {
+namespace vstack {
 namespace {
 
 constexpr uint64_t kJobBytes = 4 << 20;
@@ -37,10 +37,44 @@ class FingerprintSet {
   std::array<Shard, 64> shards_;
 };
 
+// Counts one grain as the replay stack would store it: through dedup's own first step
+// (ClassifyGrain) and index, then zstd's own pipeline (EncodeGrain), in the stack's order.
+void CountGrain(const std::byte* g, const SpaceOptions& o, FingerprintSet& set,
+                GrainCompressor& compressor, unsigned char* scratch, SpaceCounts* c) {
+  const uint32_t grain = o.grain;
+  ++c->used_grains;
+  if (o.dedup) {
+    Fingerprint fp;
+    if (!ClassifyGrain(g, grain, &fp)) {
+      ++c->zero_grains;
+      return;
+    }
+    if (!set.Insert(fp)) return;  // a duplicate: stored once already
+  }
+  if (o.compress) {
+    const EncodedGrain e = EncodeGrain(compressor, o.rule, g, grain, scratch);
+    if (e.zero) {
+      ++c->zero_grains;
+      return;
+    }
+    ++c->unique_grains;
+    c->compressed_bytes += e.form.compressed ? e.compressed : grain;
+    c->stored_bytes += e.form.slot;
+    return;
+  }
+  if (!o.dedup && IsZero(g, grain)) {  // neither layer: the zero test alone
+    ++c->zero_grains;
+    return;
+  }
+  ++c->unique_grains;
+  c->compressed_bytes += grain;
+  c->stored_bytes += grain;
+}
+
 }  // namespace
 
 Result<SpaceCounts> ScanImages(std::vector<SpaceImage>& images, const SpaceOptions& o,
-                               Progress& progress) {
+                               const SpaceProgress& progress) {
   const uint32_t domains = DomainCount(o, images.size());
   const uint32_t grain = o.grain;
   std::vector<std::unique_ptr<FingerprintSet>> sets;
@@ -78,24 +112,9 @@ Result<SpaceCounts> ScanImages(std::vector<SpaceImage>& images, const SpaceOptio
       FingerprintSet& set = *sets[DomainOf(o, job.image, images.size())];
       for (uint64_t at = 0; at < padded; at += grain) {
         const std::byte* g = buf.data() + at;
-        ++c.used_grains;
-        if (IsZero(g, grain)) {
-          ++c.zero_grains;
-          continue;
-        }
-        if (o.dedup && !set.Insert(FingerprintOf(g, grain))) continue;
-        ++c.unique_grains;
-        if (!o.compress) {
-          c.compressed_bytes += grain;
-          c.stored_bytes += grain;
-          continue;
-        }
-        const uint32_t n = compressor.Compress(g, grain, out.data());
-        const StoredForm f = ApplySizeRule(o.rule, grain, n);
-        c.compressed_bytes += f.compressed ? n : grain;
-        c.stored_bytes += f.slot;
+        CountGrain(g, o, set, compressor, out.data(), &c);
       }
-      progress.Add(job.length);
+      if (progress) progress(job.length);
     }
   };
   std::vector<std::thread> threads;
@@ -116,4 +135,4 @@ Result<SpaceCounts> ScanImages(std::vector<SpaceImage>& images, const SpaceOptio
   return total;
 }
 
-}  // namespace vstack::cli
+}  // namespace vstack

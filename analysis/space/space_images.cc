@@ -1,11 +1,11 @@
-#include "tools/space_images.h"
+#include "analysis/space/space_images.h"
 
 #include <algorithm>
 #include <thread>
 
 #include "lib/registry.h"
 
-namespace vstack::cli {
+namespace vstack {
 
 uint64_t SpaceImage::used_bytes() const {
   uint64_t n = 0;
@@ -71,4 +71,4 @@ unsigned WorkerCount(unsigned requested, const std::vector<BlockDevice*>& device
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-}  // namespace vstack::cli
+}  // namespace vstack

@@ -1,4 +1,4 @@
-#include "tools/bench/child_process.h"
+#include "bench/anchors/child_process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -14,7 +14,7 @@
 
 extern char** environ;
 
-namespace vstack::cli {
+namespace vstack::bench {
 
 std::string ShellJoin(const std::vector<std::string>& argv) {
   std::string out;
@@ -85,4 +85,4 @@ Result<ChildResult> RunChild(const std::vector<std::string>& argv, const std::at
   return r;
 }
 
-}  // namespace vstack::cli
+}  // namespace vstack::bench

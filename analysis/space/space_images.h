@@ -1,11 +1,12 @@
-// The input side of `vstack space`: opening images (raw files, VHD through OpenImage's probes,
-// or any stack spec) read-only, finding the grains that hold written data, and cutting them
-// into jobs for worker threads. Scan and replay read exactly the same grains.
-#ifndef VSTACK_TOOLS_SPACE_IMAGES_H_
-#define VSTACK_TOOLS_SPACE_IMAGES_H_
+// The input side of the space analysis (`vstack space`): opening images (raw files, VHD through
+// OpenImage's probes, or any stack spec) read-only, finding the grains that hold written data,
+// and cutting them into jobs for worker threads. Scan and replay read exactly the same grains.
+#ifndef VSTACK_ANALYSIS_SPACE_IMAGES_H_
+#define VSTACK_ANALYSIS_SPACE_IMAGES_H_
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,7 +14,7 @@
 #include "lib/block_device.h"
 #include "lib/sync_io.h"
 
-namespace vstack::cli {
+namespace vstack {
 
 struct SpaceImage {
   std::string name;  // as given on the command line
@@ -24,6 +25,10 @@ struct SpaceImage {
   std::vector<std::pair<uint64_t, uint64_t>> used;
   uint64_t used_bytes() const;
 };
+
+// Told the bytes of image data each worker has just finished, to drive a progress display.
+// Called from the worker threads at once: it must be thread-safe. May be empty.
+using SpaceProgress = std::function<void(uint64_t bytes)>;
 
 // Opens every image read-only and maps its written grains.
 Result<std::vector<SpaceImage>> OpenSpaceImages(const std::vector<std::string>& names,
@@ -62,6 +67,6 @@ class WorkerIo {
 // Worker threads to use: `requested`, or one per CPU; 1 if any device is single-queue.
 unsigned WorkerCount(unsigned requested, const std::vector<BlockDevice*>& devices);
 
-}  // namespace vstack::cli
+}  // namespace vstack
 
-#endif  // VSTACK_TOOLS_SPACE_IMAGES_H_
+#endif  // VSTACK_ANALYSIS_SPACE_IMAGES_H_

@@ -4,8 +4,8 @@
 // Both modes produce the same SpaceCounts for the same images and options; the report, the
 // metadata model and the ratios are computed from the counts alone, so scan and replay print
 // identical reports whenever they agree on the counts.
-#ifndef VSTACK_TOOLS_SPACE_MODEL_H_
-#define VSTACK_TOOLS_SPACE_MODEL_H_
+#ifndef VSTACK_ANALYSIS_SPACE_MODEL_H_
+#define VSTACK_ANALYSIS_SPACE_MODEL_H_
 
 #include <cstdint>
 #include <string>
@@ -14,7 +14,7 @@
 #include "blockdev/zstd/size_rule.h"
 #include "lib/errors.h"
 
-namespace vstack::cli {
+namespace vstack {
 
 struct SpaceOptions {
   enum class Scope { kGlobal, kImage, kGroups };
@@ -81,6 +81,6 @@ struct SpaceReport {
 
 SpaceReport BuildReport(const SpaceCounts& counts, const SpaceOptions& o);
 
-}  // namespace vstack::cli
+}  // namespace vstack
 
-#endif  // VSTACK_TOOLS_SPACE_MODEL_H_
+#endif  // VSTACK_ANALYSIS_SPACE_MODEL_H_
