@@ -11,8 +11,8 @@ execute_process(COMMAND "${VSTACK}" --version OUTPUT_VARIABLE version
 string(REGEX REPLACE "^vstack " "" version "${version}")
 execute_process(COMMAND "${VSTACK}" --help OUTPUT_VARIABLE help COMMAND_ERROR_IS_FATAL ANY)
 
-# "SUBCOMMANDS:" then one "  name   summary" line each, up to the next blank line.
-string(REGEX MATCH "SUBCOMMANDS:\n([^\n]+\n)+" section "${help}")
+# "Subcommands:" (CLI11) then one "  name   summary" line each, up to the next blank line.
+string(REGEX MATCH "(SUBCOMMANDS|Subcommands):\n([^\n]+\n)+" section "${help}")
 string(REGEX MATCHALL "\n  [a-z][a-z0-9-]*" names "${section}")
 set(subcommands)
 foreach(n IN LISTS names)

@@ -34,13 +34,14 @@ echo "versions: package $package_version, pkg-config $pc_version, CLI '$cli_vers
 ls "$prefix/share/man/man1/vstack.1" "$prefix/share/man/man1/vstack-create.1" >/dev/null
 
 echo "== .deb"
-(cd "$build" && cpack -G DEB -B "$work/deb" >"$work/cpack.log") || { cat "$work/cpack.log"; exit 1; }
+(cd "$build" && cpack -G DEB -B "$work/deb" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log"; exit 1; }
 deb=$(echo "$work"/deb/vstack_*.deb)
 root=$work/root
 mkdir -p "$root/var/lib/dpkg/updates" "$root/var/lib/dpkg/info"
 touch "$root/var/lib/dpkg/status"
+# The scratch root holds only this package, so dpkg is told to overlook its dependencies.
 dpkg --root="$root" --force-depends --force-not-root --force-script-chrootless \
-  --log=/dev/null -i "$deb" >/dev/null
+  --log=/dev/null -i "$deb" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; exit 1; }
 echo "$(basename "$deb"): $(dpkg -c "$deb" | grep -vc '/$') files, installed into $root"
 echo "deb: $("$root/usr/bin/vstack" --version)"
 
