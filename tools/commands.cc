@@ -14,6 +14,8 @@ void AddMapCommand(CLI::App& app);
 void AddCompactCommand(CLI::App& app);
 void AddSpaceCommand(CLI::App& app);
 void AddServeCommand(CLI::App& app);
+void AddHelpCommand(CLI::App& app);
+void AddCompletionCommand(CLI::App& app);
 
 const std::vector<CommandRegistration>& AllCommands() {
   static const std::vector<CommandRegistration> kCommands = {
@@ -28,6 +30,8 @@ const std::vector<CommandRegistration>& AllCommands() {
       {"compact", &AddCompactCommand},
       {"space", &AddSpaceCommand},
       {"serve", &AddServeCommand},
+      {"help", &AddHelpCommand},
+      {"completion", &AddCompletionCommand},
   };
   return kCommands;
 }
