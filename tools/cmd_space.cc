@@ -56,19 +56,19 @@ Result<SpaceOptions> Options(const SpaceArgs& a) {
   o.checksum = a.checksum == "on";
   o.mode = a.mode == "replay" ? SpaceOptions::Mode::kReplay : SpaceOptions::Mode::kScan;
   o.threads = a.threads;
-  if (o.scope == SpaceOptions::Scope::kGroups && o.groups > 1 && o.groups >= a.images.size()) {
-    return MakeError(
-        Errc::kInvalidArgument,
-        fmt::format("--scope groups={} with {} image{} puts every image in a group of "
-                    "its own, which is --scope image; use that, or groups=N with N < {}",
-                    o.groups, a.images.size(), a.images.size() == 1 ? "" : "s", a.images.size()));
-  }
   return o;
 }
 
 void Run(const SpaceArgs& a) {
   auto o = Options(a);
   if (!o) FailUsage("space", o.error().message);
+  if (o->scope == SpaceOptions::Scope::kGroups && o->groups > 1 &&
+      o->groups >= a.images.size()) {
+    std::fprintf(stderr,
+                 "vstack space: note: --scope groups=%u with %zu image%s puts every image in a "
+                 "group of its own, which is the same as --scope image\n",
+                 o->groups, a.images.size(), a.images.size() == 1 ? "" : "s");
+  }
   auto images = OpenSpaceImages(a.images, o->grain);
   if (!images) Fail("space", images.error().ToString());
   uint64_t total = 0;

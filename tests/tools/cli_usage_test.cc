@@ -109,7 +109,6 @@ TEST(CliUsage, OneExitCodePolicyAcrossCommands) {
            {"map " + none, 1},
            {"map --output=xml " + img, 2},
            {"space --grain 3K " + img, 2},
-           {"space --scope groups=5 " + img + " " + img + " " + img, 2},
            {"space --progress=maybe " + img, 2},
            {"space " + none, 1},
            {"bench --bs 3Q --no-report", 2},
