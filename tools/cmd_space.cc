@@ -62,12 +62,17 @@ Result<SpaceOptions> Options(const SpaceArgs& a) {
 void Run(const SpaceArgs& a) {
   auto o = Options(a);
   if (!o) FailUsage("space", o.error().message);
+  // groups=N with N >= the images is per-image scope: said in a note (stderr, or JSON "notes").
+  std::string note;
   if (o->scope == SpaceOptions::Scope::kGroups && o->groups > 1 &&
       o->groups >= a.images.size()) {
-    std::fprintf(stderr,
-                 "vstack space: note: --scope groups=%u with %zu image%s puts every image in a "
-                 "group of its own, which is the same as --scope image\n",
-                 o->groups, a.images.size(), a.images.size() == 1 ? "" : "s");
+    note = fmt::format(
+        "--scope groups={} with {} image{} puts every image in a group of its own, which is the "
+        "same as --scope image",
+        o->groups, a.images.size(), a.images.size() == 1 ? "" : "s");
+    if (a.output != OutputFormat::kJson) {
+      std::fprintf(stderr, "vstack space: note: %s\n", note.c_str());
+    }
   }
   auto images = OpenSpaceImages(a.images, o->grain);
   if (!images) Fail("space", images.error().ToString());
@@ -89,7 +94,9 @@ void Run(const SpaceArgs& a) {
     if (!f) Fail("space", "cannot write '" + a.svg + "'");
   }
   if (a.output == OutputFormat::kJson) {
-    fmt::print("{}\n", SpaceJson(report, *o, *images).dump(2));
+    nlohmann::json j = SpaceJson(report, *o, *images);
+    j["notes"] = note.empty() ? nlohmann::json::array() : nlohmann::json::array({note});
+    fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}", SpaceText(report, *o, images->size()));
   }

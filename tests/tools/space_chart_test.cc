@@ -3,6 +3,7 @@
 // vsan-osa", and --scope groups=N with N >= the number of images says it is per-image scope.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 
@@ -82,6 +83,11 @@ TEST(SpaceChart, MoreGroupsThanImagesSaysItIsImageScope) {
                           "in a group of its own, which is the same as --scope image"),
             std::string::npos)
       << r.output;
+  testing::CommandResult json = testing::RunVstack("space --output=json --scope groups=5" + images);
+  ASSERT_EQ(json.status, 0) << json.output;
+  const nlohmann::json doc = nlohmann::json::parse(json.output);  // nothing else on the streams
+  ASSERT_EQ(doc["notes"].size(), 1u);
+  EXPECT_NE(doc["notes"][0].get<std::string>().find("same as --scope image"), std::string::npos);
   testing::CommandResult two = testing::RunVstack("space --scope groups=2" + images);
   EXPECT_EQ(two.status, 0);
   EXPECT_EQ(two.output.find("note:"), std::string::npos) << two.output;
