@@ -12,7 +12,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "bench/anchors/anchors.h"
 #include "bench/anchors/child_process.h"
@@ -21,6 +23,7 @@
 #include "bench/workload/summary.h"
 #include "lib/registry.h"
 #include "lib/size.h"
+#include "tools/bench/foreign_args.h"
 #include "tools/bench/report.h"
 #include "tools/bench/report_dir.h"
 #include "tools/command.h"
@@ -50,6 +53,7 @@ struct BenchArgs {
   bool no_report = false, compare_qemu = false, qemu_create = false, compare_fio = false,
        quiet = false;
   OutputFormat output = OutputFormat::kText;
+  std::string diskspd, fio_job;
   std::string command_line;
   // Seeds (docs/seeds.md): a seed preset, and CPU Ready with the quantum scheduler.
   std::string preset, quantum, ready_stall = "exp:4ms";
@@ -127,6 +131,28 @@ Status ApplySchedulerArgs(const BenchArgs& a, bench::WorkloadKnobs* k) {
   return OkStatus();
 }
 
+// A --stack that is a path, as every other command takes it: an existing file becomes the spec
+// its format probe gives (file:PATH or vhd+file:PATH), said on stderr; a path that does not
+// exist is an error that shows the spec to create it. Presets and specs are returned as they are.
+Result<std::string> StackOrPath(const std::string& text) {
+  const auto presets = bench::PresetNames();
+  if (std::find(presets.begin(), presets.end(), text) != presets.end() || IsStackSpec(text) ||
+      text.find('/') == std::string::npos) {
+    return text;
+  }
+  OpenOptions ro;
+  ro.read_only = true;
+  std::string spec;
+  if (auto dev = OpenImage(text, ro, &spec); !dev) {
+    return MakeError(Errc::kInvalidArgument,
+                     "--stack " + text + ": " + dev.error().message +
+                         "; to make a new image there, give a spec such as file:" + text +
+                         ",create=on,size=1G");
+  }
+  std::fprintf(stderr, "vstack bench: --stack %s runs the stack %s\n", text.c_str(), spec.c_str());
+  return spec;
+}
+
 // Every knob checked before anything is created.
 Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
   bench::MatrixOptions o;
@@ -188,7 +214,8 @@ Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
   } else if (a.stacks.empty()) {
     o.stacks = bench::DefaultMatrix(backend);
   } else {
-    for (const std::string& s : a.stacks) {
+    for (const std::string& text : a.stacks) {
+      VSTACK_ASSIGN_OR_RETURN(const std::string s, StackOrPath(text));
       VSTACK_ASSIGN_OR_RETURN(bench::StackPlan p, bench::ResolveStack(s, backend));
       o.stacks.push_back(std::move(p));
     }
@@ -250,7 +277,7 @@ class ProgressLine {
 
 void RunBench(const BenchArgs& args) {
   auto options = BuildOptions(args);
-  if (!options) Fail("bench", options.error().message, 2);
+  if (!options) FailUsage("bench", options.error().message);
   std::vector<std::unique_ptr<bench::Anchor>> anchors;
   if (args.compare_qemu) anchors.push_back(bench::MakeQemuAnchor());
   if (args.compare_fio) anchors.push_back(bench::MakeFioAnchor());
@@ -308,6 +335,53 @@ void RunBench(const BenchArgs& args) {
   if (any_error || !any_run) Exit(1);
 }
 
+// Sets the knobs a --diskspd or --fio-job translation gives, as if typed on the command line,
+// and says on stderr what it ran as. Options typed on the command line win over the translation.
+void ApplyForeign(CLI::App& cmd, BenchArgs& a) {
+  if (a.diskspd.empty() && a.fio_job.empty()) return;
+  const std::string from =
+      a.diskspd.empty() ? "--fio-job " + a.fio_job : "--diskspd \"" + a.diskspd + "\"";
+  auto translate = [&]() -> Result<ForeignArgs> {
+    if (!a.diskspd.empty()) return TranslateDiskspd(a.diskspd);
+    std::ifstream f(a.fio_job);
+    if (!f) Fail("bench", "--fio-job: cannot read '" + a.fio_job + "'");
+    std::stringstream text;
+    text << f.rdbuf();
+    return TranslateFioJob(text.str());
+  };
+  Result<ForeignArgs> t = translate();
+  if (!t) FailUsage("bench", t.error().message);
+  std::vector<std::string> kept, translated;
+  auto has = [](const std::vector<std::string>& v, const std::string& k) {
+    return std::find(v.begin(), v.end(), k) != v.end();
+  };
+  for (const auto& [knob, value] : t->knobs) {
+    CLI::Option* opt = cmd.get_option(knob);
+    if (has(kept, knob)) continue;
+    if (opt->count() > 0 && !has(translated, knob)) {
+      kept.push_back(knob);
+      continue;
+    }
+    translated.push_back(knob);
+    try {
+      opt->clear();
+      opt->add_result(value);
+      opt->run_callback();
+    } catch (const CLI::Error& e) {
+      FailUsage("bench", from + " gives " + knob + " " + value + ": " + e.what());
+    }
+  }
+  std::string stacks;
+  if (!t->targets.empty() && a.stacks.empty()) {
+    a.stacks = t->targets;
+    for (const std::string& s : t->targets) stacks += " --stack " + s;
+  }
+  std::string line = "vstack bench: " + from + " runs as " + KnobsText(*t) + stacks;
+  for (const std::string& k : kept) line += "; " + k + " as given on the command line";
+  for (const std::string& n : t->notes) line += "; " + n;
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 }  // namespace
 
 void AddBenchCommand(CLI::App& app) {
@@ -316,12 +390,16 @@ void AddBenchCommand(CLI::App& app) {
       "bench",
       "Run one workload through several stacks side by side (interleaved rounds, medians) and "
       "explain every gap layer by layer. Without --stack: the default matrix on temporary files.");
-  cmd->add_option("--stack", a->stacks,
-                  "a preset (" + [] {
-                    std::string s;
-                    for (const std::string& n : bench::PresetNames()) s += (s.empty() ? "" : ", ") + n;
-                    return s;
-                  }() + ") or a stack spec; repeatable; {dir} in a spec is the scratch directory");
+  cmd->add_option(
+      "--stack", a->stacks,
+      "a preset (" +
+          [] {
+            std::string s;
+            for (const std::string& n : bench::PresetNames()) s += (s.empty() ? "" : ", ") + n;
+            return s;
+          }() +
+          "), a stack spec, or an existing image file; repeatable; {dir} in a spec is the scratch "
+          "directory");
   cmd->add_option("--bs", a->bs, "block size per request")->capture_default_str();
   cmd->add_option("--write-pct", a->write_pct, "percent of requests that write (0..100)")->capture_default_str();
   cmd->add_option("--pattern", a->pattern, "random or sequential")->capture_default_str();
@@ -372,9 +450,17 @@ void AddBenchCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--schedulers", a->schedulers, "schedulers (vCPUs) the threads share")
       ->capture_default_str();
+  auto* diskspd = cmd->add_option(
+      "--diskspd", a->diskspd,
+      "a diskspd command line's parameters, e.g. \"-b8K -d60 -o8 -t4 -r -w50 -L\", run as "
+      "vstack bench's knobs (the translation is printed; what has no equivalent is refused)");
+  cmd->add_option("--fio-job", a->fio_job,
+                  "a fio job file (one job), run as vstack bench's knobs, like --diskspd")
+      ->excludes(diskspd);
   AddOutputOption(cmd, &a->output);
-  cmd->callback([a] {
+  cmd->callback([a, cmd] {
     a->command_line = CommandLine();
+    ApplyForeign(*cmd, *a);
     RunBench(*a);
   });
 }

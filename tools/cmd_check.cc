@@ -10,6 +10,7 @@
 #include "lib/registry.h"
 #include "tools/command.h"
 #include "tools/output.h"
+#include "tools/usage.h"
 
 namespace vstack::cli {
 namespace {
@@ -80,9 +81,9 @@ void AddCheckCommand(CLI::App& app) {
   auto args = std::make_shared<CheckArgs>();
   CLI::App* cmd = app.add_subcommand(
       "check", "Check every layer's metadata (exit 0 clean, 2 corrupt, 3 leaks only)");
-  cmd->add_option("-r,--repair", args->repair,
-                  "repair: leaks (reclaim leaked space) or all (also fix what is safe)")
-      ->check(CLI::IsMember({"leaks", "all"}));
+  Choices(cmd->add_option("-r,--repair", args->repair,
+                          "repair: leaks (reclaim leaked space) or all (also fix what is safe)"),
+          {"leaks", "all"});
   cmd->add_option("target", args->target, "image file or stack spec")->required();
   AddOutputOption(cmd, &args->output);
   cmd->callback([args] {

@@ -35,10 +35,21 @@ void AddCompactCommand(CLI::App& app) {
     auto file = Open(below);
     if (!file) Fail("compact", file.error().ToString());
     if (!vhd::ProbeImage(**file)) Fail("compact", "'" + *target + "' is not a VHD image");
-    Progress bar("compact", 0, *progress);
+    // One bar per stage, counting blocks: "compact: scan" then "compact: move".
+    std::unique_ptr<Progress> bar;
+    vhd::CompactStage stage = vhd::CompactStage::kScan;
     auto report =
-        vhd::CompactImage(**file, [&](uint64_t done, uint64_t total) { bar.Update(done, total); });
-    bar.Finish();
+        vhd::CompactImage(**file, [&](vhd::CompactStage s, uint64_t done, uint64_t total) {
+          if (!bar || s != stage) {
+            bar.reset();
+            stage = s;
+            bar = std::make_unique<Progress>(
+                s == vhd::CompactStage::kScan ? "compact: scan" : "compact: move", total, *progress,
+                "blocks");
+          }
+          bar->Set(done);
+        });
+    bar.reset();
     if (!report) Fail("compact", report.error().ToString());
     Status closed = (*file)->Close();
     if (!closed) Fail("compact", closed.error().ToString());

@@ -1,7 +1,9 @@
-// vstack compare A B: 0 if the two virtual disks hold the same content, 1 if they differ, 2 on
-// an error (qemu-img compare). A and B are files or stack specs. When the sizes differ, the
-// extra part of the larger one must read as zeros, and a warning says so. Ranges both report
-// as zero (MapExtents) are not read.
+// vstack compare [-s] [-f FMT] [-F FMT] A B: 0 if the two virtual disks hold the same content, 1
+// if they differ, 2 on an error of any kind, usage errors included (qemu-img compare). A and B
+// are files (their formats probed, or named by -f and -F) or stack specs. When the sizes
+// differ, the extra part of the larger one must read as zeros, and a warning says so; with -s
+// (strict) different sizes alone make the images differ. Ranges both report as zero
+// (MapExtents) are not read.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include "lib/registry.h"
 #include "lib/sync_io.h"
 #include "tools/command.h"
+#include "tools/image_args.h"
 
 namespace vstack::cli {
 namespace {
@@ -38,30 +41,46 @@ uint64_t FirstDifference(const std::byte* a, const std::byte* b, uint64_t offset
 
 }  // namespace
 
+struct CompareArgs {
+  std::string a, b, a_format, b_format;
+  bool strict = false;
+};
+
 void AddCompareCommand(CLI::App& app) {
-  auto a_name = std::make_shared<std::string>();
-  auto b_name = std::make_shared<std::string>();
+  auto args = std::make_shared<CompareArgs>();
   CLI::App* cmd = app.add_subcommand(
       "compare", "Compare two images' content (exit 0 identical, 1 different, 2 error)");
-  cmd->add_option("a", *a_name, "first image file or stack spec")->required();
-  cmd->add_option("b", *b_name, "second image file or stack spec")->required();
-  cmd->callback([a_name, b_name] {
+  cmd->add_flag("-s,--strict", args->strict, "images of different sizes differ (exit 1)");
+  cmd->add_option("-f", args->a_format, "format of A: raw, vhd or vpc (default: probed)");
+  cmd->add_option("-F", args->b_format, "format of B: raw, vhd or vpc (default: probed)");
+  cmd->add_option("a", args->a, "first image file or stack spec")->required();
+  cmd->add_option("b", args->b, "second image file or stack spec")->required();
+  cmd->callback([args] {
+    auto a_spec = ImageSpec(args->a, args->a_format);
+    if (!a_spec) FailUsage("compare", a_spec.error().message);
+    auto b_spec = ImageSpec(args->b, args->b_format);
+    if (!b_spec) FailUsage("compare", b_spec.error().message);
     OpenOptions ro;
     ro.read_only = true;
-    auto a = OpenImage(*a_name, ro);
+    auto a = OpenImage(*a_spec, ro);
     if (!a) Fail("compare", a.error().ToString(), 2);
-    auto b = OpenImage(*b_name, ro);
+    auto b = OpenImage(*b_spec, ro);
     if (!b) Fail("compare", b.error().ToString(), 2);
     const uint64_t size_a = (*a)->geometry().size_bytes, size_b = (*b)->geometry().size_bytes;
+    if (size_a != size_b && args->strict) {
+      fmt::print("Strict mode: Image size mismatch! ({} vs {} bytes)\n", size_a, size_b);
+      Exit(1);
+    }
     if (size_a != size_b) {
       fmt::print("Warning: Image size mismatch! ({} vs {} bytes)\n", size_a, size_b);
     }
     SyncIo io_a(**a), io_b(**b);
     AlignedBuffer buf_a(kChunk, 4096), buf_b(kChunk, 4096);
     const uint64_t common = std::min(size_a, size_b), longest = std::max(size_a, size_b);
-    for (uint64_t off = 0; off < longest; off += kChunk) {
-      const uint64_t len = std::min(kChunk, longest - off);
-      const bool both = off + len <= common;
+    // Chunks of the common part, then chunks of the larger one's extra part.
+    for (uint64_t off = 0, len = 0; off < longest; off += len) {
+      const bool both = off < common;
+      len = std::min(kChunk, (both ? common : longest) - off);
       if (both && ReadsZero(**a, off, len) && ReadsZero(**b, off, len)) continue;
       uint64_t diff;
       if (both) {

@@ -1,7 +1,8 @@
-// vstack convert [-p] [-O raw|vhd] [-o OPTIONS] SRC DST: copies the virtual disk of SRC into a
-// new image DST, like qemu-img convert. SRC is a file (its format probed) or a stack spec; DST
-// is a new file of format -O (default raw), created with -o OPTIONS, or an existing stack spec
-// at least as large as SRC.
+// vstack convert [-p] [-f FMT] [-O raw|vhd|vpc] [-o OPTIONS] [--overwrite] SRC DST: copies the
+// virtual disk of SRC into a new image DST, like qemu-img convert. SRC is a file (its format
+// probed, or named by -f) or a stack spec; DST is a new file of format -O (default raw), created
+// with -o OPTIONS (an existing file only with --overwrite), or an existing stack spec at least
+// as large as SRC.
 //
 // Ranges SRC reports as zero (MapExtents) are not read; ranges that read as zeros are not
 // written into a new DST (they stay holes: unallocated blocks of a dynamic VHD, holes of a raw
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 
 #include "lib/aligned_buffer.h"
@@ -19,6 +21,7 @@
 #include "lib/size.h"
 #include "lib/sync_io.h"
 #include "tools/command.h"
+#include "tools/image_args.h"
 #include "tools/progress.h"
 
 namespace vstack::cli {
@@ -26,6 +29,8 @@ namespace {
 
 struct ConvertArgs {
   bool progress = false;
+  bool overwrite = false;
+  std::string src_format;
   std::string format;
   std::string options;
   std::string src;
@@ -109,7 +114,7 @@ class Copier {
                             });
       if (all_zero && dst_is_new_) {  // nothing to read or write: skip it here, iteratively
         copied_ += s.length;
-        progress_.Update(copied_, size_);
+        progress_.Set(copied_);
         continue;
       }
       ++active_;
@@ -200,7 +205,7 @@ class Copier {
   void Done(Slot& s) {
     --active_;
     copied_ += s.length;
-    progress_.Update(copied_, size_);
+    progress_.Set(copied_);
     StartNext(s);
   }
 
@@ -223,41 +228,61 @@ void AddConvertCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "convert", "Copy an image into a new one of another format (qemu-img convert style)");
   cmd->add_flag("-p,--progress", args->progress, "show a progress bar");
-  cmd->add_option("-O,--output-format", args->format, "format of DST: raw (default) or vhd");
+  cmd->add_option("-f,--format", args->src_format,
+                  "format of SRC: raw, vhd or vpc (default: probed from the file)");
+  cmd->add_option("-O,--output-format", args->format,
+                  "format of DST: raw (default), vhd (or vpc, qemu's name)");
   cmd->add_option("-o,--options", args->options, "create options for DST, e.g. subformat=fixed");
+  cmd->add_flag("--overwrite", args->overwrite, "replace DST if it is an existing file");
   cmd->add_option("src", args->src, "source image file or stack spec")->required();
   cmd->add_option("dst", args->dst, "destination: a new file, or an existing stack spec")
       ->required();
   cmd->callback([args] {
+    auto src_spec = ImageSpec(args->src, args->src_format);
+    if (!src_spec) FailUsage("convert", src_spec.error().message);
     OpenOptions ro;
     ro.read_only = true;
-    auto src = OpenImage(args->src, ro);
+    auto src = OpenImage(*src_spec, ro);
     if (!src) Fail("convert", src.error().ToString());
     const uint64_t size = (*src)->geometry().size_bytes;
     const bool dst_is_spec = IsStackSpec(args->dst);
-    if (dst_is_spec && (!args->format.empty() || !args->options.empty())) {
-      Fail("convert", "-O and -o create a new file; '" + args->dst +
-                          "' is a stack spec, which is written as it is");
+    if (dst_is_spec && (!args->format.empty() || !args->options.empty() || args->overwrite)) {
+      FailUsage("convert", "-O, -o and --overwrite make a new file; '" + args->dst +
+                               "' is a stack spec, which is written as it is");
     }
+    std::optional<Destination> file;
     if (!dst_is_spec) {
-      Status s =
-          CreateImage(args->format.empty() ? "raw" : args->format, args->dst, size, args->options);
+      std::error_code ec;
+      if (std::filesystem::equivalent(args->src, args->dst, ec)) {
+        Fail("convert", "SRC and DST are the same file '" + args->dst + "'");
+      }
+      auto claimed = Destination::Claim(args->dst, args->overwrite);
+      if (!claimed) Fail("convert", claimed.error().message);
+      file.emplace(std::move(*claimed));
+      Status s = CreateImage(FormatName(args->format.empty() ? "raw" : args->format),
+                             file->write_path(), size, args->options);
+      if (!s && IsCreateUsageError(s.error())) {
+        FailUsage("convert", s.error().message);  // an unknown format or -o option
+      }
       if (!s) Fail("convert", s.error().ToString());
     }
-    auto dst = OpenImage(args->dst);
+    auto dst = OpenImage(file ? file->write_path() : args->dst);
     if (!dst) Fail("convert", dst.error().ToString());
     if ((*dst)->geometry().size_bytes < size) {
       Fail("convert",
            fmt::format("the destination ({} bytes) is smaller than the source ({} bytes)",
                        (*dst)->geometry().size_bytes, size));
     }
-    Progress bar("convert", 0, args->progress);
+    Progress bar("convert", size, args->progress);
     Copier copier(**src, **dst, !dst_is_spec, bar);
     Status s = copier.Run();
     bar.Finish();
     if (!s) Fail("convert", s.error().ToString());
     Status closed = (*dst)->Close();
     if (!closed) Fail("convert", closed.error().ToString());
+    if (file) {
+      if (Status s = file->Commit(); !s) Fail("convert", s.error().message);
+    }
   });
 }
 

@@ -1,10 +1,12 @@
-// vstack create -f FORMAT [-o OPTIONS] FILE SIZE: a new image, like qemu-img create. FORMAT is
-// raw or any format with a create hook (vhd); `-o help` lists the format's options.
+// vstack create -f FORMAT [-o OPTIONS] [--overwrite] FILE SIZE: a new image, like qemu-img
+// create. FORMAT is raw or any format with a create hook (vhd, or qemu's name vpc); `-o help`
+// lists the format's options. An existing FILE is refused unless --overwrite is given.
 #include <fmt/format.h>
 
 #include "lib/registry.h"
 #include "lib/size.h"
 #include "tools/command.h"
+#include "tools/image_args.h"
 
 namespace vstack::cli {
 namespace {
@@ -16,6 +18,7 @@ struct CreateArgs {
   std::string size;
   std::string backing;         // -b: a differencing image over this parent
   std::string backing_format;  // -F
+  bool overwrite = false;
 };
 
 // A value inside "k=v,k=v": '+', ',', ':' and '\\' escaped (docs/stack-spec.md).
@@ -34,7 +37,7 @@ void PrintOptions(const std::string& format) {
     fmt::print("format 'raw' has no create options\n");
     return;
   }
-  if (c == nullptr || !c->create) Fail("create", "unknown image format '" + format + "'");
+  if (c == nullptr || !c->create) FailUsage("create", "unknown image format '" + format + "'");
   fmt::print("Create options for format '{}':\n", format);
   for (const OptionInfo& o : c->create_options) {
     fmt::print("  {:<16} {}{}\n", o.name + "=", o.help,
@@ -47,7 +50,8 @@ void PrintOptions(const std::string& format) {
 void AddCreateCommand(CLI::App& app) {
   auto args = std::make_shared<CreateArgs>();
   CLI::App* cmd = app.add_subcommand("create", "Create an image file (qemu-img create style)");
-  cmd->add_option("-f,--format", args->format, "image format: raw or vhd")->default_str("raw");
+  cmd->add_option("-f,--format", args->format, "image format: raw, vhd (or vpc, qemu's name)")
+      ->default_str("raw");
   cmd->add_option(
       "-o,--options", args->options,
       "format options k=v,k=v (e.g. subformat=dynamic,block_size=2M); -o help lists them");
@@ -55,31 +59,39 @@ void AddCreateCommand(CLI::App& app) {
                   "a differencing image over this parent (relative to FILE's directory); "
                   "SIZE defaults to the parent's");
   cmd->add_option("-F,--backing-format", args->backing_format, "the parent's format: vhd");
-  cmd->add_option("file", args->file, "the image file to create (must not exist)");
+  cmd->add_flag("--overwrite", args->overwrite, "replace FILE if it exists (refused otherwise)");
+  cmd->add_option("file", args->file, "the image file to create");
   cmd->add_option("size", args->size, "virtual size, e.g. 10G, 512M, 1000");
   cmd->callback([args] {
+    const std::string format = FormatName(args->format);
     if (args->options == "help") {
-      PrintOptions(args->format);
+      PrintOptions(format);
       return;
     }
-    if (args->file.empty()) Fail("create", "missing FILE and SIZE (e.g. disk.vhd 10G)");
+    if (args->file.empty()) FailUsage("create", "missing FILE and SIZE (e.g. disk.vhd 10G)");
     if (!args->backing.empty()) {
       args->options += std::string(args->options.empty() ? "" : ",") +
                        "backing_file=" + EscapeOption(args->backing) +
                        (args->backing_format.empty() ? "" : ",backing_fmt=" + args->backing_format);
       if (args->size.empty()) args->size = "0";
     }
-    if (args->size.empty()) Fail("create", "missing SIZE (e.g. 10G)");
+    if (args->size.empty()) FailUsage("create", "missing SIZE (e.g. 10G)");
     auto size = ParseSize(args->size);
-    if (!size) Fail("create", size.error().message);
-    Status s = CreateImage(args->format, args->file, *size, args->options);
+    if (!size) FailUsage("create", "SIZE: " + size.error().message);
+    auto file = Destination::Claim(args->file, args->overwrite);
+    if (!file) Fail("create", file.error().message);
+    Status s = CreateImage(format, file->write_path(), *size, args->options);
+    if (!s && IsCreateUsageError(s.error())) {
+      FailUsage("create", s.error().message);  // an unknown format or -o option
+    }
     if (!s) Fail("create", s.error().ToString());
+    if (Status c = file->Commit(); !c) Fail("create", c.error().message);
     OpenOptions ro;
     ro.read_only = true;
     auto dev = OpenImage(args->file, ro);
     if (!dev) Fail("create", "created, but cannot open it: " + dev.error().ToString());
     const uint64_t actual = (*dev)->geometry().size_bytes;
-    fmt::print("Created '{}': format {}, virtual size {} ({} bytes){}\n", args->file, args->format,
+    fmt::print("Created '{}': format {}, virtual size {} ({} bytes){}\n", args->file, format,
                FormatSize(actual), actual,
                actual != *size && *size != 0 ? fmt::format(", {} requested", *size) : "");
   });

@@ -16,6 +16,7 @@
 #include "analysis/space/space_replay.h"
 #include "analysis/space/space_scan.h"
 #include "tools/space_output.h"
+#include "tools/usage.h"
 
 namespace vstack::cli {
 namespace {
@@ -47,18 +48,12 @@ Result<SpaceOptions> Options(const SpaceArgs& a) {
                      "--grain " + a.grain + ": not a power of two from 4K to 64K");
   }
   o.grain = static_cast<uint32_t>(*grain);
-  if (a.dedup != "on" && a.dedup != "off") {
-    return MakeError(Errc::kInvalidArgument, "--dedup must be on or off, not '" + a.dedup + "'");
-  }
   o.dedup = a.dedup == "on";
   VSTACK_RETURN_IF_ERROR(ParseCodec(a.codec, &o));
   auto rule = ParseSizeRule(a.rule);
   if (!rule) return Annotate(std::move(rule).error(), "--rule");
   o.rule = *rule;
   VSTACK_RETURN_IF_ERROR(ParseProtection(a.protection, &o));
-  if (a.checksum != "on" && a.checksum != "off") {
-    return MakeError(Errc::kInvalidArgument, "--checksum must be on or off, not '" + a.checksum + "'");
-  }
   o.checksum = a.checksum == "on";
   o.mode = a.mode == "replay" ? SpaceOptions::Mode::kReplay : SpaceOptions::Mode::kScan;
   o.threads = a.threads;
@@ -67,7 +62,19 @@ Result<SpaceOptions> Options(const SpaceArgs& a) {
 
 void Run(const SpaceArgs& a) {
   auto o = Options(a);
-  if (!o) Fail("space", o.error().message);
+  if (!o) FailUsage("space", o.error().message);
+  // groups=N with N >= the images is per-image scope: said in a note (stderr, or JSON "notes").
+  std::string note;
+  if (o->scope == SpaceOptions::Scope::kGroups && o->groups > 1 &&
+      o->groups >= a.images.size()) {
+    note = fmt::format(
+        "--scope groups={} with {} image{} puts every image in a group of its own, which is the "
+        "same as --scope image",
+        o->groups, a.images.size(), a.images.size() == 1 ? "" : "s");
+    if (a.output != OutputFormat::kJson) {
+      std::fprintf(stderr, "vstack space: note: %s\n", note.c_str());
+    }
+  }
   auto images = OpenSpaceImages(a.images, o->grain);
   if (!images) Fail("space", images.error().ToString());
   uint64_t total = 0;
@@ -78,6 +85,9 @@ void Run(const SpaceArgs& a) {
                                    ? ScanImages(*images, *o, on_bytes)
                                    : ReplayImages(*images, *o, a.replay_dir, on_bytes);
   progress.Finish();
+  if (!counts && counts.error().code == make_error_code(Errc::kInvalidArgument)) {
+    FailUsage("space", counts.error().message);  // options that do not go together
+  }
   if (!counts) Fail("space", counts.error().ToString());
   const SpaceReport report = BuildReport(*counts, *o);
   if (!a.svg.empty()) {
@@ -86,7 +96,9 @@ void Run(const SpaceArgs& a) {
     if (!f) Fail("space", "cannot write '" + a.svg + "'");
   }
   if (a.output == OutputFormat::kJson) {
-    fmt::print("{}\n", SpaceJson(report, *o, *images).dump(2));
+    nlohmann::json j = SpaceJson(report, *o, *images);
+    j["notes"] = note.empty() ? nlohmann::json::array() : nlohmann::json::array({note});
+    fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}", SpaceText(report, *o, images->size()));
   }
@@ -104,7 +116,7 @@ void AddSpaceCommand(CLI::App& app) {
                                        "groups: image i goes to group i mod N)")
       ->default_str("global");
   cmd->add_option("--grain", a->grain, "dedup and compression grain, 4K to 64K")->default_str("4K");
-  cmd->add_option("--dedup", a->dedup, "deduplicate: on or off")->default_str("on");
+  Choices(cmd->add_option("--dedup", a->dedup, "deduplicate (default: on)"), {"on", "off"});
   cmd->add_option("--codec", a->codec, "compression: zstd:LEVEL or none")->default_str("zstd:1");
   cmd->add_option("--rule", a->rule, "stored size of a compressed grain: vsan-osa, sector, "
                                      "packed or min-saving=P")
@@ -112,18 +124,20 @@ void AddSpaceCommand(CLI::App& app) {
   cmd->add_option("--protection", a->protection,
                   "none, raid1 (2x), ftt2 (3x), raid5 (3+1), raid6 (4+2)")
       ->default_str("raid1");
-  cmd->add_option("--checksum", a->checksum, "count 5 bytes of checksum per 4 KiB stored (vSAN)")
-      ->default_str("on");
-  cmd->add_option("--mode", a->mode, "scan: hash and compress without writing; replay: write "
-                                     "through real dedup and zstd layers")
-      ->check(CLI::IsMember({"scan", "replay"}))
-      ->default_str("scan");
+  Choices(cmd->add_option("--checksum", a->checksum,
+                          "count 5 bytes of checksum per 4 KiB stored, like vSAN (default: on)"),
+          {"on", "off"});
+  Choices(cmd->add_option("--mode", a->mode,
+                          "scan (default): hash and compress without writing; replay: write "
+                          "through real dedup and zstd layers"),
+          {"scan", "replay"});
   cmd->add_option("--replay-dir", a->replay_dir,
                   "replay onto sparse files in this directory instead of memory");
   cmd->add_option("--svg", a->svg, "also write a waterfall chart to this SVG file");
-  cmd->add_option("--progress", a->progress, "progress bar on stderr: auto, on, off")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
-      ->default_str("auto");
+  Choices(cmd->add_option("--progress", a->progress,
+                          "progress bar on stderr (default: auto, on when stderr is a terminal "
+                          "and the images hold 256 MiB or more)"),
+          {"auto", "on", "off"});
   cmd->add_option("--threads", a->threads, "worker threads (default: one per CPU)");
   AddOutputOption(cmd, &a->output);
   cmd->callback([a] { Run(*a); });

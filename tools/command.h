@@ -24,6 +24,9 @@ const std::vector<CommandRegistration>& AllCommands();
 [[noreturn]] void Exit(int code);
 // Prints "vstack <command>: <message>" to stderr and exits with `code`.
 [[noreturn]] void Fail(const std::string& command, const std::string& message, int code = 1);
+// Fail() for a bad command line (a bad flag or value): exits with UsageExitCode(command), 2
+// (tools/usage.h has the policy).
+[[noreturn]] void FailUsage(const std::string& command, const std::string& message);
 
 }  // namespace vstack::cli
 

@@ -16,6 +16,8 @@ void AddCommitCommand(CLI::App& app);
 void AddRebaseCommand(CLI::App& app);
 void AddSpaceCommand(CLI::App& app);
 void AddServeCommand(CLI::App& app);
+void AddHelpCommand(CLI::App& app);
+void AddCompletionCommand(CLI::App& app);
 
 const std::vector<CommandRegistration>& AllCommands() {
   static const std::vector<CommandRegistration> kCommands = {
@@ -32,6 +34,8 @@ const std::vector<CommandRegistration>& AllCommands() {
       {"rebase", &AddRebaseCommand},
       {"space", &AddSpaceCommand},
       {"serve", &AddServeCommand},
+      {"help", &AddHelpCommand},
+      {"completion", &AddCompletionCommand},
   };
   return kCommands;
 }

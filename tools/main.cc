@@ -3,6 +3,7 @@
 
 #include "lib/version.h"
 #include "tools/command.h"
+#include "tools/usage.h"
 
 namespace vstack::cli {
 
@@ -13,6 +14,10 @@ void Fail(const std::string& command, const std::string& message, int code) {
   Exit(code);
 }
 
+void FailUsage(const std::string& command, const std::string& message) {
+  Fail(command, message, UsageExitCode(command));
+}
+
 }  // namespace vstack::cli
 
 int main(int argc, char** argv) {
@@ -21,13 +26,28 @@ int main(int argc, char** argv) {
                "and measure their space savings.",
                "vstack"};
   app.set_version_flag("--version", std::string("vstack ") + vstack::Version());
-  app.require_subcommand(1);
-  app.footer("Stack specs: see `vstack layers` and docs/stack-spec.md.");
+  app.require_subcommand(0, 1);
   for (const auto& c : vstack::cli::AllCommands()) c.add(app);
+  const std::string exit_status =
+      "Exit status: 0 success, 1 error, 2 usage error (unknown command or option, bad value). "
+      "check: 0 clean, 1 the check failed or a usage error, 2 corrupt, 3 leaks only. compare: 0 "
+      "identical, 1 different, 2 error. bench: 130 when interrupted.";
+  for (CLI::App* sub : app.get_subcommands({})) {
+    const std::string own = sub->get_footer();
+    sub->footer(own.empty() ? exit_status : own + "\n\n" + exit_status);
+  }
+  app.footer(
+      "`vstack help COMMAND` (or `vstack COMMAND --help`) shows a command's options. Stack specs: "
+      "see `vstack layers` and docs/stack-spec.md.\n\n" +
+      exit_status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return vstack::cli::ReportParseError(app, e);
+  }
+  if (app.get_subcommands().empty()) {
+    std::fprintf(stderr, "vstack: a command is required\nTry `vstack help` for usage.\n");
+    return vstack::cli::kExitUsage;
   }
   return 0;
 }

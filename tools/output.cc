@@ -5,15 +5,18 @@
 #include <algorithm>
 
 #include "lib/size.h"
+#include "tools/usage.h"
 
 namespace vstack::cli {
 
 void AddOutputOption(CLI::App* cmd, OutputFormat* format) {
-  static const std::map<std::string, OutputFormat> kMap = {{"text", OutputFormat::kText},
-                                                           {"json", OutputFormat::kJson}};
-  cmd->add_option("--output", *format, "output format: text or json")
-      ->transform(CLI::CheckedTransformer(kMap, CLI::ignore_case))
-      ->default_str("text");
+  Choices(cmd->add_option_function<std::string>(
+              "--output",
+              [format](const std::string& v) {
+                *format = v == "json" ? OutputFormat::kJson : OutputFormat::kText;
+              },
+              "output format (default: text)"),
+          {"text", "json"});
 }
 
 TextTable::TextTable(std::vector<std::string> header, std::vector<bool> numeric)

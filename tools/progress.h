@@ -1,11 +1,14 @@
 // A progress bar on stderr for long-running commands: "scan  45% |#########         | 1.2 GiB
-// of 2.6 GiB  180 MiB/s  ETA 8s". Add() is thread-safe and cheap; the bar is redrawn at most
-// five times a second, by whichever thread crosses the interval.
+// of 2.6 GiB  180 MiB/s  ETA 8s", or in a unit of its own: "move  40% |...| 2 of 5 blocks
+// 1 blocks/s". The total is fixed when the bar is made; Add() and Set() are thread-safe and
+// cheap; the bar is redrawn at most five times a second, by whichever thread crosses the
+// interval. Finish() draws the final state: a caller that counted all its work ends at 100%.
 #ifndef VSTACK_TOOLS_PROGRESS_H_
 #define VSTACK_TOOLS_PROGRESS_H_
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <mutex>
 #include <string>
 
@@ -13,13 +16,16 @@ namespace vstack::cli {
 
 class Progress {
  public:
-  // A disabled bar does nothing. `total` is in bytes.
-  Progress(std::string label, uint64_t total, bool enabled);
+  // A disabled bar does nothing. `unit` names what is counted ("blocks"); empty means bytes,
+  // shown as sizes. The bar is drawn on `out`.
+  Progress(std::string label, uint64_t total, bool enabled, std::string unit = "",
+           std::FILE* out = stderr);
   ~Progress() { Finish(); }
 
-  void Add(uint64_t bytes);
-  // Sets the absolute position (and the total, for work whose size is learnt as it goes).
-  void Update(uint64_t done, uint64_t total);
+  // Counts `n` more units done.
+  void Add(uint64_t n);
+  // Sets the units done so far.
+  void Set(uint64_t done);
   // Draws the final state and ends the line (once).
   void Finish();
 
@@ -27,11 +33,15 @@ class Progress {
   static bool Wanted(const std::string& mode, uint64_t total);
 
  private:
+  void MaybeDraw(uint64_t done);
   void Draw(uint64_t done, bool final);
+  std::string Amount(uint64_t n) const;
 
   const std::string label_;
-  std::atomic<uint64_t> total_;
+  const uint64_t total_;
   const bool enabled_;
+  const std::string unit_;
+  std::FILE* const out_;
   const uint64_t start_ns_;
   std::atomic<uint64_t> done_{0};
   std::atomic<uint64_t> next_draw_ns_{0};

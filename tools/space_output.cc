@@ -24,7 +24,8 @@ std::string ScopeName(const SpaceOptions& o) {
 }
 
 std::string Codec(const SpaceOptions& o) {
-  return o.compress ? "zstd:" + std::to_string(o.level) + " rule " + FormatSizeRule(o.rule) : "none";
+  return o.compress ? "zstd:" + std::to_string(o.level) + ", rule " + FormatSizeRule(o.rule)
+                    : "none";
 }
 
 std::string Escape(const std::string& s) {
@@ -114,22 +115,31 @@ uint64_t TickStep(uint64_t max) {
 
 }  // namespace
 
+SpaceChartScale ChartScale(const SpaceReport& r, int plot_height) {
+  SpaceChartScale sc;
+  // Scale to the largest step after "provisioned", and cut the provisioned bar only when drawn
+  // to scale it would crush the others below a third of the plot.
+  uint64_t largest = 1;
+  for (size_t i = 1; i < r.steps.size(); ++i) largest = std::max(largest, r.steps[i].bytes);
+  const uint64_t provisioned = r.steps.empty() ? 0 : r.steps[0].bytes;
+  sc.cut = provisioned > largest * 3;
+  if (!sc.cut) largest = std::max(largest, provisioned);
+  sc.step = TickStep(largest);
+  sc.max = (largest + sc.step - 1) / sc.step * sc.step + sc.step / 2;  // headroom for labels
+  // A cut bar stops 28 px below the top, so its labels fit above it; the axis has no tick above
+  // that, so it never claims a value for the cut part. Uncut bars end below it (the headroom).
+  sc.clip = sc.cut ? static_cast<uint64_t>(double(sc.max) * (1.0 - 28.0 / plot_height)) : sc.max;
+  return sc;
+}
+
 std::string SpaceSvg(const SpaceReport& r, const SpaceOptions& o, size_t images) {
   const int W = 960, H = 540, left = 90, right = 30, top = 80, bottom = 120;
   const int plot_h = H - top - bottom;
   const size_t n = r.steps.size();
   const double slot = double(W - left - right) / double(n);
   const double bar_w = slot * 0.62;
-  // Scale to the largest step after "provisioned"; a provisioned bar far above is cut off.
-  uint64_t largest = 1;
-  for (size_t i = 1; i < n; ++i) largest = std::max(largest, r.steps[i].bytes);
-  const bool cut = r.steps[0].bytes > largest * 5 / 4;
-  if (!cut) largest = std::max(largest, r.steps[0].bytes);
-  const uint64_t step = TickStep(largest);
-  const uint64_t max = (largest + step - 1) / step * step + step / 2;  // headroom for labels
-  // A cut bar (provisioned, and the saving of the step after it) stops 28 px below the top, so
-  // its labels fit above it.
-  const uint64_t clip = static_cast<uint64_t>(double(max) * (1.0 - 28.0 / plot_h));
+  const SpaceChartScale scale = ChartScale(r, plot_h);
+  const uint64_t step = scale.step, max = scale.max, clip = scale.clip;
   auto y = [&](uint64_t b) { return top + plot_h - double(std::min(b, clip)) / double(max) * plot_h; };
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
@@ -138,7 +148,7 @@ std::string SpaceSvg(const SpaceReport& r, const SpaceOptions& o, size_t images)
       "<text x=\"{}\" y=\"30\" font-size=\"20\" font-weight=\"bold\">vstack space: savings factor by "
       "factor</text>\n<text x=\"{}\" y=\"52\" font-size=\"12\" fill=\"#444\">{}</text>\n",
       W, H, W, H, left, left, Escape(DescribeSpaceRun(o, images)));
-  for (uint64_t b = 0; b <= max; b += step) {
+  for (uint64_t b = 0; b <= clip; b += step) {  // no tick where a cut bar is cut
     const double yy = y(b);
     s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e3e3e3\"/>\n"
                      "<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\" "

@@ -13,12 +13,21 @@
 
 namespace vstack::cli {
 
-// "8 images, scope global, grain 4 KiB, dedup on, zstd:1 rule vsan-osa, RAID-1..., scan".
+// "8 images, scope global, grain 4 KiB, dedup on, codec zstd:1, rule vsan-osa, RAID-1..., scan".
 std::string DescribeSpaceRun(const SpaceOptions& o, size_t images);
 
 std::string SpaceText(const SpaceReport& r, const SpaceOptions& o, size_t images);
 nlohmann::json SpaceJson(const SpaceReport& r, const SpaceOptions& o,
                          const std::vector<SpaceImage>& images);
+// The chart's vertical axis: ticks every `step` bytes up to `clip`, the plot's top at `max`.
+// The provisioned bar is cut (drawn up to `clip` with a zigzag) only when it is over 3x every
+// other bar; then no tick is above `clip`. Uncut, every bar and its label fit under `max`.
+struct SpaceChartScale {
+  uint64_t step = 0, max = 0, clip = 0;
+  bool cut = false;
+};
+SpaceChartScale ChartScale(const SpaceReport& r, int plot_height);
+
 // A waterfall: one bar per step, the change from the previous step drawn on top of it.
 std::string SpaceSvg(const SpaceReport& r, const SpaceOptions& o, size_t images);
 

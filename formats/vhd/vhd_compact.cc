@@ -20,8 +20,7 @@ struct Range {
 
 class Compactor {
  public:
-  Compactor(BlockDevice& file, VhdImage img,
-            const std::function<void(uint64_t, uint64_t)>& progress)
+  Compactor(BlockDevice& file, VhdImage img, const CompactProgress& progress)
       : file_(file),
         io_(file),
         img_(std::move(img)),
@@ -38,7 +37,6 @@ class Compactor {
       if (img_.bat[i] != kUnallocated) allocated.push_back(i);
     }
     report_.blocks_before = allocated.size();
-    total_ = allocated.size();
     VSTACK_RETURN_IF_ERROR(FreeZeroBlocks(allocated));
     VSTACK_RETURN_IF_ERROR(MoveBlocks());
     VSTACK_RETURN_IF_ERROR(Truncate());
@@ -84,10 +82,11 @@ class Compactor {
 
   Status FreeZeroBlocks(const std::vector<uint32_t>& allocated) {
     std::vector<uint32_t> freed;
+    uint64_t scanned = 0;
     for (uint32_t i : allocated) {
       VSTACK_RETURN_IF_ERROR(ReadBlock(At(i)));
       if (ReadsZero()) freed.push_back(i);
-      progress_(++done_, total_);
+      progress_(CompactStage::kScan, ++scanned, allocated.size());
     }
     for (uint32_t i : freed) img_.bat[i] = kUnallocated;
     uint64_t last_sector = UINT64_MAX;
@@ -121,10 +120,15 @@ class Compactor {
       if (r.start > cursor) holes.push_back({cursor, r.start, 0});
       cursor = std::max(cursor, r.end);
     }
-    total_ += blocks.size();
+    // Plan every move first, so that the move stage knows its total.
+    struct Move {
+      uint64_t from, to;
+      uint32_t index;
+    };
+    std::vector<Move> moves;
     size_t g = 0;
     for (size_t j = blocks.size(); j-- > 0;) {
-      Range& b = blocks[j];
+      const Range& b = blocks[j];
       uint64_t pos = 0;
       while (g < holes.size() && holes[g].start < b.start) {
         const uint64_t aligned = PlaceBlock(holes[g].start, bm_);
@@ -139,15 +143,18 @@ class Compactor {
         ++g;
       }
       if (g >= holes.size() || holes[g].start >= b.start || pos + block_bytes_ > b.start) break;
-      VSTACK_RETURN_IF_ERROR(ReadBlock(b.start));
-      VSTACK_RETURN_IF_ERROR(Io(io_.Write(pos, buf_.span()), "copying a block", pos));
-      VSTACK_RETURN_IF_ERROR(Flush());
-      img_.bat[b.index] = static_cast<uint32_t>(pos / kSectorSize);
-      VSTACK_RETURN_IF_ERROR(WriteBatSector(b.index));
-      VSTACK_RETURN_IF_ERROR(Flush());
+      moves.push_back({b.start, pos, b.index});
       holes[g].start = pos + block_bytes_;
+    }
+    for (const Move& m : moves) {
+      VSTACK_RETURN_IF_ERROR(ReadBlock(m.from));
+      VSTACK_RETURN_IF_ERROR(Io(io_.Write(m.to, buf_.span()), "copying a block", m.to));
+      VSTACK_RETURN_IF_ERROR(Flush());
+      img_.bat[m.index] = static_cast<uint32_t>(m.to / kSectorSize);
+      VSTACK_RETURN_IF_ERROR(WriteBatSector(m.index));
+      VSTACK_RETURN_IF_ERROR(Flush());
       ++report_.blocks_moved;
-      progress_(++done_, total_);
+      progress_(CompactStage::kMove, report_.blocks_moved, moves.size());
     }
     return OkStatus();
   }
@@ -171,18 +178,16 @@ class Compactor {
   BlockDevice& file_;
   SyncIo io_;
   VhdImage img_;
-  const std::function<void(uint64_t, uint64_t)>& progress_;
+  const CompactProgress& progress_;
   const uint32_t bm_, bs_;
   const uint64_t block_bytes_;
   AlignedBuffer buf_;
   CompactReport report_;
-  uint64_t done_ = 0, total_ = 0;
 };
 
 }  // namespace
 
-Result<CompactReport> CompactImage(BlockDevice& file,
-                                   const std::function<void(uint64_t, uint64_t)>& progress) {
+Result<CompactReport> CompactImage(BlockDevice& file, const CompactProgress& progress) {
   VSTACK_ASSIGN_OR_RETURN(VhdImage img, LoadImage(file, /*lenient=*/false));
   if (!img.is_dynamic()) {
     return MakeError(Errc::kNotSupported,

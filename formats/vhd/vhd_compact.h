@@ -23,11 +23,17 @@ struct CompactReport {
   uint64_t file_size_after = 0;
 };
 
+// The two stages of a compaction, in order: every allocated block is read to find the all-zero
+// ones, then blocks at the end of the file are moved into holes.
+enum class CompactStage { kScan, kMove };
+// `progress(stage, done, total)`: `done` of the stage's `total` blocks (fixed for the stage)
+// are scanned or moved; the last call of a stage has done == total.
+using CompactProgress = std::function<void(CompactStage stage, uint64_t done, uint64_t total)>;
+
 // Compacts the dynamic VHD held by `file` (the device below a vhd layer, with no vhd layer
 // open on it). Refuses images with corruption (run `vstack check -r all` first) and fixed
-// images. `progress(done, total)` is called as blocks are scanned and moved.
-Result<CompactReport> CompactImage(BlockDevice& file,
-                                   const std::function<void(uint64_t, uint64_t)>& progress);
+// images.
+Result<CompactReport> CompactImage(BlockDevice& file, const CompactProgress& progress);
 
 }  // namespace vstack::vhd
 

@@ -234,7 +234,7 @@ void DynamicQueue::ReadRuns(Piece* p) {
   // Every run may become one I/O: hold one unit per run beyond the piece's own, and give back
   // those of runs answered without I/O.
   const auto runs = static_cast<uint32_t>(runs_.size());
-  if (runs > 1) p->req->pending.fetch_add(runs - 1, std::memory_order_relaxed);
+  if (runs > 1) p->req->done.Add(runs - 1);
   for (const Run& run : runs_) {
     if (run.set) {
       IssueData(p, entry, run.first, run.count);

@@ -65,7 +65,7 @@ TEST_F(VhdCli, CreateRejectsBadOptionsAndExistingFiles) {
   };
   for (const Case& c : cases) {
     CommandResult r = RunVstack("create -f vhd " + c.args + " " + F("x.vhd") + " 1G");
-    EXPECT_EQ(r.status, 1) << c.args;
+    EXPECT_EQ(r.status, 2) << c.args;  // a usage error (docs/cli.md)
     EXPECT_NE(r.output.find(c.needle), std::string::npos) << c.args << ": " << r.output;
     EXPECT_EQ(FileSize(F("x.vhd")), 0u) << "nothing created";
   }
@@ -76,7 +76,8 @@ TEST_F(VhdCli, CreateRejectsBadOptionsAndExistingFiles) {
   EXPECT_EQ(VhdProps(F("big.vhd"))["virtual_size"], 3ull << 40);
   CommandResult again = RunVstack("create -f vhd " + F("big.vhd") + " 1G");
   EXPECT_EQ(again.status, 1);
-  EXPECT_NE(again.output.find("File exists"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("exists; add --overwrite to replace it"), std::string::npos)
+      << again.output;
   CommandResult help = Ok("create -f vhd -o help");
   EXPECT_NE(help.output.find("force_size="), std::string::npos);
 }
@@ -133,10 +134,11 @@ TEST_F(VhdCli, ConvertBetweenRawFixedAndDynamicSkippingZeroBlocks) {
   Ok("convert " + F("src.raw") + " vhd+file:" + F("spec.vhd"));
   Ok("compare " + F("src.raw") + " " + F("spec.vhd"));
   CommandResult mixed = RunVstack("convert -O vhd " + F("src.raw") + " vhd+file:" + F("spec.vhd"));
-  EXPECT_EQ(mixed.status, 1) << mixed.output;
+  EXPECT_EQ(mixed.status, 2) << mixed.output;  // a usage error
   CommandResult exists = RunVstack("convert -O vhd " + F("src.raw") + " " + F("dyn.vhd"));
   EXPECT_EQ(exists.status, 1);
-  EXPECT_NE(exists.output.find("File exists"), std::string::npos) << exists.output;
+  EXPECT_NE(exists.output.find("exists; add --overwrite to replace it"), std::string::npos)
+      << exists.output;
 }
 
 TEST_F(VhdCli, CompareSaysWhereContentDiffers) {

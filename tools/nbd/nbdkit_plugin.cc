@@ -14,9 +14,9 @@
 // layer set up at open (threads, locks) is lost across fork.
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
-
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -87,7 +87,18 @@ IoFlags ToIoFlags(uint32_t flags) {
 
 int OpenExport() {
   auto opened = NbdExport::Open(g_config.spec, g_config.read_only);
-  if (!opened) return Fail(opened.error());
+  if (!opened) {
+    Fail(opened.error());
+    const std::error_code ec = opened.error().code;
+    const bool not_writable = ec == std::errc::permission_denied ||
+                              ec == std::errc::read_only_file_system ||
+                              ec == std::errc::operation_not_permitted;
+    if (not_writable && !g_config.read_only) {
+      nbdkit_error("the stack cannot be opened for writing; to serve it read-only, add %s",
+                   g_config.uri.empty() ? "readonly=on" : "--read-only to vstack serve");
+    }
+    return -1;
+  }
   g_export = opened->release();
   return 0;
 }
@@ -190,8 +201,18 @@ int AfterFork() {
   return 0;
 }
 
+// The Unix socket `vstack serve --socket PATH` listens on (from its uri=), or "".
+std::string SocketPath() {
+  const std::string prefix = "nbd+unix:///?socket=";
+  return g_config.uri.rfind(prefix, 0) == 0 ? g_config.uri.substr(prefix.size()) : "";
+}
+
 void Cleanup() {
   if (g_export == nullptr) return;
+  // A clean stop leaves no socket file behind (nbdkit does not remove it).
+  if (const std::string socket = SocketPath(); !socket.empty() && ::unlink(socket.c_str()) != 0) {
+    nbdkit_debug("unlink %s: %m", socket.c_str());
+  }
   const Status closed = g_export->Close();
   if (!closed) Fail(closed.error());
   const double seconds =

@@ -1,0 +1,58 @@
+// `vstack serve` as a command: a file it cannot write gets nbdkit's error and the way out
+// (--read-only); a clean stop leaves no socket file behind; SIGTERM stops an idle server at once.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include "tests/nbd/server_process.h"
+#include "tests/testing/test_util.h"
+
+namespace vstack {
+namespace {
+
+using testing::CommandResult;
+using testing::RunCommand;
+using testing::TempDir;
+
+// A file this process can read but not write: as root, by serving it as user nobody.
+TEST(ServeCli, AnUnwritableFileSaysToUseReadOnly) {
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  const std::string img = dir.File("ro.img");
+  testing::WriteFile(img, 1 << 20, 0);
+  ASSERT_EQ(::chmod(img.c_str(), 0444), 0);
+  std::string as_user;
+  if (::geteuid() == 0) {
+    ASSERT_TRUE(testing::HaveProgram("setpriv"));  // util-linux
+    as_user = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+  }
+  const std::string serve = std::string(VSTACK_CLI) + " serve --socket " + dir.File("s.sock");
+  CommandResult r = RunCommand(as_user + serve + " " + img);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("Permission denied"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("to serve it read-only, add --read-only to vstack serve"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.File("s.sock")));
+}
+
+TEST(ServeCli, ACleanStopRemovesTheSocketFile) {
+  TempDir dir;
+  for (int sig : {SIGTERM, SIGINT}) {
+    auto server = testing::StartVstackServe(dir.path(), "memory:1M");
+    ASSERT_TRUE(server);
+    ASSERT_TRUE(std::filesystem::exists(testing::ServeSocket(dir.path())));
+    EXPECT_EQ(server->Stop(sig), 0) << server->Log();
+    EXPECT_FALSE(std::filesystem::exists(testing::ServeSocket(dir.path())))
+        << "signal " << sig << " left the socket behind\n"
+        << server->Log();
+  }
+}
+
+}  // namespace
+}  // namespace vstack

@@ -1,0 +1,117 @@
+// qemu-img's habits in vstack's image commands: -f names a source format, vpc is vhd, compare -s
+// is strict about sizes, and an existing destination is refused with the way to proceed
+// (--overwrite), which replaces it only once the new image is complete.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/testing/test_util.h"
+
+namespace vstack {
+namespace {
+
+using testing::CommandResult;
+using testing::RunVstack;
+using testing::TempDir;
+
+bool Has(const CommandResult& r, const std::string& text) {
+  return r.output.find(text) != std::string::npos;
+}
+
+TEST(QemuHabits, VpcIsVhdForCreateAndConvert) {
+  TempDir dir;
+  const std::string vpc = dir.File("a.vhd");
+  CommandResult c = RunVstack("create -f vpc " + vpc + " 4M");
+  ASSERT_EQ(c.status, 0) << c.output;
+  EXPECT_TRUE(Has(c, "format vhd")) << c.output;
+  EXPECT_TRUE(Has(RunVstack("info " + vpc), "[0] vhd"));
+  const std::string out = dir.File("b.vhd");
+  CommandResult v = RunVstack("convert -O vpc " + vpc + " " + out);
+  ASSERT_EQ(v.status, 0) << v.output;
+  EXPECT_TRUE(Has(RunVstack("info " + out), "[0] vhd"));
+}
+
+TEST(QemuHabits, ConvertDashFNamesTheSourceFormat) {
+  TempDir dir;
+  const std::string vhd = dir.File("a.vhd");
+  ASSERT_EQ(RunVstack("create -f vhd " + vhd + " 4M").status, 0);
+  // -f raw copies the VHD file itself (footer and all), not its virtual disk.
+  CommandResult raw = RunVstack("convert -f raw " + vhd + " " + dir.File("file.raw"));
+  ASSERT_EQ(raw.status, 0) << raw.output;
+  EXPECT_EQ(std::filesystem::file_size(dir.File("file.raw")), std::filesystem::file_size(vhd));
+  CommandResult as_vhd = RunVstack("convert -f vpc " + vhd + " " + dir.File("disk.raw"));
+  ASSERT_EQ(as_vhd.status, 0) << as_vhd.output;
+  EXPECT_GE(std::filesystem::file_size(dir.File("disk.raw")), 4u << 20);  // CHS-rounded up
+  // A raw file is not a VHD: -f vhd must not pass it off as one.
+  testing::WriteFile(dir.File("plain.raw"), 1 << 20, 0);
+  CommandResult wrong = RunVstack("convert -f vhd " + dir.File("plain.raw") + " " + dir.File("x"));
+  EXPECT_EQ(wrong.status, 1) << wrong.output;
+  CommandResult unknown = RunVstack("convert -f qcow2 " + vhd + " " + dir.File("y"));
+  EXPECT_EQ(unknown.status, 2) << unknown.output;
+  EXPECT_TRUE(Has(unknown, "unknown image format 'qcow2'")) << unknown.output;
+  CommandResult spec = RunVstack("convert -f raw memory:1M " + dir.File("z"));
+  EXPECT_EQ(spec.status, 2) << spec.output;
+}
+
+TEST(QemuHabits, CompareStrictRefusesDifferentSizes) {
+  TempDir dir;
+  testing::WriteFile(dir.File("a.raw"), 1 << 20, 0);
+  testing::WriteFile(dir.File("b.raw"), 2 << 20, 0);
+  const std::string ab = dir.File("a.raw") + " " + dir.File("b.raw");
+  CommandResult loose = RunVstack("compare " + ab);
+  EXPECT_EQ(loose.status, 0) << loose.output;
+  EXPECT_TRUE(Has(loose, "Warning: Image size mismatch!")) << loose.output;
+  CommandResult strict = RunVstack("compare -s " + ab);
+  EXPECT_EQ(strict.status, 1) << strict.output;
+  EXPECT_TRUE(Has(strict, "Strict mode: Image size mismatch!")) << strict.output;
+  EXPECT_EQ(RunVstack("compare -s " + dir.File("a.raw") + " " + dir.File("a.raw")).status, 0);
+  EXPECT_EQ(RunVstack("compare -f raw -F raw " + ab).status, 0);
+  // A VHD seen as a VHD (zeros) and as raw (its own metadata, shorter than its virtual disk):
+  // the common part differs, not only the extra part.
+  ASSERT_EQ(RunVstack("create -f vpc " + dir.File("a.vhd") + " 4M").status, 0);
+  CommandResult views =
+      RunVstack("compare -f vpc -F raw " + dir.File("a.vhd") + " " + dir.File("a.vhd"));
+  EXPECT_EQ(views.status, 1) << views.output;
+  EXPECT_TRUE(Has(views, "Content mismatch at offset 0!")) << views.output;
+}
+
+TEST(QemuHabits, AnExistingDestinationNeedsOverwrite) {
+  TempDir dir;
+  const std::string src = dir.File("src.raw"), dst = dir.File("dst.raw");
+  testing::WriteFile(src, 1 << 20, 7);
+  std::ofstream(dst) << "keep me";
+  CommandResult refused = RunVstack("convert " + src + " " + dst);
+  EXPECT_EQ(refused.status, 1) << refused.output;
+  EXPECT_TRUE(Has(refused, "vstack convert: '" + dst + "' exists; add --overwrite to replace it"))
+      << refused.output;
+  EXPECT_EQ(std::filesystem::file_size(dst), 7u);
+  // A failure on the way (an unknown -o option) leaves the existing file as it was.
+  CommandResult bad = RunVstack("convert --overwrite -O vhd -o colour=red " + src + " " + dst);
+  EXPECT_NE(bad.status, 0) << bad.output;
+  EXPECT_EQ(std::filesystem::file_size(dst), 7u);
+  CommandResult ok = RunVstack("convert --overwrite " + src + " " + dst);
+  ASSERT_EQ(ok.status, 0) << ok.output;
+  EXPECT_EQ(RunVstack("compare -s " + src + " " + dst).status, 0);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()),
+                          std::filesystem::directory_iterator()),
+            2)
+      << "a temporary file was left behind";
+  CommandResult same = RunVstack("convert --overwrite " + src + " " + src);
+  EXPECT_EQ(same.status, 1) << same.output;
+  EXPECT_TRUE(Has(same, "the same file")) << same.output;
+
+  CommandResult create = RunVstack("create -f vhd " + dst + " 2M");
+  EXPECT_EQ(create.status, 1) << create.output;
+  EXPECT_TRUE(Has(create, "add --overwrite")) << create.output;
+  CommandResult recreate = RunVstack("create -f vhd --overwrite " + dst + " 2M");
+  ASSERT_EQ(recreate.status, 0) << recreate.output;
+  EXPECT_TRUE(Has(RunVstack("info " + dst), "[0] vhd"));
+  CommandResult dir_dst = RunVstack("create --overwrite " + dir.path() + " 1M");
+  EXPECT_EQ(dir_dst.status, 1) << dir_dst.output;
+  EXPECT_TRUE(Has(dir_dst, "not a regular file")) << dir_dst.output;
+}
+
+}  // namespace
+}  // namespace vstack

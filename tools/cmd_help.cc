@@ -1,0 +1,31 @@
+// vstack help [COMMAND]: the same text as `vstack --help` or `vstack COMMAND --help`.
+#include <fmt/format.h>
+
+#include "tools/command.h"
+#include "tools/usage.h"
+
+namespace vstack::cli {
+
+void AddHelpCommand(CLI::App& app) {
+  auto topic = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("help", "Show the options of vstack or of one command");
+  cmd->add_option("command", *topic, "the command to explain");
+  cmd->callback([&app, topic] {
+    if (topic->empty()) {  // app.help() would show the selected subcommand's: this one
+      fmt::print("{}",
+                 app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal));
+      return;
+    }
+    std::vector<std::string> names;
+    for (CLI::App* sub : app.get_subcommands({})) {
+      if (sub->get_name() == *topic) {
+        fmt::print("{}", sub->help(app.get_name()));
+        return;
+      }
+      names.push_back(sub->get_name());
+    }
+    FailUsage("help", "unknown command '" + *topic + "'" + DidYouMean(*topic, names));
+  });
+}
+
+}  // namespace vstack::cli
