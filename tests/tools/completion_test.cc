@@ -38,7 +38,7 @@ class Completion : public ::testing::Test {
 
 TEST_F(Completion, CommandsOptionsAndChoices) {
   EXPECT_EQ(Complete("vstack in"), "info");
-  EXPECT_EQ(Complete("vstack co"), "convert compare compact completion");
+  EXPECT_EQ(Complete("vstack co"), "convert compare compact commit completion");
   EXPECT_EQ(Complete("vstack info --ou"), "--output");
   EXPECT_EQ(Complete("vstack info --output "), "text json");
   EXPECT_EQ(Complete("vstack check -r "), "leaks all");
