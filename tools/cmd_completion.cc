@@ -135,7 +135,7 @@ void AddCompletionCommand(CLI::App& app) {
   cmd->footer(
       "Try it: source <(vstack completion bash). Packages install it as "
       "share/bash-completion/completions/vstack.");
-  cmd->callback([&app] { fmt::print("{}", BashScript(app)); });
+  cmd->callback([&app, shell] { fmt::print("{}", BashScript(app)); });  // shell: the option's storage
 }
 
 }  // namespace vstack::cli
