@@ -50,6 +50,15 @@ foreach(m IN LISTS modules)
   list(APPEND VSTACK_PC_REQUIRES_PRIVATE ${module})
 endforeach()
 list(JOIN VSTACK_PC_REQUIRES_PRIVATE " " VSTACK_PC_REQUIRES_PRIVATE)
+# Libraries found without pkg-config (librbd, librados: absolute paths) go to Libs.private.
+set(VSTACK_PC_LIBS_PRIVATE "-lpthread")
+foreach(d IN LISTS VSTACK_THIRD_PARTY_DEPS)
+  if(IS_ABSOLUTE "${d}")
+    get_filename_component(name "${d}" NAME_WE)
+    string(REGEX REPLACE "^lib" "" name "${name}")
+    string(APPEND VSTACK_PC_LIBS_PRIVATE " -l${name}")
+  endif()
+endforeach()
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/vstack-config.cmake.in
   ${CMAKE_BINARY_DIR}/package/vstack-config.cmake INSTALL_DESTINATION ${VSTACK_CMAKE_DIR})
