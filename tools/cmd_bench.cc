@@ -289,6 +289,9 @@ Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
                        "--size: stack '" + p.name + "' makes its own image and needs a size > 0");
     }
   }
+  if (std::string e = bench::CheckStackSizes(o.stacks, k); !e.empty()) {
+    return MakeError(Errc::kInvalidArgument, e);
+  }
   o.scratch_parent = a.dir;
   if (!a.dir.empty() && access(a.dir.c_str(), W_OK) != 0) {
     return MakeError(Errc::kInvalidArgument, "--dir: '" + a.dir + "' is not a writable directory");
@@ -305,7 +308,9 @@ class ProgressLine {
 
   void Update(const bench::MatrixProgress& p) {
     if (!enabled_) return;
-    std::string line = fmt::format("[round {}/{}] {:<18} {}", p.round + 1, p.rounds, p.stack, p.activity);
+    const std::string round = p.rounds ? fmt::format("{}/{}", p.round + 1, p.rounds)
+                                       : fmt::format("{}, auto", p.round + 1);
+    std::string line = fmt::format("[round {}] {:<18} {}", round, p.stack, p.activity);
     const bool running = p.activity == "running" && p.run.elapsed_s > 0;
     if (running) {
       line += p.run.warming_up ? fmt::format("  {:.1f}/{:.1f} s  warming up", p.run.elapsed_s, p.run.total_s)

@@ -37,7 +37,7 @@ class MatrixRun {
 
   void Report(const StackOutcome& s, int round, const std::string& activity, Progress p = {}) {
     if (!o_.on_progress) return;
-    o_.on_progress(MatrixProgress{round, o_.rounds, s.plan.name, activity, p});
+    o_.on_progress(MatrixProgress{round, o_.auto_rounds ? 0 : o_.rounds, s.plan.name, activity, p});
   }
 
   std::string ImagePath(const StackPlan& p) const { return dir_ + "/" + p.image; }
@@ -202,14 +202,14 @@ class MatrixRun {
 };
 
 // The size check of RunMatrix for one stack that brings its own device; "" when it fits.
-std::string CheckSize(const StackOutcome& s, const WorkloadKnobs& k) {
+std::string CheckSize(const StackPlan& p, const WorkloadKnobs& k) {
   OpenOptions ro;
   ro.read_only = true;
-  auto dev = Open(s.spec, ro);
+  auto dev = Open(p.spec, ro);
   if (!dev) return "";  // the round reports why it cannot be opened
   const uint64_t size = (*dev)->geometry().size_bytes;
   if (k.target_size > size) {
-    return "--size " + FormatSize(k.target_size) + " is larger than stack '" + s.plan.name +
+    return "--size " + FormatSize(k.target_size) + " is larger than stack '" + p.name +
            "' (" + FormatSize(size) + "): every stack must run on the same region; give --size " +
            FormatSize(size) + " or less";
   }
@@ -220,7 +220,7 @@ std::string CheckSize(const StackOutcome& s, const WorkloadKnobs& k) {
     const uint64_t below = d->lower()->geometry().size_bytes;
     const uint64_t room = below > u->metadata_bytes ? below - u->metadata_bytes : 0;
     if (region > room) {
-      return "stack '" + s.plan.name + "': " + d->kind() + " has room for " + FormatSize(room) +
+      return "stack '" + p.name + "': " + d->kind() + " has room for " + FormatSize(room) +
              " of data on the " + FormatSize(below) + " " + d->lower()->kind() + " below it (" +
              FormatSize(u->metadata_bytes) + " hold its metadata), less than the " +
              FormatSize(region) + " the fill writes: give a larger device below or a smaller --size";
@@ -230,6 +230,15 @@ std::string CheckSize(const StackOutcome& s, const WorkloadKnobs& k) {
 }
 
 }  // namespace
+
+std::string CheckStackSizes(const std::vector<StackPlan>& stacks, const WorkloadKnobs& k) {
+  for (const StackPlan& p : stacks) {
+    if (!p.image.empty() || p.spec.find('{') != std::string::npos) continue;
+    if (!MissingComponents(p).empty()) continue;
+    if (std::string e = CheckSize(p, k); !e.empty()) return e;
+  }
+  return "";
+}
 
 std::string FailingLayer(BlockDevice& top) {
   const std::vector<BlockDevice*> layers = StackLayers(top);
@@ -272,12 +281,9 @@ MatrixResult RunMatrix(const MatrixOptions& o) {
     if (!missing.empty()) s.skipped += ", not in this build yet";
     m.stacks.push_back(std::move(s));
   }
-  for (const StackOutcome& s : m.stacks) {
-    if (!s.skipped.empty() || !s.plan.image.empty()) continue;
-    if (std::string e = CheckSize(s, o.knobs); !e.empty()) {
-      m.error = e;
-      return m;
-    }
+  if (std::string e = CheckStackSizes(o.stacks, o.knobs); !e.empty()) {
+    m.error = e;
+    return m;
   }
   m.auto_rounds = o.auto_rounds;
   m.precision_asked = o.precision;

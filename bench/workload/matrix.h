@@ -22,7 +22,7 @@ namespace vstack::bench {
 
 struct MatrixProgress {
   int round = 0;        // 0-based
-  int rounds = 0;
+  int rounds = 0;        // 0 with --rounds auto (not known in advance)
   std::string stack;
   std::string activity;  // "preparing", "running", or the anchor's name
   Progress run;          // while running
@@ -83,12 +83,15 @@ struct MatrixResult {
   std::string rounds_stopped;
 };
 
-// REQUIRES: ValidateKnobs(options.knobs) passed. Before the first round, every stack that
-// brings its own device (a spec, not a preset's image) is opened read-only and checked: its size
-// must hold the target region (--size), so that every stack runs on the same region, and a
-// layer that maps data onto a smaller device below must have room for it. A failure is
-// `error`, and nothing runs.
+// REQUIRES: ValidateKnobs(options.knobs) passed. Before the first round, CheckStackSizes; a
+// failure is `error`, and nothing runs.
 MatrixResult RunMatrix(const MatrixOptions& options);
+
+// Opens every stack that brings its own device (a spec without {dir}, not a preset's image)
+// read-only and checks it: its size must hold the target region (--size), so that every stack
+// runs on the same region, and a layer that maps data onto the device below must have room
+// for the region there. "" when all fit, else what does not and what to do.
+std::string CheckStackSizes(const std::vector<StackPlan>& stacks, const WorkloadKnobs& k);
 
 // "dedup (its data area on memory below: 62 MiB)" for the deepest layer of `top` whose writes
 // failed, or "" when none did: where an out-of-space error comes from.

@@ -217,6 +217,7 @@ TEST(CliBench, CtrlCPrintsPartialResultsAndRemovesTemporaryFiles) {
   EXPECT_NE(text.find("INTERRUPTED"), std::string::npos) << text;
   EXPECT_NE(text.find("Comparison"), std::string::npos) << text;
   EXPECT_NE(text.find("Stack raw - round 1 of 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("passthrough        -  not run (interrupted)"), std::string::npos) << text;
   EXPECT_EQ(Entries(scratch), 0u) << "temporary images left behind";
   auto j = nlohmann::json::parse(Slurp(dir.File("report") + "/report.json"));
   EXPECT_TRUE(j["interrupted"]);

@@ -2,6 +2,7 @@
 // the per-thread Total/Read/Write tables and the percentile table, then the comparison.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -355,7 +356,10 @@ std::string RenderText(const BenchReport& r) {
   for (size_t i = 0; i < r.summary.stacks.size() && i < r.result.stacks.size(); ++i) {
     const StackSummary& s = r.summary.stacks[i];
     for (const RunResult& run : r.result.stacks[i].rounds) {
-      if (run.round == s.median_round) RunDetails(s, run, r.result.rounds_planned, out);
+      // Of the rounds planned, or with --rounds auto of those that ran.
+      const int of = r.result.auto_rounds ? std::max(r.result.rounds_done, run.round + 1)
+                                          : r.result.rounds_planned;
+      if (run.round == s.median_round) RunDetails(s, run, of, out);
     }
   }
   out += RenderComparisonText(r);
