@@ -69,12 +69,4 @@ std::string DescribeRatio(const RatioInterval& r) {
          (r.significant ? "" : ", not significant");
 }
 
-std::string DescribeChange(const RatioInterval& r) {
-  if (r.n == 0) return "n/a";
-  const double e = (r.estimate - 1) * 100;
-  if (!r.has_interval()) return Format("%+.1f%% (1 round, no interval)", e, 0, 0);
-  return Format("%+.1f%% (%+.1f to %+.1f%%)", e, (r.low - 1) * 100, (r.high - 1) * 100) +
-         (r.significant ? "" : ", not significant");
-}
-
 }  // namespace vstack::bench

@@ -45,9 +45,6 @@ std::vector<double> RoundRatios(const std::vector<double>& x, const std::vector<
 // interval)": the form every report prints.
 std::string DescribeRatio(const RatioInterval& r);
 
-// The same interval as a change in percent: "-1.8% (-8.7 to +5.2%), not significant".
-std::string DescribeChange(const RatioInterval& r);
-
 }  // namespace vstack::bench
 VSTACK_PUBLIC_END
 

@@ -76,7 +76,7 @@ TEST(CliBench, AUserNamedImageIsNeverWrittenWithoutAllowWrite) {
   testing::WriteFile(victim, 4 << 20, 0x5a);
   const std::string before = Slurp(victim);
   const std::string run = "bench --quiet --no-report --size 4M --warmup 0 --ios 200 --rounds 1 ";
-  for (const std::string stack : {"file:" + victim, victim, "passthrough+file:" + victim}) {
+  for (const std::string& stack : {"file:" + victim, victim, "passthrough+file:" + victim}) {
     CommandResult r = RunVstack(run + "--stack " + stack);
     EXPECT_EQ(r.status, 2) << stack << "\n" << r.output;
     EXPECT_NE(r.output.find("which it did not create (50% of the requests write)"), std::string::npos)

@@ -1,14 +1,13 @@
 // The statistics of `vstack bench` on synthetic samples, where the truth is known: a real
 // difference is found (and its interval covers it), no difference gives no finding in about 95%
-// of comparisons, and an A/A pair in a matrix summary is judged not significant. Every check
-// counts outcomes over seeded trials; nothing is timed.
+// of comparisons (matrix_test.cc has the A/A pair in a matrix summary). Every check counts
+// outcomes over seeded trials; nothing is timed.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
 #include "bench/workload/paired_stats.h"
-#include "bench/workload/summary.h"
 
 namespace vstack::bench {
 namespace {
@@ -82,60 +81,6 @@ TEST(PairedStats, NoDifferenceGivesNoFindingInAbout95PercentOfComparisons) {
   // machine's drift (30% between rounds) does not inflate it: pairing cancels it.
   EXPECT_GE(findings, trials * 3 / 100);
   EXPECT_LE(findings, trials * 7 / 100);
-}
-
-RunResult Round(int round, double iops, double cpu_s, double p99_us) {
-  RunResult r;
-  r.round = round;
-  r.seconds = 1;
-  r.threads.resize(1);
-  r.threads[0].read.ios = static_cast<uint64_t>(iops);
-  r.threads[0].read.bytes = r.threads[0].read.ios * 4096;
-  for (uint64_t i = 0; i < 100; ++i) r.threads[0].read.latency.Record(static_cast<uint64_t>(p99_us * 1000));
-  r.cpu.wall_s = 1;
-  r.cpu.process_user_s = cpu_s;
-  r.cpu.threads_s = cpu_s;
-  r.cpu.cpus.resize(2);
-  return r;
-}
-
-TEST(PairedStats, AnAAPairInASummaryIsNotSignificantAndTheGapSaysSo) {
-  // raw and an identical copy, in rounds that drift by 2x: every ratio is within noise.
-  MatrixResult m;
-  m.rounds_planned = m.rounds_done = 4;
-  StackOutcome a, b, slow;
-  a.plan.name = "raw";
-  b.plan.name = "raw-copy";
-  slow.plan.name = "slow";
-  const double drift[] = {1.0, 0.5, 1.2, 0.8};
-  const double noise_a[] = {1.01, 0.99, 1.0, 1.02}, noise_b[] = {0.99, 1.01, 1.02, 0.99};
-  for (int r = 0; r < 4; ++r) {
-    a.rounds.push_back(Round(r, 10000 * drift[r] * noise_a[r], 0.5 * drift[r], 100));
-    b.rounds.push_back(Round(r, 10000 * drift[r] * noise_b[r], 0.5 * drift[r], 100));
-    slow.rounds.push_back(Round(r, 7000 * drift[r] * noise_b[r], 0.5 * drift[r], 150));
-  }
-  m.stacks = {a, b, slow};
-  const MatrixSummary s = Summarize(m);
-  ASSERT_EQ(s.stacks.size(), 3u);
-  const StackSummary& copy = s.stacks[1];
-  EXPECT_FALSE(copy.iops_ratio.significant);
-  EXPECT_LT(copy.iops_ratio.low, 1);
-  EXPECT_GT(copy.iops_ratio.high, 1);
-  EXPECT_FALSE(copy.efficiency_ratio.significant);
-  EXPECT_NE(copy.gap.find("no significant difference from raw"), std::string::npos) << copy.gap;
-  EXPECT_NE(copy.gap.find("no significant efficiency overhead"), std::string::npos) << copy.gap;
-  EXPECT_EQ(copy.gap.find("efficiency overhead -"), std::string::npos) << copy.gap;
-  // A 30% loss with the same drift is found, with an interval around 0.7.
-  const StackSummary& sl = s.stacks[2];
-  EXPECT_TRUE(sl.iops_ratio.significant);
-  EXPECT_NEAR(sl.iops_ratio.estimate, 0.7, 0.02);
-  EXPECT_TRUE(sl.p99_ratio.significant);
-  EXPECT_EQ(sl.gap.find("no significant difference"), std::string::npos) << sl.gap;
-  // The precision reached is the widest IOPS half-width of the non-baseline stacks.
-  EXPECT_DOUBLE_EQ(s.precision_reached, std::max(copy.iops_ratio.relative_half_width(),
-                                                 sl.iops_ratio.relative_half_width()));
-  EXPECT_TRUE(PrecisionReached(s, 1.0));
-  EXPECT_FALSE(PrecisionReached(s, 0.001));
 }
 
 }  // namespace

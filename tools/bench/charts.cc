@@ -239,7 +239,7 @@ std::string OverheadSvg(const BenchReport& r) {
                                              : fmt::format("{:.3f}x n.s.", q.estimate);
     svg += Text(std::max(XA(q.estimate), XA(q.high)) + 6, mid + 4, ql, "start", 10);
     const bench::RatioInterval& e = s->efficiency_ratio;
-    const double o = s->overhead_vs_base * 100;
+    const double o = std::fabs(s->overhead_vs_base) < 0.0005 ? 0.0 : s->overhead_vs_base * 100;
     const bool e_sure = s->baseline || e.significant;
     svg += Bar(XB(0), XB(o), y + 5, row - 10, Color(i), e_sure);
     if (e.has_interval() && !s->baseline) svg += Whisker(XB((1 - e.high) * 100), XB((1 - e.low) * 100), mid);

@@ -219,8 +219,10 @@ std::vector<ReportTable> ComparisonTables(const BenchReport& r) {
   auto overhead = [](const StackSummary& s) {
     const bench::RatioInterval& e = s.efficiency_ratio;
     if (e.n == 0) return std::string("n/a");
-    if (!e.has_interval()) return fmt::format("{:.1f}% (1 round)", s.overhead_vs_base * 100);
-    return fmt::format("{:.1f}% ({:.1f} to {:.1f}%){}", s.overhead_vs_base * 100, (1 - e.high) * 100,
+    // Never "-0.0%": a value that rounds to zero prints as 0.0.
+    const double pct = std::fabs(s.overhead_vs_base) < 0.0005 ? 0.0 : s.overhead_vs_base * 100;
+    if (!e.has_interval()) return fmt::format("{:.1f}% (1 round)", pct);
+    return fmt::format("{:.1f}% ({:.1f} to {:.1f}%){}", pct, (1 - e.high) * 100,
                        (1 - e.low) * 100, e.significant ? "" : " n.s.");
   };
   for (const StackSummary& s : sum.stacks) {
