@@ -23,6 +23,7 @@
 #include "bench/workload/summary.h"
 #include "lib/registry.h"
 #include "lib/size.h"
+#include "lib/spec.h"
 #include "tools/bench/foreign_args.h"
 #include "tools/bench/report.h"
 #include "tools/bench/report_dir.h"
@@ -48,7 +49,9 @@ struct BenchArgs {
   uint32_t write_pct = 50, qd = 8, threads = 4, flush_interval = 0, dedupe_pct = 0,
            compress_pct = 0;
   uint64_t ios = 0, seed = 1;
-  int rounds = 3;
+  std::string rounds;  // "": auto for the default matrix, 3 otherwise
+  std::string precision = "2%", max_time = "2m";
+  bool allow_write = false;
   std::string dir, report_dir;
   bool no_report = false, compare_qemu = false, qemu_create = false, compare_fio = false,
        quiet = false;
@@ -153,6 +156,66 @@ Result<std::string> StackOrPath(const std::string& text) {
   return spec;
 }
 
+// --rounds N, or --rounds auto with --precision and --max-time.
+Status ApplyRoundArgs(const BenchArgs& a, bench::MatrixOptions* o) {
+  const bool default_matrix = a.stacks.empty() && a.preset.empty();
+  const std::string rounds = a.rounds.empty() ? (default_matrix ? "auto" : "3") : a.rounds;
+  if (rounds == "auto") {
+    o->auto_rounds = true;
+    o->rounds = 1000;
+    char* end = nullptr;
+    const double p = std::strtod(a.precision.c_str(), &end);
+    if (end == a.precision.c_str() || std::string(end) != "%" || !(p > 0 && p < 100)) {
+      return MakeError(Errc::kInvalidArgument,
+                       "--precision: '" + a.precision + "' is not a percentage such as 2%");
+    }
+    o->precision = p / 100;
+    VSTACK_ASSIGN_OR_RETURN(o->max_time_s, ParseSeconds("--max-time", a.max_time));
+    if (!(o->max_time_s > 0)) {
+      return MakeError(Errc::kInvalidArgument, "--max-time: '" + a.max_time + "' is not > 0");
+    }
+    return OkStatus();
+  }
+  char* end = nullptr;
+  const long n = std::strtol(rounds.c_str(), &end, 10);
+  if (end == rounds.c_str() || *end != 0 || n < 1 || n > 1000) {
+    return MakeError(Errc::kInvalidArgument, "--rounds: '" + rounds + "' is neither auto nor in 1..1000");
+  }
+  o->rounds = static_cast<int>(n);
+  return OkStatus();
+}
+
+// vstack bench writes only into files it creates (issue 11): a stack the user names whose bottom
+// device keeps data (a file, an RBD image...) and that is not a new file is opened read-only
+// when the run only reads, and refused when it would write, unless --allow-write.
+Status CheckWriteTargets(const BenchArgs& a, bench::Prepare prepare, bench::StackPlan* p) {
+  auto parts = ParseSpec(p->spec);
+  if (!parts || parts->empty() || p->spec.find("{dir}") != std::string::npos) return OkStatus();
+  const SpecPart& bottom = parts->back();
+  if (bottom.name == "memory" || bottom.name == "null") return OkStatus();
+  bool create = false;
+  for (const SpecOption& opt : bottom.options) create |= opt.key == "create" && opt.value == "on";
+  const std::string& target = bottom.positional;
+  if (create && !target.empty() && access(target.c_str(), F_OK) != 0) return OkStatus();
+  if (a.allow_write) return OkStatus();
+  const bool fills = prepare == bench::Prepare::kFill || prepare == bench::Prepare::kFresh;
+  if (a.write_pct == 0 && !fills) {
+    p->read_only = true;
+    return OkStatus();
+  }
+  const std::string what = fills ? "--prepare " + std::string(bench::PrepareName(prepare)) +
+                                       " writes all of it"
+                                 : std::to_string(a.write_pct) + "% of the requests write";
+  return MakeError(Errc::kInvalidArgument,
+                   "--stack " + p->name + ": the benchmark would write into '" +
+                       (target.empty() ? p->spec : target) +
+                       "', which it did not create (" + what +
+                       "), and its data would be lost. Nothing was written. Read only with "
+                       "--write-pct 0, benchmark a scratch copy (a preset such as raw, or "
+                       "{dir}/NAME,create=on,size=1G in the spec), or pass --allow-write to "
+                       "overwrite it");
+}
+
 // Every knob checked before anything is created.
 Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
   bench::MatrixOptions o;
@@ -194,10 +257,7 @@ Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
   }
   VSTACK_RETURN_IF_ERROR(ApplySchedulerArgs(a, &k));
   VSTACK_RETURN_IF_ERROR(bench::ValidateKnobs(k));
-  if (a.rounds < 1 || a.rounds > 1000) {
-    return MakeError(Errc::kInvalidArgument, "--rounds: " + std::to_string(a.rounds) + " is not in 1..1000");
-  }
-  o.rounds = a.rounds;
+  VSTACK_RETURN_IF_ERROR(ApplyRoundArgs(a, &o));
 
   bench::BackendChoice backend;
   if (a.backend != "uring" && a.backend != "file") {
@@ -217,6 +277,7 @@ Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
     for (const std::string& text : a.stacks) {
       VSTACK_ASSIGN_OR_RETURN(const std::string s, StackOrPath(text));
       VSTACK_ASSIGN_OR_RETURN(bench::StackPlan p, bench::ResolveStack(s, backend));
+      if (p.image.empty()) VSTACK_RETURN_IF_ERROR(CheckWriteTargets(a, prepare, &p));
       o.stacks.push_back(std::move(p));
     }
   }
@@ -227,6 +288,9 @@ Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
       return MakeError(Errc::kInvalidArgument,
                        "--size: stack '" + p.name + "' makes its own image and needs a size > 0");
     }
+  }
+  if (std::string e = bench::CheckStackSizes(o.stacks, k); !e.empty()) {
+    return MakeError(Errc::kInvalidArgument, e);
   }
   o.scratch_parent = a.dir;
   if (!a.dir.empty() && access(a.dir.c_str(), W_OK) != 0) {
@@ -244,7 +308,9 @@ class ProgressLine {
 
   void Update(const bench::MatrixProgress& p) {
     if (!enabled_) return;
-    std::string line = fmt::format("[round {}/{}] {:<18} {}", p.round + 1, p.rounds, p.stack, p.activity);
+    const std::string round = p.rounds ? fmt::format("{}/{}", p.round + 1, p.rounds)
+                                       : fmt::format("{}, auto", p.round + 1);
+    std::string line = fmt::format("[round {}] {:<18} {}", round, p.stack, p.activity);
     const bool running = p.activity == "running" && p.run.elapsed_s > 0;
     if (running) {
       line += p.run.warming_up ? fmt::format("  {:.1f}/{:.1f} s  warming up", p.run.elapsed_s, p.run.total_s)
@@ -317,8 +383,19 @@ void RunBench(const BenchArgs& args) {
     fmt::print("{}", RenderText(report));
   }
   std::fflush(stdout);
-  if (!args.no_report) {
-    const std::string dir = args.report_dir.empty() ? DefaultReportDir() : args.report_dir;
+  // Errors also go to stderr, whatever the output format.
+  if (!report.result.error.empty()) {
+    std::fprintf(stderr, "vstack bench: %s\n", report.result.error.c_str());
+  }
+  for (const bench::StackSummary& s : report.summary.stacks) {
+    if (!s.error.empty()) std::fprintf(stderr, "vstack bench: %s: %s\n", s.name.c_str(), s.error.c_str());
+  }
+  if (const std::string w = bench::NoiseWarning(report.summary, report.result.precision_asked);
+      report.result.auto_rounds && !w.empty()) {
+    std::fprintf(stderr, "vstack bench: warning: %s\n", w.c_str());
+  }
+  if (!args.report_dir.empty() && !args.no_report) {
+    const std::string dir = args.report_dir;
     if (Status st = WriteReportDir(dir, report); !st) {
       std::fprintf(stderr, "vstack bench: %s\n", st.error().message.c_str());
     } else {
@@ -419,7 +496,18 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--dedupe-pct", a->dedupe_pct, "percent of writes repeating earlier data")->capture_default_str();
   cmd->add_option("--compress-pct", a->compress_pct, "percent of each 4 KiB chunk that compresses away")
       ->capture_default_str();
-  cmd->add_option("--rounds", a->rounds, "interleaved rounds; medians are reported")->capture_default_str();
+  cmd->add_option("--rounds", a->rounds,
+                  "interleaved rounds, or auto: add rounds until every ratio's 95% interval is "
+                  "within --precision or --max-time is spent (at least 3). Default: auto for the "
+                  "default matrix, 3 otherwise");
+  cmd->add_option("--precision", a->precision, "--rounds auto: the interval half-width to reach")
+      ->capture_default_str();
+  cmd->add_option("--max-time", a->max_time, "--rounds auto: the wall-time budget of the run")
+      ->capture_default_str();
+  cmd->add_flag("--allow-write", a->allow_write,
+                "let the workload (and --prepare fill) write into an image or device you name; "
+                "RISK: its data is overwritten. Without it, a named image is only read "
+                "(--write-pct 0) or refused");
   cmd->add_option("--backend", a->backend, "backend of the presets' image files: uring or file")
       ->capture_default_str();
   cmd->add_option("--direct", a->direct, "O_DIRECT for the presets' image files: on or off")->capture_default_str();
@@ -428,9 +516,11 @@ void AddBenchCommand(CLI::App& app) {
                   "round), none")
       ->capture_default_str();
   cmd->add_option("--dir", a->dir, "where temporary images go (default: $TMPDIR or /var/tmp)");
-  cmd->add_option("--report-dir", a->report_dir, "report folder (default: ./vstack-report-DATE-TIME)")
+  cmd->add_option("--report-dir", a->report_dir,
+                  "write the report folder (index.html, report.json, SVG charts) here; none "
+                  "without it")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  cmd->add_flag("--no-report", a->no_report, "do not write the report folder");
+  cmd->add_flag("--no-report", a->no_report, "do not write the report folder (even with --report-dir)");
   cmd->add_flag("--compare-qemu", a->compare_qemu,
                 "also run qemu-img bench on the same image files (raw, vpc) every round");
   cmd->add_flag("--qemu-create", a->qemu_create,

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <optional>
 
@@ -62,17 +63,20 @@ class QemuAnchor final : public Anchor {
       image = job.scratch_dir + "/qemu-fresh-" + std::to_string(job.knobs.seed);
       VSTACK_RETURN_IF_ERROR(job.make_fresh_image(image));
     }
-    const uint64_t ios = std::max<uint64_t>(job.vstack->Total().ios, 1000);
-    const uint64_t writes = ios * k.write_pct / 100, reads = ios - writes;
+    const uint64_t vstack_ios = std::max<uint64_t>(job.vstack->Total().ios, 1000);
+    const uint64_t want_writes = vstack_ios * k.write_pct / 100;
     const uint64_t blocks = std::max<uint64_t>(job.vstack->region_bytes / k.block_size, 1);
     const uint64_t step = k.pattern == AccessPattern::kRandom ? ScatterStride(blocks, k.block_size)
                                                                      : k.block_size;
+    // Bounded by time: each pass gets about vstack's window (at least 1 s) at qemu's own rate,
+    // known from the previous round of this stack or from a short calibration run.
+    const double budget_s = std::max(1.0, k.duration_s);
     AnchorResult out;
     double seconds = 0, cpu = 0;
+    uint64_t ios = 0;
+    bool capped = false;
     std::string commands;
-    for (bool write : {false, true}) {  // reads first: on a fresh image they see no data yet
-      const uint64_t count = write ? writes : reads;
-      if (count == 0) continue;
+    auto argv_for = [&](bool write, uint64_t count, const std::string& file) {
       std::vector<std::string> argv = {
           "qemu-img", "bench", "-f", job.plan->qemu_format, "-t", bottom.direct ? "none" : "writeback",
           "-i", bottom.uring ? "io_uring" : "threads", "-d",
@@ -83,26 +87,58 @@ class QemuAnchor final : public Anchor {
         argv.push_back("--flush-interval=" + std::to_string(k.flush_interval));
         argv.push_back("--no-drain");
       }
-      argv.push_back(image);
+      argv.push_back(file);
+      return argv;
+    };
+    auto run = [&](const std::vector<std::string>& argv) -> Result<std::pair<double, double>> {
       VSTACK_ASSIGN_OR_RETURN(ChildResult r, RunTool(argv, job.stop));
       const size_t at = r.output.find("Run completed in ");
       if (at == std::string::npos) {
         return MakeError(Errc::kIo, "qemu-img bench printed no run time: " + Tail(r.output));
       }
-      seconds += std::strtod(r.output.c_str() + at + 17, nullptr);
-      cpu += r.user_s + r.kernel_s;
+      return std::make_pair(std::strtod(r.output.c_str() + at + 17, nullptr), r.user_s + r.kernel_s);
+    };
+    for (bool write : {false, true}) {  // reads first: on a fresh image they see no data yet
+      const uint64_t want = write ? want_writes : vstack_ios - want_writes;
+      if (want == 0) continue;
+      const std::string key = job.plan->name + (write ? "/w" : "/r");
+      if (!rate_.count(key)) {  // calibrate on a copy of its own where the image starts fresh
+        std::string file = image;
+        if (job.make_fresh_image) {
+          file = job.scratch_dir + "/qemu-calibration";
+          VSTACK_RETURN_IF_ERROR(job.make_fresh_image(file));
+        }
+        const uint64_t n = std::min<uint64_t>(want, 500);
+        VSTACK_ASSIGN_OR_RETURN(auto c, run(argv_for(write, n, file)));
+        if (job.make_fresh_image) (void)RemoveFile(file);
+        rate_[key] = c.first > 0 ? double(n) / c.first : 1e9;
+      }
+      const uint64_t bound = static_cast<uint64_t>(std::max(500.0, rate_[key] * budget_s));
+      const uint64_t count = std::min(want, bound);
+      capped = capped || count < want;
+      const std::vector<std::string> argv = argv_for(write, count, image);
+      VSTACK_ASSIGN_OR_RETURN(auto res, run(argv));
+      if (res.first > 0) rate_[key] = double(count) / res.first;
+      seconds += res.first;
+      cpu += res.second;
+      ios += count;
       commands += (commands.empty() ? "" : " && ") + ShellJoin(argv);
     }
+    const uint64_t writes = want_writes, reads = vstack_ios - want_writes;
     if (job.make_fresh_image) (void)RemoveFile(image);
     out.command = commands;
     out.seconds = seconds;
     out.ios = ios;
     out.iops = seconds > 0 ? double(ios) / seconds : 0;
-    out.mbps = seconds > 0 ? double(ios) * k.block_size / seconds / 1e6 : 0;
+    out.mib_s = seconds > 0 ? double(ios) * k.block_size / seconds / (1 << 20) : 0;
     out.cpu_s = cpu;
+    out.capped = capped;
     std::string note = "qemu-img bench: one thread, depth " +
                        std::to_string(k.threads * k.queue_depth) + ", " + std::to_string(ios) +
-                       " requests (vstack's count in this round)";
+                       " requests (vstack did " + std::to_string(job.vstack->Total().ios) +
+                       (capped ? fmt::format("; qemu's passes capped to about {:g} s each at the rate "
+                                             "it showed before", budget_s)
+                               : std::string()) + ")";
     if (k.pattern == AccessPattern::kRandom) {
       note += "; random offsets emulated by a scattering stride of " + std::to_string(step) + " bytes";
     }
@@ -112,6 +148,8 @@ class QemuAnchor final : public Anchor {
     out.note = note;
     return out;
   }
+ private:
+  std::map<std::string, double> rate_;  // plan/op -> qemu's IOPS in its last run
 };
 
 class FioAnchor final : public Anchor {
@@ -179,6 +217,9 @@ class FioAnchor final : public Anchor {
     }
     if (k.io_count) {
       argv.push_back("--number_ios=" + std::to_string((k.io_count + k.threads - 1) / k.threads));
+      // Bounded by time as well: at most 4x vstack's window (at least 2 s).
+      const double cap_s = std::max(2.0, 4 * (job.vstack ? job.vstack->seconds : 0.0));
+      argv.push_back(fmt::format("--runtime={}ms", std::llround(cap_s * 1000)));
     } else {
       argv.push_back("--time_based");
       argv.push_back(fmt::format("--runtime={}ms", std::llround(k.duration_s * 1000)));
@@ -206,7 +247,7 @@ class FioAnchor final : public Anchor {
     const double rd_ios = j["read"].value("total_ios", 0.0), wr_ios = j["write"].value("total_ios", 0.0);
     out.ios = static_cast<uint64_t>(rd_ios + wr_ios);
     out.iops = j["read"].value("iops", 0.0) + j["write"].value("iops", 0.0);
-    out.mbps = (j["read"].value("bw_bytes", 0.0) + j["write"].value("bw_bytes", 0.0)) / 1e6;
+    out.mib_s = (j["read"].value("bw_bytes", 0.0) + j["write"].value("bw_bytes", 0.0)) / (1 << 20);
     out.seconds = out.iops > 0 ? double(out.ios) / out.iops : 0;
     // Latency over reads and writes together: the percentile of the side with more I/Os is the
     // closer one; fio gives no merged percentiles, so report the I/O-weighted mean of the two.

@@ -1,7 +1,9 @@
 // An anchor is an outside tool (qemu-img bench, fio) run in the same rounds as vstack, on the
 // same image files with matching knobs, so vstack's numbers can be read as ratios against a
 // known reference measured under the same machine conditions. The matrix runs each anchor right
-// after the stack it applies to, in every round. Implementations live with the CLI (tools/).
+// after the stack it applies to, in every round. An anchor's run is bounded in time (about
+// vstack's window), so a tool 10x slower does not turn a round into minutes; the I/O count each
+// side did is reported. Implementations live with the CLI (tools/).
 #ifndef VSTACK_BENCH_WORKLOAD_ANCHOR_H_
 #define VSTACK_BENCH_WORKLOAD_ANCHOR_H_
 
@@ -34,10 +36,11 @@ struct AnchorResult {
   double seconds = 0;     // the tool's measured time
   uint64_t ios = 0;
   double iops = 0;
-  double mbps = 0;        // 10^6 bytes per second
+  double mib_s = 0;       // MiB (2^20 bytes) per second
   double p50_us = -1;     // < 0: the tool does not report it
   double p99_us = -1;
   double cpu_s = -1;      // the tool's own CPU (user + system); < 0 unknown
+  bool capped = false;    // the tool did fewer I/Os than vstack, to bound its time
   std::string note;       // how the knobs were matched, where they could not be
 };
 

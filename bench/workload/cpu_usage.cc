@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace vstack::bench {
 
@@ -54,6 +57,46 @@ CpuUsage CpuBetween(const CpuSnapshot& before, const CpuSnapshot& after, double 
   return u;
 }
 
+std::map<int, double> IoUringWorkerCpu() {
+  std::map<int, double> out;
+  std::error_code ec;
+  const double tick = 1.0 / double(std::max(1L, sysconf(_SC_CLK_TCK)));
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream f(e.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const size_t open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    const std::string comm = stat.substr(open + 1, close - open - 1);
+    if (comm.rfind("iou-", 0) != 0) continue;
+    // Fields after the comm: state(3) ... utime(14) stime(15).
+    std::istringstream rest(stat.substr(close + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14) utime = std::strtod(field.c_str(), nullptr);
+      if (i == 15) stime = std::strtod(field.c_str(), nullptr);
+    }
+    out[std::atoi(e.path().filename().c_str())] = (utime + stime) * tick;
+  }
+  return out;
+}
+
+double IoUringWorkerCpuBetween(const std::map<int, double>& before,
+                               const std::map<int, double>& after) {
+  double s = 0;
+  for (const auto& [tid, cpu] : after) {
+    auto it = before.find(tid);
+    s += std::max(0.0, cpu - (it == before.end() ? 0.0 : it->second));
+  }
+  return s;
+}
+
+double CpuUsage::steal_s() const {
+  double s = 0;
+  for (const CpuTimes& c : cpus) s += c.steal;
+  return s;
+}
+
 double CpuUsage::machine_busy_s() const {
   double busy = 0;
   for (const CpuTimes& c : cpus) busy += c.user + c.kernel;
@@ -68,6 +111,8 @@ void CpuUsage::Merge(const CpuUsage& o) {
   wall_s += o.wall_s;
   process_user_s += o.process_user_s;
   process_kernel_s += o.process_kernel_s;
+  if (o.threads_s >= 0) threads_s = std::max(0.0, threads_s) + o.threads_s;
+  load_average = std::max(load_average, o.load_average);
   if (cpus.size() < o.cpus.size()) cpus.resize(o.cpus.size());
   for (size_t i = 0; i < o.cpus.size(); ++i) {
     cpus[i].user += o.cpus[i].user;

@@ -1,10 +1,12 @@
-// CPU time of this process (all its threads, io_uring workers included) and of every CPU of
-// the machine, so a run reports what it cost and how busy the machine was around it. On a
+// CPU time of this process (all its threads, io_uring workers included), of the benchmark's own
+// threads (the workload threads' CPU clocks plus the io_uring kernel workers), and of every CPU
+// of the machine, so a run reports what it cost and how busy the machine was around it. On a
 // shared machine, "others" (machine busy time minus ours) says how much the neighbours took.
 #ifndef VSTACK_BENCH_WORKLOAD_CPU_USAGE_H_
 #define VSTACK_BENCH_WORKLOAD_CPU_USAGE_H_
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "lib/export.h"
@@ -29,12 +31,24 @@ struct CpuSnapshot {
 // Reads the process and per-CPU counters. Never fails: missing /proc gives empty cpus.
 CpuSnapshot TakeCpuSnapshot();
 
+// CPU seconds (user + system) of each io_uring kernel worker of this process (threads named
+// iou-wrk-* and iou-sqp-* in /proc/self/task), by thread id. Clock-tick resolution.
+std::map<int, double> IoUringWorkerCpu();
+// The CPU those workers used between two readings; a worker that appeared in between counts from
+// 0, one that exited in between is lost (io-wq workers idle out after seconds, not mid-run).
+double IoUringWorkerCpuBetween(const std::map<int, double>& before,
+                               const std::map<int, double>& after);
+
 // CPU use over an interval.
 struct CpuUsage {
   double wall_s = 0;
   double process_user_s = 0;
   double process_kernel_s = 0;
   std::vector<CpuTimes> cpus;  // per-CPU time spent in each state during the interval
+  // The benchmark's own threads: the workload threads' CPU clocks plus the io_uring workers.
+  // < 0 when not measured (then CPU per I/O falls back to the process's time).
+  double threads_s = -1;
+  double load_average = -1;  // 1-minute load average at the end of the interval; < 0 unknown
 
   double process_s() const { return process_user_s + process_kernel_s; }
   // Busy seconds summed over all CPUs (user + kernel; steal is reported on its own).
@@ -43,6 +57,10 @@ struct CpuUsage {
   double others_s() const;
   // Seconds of CPU capacity in the interval: wall x number of CPUs.
   double capacity_s() const;
+  // Steal seconds summed over all CPUs.
+  double steal_s() const;
+  // The CPU the benchmark itself used: threads_s when measured, else process_s().
+  double own_s() const { return threads_s >= 0 ? threads_s : process_s(); }
   void Merge(const CpuUsage& other);  // adds another interval
 };
 

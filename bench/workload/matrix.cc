@@ -1,10 +1,13 @@
 #include "bench/workload/matrix.h"
 
+#include <chrono>
 #include <map>
 
 #include "bench/workload/image_setup.h"
 #include "bench/workload/stack_stats.h"
+#include "bench/workload/summary.h"
 #include "lib/registry.h"
+#include "lib/size.h"
 
 namespace vstack::bench {
 namespace {
@@ -34,7 +37,7 @@ class MatrixRun {
 
   void Report(const StackOutcome& s, int round, const std::string& activity, Progress p = {}) {
     if (!o_.on_progress) return;
-    o_.on_progress(MatrixProgress{round, o_.rounds, s.plan.name, activity, p});
+    o_.on_progress(MatrixProgress{round, o_.auto_rounds ? 0 : o_.rounds, s.plan.name, activity, p});
   }
 
   std::string ImagePath(const StackPlan& p) const { return dir_ + "/" + p.image; }
@@ -109,7 +112,9 @@ class MatrixRun {
       s.error = "creating the image: " + st.error().ToString();
       return;
     }
-    auto dev = Open(s.spec);
+    OpenOptions open;
+    open.read_only = p.read_only;
+    auto dev = Open(s.spec, open);
     if (!dev) {
       s.error = dev.error().ToString();
       return;
@@ -121,11 +126,15 @@ class MatrixRun {
     const bool starts_empty = !layers.back()->Has(kCapPersistent);
     Prepare prepare = p.prepare;
     if (prepare == Prepare::kAuto) prepare = starts_empty ? Prepare::kFill : Prepare::kNone;
+    s.prepared = prepare;
     const std::string key = p.image.empty() ? s.spec : p.image;
     if (prepare == Prepare::kFill && (starts_empty || !images_[key].filled)) {
       Report(s, round, "filling");
       if (Status st = FillDevice(**dev, knobs, o_.stop); !st) {
         s.error = st.error().ToString();
+        if (const std::string layer = FailingLayer(**dev); !layer.empty()) {
+          s.error += "; it failed in " + layer;
+        }
         return;
       }
       images_[key].filled = true;
@@ -192,7 +201,63 @@ class MatrixRun {
   std::map<std::string, ImageState> images_;
 };
 
+// The size check of RunMatrix for one stack that brings its own device; "" when it fits.
+std::string CheckSize(const StackPlan& p, const WorkloadKnobs& k) {
+  OpenOptions ro;
+  ro.read_only = true;
+  auto dev = Open(p.spec, ro);
+  if (!dev) return "";  // the round reports why it cannot be opened
+  const uint64_t size = (*dev)->geometry().size_bytes;
+  if (k.target_size > size) {
+    return "--size " + FormatSize(k.target_size) + " is larger than stack '" + p.name +
+           "' (" + FormatSize(size) + "): every stack must run on the same region; give --size " +
+           FormatSize(size) + " or less";
+  }
+  const uint64_t region = k.target_size ? k.target_size : size;
+  for (BlockDevice* d : StackLayers(**dev)) {
+    const std::optional<SpaceUsage> u = d->Space();
+    if (!u || d->lower() == nullptr || k.compress_pct > 0 || k.content == Content::kZeros) continue;
+    const uint64_t below = d->lower()->geometry().size_bytes;
+    const uint64_t room = below > u->metadata_bytes ? below - u->metadata_bytes : 0;
+    if (region > room) {
+      return "stack '" + p.name + "': " + d->kind() + " has room for " + FormatSize(room) +
+             " of data on the " + FormatSize(below) + " " + d->lower()->kind() + " below it (" +
+             FormatSize(u->metadata_bytes) + " hold its metadata), less than the " +
+             FormatSize(region) + " the fill writes: give a larger device below or a smaller --size";
+    }
+  }
+  return "";
+}
+
 }  // namespace
+
+std::string CheckStackSizes(const std::vector<StackPlan>& stacks, const WorkloadKnobs& k) {
+  for (const StackPlan& p : stacks) {
+    if (!p.image.empty() || p.spec.find('{') != std::string::npos) continue;
+    if (!MissingComponents(p).empty()) continue;
+    if (std::string e = CheckSize(p, k); !e.empty()) return e;
+  }
+  return "";
+}
+
+std::string FailingLayer(BlockDevice& top) {
+  const std::vector<BlockDevice*> layers = StackLayers(top);
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+    BlockDevice* d = *it;
+    if (d->Stats().of(Op::kWrite).errors == 0) continue;
+    std::string room;
+    if (d->lower() != nullptr) {
+      const std::optional<SpaceUsage> u = d->Space();
+      room = " (" + d->lower()->kind() + " below it has " +
+             FormatSize(d->lower()->geometry().size_bytes) +
+             (u ? ", " + FormatSize(u->metadata_bytes) + " of it metadata" : std::string()) + ")";
+    } else {
+      room = " (" + FormatSize(d->geometry().size_bytes) + ")";
+    }
+    return d->kind() + room;
+  }
+  return "";
+}
 
 MatrixResult RunMatrix(const MatrixOptions& o) {
   MatrixResult m;
@@ -216,10 +281,38 @@ MatrixResult RunMatrix(const MatrixOptions& o) {
     if (!missing.empty()) s.skipped += ", not in this build yet";
     m.stacks.push_back(std::move(s));
   }
+  if (std::string e = CheckStackSizes(o.stacks, o.knobs); !e.empty()) {
+    m.error = e;
+    return m;
+  }
+  m.auto_rounds = o.auto_rounds;
+  m.precision_asked = o.precision;
+  m.max_time_s = o.max_time_s;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
   MatrixRun run(o, m, scratch->path());
+  double last_round_s = 0;
   for (int r = 0; r < o.rounds && !run.Stopped(); ++r) {
+    if (o.auto_rounds && r >= o.min_rounds) {
+      if (PrecisionReached(Summarize(m), o.precision)) {
+        m.rounds_stopped = "the precision was reached";
+        break;
+      }
+      if (since(start) + last_round_s > o.max_time_s) {
+        m.rounds_stopped = "the time budget was spent";
+        break;
+      }
+    }
+    const Clock::time_point round_start = Clock::now();
     run.RunRound(r);
+    last_round_s = since(round_start);
     if (!run.Stopped()) m.rounds_done = r + 1;
+  }
+  if (o.auto_rounds && m.rounds_stopped.empty() && !run.Stopped()) {
+    m.rounds_stopped = "the most rounds (" + std::to_string(o.rounds) + ") were run";
   }
   m.interrupted = run.Stopped();
   return m;

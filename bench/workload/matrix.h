@@ -22,7 +22,7 @@ namespace vstack::bench {
 
 struct MatrixProgress {
   int round = 0;        // 0-based
-  int rounds = 0;
+  int rounds = 0;        // 0 with --rounds auto (not known in advance)
   std::string stack;
   std::string activity;  // "preparing", "running", or the anchor's name
   Progress run;          // while running
@@ -30,7 +30,14 @@ struct MatrixProgress {
 
 struct MatrixOptions {
   WorkloadKnobs knobs;   // round r runs with seed knobs.seed + r
-  int rounds = 3;
+  int rounds = 3;        // with auto_rounds: the most rounds
+  // --rounds auto: after min_rounds, keep adding interleaved rounds until every stack's IOPS
+  // interval against the baseline is within `precision` (a relative half-width), or until the
+  // next round would end more than max_time_s after the run started, or `rounds` are done.
+  bool auto_rounds = false;
+  int min_rounds = 3;
+  double precision = 0.02;
+  double max_time_s = 120;
   std::string scratch_parent;  // where the scratch directory goes; "" = DefaultScratchParent()
   std::vector<StackPlan> stacks;
   std::vector<Anchor*> anchors;
@@ -54,6 +61,8 @@ struct StackOutcome {
   std::vector<std::string> chain;  // "kind: description" of each layer, top first
   std::string skipped;             // why it did not run (missing component); "" if it ran
   std::string error;               // what stopped it (create, fill, open, I/O error)
+  // How it was prepared in fact: kAuto resolved to fill or none on the first open.
+  Prepare prepared = Prepare::kAuto;
   std::vector<RunResult> rounds;
   std::vector<AnchorRun> anchors;
 };
@@ -65,11 +74,28 @@ struct MatrixResult {
   std::string scratch_dir;  // removed by the time RunMatrix returns
   std::vector<StackOutcome> stacks;
   bool interrupted = false;
-  std::string error;  // a failure that stopped everything (no scratch directory)
+  std::string error;  // a failure that stopped everything (no scratch directory, bad sizes)
+  // --rounds auto: what was asked and why the rounds stopped ("the precision was reached",
+  // "the time budget was spent", "the most rounds were run").
+  bool auto_rounds = false;
+  double precision_asked = 0;
+  double max_time_s = 0;
+  std::string rounds_stopped;
 };
 
-// REQUIRES: ValidateKnobs(options.knobs) passed.
+// REQUIRES: ValidateKnobs(options.knobs) passed. Before the first round, CheckStackSizes; a
+// failure is `error`, and nothing runs.
 MatrixResult RunMatrix(const MatrixOptions& options);
+
+// Opens every stack that brings its own device (a spec without {dir}, not a preset's image)
+// read-only and checks it: its size must hold the target region (--size), so that every stack
+// runs on the same region, and a layer that maps data onto the device below must have room
+// for the region there. "" when all fit, else what does not and what to do.
+std::string CheckStackSizes(const std::vector<StackPlan>& stacks, const WorkloadKnobs& k);
+
+// "dedup (its data area on memory below: 62 MiB)" for the deepest layer of `top` whose writes
+// failed, or "" when none did: where an out-of-space error comes from.
+std::string FailingLayer(BlockDevice& top);
 
 }  // namespace vstack::bench
 VSTACK_PUBLIC_END

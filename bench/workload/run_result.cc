@@ -106,7 +106,7 @@ RunMetrics Metrics(const RunResult& r) {
     m.iops = double(total.ios) / r.seconds;
     m.read_iops = double(r.Read().ios) / r.seconds;
     m.write_iops = double(r.Write().ios) / r.seconds;
-    m.mbps = double(total.bytes) / r.seconds / 1e6;
+    m.mib_s = double(total.bytes) / r.seconds / (1 << 20);
   }
   m.mean_us = Us(total.latency.mean());
   m.read_mean_us = Us(r.Read().latency.mean());
@@ -121,11 +121,13 @@ RunMetrics Metrics(const RunResult& r) {
   m.p50_us = Us(double(total.latency.Percentile(50)));
   m.p99_us = Us(double(total.latency.Percentile(99)));
   m.p999_us = Us(double(total.latency.Percentile(99.9)));
-  const double cpu_s = r.cpu.process_s();
+  const double cpu_s = r.cpu.own_s();
   const double capacity = r.cpu.capacity_s();
   if (total.ios > 0) m.cpu_us_per_io = cpu_s / double(total.ios) * 1e6;
+  m.load_average = r.cpu.load_average;
   if (capacity > 0) {
-    m.process_cpu_pct = 100.0 * cpu_s / capacity;
+    m.process_cpu_pct = 100.0 * r.cpu.process_s() / capacity;
+    m.steal_pct = 100.0 * r.cpu.steal_s() / capacity;
     m.machine_cpu_pct = 100.0 * r.cpu.machine_busy_s() / capacity;
     m.others_cpu_pct = 100.0 * r.cpu.others_s() / capacity;
   }

@@ -89,14 +89,16 @@ struct RunResult {
 struct RunMetrics {
   uint64_t ios = 0;         // reads + writes
   double iops = 0, read_iops = 0, write_iops = 0;
-  double mbps = 0;          // 10^6 bytes per second
+  double mib_s = 0;         // MiB (2^20 bytes) per second, as the per-thread tables
   double mean_us = 0, p50_us = 0, p99_us = 0, p999_us = 0;
   double read_mean_us = 0, write_mean_us = 0;
-  double cpu_us_per_io = 0;     // process CPU per I/O
+  double cpu_us_per_io = 0;     // the benchmark threads' CPU per I/O (CpuUsage::own_s)
   double process_cpu_pct = 0;   // process CPU as % of the whole machine's capacity
   double machine_cpu_pct = 0;   // all busy CPU as % of capacity (ours and others')
   double others_cpu_pct = 0;    // busy CPU that was not ours
-  double iops_per_cpu_s = 0;    // efficiency: I/Os per process CPU-second
+  double steal_pct = 0;         // steal, % of the machine's capacity
+  double load_average = -1;     // 1-minute load average at the window's end; < 0 unknown
+  double iops_per_cpu_s = 0;    // efficiency: I/Os per CPU-second of the benchmark threads
   double iops_per_cpu_pct = 0;  // the whitepaper's IOPS per %CPU (process % of the machine)
   // The quantum scheduler (0 without one): SOS_SCHEDULER_YIELD's columns, and the CPU Ready
   // injected, as % of the window's scheduler time.

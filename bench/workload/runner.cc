@@ -1,8 +1,13 @@
 #include "bench/workload/runner.h"
 
+#include <pthread.h>
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -16,6 +21,13 @@
 
 namespace vstack::bench {
 namespace {
+
+// Seconds on `clock`, 0 if it cannot be read.
+double ClockSeconds(clockid_t clock) {
+  timespec ts{};
+  if (clock == clockid_t(-1) || clock_gettime(clock, &ts) != 0) return 0;
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
 
 enum Phase : int { kWarmup = 0, kMeasure = 1, kStop = 2 };
 
@@ -46,6 +58,7 @@ class Worker {
   }
 
   void Run() {
+    if (pthread_getcpuclockid(pthread_self(), &cpu_clock) != 0) cpu_clock = -1;
     auto queue = device_.OpenQueue();
     if (!queue) {
       open_error = queue.error().ToString();
@@ -70,7 +83,14 @@ class Worker {
       if (shared_.scheduler) shared_.scheduler->Suspend(result.index);
     }
     queue->reset();
+    exit_cpu_s = ClockSeconds(CLOCK_THREAD_CPUTIME_ID);
     finished.store(true, std::memory_order_release);
+  }
+
+  // This thread's CPU so far: its clock while it runs, the value it left when it finished.
+  double CpuSeconds() const {
+    if (finished.load(std::memory_order_acquire)) return exit_cpu_s;
+    return ClockSeconds(cpu_clock);
   }
 
   ThreadResult result;
@@ -79,6 +99,8 @@ class Worker {
   std::atomic<uint64_t> measured{0};  // progress, read by the coordinator
   std::atomic<bool> finished{false};
   uint64_t last_measured_ns = 0;      // completion time of the last measured request
+  clockid_t cpu_clock = -1;           // this thread's CPU clock (set before `opened`)
+  double exit_cpu_s = 0;              // its CPU time when it finished (before `finished`)
 
  public:
   // The DepthDriver's source.
@@ -230,12 +252,21 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
   result.region_bytes = region;
   std::vector<LayerStats> stats_before;
   CpuSnapshot cpu_before;
+  double threads_before = 0;
+  std::map<int, double> uring_before;
+  auto threads_cpu = [&] {
+    double sum = 0;
+    for (auto& w : workers) sum += w->CpuSeconds();
+    return sum;
+  };
   YieldStats yields_before;
   uint64_t window_start = 0;
   auto begin_window = [&] {
     if (scheduler) yields_before = scheduler->Snapshot(/*reset_max=*/true);
     stats_before = SnapshotStack(device);
     cpu_before = TakeCpuSnapshot();
+    threads_before = threads_cpu();
+    uring_before = IoUringWorkerCpu();
     window_start = NowNs();
     shared.phase.store(kMeasure, std::memory_order_release);
   };
@@ -287,10 +318,15 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
   CpuSnapshot cpu_after;
   uint64_t window_end = 0;
   YieldStats yields_after;
+  // Every worker has finished in a complete count-based window, so its ring's io_uring workers
+  // are read now, before they go with the queues.
+  double threads_after = 0;
+  const std::map<int, double> uring_after = IoUringWorkerCpu();
   if (!count_complete) {
     if (scheduler) yields_after = scheduler->Snapshot();
     stats_after = SnapshotStack(device);
     cpu_after = TakeCpuSnapshot();
+    threads_after = threads_cpu();
     window_end = NowNs();
   }
   shared.phase.store(kStop, std::memory_order_release);
@@ -299,12 +335,16 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
     if (scheduler) yields_after = scheduler->Snapshot();
     stats_after = SnapshotStack(device);
     cpu_after = TakeCpuSnapshot();
+    threads_after = threads_cpu();
     for (auto& w : workers) window_end = std::max(window_end, w->last_measured_ns);
     window_end = std::max(window_end, window_start);
   }
 
   result.seconds = Seconds(window_end - window_start);
   result.cpu = CpuBetween(cpu_before, cpu_after, result.seconds);
+  result.cpu.threads_s =
+      std::max(0.0, threads_after - threads_before) + IoUringWorkerCpuBetween(uring_before, uring_after);
+  if (double load[1]; getloadavg(load, 1) == 1) result.cpu.load_average = load[0];
   result.layers = StackDelta(device, stats_before, stats_after);
   if (scheduler) result.yields = YieldStats::Between(yields_before, yields_after);
   for (auto& w : workers) {

@@ -104,6 +104,8 @@ std::vector<StackPlan> PresetPlans(const BackendChoice& b) {
   }
   v.push_back(Preset(b, "raw-fresh", "", "sparse.img", "raw", "", Prepare::kFresh));
   v.back().note = "a sparse raw file every round: the fair baseline for vhd-dynamic-fresh";
+  v.push_back(Preset(b, "raw-copy", "", "raw-copy.img", "raw", "", Prepare::kFill));
+  v.back().note = "raw again, on a file of its own: the A/A check (must not differ from raw)";
   // VHDX (docs/layers/vhdx.md), on request like raw-fresh.
   v.push_back(Preset(b, "vhdx-fixed", "vhdx+", "fixed.vhdx", "vhdx", "subformat=fixed",
                      Prepare::kFill));

@@ -50,11 +50,15 @@ struct StackPlan {
   // round, so reads go down the chain and first writes allocate in the top.
   int diff_levels = 0;
   bool in_default_matrix = true;
+  // Open the stack read-only: a user's image that the run only reads (vstack bench writes only
+  // into files it created, unless --allow-write).
+  bool read_only = false;
 };
 
 // The presets, in default-matrix order: raw, passthrough, vhd-fixed, vhd-dynamic,
 // vhd-dynamic-fresh, dedup, zstd, dedup+zstd; then, on request only, raw-fresh (a sparse raw
-// file, the fair baseline for a fresh dynamic VHD), vhdx-fixed, vhdx-dynamic, vhdx-dynamic-fresh,
+// file, the fair baseline for a fresh dynamic VHD), raw-copy (raw on a file of its own: the A/A
+// check), vhdx-fixed, vhdx-dynamic, vhdx-dynamic-fresh,
 // vhd-diff-1 and vhd-diff-8 (differencing chains of 1 and 8 levels over an allocated dynamic
 // VHD) and the Ceph presets.
 std::vector<StackPlan> PresetPlans(const BackendChoice& backend);

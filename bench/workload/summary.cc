@@ -8,6 +8,8 @@
 namespace vstack::bench {
 namespace {
 
+double Ratio(double x, double base) { return x > 0 && base > 0 ? x / base : 0; }
+
 std::string Fmt(const char* fmt, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, v);
@@ -40,42 +42,66 @@ std::vector<AnchorSummary> SummarizeAnchors(const StackOutcome& o) {
   std::vector<AnchorSummary> out;
   for (const std::string& tool : order) {
     AnchorSummary s = by_tool[tool];
-    std::vector<double> iops, mbps, p50, p99, cpu, ratio;
+    std::vector<double> iops, mib_s, p50, p99, cpu, ratio, vstack_ios, tool_ios;
     for (const AnchorRun* a : runs[tool]) {
       const AnchorResult& r = a->result;
       iops.push_back(r.iops);
-      mbps.push_back(r.mbps);
+      mib_s.push_back(r.mib_s);
       if (r.p50_us >= 0) p50.push_back(r.p50_us);
       if (r.p99_us >= 0) p99.push_back(r.p99_us);
       if (r.cpu_s >= 0 && r.ios > 0) cpu.push_back(r.cpu_s / double(r.ios) * 1e6);
       for (const RunResult& v : o.rounds) {
-        if (v.round == a->round && r.iops > 0) ratio.push_back(Metrics(v).iops / r.iops);
+        if (v.round != a->round) continue;
+        if (r.iops > 0) ratio.push_back(Metrics(v).iops / r.iops);
+        vstack_ios.push_back(double(v.Total().ios));
       }
+      tool_ios.push_back(double(r.ios));
+      s.capped = s.capped || r.capped;
       s.command = r.command;
       s.note = r.note;
     }
     s.runs = static_cast<int>(runs[tool].size());
     s.iops = SpreadOf(iops);
-    s.mbps = Median(mbps);
+    s.mib_s = Median(mib_s);
     if (!p50.empty()) s.p50_us = Median(p50);
     if (!p99.empty()) s.p99_us = Median(p99);
     if (!cpu.empty()) s.cpu_us_per_io = Median(cpu);
     s.ratio = SpreadOf(ratio);
+    s.ratio_interval = PairedRatio(ratio);
+    s.vstack_ios = Median(vstack_ios);
+    s.tool_ios = Median(tool_ios);
     out.push_back(std::move(s));
   }
   return out;
 }
 
+// One comparison in words: "IOPS 0.982x (0.913-1.052), not significant".
+std::string Compared(const std::string& what, const RatioInterval& r) {
+  return what + " " + DescribeRatio(r);
+}
+
 std::string Gap(const StackSummary& s, const StackSummary& base) {
   if (s.baseline) return "the baseline";
   if (s.runs == 0 || base.runs == 0) return "";
-  const double ratio = s.iops_vs_base.median;
-  std::string g = Fmt("%.3fx", ratio) + " the IOPS of " + base.name + " (" +
-                  Fmt("%+.1f%%", (ratio - 1) * 100) + "), p50 " +
-                  Fmt("%+.1f us", s.p50_us - base.p50_us) + ", p99 " +
-                  Fmt("%+.1f us", s.p99_us - base.p99_us) + ", CPU per I/O " +
-                  Fmt("%+.2f us", s.cpu_us_per_io - base.cpu_us_per_io) +
-                  " (efficiency overhead " + Fmt("%.1f%%", s.overhead_vs_base * 100) + ").";
+  // Only a difference whose interval excludes "no change" is stated as a finding.
+  const RatioInterval& eff = s.efficiency_ratio;
+  std::string overhead;
+  if (!eff.has_interval()) {
+    overhead = "efficiency overhead " + Fmt("%.1f%%", s.overhead_vs_base * 100) +
+               " (1 round, no interval)";
+  } else {
+    overhead = (eff.significant ? "efficiency overhead " + Fmt("%.1f%%", s.overhead_vs_base * 100)
+                                : std::string("no significant efficiency overhead")) +
+               " (" + Fmt("%.1f", (1 - eff.high) * 100) + " to " +
+               Fmt("%.1f%%", (1 - eff.low) * 100) + ")";
+  }
+  const bool any = s.iops_ratio.significant || s.cpu_ratio.significant || eff.significant ||
+                   s.p99_ratio.significant;
+  std::string g = any || !s.iops_ratio.has_interval()
+                      ? std::string()
+                      : "no significant difference from " + base.name + " at this precision: ";
+  g += Compared("IOPS", s.iops_ratio) + "; " + Compared("CPU per I/O", s.cpu_ratio) + "; " +
+       Compared("p99", s.p99_ratio) + "; " + overhead + ".";
   const Attribution& a = s.attribution;
   const LayerCost* top = nullptr;
   for (const LayerCost& c : a.layers) {
@@ -111,9 +137,49 @@ Spread SpreadOf(std::vector<double> v) {
   return s;
 }
 
+bool PrecisionReached(const MatrixSummary& s, double precision) {
+  return s.precision_reached <= precision;
+}
+
+std::string NoiseWarning(const MatrixSummary& s, double precision) {
+  if (PrecisionReached(s, precision)) return "";
+  double others = 0, steal = 0;
+  for (const RoundNoise& n : s.noise) {
+    others = std::max(others, n.others_cpu_pct);
+    steal = std::max(steal, n.steal_pct);
+  }
+  if (others < 10 && steal < 10) return "";
+  return "the machine was busy (other processes up to " + Fmt("%.0f%%", others) +
+         " of its CPU, steal up to " + Fmt("%.0f%%", steal) + ") and the intervals are wider than " +
+         Fmt("%.1f%%", precision * 100) + " (reached " +
+         (std::isfinite(s.precision_reached) ? Fmt("%.1f%%", s.precision_reached * 100)
+                                             : std::string("no interval")) +
+         "): run again on a quieter machine, or with more rounds (docs/bench.md, Statistics)";
+}
+
+// Per round, the medians over the stacks that ran in it.
+static std::vector<RoundNoise> NoisePerRound(const MatrixResult& m) {
+  std::map<int, std::vector<RunMetrics>> by_round;
+  for (const StackOutcome& o : m.stacks) {
+    for (const RunResult& r : o.rounds) by_round[r.round].push_back(Metrics(r));
+  }
+  std::vector<RoundNoise> out;
+  for (const auto& [round, ms] : by_round) {
+    RoundNoise n;
+    n.round = round;
+    n.others_cpu_pct = MedianOf(ms, [](const RunMetrics& x) { return x.others_cpu_pct; });
+    n.steal_pct = MedianOf(ms, [](const RunMetrics& x) { return x.steal_pct; });
+    n.load_average = -1;
+    for (const RunMetrics& x : ms) n.load_average = std::max(n.load_average, x.load_average);
+    out.push_back(n);
+  }
+  return out;
+}
+
 MatrixSummary Summarize(const MatrixResult& m) {
   MatrixSummary out;
-  std::map<int, double> base_iops;  // round -> baseline IOPS
+  out.noise = NoisePerRound(m);
+  std::map<int, RunMetrics> base_rounds;  // round -> the baseline's metrics
   for (const StackOutcome& o : m.stacks) {
     StackSummary s;
     s.name = o.plan.name;
@@ -133,13 +199,13 @@ MatrixSummary Summarize(const MatrixResult& m) {
     }
     s.runs = static_cast<int>(ms.size());
     if (s.runs > 0) {
-      std::vector<double> iops, mbps;
+      std::vector<double> iops, mib_s;
       for (const RunMetrics& x : ms) {
         iops.push_back(x.iops);
-        mbps.push_back(x.mbps);
+        mib_s.push_back(x.mib_s);
       }
       s.iops = SpreadOf(iops);
-      s.mbps = SpreadOf(mbps);
+      s.mib_s = SpreadOf(mib_s);
       // The round closest to the median IOPS, for the detailed tables.
       double best = INFINITY;
       for (size_t i = 0; i < ms.size(); ++i) {
@@ -175,15 +241,24 @@ MatrixSummary Summarize(const MatrixResult& m) {
     if (out.baseline.empty() && s.runs > 0) {
       s.baseline = true;
       out.baseline = s.name;
-      for (const RunResult* r : measured) base_iops[r->round] = Metrics(*r).iops;
+      for (const RunResult* r : measured) base_rounds[r->round] = Metrics(*r);
     }
     if (!out.baseline.empty() && s.runs > 0) {
-      std::vector<double> ratio;
+      std::vector<double> iops, cpu, eff, p99;
       for (const RunResult* r : measured) {
-        auto it = base_iops.find(r->round);
-        if (it != base_iops.end() && it->second > 0) ratio.push_back(Metrics(*r).iops / it->second);
+        auto it = base_rounds.find(r->round);
+        if (it == base_rounds.end()) continue;
+        const RunMetrics x = Metrics(*r), b = it->second;
+        iops.push_back(Ratio(x.iops, b.iops));
+        cpu.push_back(Ratio(x.cpu_us_per_io, b.cpu_us_per_io));
+        eff.push_back(Ratio(x.iops_per_cpu_s, b.iops_per_cpu_s));
+        p99.push_back(Ratio(x.p99_us, b.p99_us));
       }
-      s.iops_vs_base = SpreadOf(ratio);
+      s.iops_vs_base = SpreadOf(iops);
+      s.iops_ratio = PairedRatio(iops);
+      s.cpu_ratio = PairedRatio(cpu);
+      s.efficiency_ratio = PairedRatio(eff);
+      s.p99_ratio = PairedRatio(p99);
     }
     out.stacks.push_back(std::move(s));
   }
@@ -191,8 +266,10 @@ MatrixSummary Summarize(const MatrixResult& m) {
   if (base == out.stacks.end()) return out;
   const StackSummary b = *base;
   for (StackSummary& s : out.stacks) {
-    s.overhead_vs_base = s.runs ? EfficiencyOverhead(b.iops_per_cpu_s, s.iops_per_cpu_s) : 0;
+    s.overhead_vs_base = s.efficiency_ratio.n ? 1 - s.efficiency_ratio.estimate : 0;
     s.gap = Gap(s, b);
+    if (s.runs == 0 || s.baseline) continue;
+    out.precision_reached = std::max(out.precision_reached, s.iops_ratio.relative_half_width());
   }
   return out;
 }

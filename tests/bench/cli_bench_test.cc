@@ -46,7 +46,10 @@ TEST(CliBench, InvalidKnobsAreRejectedBeforeAnythingIsCreated) {
       {"--distribution zipf:1", "--distribution: zipf theta"},
       {"--content zeros --dedupe-pct 5", "--content: zeros cannot be combined"},
       {"--pattern diagonal", "--pattern: 'diagonal' is neither random nor sequential"},
-      {"--rounds 0", "--rounds: 0 is not in 1..1000"},
+      {"--rounds 0", "--rounds: '0' is neither auto nor in 1..1000"},
+      {"--rounds auto --precision 2", "--precision: '2' is not a percentage such as 2%"},
+      {"--rounds auto --max-time soon", "--max-time: 'soon' is not a time"},
+      {"--stack memory:8M --stack raw --size 16M", "--size 16 MiB is larger than stack 'memory:8M'"},
       {"--stack nosuch", "'nosuch' is neither a preset"},
       {"--stack bogus+memory:1M", "unknown layer 'bogus'"},
       {"--backend spdk", "--backend: 'spdk' is neither uring nor file"},
@@ -61,6 +64,56 @@ TEST(CliBench, InvalidKnobsAreRejectedBeforeAnythingIsCreated) {
   CommandResult nodir = RunVstack("bench --quiet --no-report --dir /nonexistent/x");
   EXPECT_EQ(nodir.status, 2);
   EXPECT_NE(nodir.output.find("--dir: '/nonexistent/x' is not a writable directory"), std::string::npos);
+  EXPECT_EQ(Entries(dir.path()), 0u);
+}
+
+// Issue 11 item 3b: a benchmark writes only into files it created. An image the user names is
+// refused before anything is written when the workload would write to it (and stays the same
+// byte for byte), read read-only with --write-pct 0, and written only with --allow-write.
+TEST(CliBench, AUserNamedImageIsNeverWrittenWithoutAllowWrite) {
+  TempDir dir;
+  const std::string victim = dir.File("victim.raw");
+  testing::WriteFile(victim, 4 << 20, 0x5a);
+  const std::string before = Slurp(victim);
+  const std::string run = "bench --quiet --no-report --size 4M --warmup 0 --ios 200 --rounds 1 ";
+  for (const std::string& stack : {"file:" + victim, victim, "passthrough+file:" + victim}) {
+    CommandResult r = RunVstack(run + "--stack " + stack);
+    EXPECT_EQ(r.status, 2) << stack << "\n" << r.output;
+    EXPECT_NE(r.output.find("which it did not create (50% of the requests write)"), std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("Nothing was written"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("--allow-write"), std::string::npos) << r.output;
+    EXPECT_TRUE(Slurp(victim) == before) << stack << ": the image changed";
+  }
+  CommandResult fill = RunVstack(run + "--write-pct 0 --prepare fill --stack file:" + victim);
+  EXPECT_EQ(fill.status, 2) << fill.output;
+  EXPECT_NE(fill.output.find("--prepare fill writes all of it"), std::string::npos) << fill.output;
+  // Reads only: runs, opened read-only, and the image is unchanged.
+  CommandResult reads = RunVstack(run + "--write-pct 0 --output=json --stack file:" + victim);
+  ASSERT_EQ(reads.status, 0) << reads.output;
+  auto j = nlohmann::json::parse(reads.output.substr(0, reads.output.rfind('}') + 1));
+  EXPECT_EQ(j["stacks"][0]["read_only"], true);
+  EXPECT_EQ(j["stacks"][0]["prepared"], "none");
+  EXPECT_TRUE(Slurp(victim) == before) << "a read-only run changed the image";
+  // A new file the spec creates is the benchmark's own.
+  CommandResult created =
+      RunVstack(run + "--stack file:" + dir.File("new.raw") + ",create=on,size=4M");
+  EXPECT_EQ(created.status, 0) << created.output;
+  // --allow-write: the user took the risk; the image is written.
+  CommandResult allowed = RunVstack(run + "--allow-write --stack file:" + victim);
+  ASSERT_EQ(allowed.status, 0) << allowed.output;
+  EXPECT_FALSE(Slurp(victim) == before);
+  // The help names the risk.
+  EXPECT_NE(RunVstack("bench --help").output.find("RISK: its data is overwritten"), std::string::npos);
+}
+
+// No report folder unless asked: a run leaves nothing in the current directory.
+TEST(CliBench, NoReportFolderUnlessAsked) {
+  TempDir dir;
+  CommandResult r = testing::RunCommand("cd " + dir.path() + " && " + std::string(VSTACK_CLI) +
+                                        " bench --quiet --stack memory:8M --size 8M --warmup 0 "
+                                        "--ios 100 --rounds 1 --output=json");
+  ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(Entries(dir.path()), 0u);
 }
 
@@ -164,6 +217,7 @@ TEST(CliBench, CtrlCPrintsPartialResultsAndRemovesTemporaryFiles) {
   EXPECT_NE(text.find("INTERRUPTED"), std::string::npos) << text;
   EXPECT_NE(text.find("Comparison"), std::string::npos) << text;
   EXPECT_NE(text.find("Stack raw - round 1 of 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("passthrough        -  not run (interrupted)"), std::string::npos) << text;
   EXPECT_EQ(Entries(scratch), 0u) << "temporary images left behind";
   auto j = nlohmann::json::parse(Slurp(dir.File("report") + "/report.json"));
   EXPECT_TRUE(j["interrupted"]);

@@ -109,7 +109,7 @@ TEST(ForeignArgs, BenchTakesAPlainPathAsAStack) {
   const std::string raw = dir.File("src.raw");
   testing::WriteFile(raw, 8 << 20, 0);
   testing::CommandResult r = testing::RunVstack(
-      "bench --stack " + raw + " --size 8M --rounds 1 --warmup 0 --ios 100 --no-report --quiet");
+      "bench --stack " + raw + " --write-pct 0 --size 8M --rounds 1 --warmup 0 --ios 100 --no-report --quiet");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("--stack " + raw + " runs the stack file:" + raw), std::string::npos)
       << r.output;

@@ -86,7 +86,8 @@ TEST(Matrix, RoundsAreInterleavedAndTheScratchDirectoryIsRemoved) {
   EXPECT_EQ(s.stacks[0].gap, "the baseline");
   EXPECT_EQ(s.stacks[1].runs, 2);
   EXPECT_GT(s.stacks[1].iops_vs_base.median, 0.0);
-  EXPECT_NE(s.stacks[1].gap.find("the IOPS of raw"), std::string::npos) << s.stacks[1].gap;
+  EXPECT_NE(s.stacks[1].gap.find("IOPS "), std::string::npos) << s.stacks[1].gap;
+  EXPECT_NE(s.stacks[1].gap.find("CPU per I/O "), std::string::npos) << s.stacks[1].gap;
   EXPECT_EQ(s.stacks[3].runs, 0);
 }
 
@@ -205,6 +206,45 @@ TEST(Summary, MediansRatiosWithinRoundsAndTheWhitepaperOverhead) {
   EXPECT_EQ(s.stacks[0].latency.count(), 30u);
   const Spread even = SpreadOf({4, 1, 3, 2});
   EXPECT_DOUBLE_EQ(even.median, 2.5);
+}
+
+TEST(Summary, AnAAPairIsNotSignificantAndTheGapSaysSo) {
+  // raw and an identical copy, in rounds that drift by 2x: every ratio is within noise.
+  MatrixResult m;
+  m.rounds_planned = m.rounds_done = 4;
+  StackOutcome a, b, slow;
+  a.plan.name = "raw";
+  b.plan.name = "raw-copy";
+  slow.plan.name = "slow";
+  const double drift[] = {1.0, 0.5, 1.2, 0.8};
+  const double noise_a[] = {1.01, 0.99, 1.0, 1.02}, noise_b[] = {0.99, 1.01, 1.02, 0.99};
+  for (int r = 0; r < 4; ++r) {
+    a.rounds.push_back(Synthetic(r, uint64_t(10000 * drift[r] * noise_a[r]), 0.5 * drift[r]));
+    b.rounds.push_back(Synthetic(r, uint64_t(10000 * drift[r] * noise_b[r]), 0.5 * drift[r]));
+    slow.rounds.push_back(Synthetic(r, uint64_t(7000 * drift[r] * noise_b[r]), 0.5 * drift[r]));
+  }
+  m.stacks = {a, b, slow};
+  const MatrixSummary s = Summarize(m);
+  ASSERT_EQ(s.stacks.size(), 3u);
+  const StackSummary& copy = s.stacks[1];
+  EXPECT_FALSE(copy.iops_ratio.significant);
+  EXPECT_LT(copy.iops_ratio.low, 1);
+  EXPECT_GT(copy.iops_ratio.high, 1);
+  EXPECT_FALSE(copy.efficiency_ratio.significant);
+  EXPECT_NE(copy.gap.find("no significant difference from raw"), std::string::npos) << copy.gap;
+  EXPECT_NE(copy.gap.find("no significant efficiency overhead"), std::string::npos) << copy.gap;
+  EXPECT_EQ(copy.gap.find("efficiency overhead -"), std::string::npos) << copy.gap;
+  // A 30% loss with the same drift is found, with an interval around 0.7.
+  const StackSummary& sl = s.stacks[2];
+  EXPECT_TRUE(sl.iops_ratio.significant);
+  EXPECT_NEAR(sl.iops_ratio.estimate, 0.7, 0.02);
+  EXPECT_TRUE(sl.efficiency_ratio.significant);
+  EXPECT_EQ(sl.gap.find("no significant difference"), std::string::npos) << sl.gap;
+  // The precision reached is the widest IOPS half-width of the non-baseline stacks.
+  EXPECT_DOUBLE_EQ(s.precision_reached, std::max(copy.iops_ratio.relative_half_width(),
+                                                 sl.iops_ratio.relative_half_width()));
+  EXPECT_TRUE(PrecisionReached(s, 1.0));
+  EXPECT_FALSE(PrecisionReached(s, 0.001));
 }
 
 TEST(Attribution, RequestsBytesTimeAndCountersPerGuestIo) {

@@ -1,6 +1,7 @@
 // The reports say the same numbers: the text tables are parsed back and compared with the JSON,
 // both rendered from one short matrix run on memory and null stacks. The report folder holds
 // every file, and the charts are complete SVG documents.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -101,12 +102,12 @@ TEST_F(ReportTest, ComparisonTableAndJsonAgree) {
       auto t = Split(line);
       if (!t.empty() && t[0] == name) cells = t;
     }
-    ASSERT_EQ(cells.size(), 13u) << "no comparison row for " << name;
+    ASSERT_EQ(cells.size(), 11u) << "no comparison row for " << name;
     ExpectShows(cells[1], sum["iops"]["median"], 0, name + " IOPS");
     const auto range = cells[2].substr(1, cells[2].size() - 2);
     ExpectShows(range.substr(0, range.find('-')), sum["iops"]["min"], 0, name + " IOPS min");
     ExpectShows(range.substr(range.find('-') + 1), sum["iops"]["max"], 0, name + " IOPS max");
-    ExpectShows(cells[3], sum["mbps"]["median"], 1, name + " MB/s");
+    ExpectShows(cells[3], sum["mib_s"]["median"], 1, name + " MiB/s");
     ExpectShows(cells[4], sum["latency_us"]["p50"], 1, name + " p50");
     ExpectShows(cells[5], sum["latency_us"]["p99"], 1, name + " p99");
     ExpectShows(cells[6], sum["latency_us"]["p99.9"], 1, name + " p99.9");
@@ -114,9 +115,27 @@ TEST_F(ReportTest, ComparisonTableAndJsonAgree) {
     ExpectShows(cells[8], sum["process_cpu_pct"], 1, name + " CPU %");
     ExpectShows(cells[9], sum["iops_per_cpu_s"], 0, name + " IOPS/CPU-s");
     ExpectShows(cells[10], sum["iops_per_cpu_pct"], 1, name + " IOPS/%CPU");
-    ExpectShows(cells[11], sum["iops_vs_base"]["median"], 3, name + " ratio");
-    ExpectShows(cells[12], double(sum["overhead_vs_base"]) * 100, 1, name + " overhead");
     if (!s["baseline"]) {
+      // The ratios to the baseline, each with its interval and "n.s." when not significant.
+      std::string row;
+      for (const std::string& line : Section(text, "Against")) {
+        if (!Split(line).empty() && Split(line)[0] == name) row = line;
+      }
+      ASSERT_FALSE(row.empty()) << "no ratio row for " << name << "\n" << text;
+      for (const char* key : {"iops", "cpu_per_io", "p99"}) {
+        const json& v = sum["vs_base"][key];
+        const std::string cell =
+            fmt::format("{:.3f}x ({:.3f}-{:.3f}){}", double(v["estimate"]), double(v["ci_low"]),
+                        double(v["ci_high"]), v["significant"] ? "" : " n.s.");
+        EXPECT_NE(row.find(cell), std::string::npos) << key << ": " << cell << " in " << row;
+        EXPECT_EQ(bool(v["significant"]), double(v["ci_low"]) > 1 || double(v["ci_high"]) < 1);
+      }
+      const json& o = sum["vs_base"]["efficiency_overhead"];
+      const double pct = std::fabs(double(o["estimate"])) < 0.0005 ? 0.0 : double(o["estimate"]) * 100;
+      EXPECT_NE(row.find(fmt::format("{:.1f}% ({:.1f} to {:.1f}%)", pct,
+                                     double(o["ci_low"]) * 100, double(o["ci_high"]) * 100)),
+                std::string::npos)
+          << row;
       EXPECT_NE(text.find(std::string(sum["gap"])), std::string::npos) << name;
     }
     for (const json& l : s["attribution"]["layers"]) {
@@ -130,13 +149,13 @@ TEST_F(ReportTest, PerThreadAndPercentileTablesAndJsonAgree) {
   const json j = RenderJson(*report_);
   for (const json& s : j["stacks"]) {
     const std::string name = s["name"];
-    const int median_round = s["summary"]["median_round"];
+    const int median_round = s["summary"]["median_round"];  // counted from 1, as in the text
     const json* run = nullptr;
     for (const json& r : s["rounds"]) {
       if (r["round"] == median_round) run = &r;
     }
     ASSERT_NE(run, nullptr);
-    const std::string header = "Stack " + name + " - round " + std::to_string(median_round + 1);
+    const std::string header = "Stack " + name + " - round " + std::to_string(median_round);
     const size_t at = text.find(header);
     ASSERT_NE(at, std::string::npos) << header;
     const std::string block = text.substr(at);
@@ -203,6 +222,17 @@ TEST_F(ReportTest, ReportFolderHasEveryFileAndCompleteCharts) {
   for (const char* ref : {"latency_cdf.svg", "overhead.svg", "layer_cost.svg", "report.json"}) {
     EXPECT_NE(html.find(ref), std::string::npos) << ref;
   }
+  // index.html carries every column and every cell of the text's tables.
+  for (const ReportTable& t : ComparisonTables(*report_)) {
+    for (const std::string& h : t.header) EXPECT_NE(html.find("<th>" + XmlEscape(h) + "</th>"), std::string::npos) << h;
+    for (const auto& row : t.rows) {
+      for (const std::string& c : row) EXPECT_NE(html.find(">" + XmlEscape(c) + "</td>"), std::string::npos) << c;
+    }
+  }
+  // The overhead chart draws whiskers and marks what is not significant.
+  const std::string overhead = OverheadSvg(*report_);
+  EXPECT_NE(overhead.find("95% intervals"), std::string::npos);
+  EXPECT_NE(overhead.find("stroke-dasharray=\"4,3\""), std::string::npos);
   EXPECT_EQ(XmlEscape("a<b&\"c\">"), "a&lt;b&amp;&quot;c&quot;&gt;");
   EXPECT_EQ(Num(1234567.891, 2), "1,234,567.89");
   EXPECT_EQ(Num(-999.6), "-1,000");

@@ -173,18 +173,38 @@ std::string LatencyCdfSvg(const BenchReport& r) {
   return svg + "</svg>\n";
 }
 
+// A bar from x0 to x1; a bar whose interval includes "no change" is drawn pale with a dashed
+// outline (visibly inconclusive).
+std::string Bar(double x0, double x1, double y, double h, const char* color, bool conclusive) {
+  const double x = std::min(x0, x1), w = std::fabs(x1 - x0);
+  if (conclusive) return Rect(x, y, w, h, color);
+  return fmt::format(
+      "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\" "
+      "fill-opacity=\"0.25\" stroke=\"{}\" stroke-width=\"1.5\" stroke-dasharray=\"4,3\"/>\n",
+      x, y, w, h, color, color);
+}
+
+// A whisker from x0 to x1 at height y, with end caps.
+std::string Whisker(double x0, double x1, double y) {
+  return Line(x0, y, x1, y, "#000", 1.5) + Line(x0, y - 5, x0, y + 5, "#000", 1.5) +
+         Line(x1, y - 5, x1, y + 5, "#000", 1.5);
+}
+
 std::string OverheadSvg(const BenchReport& r) {
   const auto stacks = Measured(r);
-  const int row = 30, T = 70, B = 50, L = LabelWidth(stacks), gap = 70, pw = 330;
-  const int H = T + B + row * std::max<int>(1, int(stacks.size())), W = L + 2 * pw + gap + 50;
+  const int row = 30, T = 70, B = 70, L = LabelWidth(stacks), gap = 110, pw = 330;
+  const int H = T + B + row * std::max<int>(1, int(stacks.size())), W = L + 2 * pw + gap + 110;
   const std::string base = r.summary.baseline;
-  const std::string title = "IOPS and efficiency overhead vs " + (base.empty() ? "baseline" : base);
+  const std::string title = "IOPS and efficiency overhead vs " + (base.empty() ? "baseline" : base) +
+                            " (95% intervals)";
   if (stacks.empty()) return NoData(W, H, title);
   double max_ratio = 1.0, max_over = 1.0, min_over = 0.0;
   for (const auto* s : stacks) {
-    max_ratio = std::max(max_ratio, s->iops_vs_base.max);
-    max_over = std::max(max_over, s->overhead_vs_base * 100);
-    min_over = std::min(min_over, s->overhead_vs_base * 100);
+    max_ratio = std::max(max_ratio, s->iops_ratio.high);
+    if (s->efficiency_ratio.n) {
+      max_over = std::max(max_over, (1 - s->efficiency_ratio.low) * 100);
+      min_over = std::min(min_over, (1 - s->efficiency_ratio.high) * 100);
+    }
   }
   const Axis ra = NiceAxis(0, max_ratio * 1.05);
   const Axis oa = NiceAxis(min_over, max_over * 1.05);
@@ -193,33 +213,48 @@ std::string OverheadSvg(const BenchReport& r) {
   max_over = oa.hi;
   std::string svg = Header(W, H, title);
   const double ax = L, bx = L + pw + gap;
-  svg += Text(ax + pw / 2, T - 26, "IOPS / " + base + " IOPS (median; whisker min-max)", "middle", 13);
+  svg += Text(ax + pw / 2, T - 26, "IOPS / " + base + " IOPS (paired per round)", "middle", 13);
   svg += Text(bx + pw / 2, T - 26, "efficiency overhead % (IOPS per CPU-second)", "middle", 13);
   auto XA = [&](double v) { return ax + v / max_ratio * pw; };
   auto XB = [&](double v) { return bx + (v - min_over) / (max_over - min_over) * pw; };
+  const double bottom = T + row * double(stacks.size());
   for (double v = ra.lo; v <= ra.hi + ra.step / 2; v += ra.step) {
-    svg += Line(XA(v), T - 6, XA(v), T + row * double(stacks.size()));
-    svg += Text(XA(v), T + row * double(stacks.size()) + 16, fmt::format("{:g}", v), "middle", 11);
+    svg += Line(XA(v), T - 6, XA(v), bottom);
+    svg += Text(XA(v), bottom + 16, fmt::format("{:g}", v), "middle", 11);
   }
   for (double o = oa.lo; o <= oa.hi + oa.step / 2; o += oa.step) {
-    svg += Line(XB(o), T - 6, XB(o), T + row * double(stacks.size()));
-    svg += Text(XB(o), T + row * double(stacks.size()) + 16, fmt::format("{:g}%", o), "middle", 11);
+    svg += Line(XB(o), T - 6, XB(o), bottom);
+    svg += Text(XB(o), bottom + 16, fmt::format("{:g}%", o), "middle", 11);
   }
   for (size_t i = 0; i < stacks.size(); ++i) {
     const auto* s = stacks[i];
-    const double y = T + row * double(i);
-    svg += Text(L - 8, y + row / 2.0 + 4, Label(s->name), "end");
-    svg += Rect(ax, y + 5, XA(s->iops_vs_base.median) - ax, row - 10, Color(i));
-    svg += Line(XA(s->iops_vs_base.min), y + row / 2.0, XA(s->iops_vs_base.max), y + row / 2.0, "#000", 1.5);
-    svg += Text(XA(s->iops_vs_base.median) + 4, y + row / 2.0 - 6,
-                fmt::format("{:.3f}x", s->iops_vs_base.median), "start", 10);
-    const double o = s->overhead_vs_base * 100;
-    const double z = XB(0);
-    svg += Rect(std::min(z, XB(o)), y + 5, std::fabs(XB(o) - z), row - 10, Color(i));
-    svg += Text(std::max(z, XB(o)) + 4, y + row / 2.0 + 4, fmt::format("{:.1f}%", o), "start", 10);
+    const double y = T + row * double(i), mid = y + row / 2.0;
+    svg += Text(L - 8, mid + 4, Label(s->name), "end");
+    const bench::RatioInterval& q = s->iops_ratio;
+    const bool q_sure = s->baseline || q.significant;
+    svg += Bar(ax, XA(q.estimate), y + 5, row - 10, Color(i), q_sure);
+    if (q.has_interval() && !s->baseline) svg += Whisker(XA(q.low), XA(q.high), mid);
+    const std::string ql = s->baseline       ? "baseline"
+                           : q.significant   ? fmt::format("{:.3f}x", q.estimate)
+                                             : fmt::format("{:.3f}x n.s.", q.estimate);
+    svg += Text(std::max(XA(q.estimate), XA(q.high)) + 6, mid + 4, ql, "start", 10);
+    const bench::RatioInterval& e = s->efficiency_ratio;
+    const double o = std::fabs(s->overhead_vs_base) < 0.0005 ? 0.0 : s->overhead_vs_base * 100;
+    const bool e_sure = s->baseline || e.significant;
+    svg += Bar(XB(0), XB(o), y + 5, row - 10, Color(i), e_sure);
+    if (e.has_interval() && !s->baseline) svg += Whisker(XB((1 - e.high) * 100), XB((1 - e.low) * 100), mid);
+    const std::string el = s->baseline ? "" : fmt::format("{:.1f}%{}", o, e_sure ? "" : " n.s.");
+    svg += Text(std::max({XB(0), XB(o), e.has_interval() ? XB((1 - e.low) * 100) : 0.0}) + 6, mid + 4, el,
+                "start", 10);
   }
-  svg += Line(XA(1), T - 6, XA(1), T + row * double(stacks.size()), "#000", 1, "4,3");
-  svg += Line(XB(0), T - 6, XB(0), T + row * double(stacks.size()), "#000", 1);
+  svg += Line(XA(1), T - 6, XA(1), bottom, "#000", 1, "4,3");
+  svg += Line(XB(0), T - 6, XB(0), bottom, "#000", 1);
+  // The legend: what a solid and a pale bar mean.
+  const double ly = bottom + 40;
+  svg += Rect(L, ly - 10, 14, 12, "#555");
+  svg += Text(L + 20, ly, "significant: the 95% interval (whisker) excludes no change");
+  svg += Bar(L + 380, L + 394, ly - 10, 12, "#555", false);
+  svg += Text(L + 400, ly, "n.s.: not significant (interval includes no change)");
   return svg + "</svg>\n";
 }
 

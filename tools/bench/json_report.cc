@@ -1,4 +1,6 @@
 // The JSON report: the same BenchReport as the text, plus every round's full results.
+#include <cmath>
+
 #include "lib/size.h"
 #include "tools/bench/report.h"
 
@@ -10,6 +12,27 @@ namespace {
 
 json SpreadJson(const bench::Spread& s) {
   return {{"median", s.median}, {"min", s.min}, {"max", s.max}, {"n", s.n}};
+}
+
+// A ratio to the baseline with its 95% interval; ci_low/ci_high are null with one round.
+json RatioJson(const bench::RatioInterval& r) {
+  if (r.n == 0) return nullptr;
+  return {{"estimate", r.estimate},
+          {"ci_low", r.has_interval() ? json(r.low) : json(nullptr)},
+          {"ci_high", r.has_interval() ? json(r.high) : json(nullptr)},
+          {"significant", r.significant},
+          {"rounds", r.n}};
+}
+
+// The efficiency overhead (1 - efficiency ratio) with the interval that follows from it.
+json OverheadJson(const bench::StackSummary& s) {
+  const bench::RatioInterval& e = s.efficiency_ratio;
+  if (e.n == 0) return nullptr;
+  return {{"estimate", s.overhead_vs_base},
+          {"ci_low", e.has_interval() ? json(1 - e.high) : json(nullptr)},
+          {"ci_high", e.has_interval() ? json(1 - e.low) : json(nullptr)},
+          {"significant", e.significant},
+          {"rounds", e.n}};
 }
 
 json LatencyJson(const LatencyHistogram& h) {
@@ -29,7 +52,7 @@ json OpJson(const bench::OpTotals& o, double seconds) {
           {"bytes", o.bytes},
           {"errors", o.errors},
           {"iops", seconds > 0 ? double(o.ios) / seconds : 0.0},
-          {"mib_per_s", seconds > 0 ? double(o.bytes) / seconds / (1 << 20) : 0.0},
+          {"mib_s", seconds > 0 ? double(o.bytes) / seconds / (1 << 20) : 0.0},
           {"latency_us", LatencyJson(o.latency)}};
 }
 
@@ -60,6 +83,9 @@ json CpuJson(const bench::CpuUsage& c) {
   return {{"wall_s", c.wall_s},
           {"process_user_s", c.process_user_s},
           {"process_kernel_s", c.process_kernel_s},
+          {"threads_s", c.threads_s < 0 ? json(nullptr) : json(c.threads_s)},
+          {"steal_s", c.steal_s()},
+          {"load_average", c.load_average < 0 ? json(nullptr) : json(c.load_average)},
           {"machine_busy_s", c.machine_busy_s()},
           {"others_s", c.others_s()},
           {"cpus", cpus}};
@@ -70,12 +96,13 @@ json MetricsJson(const bench::RunMetrics& m) {
           {"iops", m.iops},
           {"read_iops", m.read_iops},
           {"write_iops", m.write_iops},
-          {"mbps", m.mbps},
+          {"mib_s", m.mib_s},
           {"latency_us", {{"mean", m.mean_us}, {"p50", m.p50_us}, {"p99", m.p99_us}, {"p99.9", m.p999_us}}},
           {"cpu_us_per_io", m.cpu_us_per_io},
           {"process_cpu_pct", m.process_cpu_pct},
           {"machine_cpu_pct", m.machine_cpu_pct},
           {"others_cpu_pct", m.others_cpu_pct},
+          {"steal_pct", m.steal_pct},
           {"iops_per_cpu_s", m.iops_per_cpu_s},
           {"iops_per_cpu_pct", m.iops_per_cpu_pct}};
 }
@@ -113,7 +140,7 @@ json RunJson(const bench::RunResult& r) {
   }
   json layers = json::array();
   for (const bench::LayerDelta& l : r.layers) layers.push_back(LayerDeltaJson(l));
-  return {{"round", r.round},
+  return {{"round", r.round + 1},
           {"seconds", r.seconds},
           {"region_bytes", r.region_bytes},
           {"seed", r.knobs.seed},
@@ -162,11 +189,15 @@ json AnchorJson(const bench::AnchorSummary& a) {
   return {{"tool", a.tool},
           {"runs", a.runs},
           {"iops", SpreadJson(a.iops)},
-          {"mbps", a.mbps},
+          {"mib_s", a.mib_s},
           {"p50_us", opt(a.p50_us)},
           {"p99_us", opt(a.p99_us)},
           {"cpu_us_per_io", opt(a.cpu_us_per_io)},
           {"vstack_ratio", SpreadJson(a.ratio)},
+          {"vstack_ratio_interval", RatioJson(a.ratio_interval)},
+          {"vstack_ios", a.vstack_ios},
+          {"tool_ios", a.tool_ios},
+          {"capped", a.capped},
           {"command", a.command},
           {"note", a.note},
           {"errors", a.errors}};
@@ -174,8 +205,9 @@ json AnchorJson(const bench::AnchorSummary& a) {
 
 json AnchorRunJson(const bench::AnchorRun& a) {
   const bench::AnchorResult& r = a.result;
-  return {{"tool", a.tool},     {"round", a.round},   {"error", a.error},   {"command", r.command},
-          {"seconds", r.seconds}, {"ios", r.ios},     {"iops", r.iops},     {"mbps", r.mbps},
+  return {{"tool", a.tool},     {"round", a.round + 1}, {"error", a.error}, {"command", r.command},
+          {"seconds", r.seconds}, {"ios", r.ios},     {"iops", r.iops},     {"mib_s", r.mib_s},
+          {"capped", r.capped},
           {"p50_us", r.p50_us}, {"p99_us", r.p99_us}, {"cpu_s", r.cpu_s},   {"note", r.note}};
 }
 
@@ -195,7 +227,7 @@ json RenderJson(const BenchReport& r) {
     json summary = nullptr;
     if (s.runs > 0) {
       summary = {{"iops", SpreadJson(s.iops)},
-                 {"mbps", SpreadJson(s.mbps)},
+                 {"mib_s", SpreadJson(s.mib_s)},
                  {"read_iops", s.read_iops},
                  {"write_iops", s.write_iops},
                  {"latency_us", {{"mean", s.mean_us}, {"p50", s.p50_us}, {"p99", s.p99_us}, {"p99.9", s.p999_us}}},
@@ -208,8 +240,14 @@ json RenderJson(const BenchReport& r) {
                  {"iops_per_cpu_s", s.iops_per_cpu_s},
                  {"iops_per_cpu_pct", s.iops_per_cpu_pct},
                  {"iops_vs_base", SpreadJson(s.iops_vs_base)},
+                 {"vs_base",
+                  {{"iops", RatioJson(s.iops_ratio)},
+                   {"cpu_per_io", RatioJson(s.cpu_ratio)},
+                   {"efficiency", RatioJson(s.efficiency_ratio)},
+                   {"p99", RatioJson(s.p99_ratio)},
+                   {"efficiency_overhead", OverheadJson(s)}}},
                  {"overhead_vs_base", s.overhead_vs_base},
-                 {"median_round", s.median_round},
+                 {"median_round", s.median_round + 1},
                  {"latency_all_rounds_us", LatencyJson(s.latency)},
                  {"gap", s.gap}};
     }
@@ -217,6 +255,9 @@ json RenderJson(const BenchReport& r) {
                       {"spec", s.spec},
                       {"chain", s.chain},
                       {"prepare", bench::PrepareName(o.plan.prepare)},
+                      {"prepared", bench::PrepareName(o.prepared)},
+                      {"read_only", o.plan.read_only},
+                      {"not_run", s.runs == 0 && s.skipped.empty() && s.error.empty()},
                       {"note", s.note},
                       {"skipped", s.skipped},
                       {"error", s.error},
@@ -229,10 +270,29 @@ json RenderJson(const BenchReport& r) {
                       {"anchor_runs", anchor_runs},
                       {"rounds", rounds}});
   }
+  json noise = json::array();
+  for (const bench::RoundNoise& n : r.summary.noise) {
+    noise.push_back({{"round", n.round + 1},
+                     {"others_cpu_pct", n.others_cpu_pct},
+                     {"steal_pct", n.steal_pct},
+                     {"load_average", n.load_average < 0 ? json(nullptr) : json(n.load_average)}});
+  }
+  const double reached = r.summary.precision_reached;
   return {{"command", r.command},
           {"knobs", KnobsJson(r.result.knobs)},
           {"rounds_planned", r.result.rounds_planned},
           {"rounds_done", r.result.rounds_done},
+          {"rounds_auto", r.result.auto_rounds
+                              ? json{{"precision_asked", r.result.precision_asked},
+                                     {"max_time_s", r.result.max_time_s},
+                                     {"stopped", r.result.rounds_stopped}}
+                              : json(nullptr)},
+          {"precision_reached", std::isfinite(reached) ? json(reached) : json(nullptr)},
+          {"noise_warning", r.result.auto_rounds
+                                ? bench::NoiseWarning(r.summary, r.result.precision_asked)
+                                : std::string()},
+          {"noise", noise},
+          {"statistics", RoundRule(r)},
           {"interrupted", r.result.interrupted},
           {"error", r.result.error},
           {"scratch_dir", r.result.scratch_dir},

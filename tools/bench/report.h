@@ -27,6 +27,21 @@ struct PercentileRow {
 };
 const std::vector<PercentileRow>& PercentileRows();
 
+// One table of the comparison, as cells, so the text and index.html show the same columns.
+struct ReportTable {
+  std::string title;
+  std::vector<std::string> header;
+  std::vector<bool> numeric;                   // right-aligned columns
+  std::vector<std::vector<std::string>> rows;  // a row may be shorter (a note in its 3rd cell)
+  std::string legend;                          // printed under the table
+};
+// The comparison (absolute figures, medians of rounds), the ratios against the baseline with
+// their 95% intervals, and the machine's noise per round.
+std::vector<ReportTable> ComparisonTables(const BenchReport& r);
+
+// How the numbers were combined over rounds, in one sentence (the rule the reports apply).
+std::string RoundRule(const BenchReport& r);
+
 // The whole text report: parameters, each stack's median round in diskspd's layout (CPU table,
 // per-thread Total/Read/Write tables, percentile table, layers), then the comparison table,
 // the gaps in words, the anchors, skipped stacks and errors.

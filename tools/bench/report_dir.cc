@@ -34,28 +34,26 @@ std::string IndexHtml(const BenchReport& r) {
   h += "<h1>vstack bench</h1>\n<p><code>" + XmlEscape(r.command) + "</code></p>\n";
   h += "<p>" + XmlEscape(bench::DescribeWorkload(r.result.knobs)) + "; content " +
        XmlEscape(bench::DescribeContent(r.result.knobs)) + "; " +
-       std::to_string(r.result.rounds_done) + " interleaved round(s), medians shown.";
+       std::to_string(r.result.rounds_done) + " interleaved round(s).";
   if (r.result.interrupted) h += " <b>Interrupted: partial results.</b>";
   h += "</p>\n<p>Files: <a href=\"report.txt\">report.txt</a> (full text), "
        "<a href=\"report.json\">report.json</a> (every round).</p>\n";
-  h += "<h2>Comparison</h2>\n<table><tr><th>stack</th><th>IOPS</th><th>min-max</th><th>MB/s</th>"
-       "<th>p50 us</th><th>p99 us</th><th>p99.9 us</th><th>CPU us/IO</th><th>CPU %</th>"
-       "<th>IOPS/CPU-s</th><th>vs " + XmlEscape(r.summary.baseline) + "</th><th>overhead</th></tr>\n";
-  for (const bench::StackSummary& s : r.summary.stacks) {
-    if (s.runs == 0) {
-      h += "<tr><td>" + XmlEscape(s.name) + "</td><td colspan=\"11\" style=\"text-align:left\">" +
-           XmlEscape(s.skipped.empty() ? "failed: " + s.error : "skipped: " + s.skipped) + "</td></tr>\n";
-      continue;
+  for (const ReportTable& t : ComparisonTables(r)) {
+    h += "<h2>" + XmlEscape(t.title) + "</h2>\n<table><tr>";
+    for (const std::string& c : t.header) h += "<th>" + XmlEscape(c) + "</th>";
+    h += "</tr>\n";
+    for (const auto& row : t.rows) {
+      h += "<tr>";
+      for (size_t c = 0; c < row.size(); ++c) {
+        const bool last = c + 1 == row.size() && row.size() < t.header.size();
+        h += last ? fmt::format("<td colspan=\"{}\" style=\"text-align:left\">{}</td>",
+                                t.header.size() - c, XmlEscape(row[c]))
+                  : "<td>" + XmlEscape(row[c]) + "</td>";
+      }
+      h += "</tr>\n";
     }
-    h += fmt::format(
-        "<tr><td>{}</td><td>{}</td><td>{}-{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-        "<td>{}</td><td>{}</td><td>{}</td><td>{:.3f}x</td><td>{:.1f}%</td></tr>\n",
-        XmlEscape(s.name), Num(s.iops.median), Num(s.iops.min), Num(s.iops.max),
-        Num(s.mbps.median, 1), Num(s.p50_us, 1), Num(s.p99_us, 1), Num(s.p999_us, 1),
-        Num(s.cpu_us_per_io, 2), Num(s.process_cpu_pct, 1), Num(s.iops_per_cpu_s),
-        s.iops_vs_base.median, s.overhead_vs_base * 100);
+    h += "</table>\n<p>" + XmlEscape(t.legend) + "</p>\n";
   }
-  h += "</table>\n";
   h += "<h2>Charts</h2>\n<img src=\"latency_cdf.svg\" alt=\"latency CDF\">\n"
        "<img src=\"overhead.svg\" alt=\"overhead\">\n<img src=\"layer_cost.svg\" alt=\"layer cost\">\n";
   h += "<h2>Gaps, layer by layer</h2>\n<ul>\n";
@@ -87,15 +85,6 @@ Status WriteReportDir(const std::string& dir, const BenchReport& r) {
   VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/overhead.svg", OverheadSvg(r)));
   VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/layer_cost.svg", LayerCostSvg(r)));
   return WriteFile(dir + "/index.html", IndexHtml(r));
-}
-
-std::string DefaultReportDir() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "vstack-report-%Y%m%d-%H%M%S", &tm);
-  return buf;
 }
 
 }  // namespace vstack::cli

@@ -18,9 +18,6 @@ const std::vector<std::string>& ReportFiles();
 // older ones. Errors name the file that could not be written.
 Status WriteReportDir(const std::string& dir, const BenchReport& report);
 
-// "vstack-report-YYYYmmdd-HHMMSS" for now.
-std::string DefaultReportDir();
-
 }  // namespace vstack::cli
 
 #endif  // VSTACK_TOOLS_BENCH_REPORT_DIR_H_

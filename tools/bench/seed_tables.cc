@@ -28,7 +28,7 @@ std::string Pct(double ratio) { return ratio > 0 ? fmt::format("{:.2f}%", ratio 
 // One column of the source's table, from a summary: IOPS, MB/s, response times in ms.
 PublishedColumn Column(const StackSummary& s) {
   return {s.iops.median,   s.read_iops,           s.write_iops,
-          s.mbps.median,   s.read_mean_us / 1000, s.write_mean_us / 1000,
+          s.mib_s.median * 1.048576, s.read_mean_us / 1000, s.write_mean_us / 1000,
           s.mean_us / 1000};
 }
 

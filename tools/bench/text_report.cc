@@ -2,7 +2,9 @@
 // the per-thread Total/Read/Write tables and the percentile table, then the comparison.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "lib/size.h"
 #include "tools/bench/report.h"
@@ -44,15 +46,24 @@ std::string Pct(double fraction_or_pct, bool is_fraction = false) {
   return fmt::format("{:.1f}%", is_fraction ? fraction_or_pct * 100 : fraction_or_pct);
 }
 
-std::string Us(uint64_t ns) { return fmt::format("{:.1f}", double(ns) / 1000.0); }
+std::string Us(uint64_t ns) { return Num(double(ns) / 1000.0, 1); }
+
+// "fill", or "fill (auto: the device starts empty on every open)".
+std::string PrepareText(const bench::StackOutcome& s) {
+  if (s.plan.prepare != bench::Prepare::kAuto) return bench::PrepareName(s.plan.prepare);
+  if (s.prepared == bench::Prepare::kAuto) return "auto (not resolved: the stack never opened)";
+  return std::string(bench::PrepareName(s.prepared)) +
+         (s.prepared == bench::Prepare::kFill ? " (auto: the device starts empty on every open)"
+                                              : " (auto: the device keeps its data)") +
+         (s.plan.read_only ? ", opened read-only" : "");
+}
 
 void Parameters(const BenchReport& r, std::string& out) {
   const bench::WorkloadKnobs& k = r.result.knobs;
   out += "Command Line: " + r.command + "\n\nInput parameters:\n\n";
   out += fmt::format("  workload:  {}\n", bench::DescribeWorkload(k));
-  out += fmt::format("  target:    {} from offset 0 of each stack{}\n",
-                     k.target_size ? FormatSize(k.target_size) : std::string("the whole device"),
-                     "");
+  out += fmt::format("  target:    {} from offset 0 of each stack (the same region in every stack)\n",
+                     k.target_size ? FormatSize(k.target_size) : std::string("the whole device"));
   out += fmt::format("  content:   {}\n", bench::DescribeContent(k));
   out += fmt::format("  flush:     {}\n", k.flush_interval ? fmt::format("after every {} writes "
                                                                          "per thread",
@@ -60,8 +71,15 @@ void Parameters(const BenchReport& r, std::string& out) {
                                                            : std::string("never"));
   out += fmt::format("  seed:      {} (round r uses seed + r; every stack of a round the same)\n",
                      k.seed);
-  out += fmt::format("  rounds:    {} planned, {} done, interleaved (A B C ... A B C ...)\n",
-                     r.result.rounds_planned, r.result.rounds_done);
+  if (r.result.auto_rounds) {
+    out += fmt::format("  rounds:    auto (until every IOPS interval is within {:.1f}%, at most {} s), "
+                       "{} done{}, interleaved (A B C ... A B C ...)\n",
+                       r.result.precision_asked * 100, r.result.max_time_s, r.result.rounds_done,
+                       r.result.rounds_stopped.empty() ? "" : ": " + r.result.rounds_stopped);
+  } else {
+    out += fmt::format("  rounds:    {} planned, {} done, interleaved (A B C ... A B C ...)\n",
+                       r.result.rounds_planned, r.result.rounds_done);
+  }
   if (!r.result.scratch_dir.empty()) {
     out += fmt::format("  scratch:   {} (removed at exit)\n", r.result.scratch_dir);
   }
@@ -72,7 +90,7 @@ void Parameters(const BenchReport& r, std::string& out) {
       out += fmt::format("      skipped: {}\n", s.skipped);
       continue;
     }
-    out += fmt::format("      prepare: {}{}\n", bench::PrepareName(s.plan.prepare),
+    out += fmt::format("      prepare: {}{}\n", PrepareText(s),
                        s.plan.note.empty() ? "" : " - " + s.plan.note);
     for (size_t i = 0; i < s.chain.size(); ++i) out += fmt::format("      [{}] {}\n", i, s.chain[i]);
   }
@@ -99,6 +117,10 @@ void CpuTable(const RunResult& run, std::string& out) {
   out += fmt::format(
       "  vstack process: user {:.2f} s, kernel {:.2f} s = {} of the machine; others {}\n",
       c.process_user_s, c.process_kernel_s, Pct(m.process_cpu_pct), Pct(m.others_cpu_pct));
+  if (c.threads_s >= 0) {
+    out += fmt::format("  benchmark threads (workload threads + io_uring workers): {:.3f} s = {:.2f} us "
+                       "per I/O\n", c.threads_s, m.cpu_us_per_io);
+  }
 }
 
 // One diskspd-style table: a row per thread, then the total.
@@ -141,8 +163,8 @@ void PercentileTable(const RunResult& run, std::string& out) {
 
 void RunDetails(const StackSummary& s, const RunResult& run, int rounds, std::string& out) {
   out += "\n" + std::string(78, '=') + "\n";
-  out += fmt::format("Stack {} - round {} of {} (the median of {} by IOPS)\n", s.name,
-                     run.round + 1, rounds, s.runs);
+  out += fmt::format("Stack {} - round {} of {}: the round closest to the median IOPS of {} "
+                     "round(s)\n", s.name, run.round + 1, rounds, s.runs);
   out += std::string(78, '=') + "\n";
   out += fmt::format("  actual test time: {:.2f} s    thread count: {}    cpu count: {}\n\n",
                      run.seconds, run.threads.size(), run.cpu.cpus.size());
@@ -162,35 +184,122 @@ void RunDetails(const StackSummary& s, const RunResult& run, int rounds, std::st
 
 }  // namespace
 
+std::string RoundRule(const BenchReport& r) {
+  const std::string base = r.summary.baseline.empty() ? "the baseline" : r.summary.baseline;
+  return "Each stack's figures are the median over its rounds (an even count: the mean of the two "
+         "middle ones); ratios to " + base + " are the geometric mean of the paired per-round "
+         "ratios (round r of a stack with round r of " + base + ") with a 95% Student t-interval; "
+         "the per-stack tables above show the round closest to the median IOPS.";
+}
+
+std::vector<ReportTable> ComparisonTables(const BenchReport& r) {
+  const bench::MatrixSummary& sum = r.summary;
+  const std::string base = sum.baseline.empty() ? "base" : sum.baseline;
+  auto not_measured = [&](const StackSummary& s) {
+    if (!s.skipped.empty()) return std::string("(skipped)");
+    if (!s.error.empty()) return std::string("(failed)");
+    return std::string(r.result.interrupted ? "not run (interrupted)" : "not run");
+  };
+  ReportTable abs;
+  abs.title = fmt::format("Comparison: {} round(s){}", r.result.rounds_done,
+                          sum.baseline.empty() ? "" : "; baseline " + sum.baseline);
+  abs.header = {"stack", "IOPS", "(min-max)", "MiB/s", "p50 us", "p99 us", "p99.9 us",
+                "CPU us/IO", "CPU %", "IOPS/CPU-s", "IOPS/%CPU"};
+  abs.numeric = {false, true, false, true, true, true, true, true, true, true, true};
+  ReportTable rel;
+  rel.title = "Against " + base + ": ratio (95% interval), paired per round";
+  rel.header = {"stack", "IOPS", "CPU per I/O", "p99", "efficiency overhead"};
+  rel.numeric = {false, true, true, true, true};
+  auto ratio = [](const bench::RatioInterval& x) {
+    if (x.n == 0) return std::string("n/a");
+    if (!x.has_interval()) return fmt::format("{:.3f}x (1 round)", x.estimate);
+    return fmt::format("{:.3f}x ({:.3f}-{:.3f}){}", x.estimate, x.low, x.high,
+                       x.significant ? "" : " n.s.");
+  };
+  auto overhead = [](const StackSummary& s) {
+    const bench::RatioInterval& e = s.efficiency_ratio;
+    if (e.n == 0) return std::string("n/a");
+    // Never "-0.0%": a value that rounds to zero prints as 0.0.
+    const double pct = std::fabs(s.overhead_vs_base) < 0.0005 ? 0.0 : s.overhead_vs_base * 100;
+    if (!e.has_interval()) return fmt::format("{:.1f}% (1 round)", pct);
+    return fmt::format("{:.1f}% ({:.1f} to {:.1f}%){}", pct, (1 - e.high) * 100,
+                       (1 - e.low) * 100, e.significant ? "" : " n.s.");
+  };
+  for (const StackSummary& s : sum.stacks) {
+    if (s.runs == 0) {
+      abs.rows.push_back({s.name, "-", not_measured(s)});
+      continue;
+    }
+    abs.rows.push_back({s.name, Num(s.iops.median),
+                        "(" + Num(s.iops.min) + "-" + Num(s.iops.max) + ")", Num(s.mib_s.median, 1),
+                        Num(s.p50_us, 1), Num(s.p99_us, 1), Num(s.p999_us, 1),
+                        Num(s.cpu_us_per_io, 2), Num(s.process_cpu_pct, 1), Num(s.iops_per_cpu_s),
+                        Num(s.iops_per_cpu_pct, 1)});
+    if (s.baseline) continue;
+    rel.rows.push_back({s.name, ratio(s.iops_ratio), ratio(s.cpu_ratio), ratio(s.p99_ratio),
+                        overhead(s)});
+  }
+  std::vector<double> others;
+  for (const StackSummary& s : sum.stacks) if (s.runs) others.push_back(s.others_cpu_pct);
+  const bench::Spread o = bench::SpreadOf(others);
+  abs.legend =
+      "CPU % = the vstack process's CPU as a share of the whole machine; CPU us/IO and IOPS/CPU-s "
+      "count the benchmark's own threads (workload threads + io_uring workers). " + RoundRule(r) +
+      " Other load on the machine: " +
+      (o.n ? fmt::format("{:.1f}% median ({:.1f}-{:.1f}%).", o.median, o.min, o.max)
+           : std::string("n/a."));
+  rel.legend = "n.s. = not significant: the 95% interval includes 1 (no change). Efficiency "
+               "overhead = (base efficiency - efficiency) / base efficiency, as in the Hyper-V "
+               "whitepaper (efficiency = I/Os per CPU-second); its interval is 1 minus the "
+               "efficiency ratio's. Precision reached (widest IOPS interval, half-width): " +
+               (std::isfinite(sum.precision_reached)
+                    ? fmt::format("{:.1f}%.", sum.precision_reached * 100)
+                    : std::string("none (some stack has fewer than 2 paired rounds)."));
+  ReportTable noise;
+  noise.title = "Noise per round (medians over the stacks of the round)";
+  noise.header = {"round", "others' CPU %", "steal %", "load average"};
+  noise.numeric = {true, true, true, true};
+  for (const bench::RoundNoise& n : sum.noise) {
+    noise.rows.push_back({std::to_string(n.round + 1), Num(n.others_cpu_pct, 1), Num(n.steal_pct, 1),
+                          n.load_average < 0 ? "n/a" : Num(n.load_average, 2)});
+  }
+  noise.legend = "others' CPU % = busy CPU of other processes as a share of the machine's capacity.";
+  std::vector<ReportTable> tables = {abs};
+  if (!rel.rows.empty()) tables.push_back(rel);
+  if (!noise.rows.empty()) tables.push_back(noise);
+  return tables;
+}
+
+// Breaks `text` into lines of about `width` characters, each starting with `indent`.
+std::string Wrap(const std::string& text, const std::string& indent, size_t width = 96) {
+  std::string out, line;
+  std::istringstream words(text);
+  for (std::string w; words >> w;) {
+    if (!line.empty() && line.size() + 1 + w.size() > width) {
+      out += indent + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + w;
+  }
+  if (!line.empty()) out += indent + line + "\n";
+  return out;
+}
+
 std::string RenderComparisonText(const BenchReport& r) {
   const bench::MatrixSummary& sum = r.summary;
   std::string out;
   const std::string base = sum.baseline.empty() ? "base" : sum.baseline;
-  out += fmt::format("\nComparison: median of {} round(s){}\n", r.result.rounds_done,
-                     sum.baseline.empty() ? "" : "; baseline " + sum.baseline);
-  TextTable t({"stack", "IOPS", "(min-max)", "MB/s", "p50 us", "p99 us", "p99.9 us", "CPU us/IO",
-               "CPU %", "IOPS/CPU-s", "IOPS/%CPU", "vs " + base, "overhead"},
-              {false, true, false, true, true, true, true, true, true, true, true, true, true});
-  for (const StackSummary& s : sum.stacks) {
-    if (s.runs == 0) {
-      t.AddRow({s.name, "-", s.skipped.empty() ? "(failed)" : "(skipped)"});
-      continue;
-    }
-    t.AddRow({s.name, Num(s.iops.median), "(" + Num(s.iops.min) + "-" + Num(s.iops.max) + ")",
-              Num(s.mbps.median, 1), Num(s.p50_us, 1), Num(s.p99_us, 1), Num(s.p999_us, 1),
-              Num(s.cpu_us_per_io, 2), Num(s.process_cpu_pct, 1), Num(s.iops_per_cpu_s),
-              Num(s.iops_per_cpu_pct, 1), fmt::format("{:.3f}x", s.iops_vs_base.median),
-              Pct(s.overhead_vs_base, true)});
+  for (const ReportTable& t : ComparisonTables(r)) {
+    out += "\n" + t.title + "\n";
+    TextTable table(t.header, t.numeric);
+    for (const auto& row : t.rows) table.AddRow(row);
+    out += table.Render("  ");
+    out += Wrap(t.legend, "  ");
   }
-  out += t.Render("  ");
-  out += "  CPU % = the vstack process's CPU as a share of the whole machine; IOPS/CPU-s = I/Os "
-         "per CPU-second of the process;\n  overhead = (base efficiency - efficiency) / base "
-         "efficiency, as in the Hyper-V whitepaper. Other load on the machine: ";
-  std::vector<double> others;
-  for (const StackSummary& s : sum.stacks) if (s.runs) others.push_back(s.others_cpu_pct);
-  const bench::Spread o = bench::SpreadOf(others);
-  out += o.n ? fmt::format("{:.1f}% median ({:.1f}-{:.1f}%).\n", o.median, o.min, o.max)
-             : std::string("n/a.\n");
+  if (r.result.auto_rounds) {
+    const std::string w = bench::NoiseWarning(sum, r.result.precision_asked);
+    if (!w.empty()) out += "\n" + Wrap("WARNING: " + w + ".", "  ");
+  }
 
   bool any_gap = false;
   for (const StackSummary& s : sum.stacks) {
@@ -209,13 +318,15 @@ std::string RenderComparisonText(const BenchReport& r) {
         out += fmt::format("  {} on {}: no successful run\n", a.tool, s.name);
       } else {
         out += fmt::format(
-            "  {} on {}: {} IOPS ({}-{}), {} MB/s, p50 {} us, p99 {} us, CPU {} us/IO; "
-            "vstack/{} = {:.3f}x ({:.3f}-{:.3f})\n",
+            "  {} on {}: {} IOPS ({}-{}), {} MiB/s, p50 {} us, p99 {} us, CPU {} us/IO; "
+            "vstack/{} = {}\n",
             a.tool, s.name, Num(a.iops.median), Num(a.iops.min), Num(a.iops.max),
-            Num(a.mbps, 1), a.p50_us < 0 ? "n/a" : Num(a.p50_us, 1),
+            Num(a.mib_s, 1), a.p50_us < 0 ? "n/a" : Num(a.p50_us, 1),
             a.p99_us < 0 ? "n/a" : Num(a.p99_us, 1),
-            a.cpu_us_per_io < 0 ? "n/a" : Num(a.cpu_us_per_io, 2), a.tool, a.ratio.median,
-            a.ratio.min, a.ratio.max);
+            a.cpu_us_per_io < 0 ? "n/a" : Num(a.cpu_us_per_io, 2), a.tool,
+            bench::DescribeRatio(a.ratio_interval));
+        out += fmt::format("    I/Os per round (median): vstack {}, {} {}{}\n", Num(a.vstack_ios),
+                           a.tool, Num(a.tool_ios), a.capped ? " (capped by time, see below)" : "");
         out += "    $ " + a.command + "\n";
         if (!a.note.empty()) out += "    " + a.note + "\n";
       }
@@ -247,7 +358,10 @@ std::string RenderText(const BenchReport& r) {
   for (size_t i = 0; i < r.summary.stacks.size() && i < r.result.stacks.size(); ++i) {
     const StackSummary& s = r.summary.stacks[i];
     for (const RunResult& run : r.result.stacks[i].rounds) {
-      if (run.round == s.median_round) RunDetails(s, run, r.result.rounds_planned, out);
+      // Of the rounds planned, or with --rounds auto of those that ran.
+      const int of = r.result.auto_rounds ? std::max(r.result.rounds_done, run.round + 1)
+                                          : r.result.rounds_planned;
+      if (run.round == s.median_round) RunDetails(s, run, of, out);
     }
   }
   out += RenderComparisonText(r);
