@@ -221,7 +221,7 @@ Status VhdxDevice::BeginWrites(IoQueue& q) {
   h.log_guid = Guid::Random();
   VSTACK_RETURN_IF_ERROR(WriteHeaders(q, &image_, h));
   CountShared(kCounterHeaderWrites, 2);
-  head_pos_ = tail_pos_ = 0;
+  log_.emplace(image_, opened_file_size_);
   writing_.store(true, std::memory_order_release);
   return OkStatus();
 }
@@ -303,41 +303,12 @@ Status VhdxDevice::CommitEntry(IoQueue& q, uint64_t index, uint64_t value,
     const uint64_t v = first + i == index ? value : bat_[first + i].load(std::memory_order_relaxed);
     StoreLE64(page.data.data() + 8 * i, v == kUnusableState ? 0 : v);
   }
-  const Header& h = image_.header;
-  const uint64_t entry_length = 2 * kLogSector;
-  if (head_pos_ - tail_pos_ + entry_length > h.log_length) {
-    // The log would wrap over entries whose in-place writes may not be durable yet.
-    VSTACK_RETURN_IF_ERROR(FlushQueue(q));
-    tail_pos_ = head_pos_;
-    CountShared(kCounterLogFlushes);
-  }
-  LogEntryInfo info;
-  info.sequence = next_sequence_++;
-  info.tail = static_cast<uint32_t>(tail_pos_ % h.log_length);
-  info.flushed_file_offset = opened_file_size_;
-  info.last_file_offset = std::max(file_end_, lower_device().size_bytes());
-  const std::vector<uint8_t> bytes = EncodeLogEntry(h.log_guid, info, {&page, 1});
-  AlignedBuffer entry(bytes.size());
-  std::memcpy(entry.data(), bytes.data(), bytes.size());
-  // The entry, with FUA, in one piece or two when it wraps around the log's end.
-  const uint64_t at = head_pos_ % h.log_length;
-  const uint64_t first_part = std::min<uint64_t>(entry.size(), h.log_length - at);
-  IoRequest log_writes[2];
-  iovec log_iov[2] = {{entry.data(), first_part},
-                      {entry.data() + first_part, entry.size() - first_part}};
-  for (int i = 0; i < (first_part < entry.size() ? 2 : 1); ++i) {
-    log_writes[i].op = Op::kWrite;
-    log_writes[i].flags = kIoFua;
-    log_writes[i].offset = h.log_offset + (i == 0 ? at : 0);
-    log_writes[i].length = log_iov[i].iov_len;
-    log_writes[i].iov = &log_iov[i];
-    log_writes[i].iovcnt = 1;
-    with.push_back(&log_writes[i]);
-  }
-  VSTACK_RETURN_IF_ERROR(RunAll(q, with));
-  head_pos_ += entry.size();
+  VSTACK_ASSIGN_OR_RETURN(
+      LogWriter::Written written,
+      log_->Append(q, {&page, 1}, std::max(file_end_, lower_device().size_bytes()), with));
+  if (written.flushed) CountShared(kCounterLogFlushes);
   CountShared(kCounterLogEntries);
-  CountShared(kCounterLogBytes, entry.size());
+  CountShared(kCounterLogBytes, written.entry_bytes);
   VSTACK_RETURN_IF_ERROR(WriteAt(q, page.file_offset, page.data));
   CountShared(kCounterBatWrites);
   bat_[index].store(value, std::memory_order_release);
@@ -345,14 +316,14 @@ Status VhdxDevice::CommitEntry(IoQueue& q, uint64_t index, uint64_t value,
 }
 
 Status VhdxDevice::Flush(IoQueue& q) {
-  uint64_t head;
+  uint64_t head = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    head = head_pos_;
+    if (log_) head = log_->head();
   }
   VSTACK_RETURN_IF_ERROR(FlushQueue(q));
   std::lock_guard<std::mutex> lock(mu_);
-  tail_pos_ = std::max(tail_pos_, head);
+  if (log_) log_->Flushed(head);
   return OkStatus();
 }
 
@@ -367,6 +338,7 @@ Status VhdxDevice::CloseLayer() {
   clean.log_guid = Guid{};
   VSTACK_RETURN_IF_ERROR(WriteHeaders(*q, &image_, clean));
   CountShared(kCounterHeaderWrites, 2);
+  log_.reset();
   writing_.store(false);
   return OkStatus();
 }

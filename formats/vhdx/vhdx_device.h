@@ -15,10 +15,12 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "formats/vhdx/vhdx_image.h"
+#include "formats/vhdx/vhdx_log_writer.h"
 #include "lib/layer.h"
 
 namespace vstack::vhdx {
@@ -86,12 +88,10 @@ class VhdxDevice final : public Layer {
   const bool growable_;
   std::atomic<bool> writing_{false};  // BeginWrites done
 
-  std::mutex mu_;          // allocation, the log and the headers
-  uint64_t file_end_;      // where the next new block goes (1 MiB aligned)
-  uint64_t head_pos_ = 0;  // log bytes written since BeginWrites (head = head_pos_ % length)
-  uint64_t tail_pos_ = 0;  // oldest log byte whose in-place writes may not be durable
-  uint64_t next_sequence_ = 1;
-  uint64_t opened_file_size_;  // a durable lower bound of the file size (FlushedFileOffset)
+  std::mutex mu_;                 // allocation, the log and the headers
+  uint64_t file_end_;             // where the next new block goes (1 MiB aligned)
+  std::optional<LogWriter> log_;  // from BeginWrites
+  uint64_t opened_file_size_;     // a durable lower bound of the file size (FlushedFileOffset)
 };
 
 }  // namespace vstack::vhdx

@@ -41,8 +41,8 @@ DevicePtr MemoryWith(const uint8_t* data, size_t size) {
   uint64_t pages = std::clamp<uint32_t>(Load32(data), 1, kMaxPages);
   for (size_t at = 4; at + 6 <= size;) {
     const uint32_t page = Load32(data + at) % kMaxPages;
-    const size_t n = std::min<size_t>({size_t{data[at + 4]} | size_t{data[at + 5]} << 8, kPage,
-                                       size - at - 6});
+    const size_t n =
+        std::min<size_t>({size_t{data[at + 4]} | size_t{data[at + 5]} << 8, kPage, size - at - 6});
     records.push_back({page, data + at + 6, n});
     pages = std::max<uint64_t>(pages, page + 1);
     at += 6 + n;
