@@ -49,6 +49,24 @@ void WriteSparse(const std::string& path, const std::vector<unsigned char>& img)
   ::close(fd);
 }
 
+// The number of events (submissions and completions) in `log`: crash points are 0..events.
+uint64_t Events(const std::vector<RecordedOp>& log) {
+  uint64_t events = 0;
+  for (const RecordedOp& op : log) {
+    events = std::max(events, op.submitted + 1);
+    if (op.completed != UINT64_MAX) events = std::max(events, op.completed + 1);
+  }
+  return events;
+}
+
+// Crash images go to tmpfs when there is one: every replay flushes, and fsync on a busy disk
+// would dominate the test's time. A file (not memory) keeps the image's length exact, so a
+// BAT entry that reaches the disk before its log entry shows up as a block past the end.
+std::string CrashImagePath(TempDir& dir, const std::string& name) {
+  if (::access("/dev/shm", W_OK) != 0) return dir.File(name + ".vhdx");
+  return "/dev/shm/vstack-vhdx-" + name + "-" + std::to_string(::getpid());
+}
+
 TEST(VhdxCrash, EveryPrefixAndSampledReorderingsReplayCheckAndKeepFlushedData) {
   TempDir dir;
   const std::string path = dir.File("crash.vhdx");
@@ -125,17 +143,8 @@ TEST(VhdxCrash, EveryPrefixAndSampledReorderingsReplayCheckAndKeepFlushedData) {
       std::count_if(log.begin(), log.end(), [](auto& o) { return o.op == Op::kFlush; });
   EXPECT_EQ(lower_flushes, 2 + 2 + 3) << "header updates at first write and close, the guest's";
 
-  uint64_t events = 0;
-  for (const RecordedOp& op : log) {
-    events = std::max(events, op.submitted + 1);
-    if (op.completed != UINT64_MAX) events = std::max(events, op.completed + 1);
-  }
-  // Crash images go to tmpfs when there is one: every replay flushes, and fsync on a busy disk
-  // would dominate the test's time. A file (not memory) keeps the image's length exact, so a
-  // BAT entry that reaches the disk before its log entry shows up as a block past the end.
-  const bool shm = ::access("/dev/shm", W_OK) == 0;
-  const std::string image_path =
-      shm ? "/dev/shm/vstack-vhdx-crash-" + std::to_string(::getpid()) : dir.File("image.vhdx");
+  const uint64_t events = Events(log);
+  const std::string image_path = CrashImagePath(dir, "crash");
   Rng rng(42);
   int images = 0;
   for (uint64_t crash = 0; crash <= events; ++crash) {
@@ -227,11 +236,7 @@ TEST(VhdxCrash, CompactionCrashAtAnyPointKeepsTheContents) {
     ASSERT_OK(dev);
     EXPECT_TRUE(ReadBytes(**dev, 0, size) == contents) << "compaction changed the contents";
   }
-  uint64_t events = 0;
-  for (const RecordedOp& op : log) {
-    events = std::max(events, op.submitted + 1);
-    if (op.completed != UINT64_MAX) events = std::max(events, op.completed + 1);
-  }
+  const uint64_t events = Events(log);
   const bool shm = ::access("/dev/shm", W_OK) == 0;
   const std::string image_path =
       shm ? "/dev/shm/vstack-vhdx-compact-" + std::to_string(::getpid()) : dir.File("image.vhdx");
