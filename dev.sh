@@ -67,7 +67,7 @@ fuzz_vhd() {
   tail -n 4 "$work/log"
   echo "== fuzz: vhdx for 20 s (inputs and any crash in $work)"
   mkdir -p "$work/vhdx"
-  if ! build-fuzz/vhdx_fuzz -max_total_time=20 -max_len=11000000 -artifact_prefix="$work/" "$work/vhdx" \
+  if ! build-fuzz/vhdx_fuzz -max_total_time=20 -artifact_prefix="$work/" "$work/vhdx" \
       tests/fuzz/corpus/vhdx >"$work/log" 2>&1; then
     cat "$work/log"
     return 1

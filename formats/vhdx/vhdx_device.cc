@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <map>
 
 #include "formats/vhdx/vhdx_io.h"
 #include "formats/vhdx/vhdx_log.h"
@@ -24,8 +25,9 @@ uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 bool Readable(uint8_t state) { return state == kFullyPresent; }
 
-// One queue: pieces of present blocks go down asynchronously; allocations and flushes are
-// done in place, blocking this queue (VhdxDevice::WriteAllocating).
+// One queue: pieces of present blocks go down asynchronously; the pieces of a batch that need
+// allocation are group-committed once the batch is translated, and flushes are done in place,
+// both blocking this queue (VhdxDevice::Allocate).
 class VhdxQueue final : public LayerQueue {
  public:
   VhdxQueue(VhdxDevice& device, std::unique_ptr<IoQueue> lower)
@@ -41,6 +43,7 @@ class VhdxQueue final : public LayerQueue {
       children.clear();
       if (pending_.empty()) pending_.swap(children);
     }
+    if (!allocs_.empty()) CommitAllocations();
   }
 
  private:
@@ -106,25 +109,34 @@ class VhdxQueue final : public LayerQueue {
         ZeroIov(req.iov, req.iovcnt, done, n);
         Count(kCounterZeroReads);
       } else {
-        // Submit what is queued first, so that this blocking allocation does not hold up
-        // writes already translated.
-        Flushpending();
-        std::vector<iovec> slice;
-        IovSlice(req.iov, req.iovcnt, done, n, &slice);
-        Status s = dev_.WriteAllocating(lower(), block, in_block, slice.data(),
-                                        static_cast<uint32_t>(slice.size()), n);
-        if (!s && !p->status) p->status = s.error().code;
+        Allocation& a = allocs_.emplace_back();
+        a.block = block;
+        a.in_block = in_block;
+        a.length = n;
+        a.iov.clear();
+        IovSlice(req.iov, req.iovcnt, done, n, &a.iov);
+        a.owner = p;
+        a.status = {};
+        ++p->pending;
       }
       done += n;
     }
     Release(p);
   }
 
-  void Flushpending() {
-    if (pending_.empty()) return;
-    std::vector<IoRequest*> children;
-    children.swap(pending_);
-    lower().Submit(children);
+  // Allocates the batch's writes to blocks that were not present, as one group. Completing a
+  // request may submit more (and queue allocations again): the list is taken first.
+  void CommitAllocations() {
+    std::vector<Allocation> allocs;
+    allocs.swap(allocs_);
+    std::vector<Allocation*> group;
+    for (Allocation& a : allocs) group.push_back(&a);
+    dev_.Allocate(lower(), group);
+    for (Allocation& a : allocs) {
+      Parent* p = static_cast<Parent*>(a.owner);
+      if (a.status && !p->status) p->status = a.status;
+      Release(p);
+    }
   }
 
   void Release(Parent* p) {
@@ -146,6 +158,7 @@ class VhdxQueue final : public LayerQueue {
   RequestPool<Parent> parents_;
   RequestPool<Child> children_;
   std::vector<IoRequest*> pending_;
+  std::vector<Allocation> allocs_;  // pieces of this batch that allocate
 };
 
 }  // namespace
@@ -221,138 +234,182 @@ Status VhdxDevice::BeginWrites(IoQueue& q) {
   h.log_guid = Guid::Random();
   VSTACK_RETURN_IF_ERROR(WriteHeaders(q, &image_, h));
   CountShared(kCounterHeaderWrites, 2);
-  head_pos_ = tail_pos_ = 0;
+  log_.emplace(image_, opened_file_size_);
   writing_.store(true, std::memory_order_release);
   return OkStatus();
 }
 
-Status VhdxDevice::WriteAllocating(IoQueue& q, uint64_t block, uint64_t in_block, const iovec* iov,
-                                   uint32_t iovcnt, uint64_t length) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t index = image_.layout.Index(block);
-  const uint64_t e = bat_[index].load(std::memory_order_relaxed);
-  const uint64_t bs = image_.layout.block_size;
-  IoRequest w;
-  w.op = Op::kWrite;
-  w.length = length;
-  w.iov = iov;
-  w.iovcnt = iovcnt;
-  if (EntryState(e) == kFullyPresent) {  // another queue allocated it meanwhile
-    w.offset = EntryOffset(e) + in_block;
-    if (std::error_code ec = Execute(q, w)) return MakeError(ec, "vhdx: write failed");
-    return OkStatus();
+void VhdxDevice::Allocate(IoQueue& q, std::span<Allocation* const> allocs) {
+  std::unique_lock<std::mutex> lock(group_mu_);
+  for (Allocation* a : allocs) {
+    a->done = false;
+    pending_.push_back(a);
   }
-  const uint64_t old = EntryOffset(e);
-  const bool reuse = (EntryState(e) == kZero || EntryState(e) == kUnmapped) && old != 0 &&
-                     old >= image_.metadata_end && old + bs <= lower_device().size_bytes();
-  uint64_t offset = old;
-  if (!reuse) {
-    offset = file_end_;
-    const uint64_t end = offset + bs;
-    if (end > lower_device().size_bytes()) {
-      if (!growable_) {
-        return MakeError(Errc::kNoSpace, "vhdx: no room for another block in the device below");
-      }
-      VSTACK_RETURN_IF_ERROR(lower_device().Resize(end));
+  auto all_done = [&] {
+    return std::all_of(allocs.begin(), allocs.end(), [](Allocation* a) { return a->done; });
+  };
+  while (!all_done()) {
+    if (committing_) {
+      group_cv_.wait(lock);
+      continue;
     }
-    file_end_ = end;
-  }
-  w.offset = offset + in_block;
-  std::vector<IoRequest*> with;  // written together with the log entry
-  IoRequest last;
-  AlignedBuffer zeros;
-  iovec zeros_iov{};
-  if (reuse || !growable_) {
-    // The space may hold old bytes: the rest of the block must be zeros, durably, before the
-    // BAT says the block is present.
-    if (std::error_code ec = Execute(q, w)) return MakeError(ec, "vhdx: write failed");
-    VSTACK_RETURN_IF_ERROR(ZeroAt(q, offset, in_block));
-    VSTACK_RETURN_IF_ERROR(ZeroAt(q, offset + in_block + length, bs - in_block - length));
-    VSTACK_RETURN_IF_ERROR(FlushQueue(q));
-    CountShared(kCounterZeroFills);
-  } else {
-    // New space past the old end reads as zeros. The data goes down with the log entry: if
-    // only the entry lands, the block reads as zeros, which an unfinished write may.
-    with.push_back(&w);
-    if (in_block + length < bs) {
-      // The file was grown to the block's end; a write of its last 4 KiB makes that length
-      // durable with the next flush (a length set by truncation alone may not be, and readers
-      // refuse blocks that end past the file). Write-zeroes might not extend the file.
-      zeros = AlignedBuffer(kLogSector);
-      zeros_iov = zeros.iov();
-      last.op = Op::kWrite;
-      last.offset = offset + bs - kLogSector;
-      last.length = kLogSector;
-      last.iov = &zeros_iov;
-      last.iovcnt = 1;
-      with.push_back(&last);
+    // Lead: commit everything waiting, ours and other queues' alike.
+    committing_ = true;
+    std::vector<Allocation*> group;
+    group.swap(pending_);
+    lock.unlock();
+    Status s;
+    {
+      std::lock_guard<std::mutex> commit(mu_);
+      s = CommitGroup(q, group);
     }
+    for (Allocation* a : group) {
+      if (!s && !a->status) a->status = s.error().code;
+    }
+    lock.lock();
+    for (Allocation* a : group) a->done = true;
+    committing_ = false;
+    group_cv_.notify_all();
   }
-  VSTACK_RETURN_IF_ERROR(CommitEntry(q, index, MakeEntry(kFullyPresent, offset), with));
-  CountShared(kCounterAllocations);
-  return OkStatus();
 }
 
-Status VhdxDevice::CommitEntry(IoQueue& q, uint64_t index, uint64_t value,
-                               std::vector<IoRequest*> with) {
+Status VhdxDevice::CommitGroup(IoQueue& q, std::span<Allocation* const> group) {
+  const uint64_t bs = image_.layout.block_size;
+  std::map<uint64_t, uint64_t> assigned;  // BAT index -> new entry
+  std::map<uint64_t, uint64_t> tail_end;  // new space: BAT index -> end of its last write
+  std::vector<IoRequest> writes(group.size());
+  std::vector<IoRequest*> with;  // submitted with the log entry
+  bool zero_filled = false;
+  for (size_t i = 0; i < group.size(); ++i) {
+    Allocation& a = *group[i];
+    const uint64_t index = image_.layout.Index(a.block);
+    auto it = assigned.find(index);
+    const uint64_t e =
+        it != assigned.end() ? it->second : bat_[index].load(std::memory_order_relaxed);
+    IoRequest& w = writes[i];
+    w.op = Op::kWrite;
+    w.length = a.length;
+    w.iov = a.iov.data();
+    w.iovcnt = static_cast<uint32_t>(a.iov.size());
+    if (EntryState(e) == kFullyPresent) {  // allocated meanwhile, or earlier in this group
+      w.offset = EntryOffset(e) + a.in_block;
+      with.push_back(&w);
+      if (auto t = tail_end.find(index); t != tail_end.end()) {
+        t->second = std::max(t->second, a.in_block + a.length);
+      }
+      continue;
+    }
+    const uint64_t old = EntryOffset(e);
+    const bool reuse = (EntryState(e) == kZero || EntryState(e) == kUnmapped) && old != 0 &&
+                       old >= image_.metadata_end && old + bs <= lower_device().size_bytes();
+    uint64_t offset = old;
+    if (!reuse) {
+      offset = file_end_;
+      if (offset + bs > lower_device().size_bytes()) {
+        if (!growable_) {
+          a.status = Errc::kNoSpace;
+          continue;
+        }
+        VSTACK_RETURN_IF_ERROR(lower_device().Resize(offset + bs));
+      }
+      file_end_ = offset + bs;
+    }
+    w.offset = offset + a.in_block;
+    assigned[index] = MakeEntry(kFullyPresent, offset);
+    if (reuse || !growable_) {
+      // The space may hold old bytes: the rest of the block must be zeros, durably, before the
+      // BAT says the block is present.
+      if (std::error_code ec = Execute(q, w)) return MakeError(ec, "vhdx: write failed");
+      VSTACK_RETURN_IF_ERROR(ZeroAt(q, offset, a.in_block));
+      VSTACK_RETURN_IF_ERROR(ZeroAt(q, offset + a.in_block + a.length, bs - a.in_block - a.length));
+      zero_filled = true;
+      CountShared(kCounterZeroFills);
+    } else {
+      // New space past the old end reads as zeros. The data goes down with the log entry: if
+      // only the entry lands, the block reads as zeros, which an unfinished write may.
+      with.push_back(&w);
+      tail_end[index] = a.in_block + a.length;
+    }
+  }
+  if (zero_filled) VSTACK_RETURN_IF_ERROR(FlushQueue(q));
+  // The file was grown to each new block's end; a write reaching it makes that length durable
+  // with the next flush (a length set by truncation alone may not be, and readers refuse blocks
+  // that end past the file). Write-zeroes might not extend the file. Only past the group's own
+  // writes to the block, so that no two requests overlap.
+  AlignedBuffer zeros(kLogSector);
+  std::vector<IoRequest> tails(tail_end.size());
+  std::vector<iovec> tail_iov(tail_end.size());
+  size_t t = 0;
+  for (const auto& [index, end] : tail_end) {
+    if (end >= bs) continue;
+    const uint64_t start = std::max(end, bs - kLogSector);
+    tail_iov[t] = {zeros.data(), bs - start};
+    tails[t].op = Op::kWrite;
+    tails[t].offset = EntryOffset(assigned[index]) + start;
+    tails[t].length = bs - start;
+    tails[t].iov = &tail_iov[t];
+    tails[t].iovcnt = 1;
+    with.push_back(&tails[t++]);
+  }
+  if (assigned.empty()) return RunAll(q, with);
+  // Every changed BAT page, logged (with the data), then written in place.
   const uint64_t per_page = kLogSector / 8;
-  const uint64_t first = index / per_page * per_page;
-  LogPage page;
-  page.file_offset = image_.bat_region.offset + first * 8;
-  for (uint64_t i = 0; i < per_page && first + i < image_.layout.entries; ++i) {
-    const uint64_t v = first + i == index ? value : bat_[first + i].load(std::memory_order_relaxed);
-    StoreLE64(page.data.data() + 8 * i, v == kUnusableState ? 0 : v);
+  std::vector<LogPage> pages;
+  for (const auto& [index, value] : assigned) {
+    const uint64_t first = index / per_page * per_page;
+    if (!pages.empty() && pages.back().file_offset == image_.bat_region.offset + first * 8)
+      continue;
+    LogPage& page = pages.emplace_back();
+    page.file_offset = image_.bat_region.offset + first * 8;
+    for (uint64_t j = 0; j < per_page && first + j < image_.layout.entries; ++j) {
+      auto a = assigned.find(first + j);
+      const uint64_t v =
+          a != assigned.end() ? a->second : bat_[first + j].load(std::memory_order_relaxed);
+      StoreLE64(page.data.data() + 8 * j, v == kUnusableState ? 0 : v);
+    }
   }
-  const Header& h = image_.header;
-  const uint64_t entry_length = 2 * kLogSector;
-  if (head_pos_ - tail_pos_ + entry_length > h.log_length) {
-    // The log would wrap over entries whose in-place writes may not be durable yet.
-    VSTACK_RETURN_IF_ERROR(FlushQueue(q));
-    tail_pos_ = head_pos_;
-    CountShared(kCounterLogFlushes);
+  const uint64_t last_file_offset = std::max(file_end_, lower_device().size_bytes());
+  for (size_t done = 0; done < pages.size();) {
+    const size_t n = std::min(pages.size() - done, log_->max_pages());
+    VSTACK_ASSIGN_OR_RETURN(
+        LogWriter::Written written,
+        log_->Append(q, std::span<const LogPage>(pages).subspan(done, n), last_file_offset,
+                     done == 0 ? with : std::vector<IoRequest*>{}));
+    if (written.flushed) CountShared(kCounterLogFlushes);
+    CountShared(kCounterLogEntries);
+    CountShared(kCounterLogBytes, written.entry_bytes);
+    done += n;
   }
-  LogEntryInfo info;
-  info.sequence = next_sequence_++;
-  info.tail = static_cast<uint32_t>(tail_pos_ % h.log_length);
-  info.flushed_file_offset = opened_file_size_;
-  info.last_file_offset = std::max(file_end_, lower_device().size_bytes());
-  const std::vector<uint8_t> bytes = EncodeLogEntry(h.log_guid, info, {&page, 1});
-  AlignedBuffer entry(bytes.size());
-  std::memcpy(entry.data(), bytes.data(), bytes.size());
-  // The entry, with FUA, in one piece or two when it wraps around the log's end.
-  const uint64_t at = head_pos_ % h.log_length;
-  const uint64_t first_part = std::min<uint64_t>(entry.size(), h.log_length - at);
-  IoRequest log_writes[2];
-  iovec log_iov[2] = {{entry.data(), first_part},
-                      {entry.data() + first_part, entry.size() - first_part}};
-  for (int i = 0; i < (first_part < entry.size() ? 2 : 1); ++i) {
-    log_writes[i].op = Op::kWrite;
-    log_writes[i].flags = kIoFua;
-    log_writes[i].offset = h.log_offset + (i == 0 ? at : 0);
-    log_writes[i].length = log_iov[i].iov_len;
-    log_writes[i].iov = &log_iov[i];
-    log_writes[i].iovcnt = 1;
-    with.push_back(&log_writes[i]);
+  AlignedBuffer in_place(pages.size() * kLogSector);
+  std::vector<IoRequest> page_writes(pages.size());
+  std::vector<iovec> page_iov(pages.size());
+  std::vector<IoRequest*> page_reqs;
+  for (size_t i = 0; i < pages.size(); ++i) {
+    std::memcpy(in_place.data() + i * kLogSector, pages[i].data.data(), kLogSector);
+    page_iov[i] = {in_place.data() + i * kLogSector, kLogSector};
+    page_writes[i].op = Op::kWrite;
+    page_writes[i].offset = pages[i].file_offset;
+    page_writes[i].length = kLogSector;
+    page_writes[i].iov = &page_iov[i];
+    page_writes[i].iovcnt = 1;
+    page_reqs.push_back(&page_writes[i]);
   }
-  VSTACK_RETURN_IF_ERROR(RunAll(q, with));
-  head_pos_ += entry.size();
-  CountShared(kCounterLogEntries);
-  CountShared(kCounterLogBytes, entry.size());
-  VSTACK_RETURN_IF_ERROR(WriteAt(q, page.file_offset, page.data));
-  CountShared(kCounterBatWrites);
-  bat_[index].store(value, std::memory_order_release);
+  VSTACK_RETURN_IF_ERROR(RunAll(q, page_reqs));
+  CountShared(kCounterBatWrites, pages.size());
+  for (const auto& [index, value] : assigned) bat_[index].store(value, std::memory_order_release);
+  CountShared(kCounterAllocations, assigned.size());
   return OkStatus();
 }
 
 Status VhdxDevice::Flush(IoQueue& q) {
-  uint64_t head;
+  uint64_t head = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    head = head_pos_;
+    if (log_) head = log_->head();
   }
   VSTACK_RETURN_IF_ERROR(FlushQueue(q));
   std::lock_guard<std::mutex> lock(mu_);
-  tail_pos_ = std::max(tail_pos_, head);
+  if (log_) log_->Flushed(head);
   return OkStatus();
 }
 
@@ -367,6 +424,7 @@ Status VhdxDevice::CloseLayer() {
   clean.log_guid = Guid{};
   VSTACK_RETURN_IF_ERROR(WriteHeaders(*q, &image_, clean));
   CountShared(kCounterHeaderWrites, 2);
+  log_.reset();
   writing_.store(false);
   return OkStatus();
 }

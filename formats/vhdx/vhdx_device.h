@@ -5,20 +5,26 @@
 // limits.
 //
 // Reads and writes of present blocks go down asynchronously, one lower request per block
-// piece. The first write to a block that is not present allocates it: under one mutex, the
-// data is written into new space at the end of the file (zeros around it where the space may
-// hold old bytes), the changed BAT page is written to the log with FUA, and only then in
-// place. A dirty log is replayed when the image is opened writable (vhdx_image.h).
+// piece. The first write to a block that is not present allocates it, and allocations are
+// group-committed: those of one submitted batch, and those that other queues queue meanwhile,
+// are committed together by one thread. Their data goes into new space at the end of the file
+// (zeros around it where the space may hold old bytes), every changed BAT page is written to
+// the log in one entry with FUA, and only then in place. A dirty log is replayed when the
+// image is opened writable (vhdx_image.h).
 #ifndef VSTACK_FORMATS_VHDX_VHDX_DEVICE_H_
 #define VSTACK_FORMATS_VHDX_VHDX_DEVICE_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "formats/vhdx/vhdx_image.h"
+#include "formats/vhdx/vhdx_log_writer.h"
 #include "lib/layer.h"
 
 namespace vstack::vhdx {
@@ -38,6 +44,17 @@ enum VhdxCounter : size_t {
 
 struct VhdxOptions {
   bool for_check = false;
+};
+
+// A write into a payload block that was not present when the write was translated.
+struct Allocation {
+  uint64_t block = 0;
+  uint64_t in_block = 0;
+  uint64_t length = 0;
+  std::vector<iovec> iov;
+  void* owner = nullptr;   // the caller's
+  std::error_code status;  // set by VhdxDevice::Allocate
+  bool done = false;       // guarded by the device's group-commit mutex
 };
 
 class VhdxDevice final : public Layer {
@@ -64,10 +81,12 @@ class VhdxDevice final : public Layer {
   // Before the first write after open: new file/data write GUIDs and a log GUID in both
   // headers. Cheap once done.
   Status BeginWrites(IoQueue& lower);
-  // Writes `length` bytes of `iov` at `in_block` into payload block `block`, allocating it
-  // first if it is not present (the write order of docs/layers/vhdx.md). Blocking.
-  Status WriteAllocating(IoQueue& lower, uint64_t block, uint64_t in_block, const iovec* iov,
-                         uint32_t iovcnt, uint64_t length);
+  // Writes each allocation's data into its payload block, allocating the blocks that are not
+  // present (the write order of docs/layers/vhdx.md), and sets each one's status. Concurrent
+  // callers are group-committed: whichever finds no commit running commits every allocation
+  // waiting, through its own `lower` queue, with one log entry for all of their BAT pages
+  // (more only past 126 pages); the others wait for it. Blocking.
+  void Allocate(IoQueue& lower, std::span<Allocation* const> allocs);
   // Flushes the device below; log entries written before become reusable.
   Status Flush(IoQueue& lower);
 
@@ -76,22 +95,25 @@ class VhdxDevice final : public Layer {
   Status CloseLayer() override;
 
  private:
-  // Logs the BAT page holding entry `index` with `value` in it (FUA), submitting the
-  // requests `with` (the block's data) at the same time; once all have completed, writes the
-  // page in place and publishes the entry. REQUIRES: mu_ held.
-  Status CommitEntry(IoQueue& q, uint64_t index, uint64_t value, std::vector<IoRequest*> with);
+  // Places and writes the allocations of one group, logs every changed BAT page (FUA) with the
+  // data of new space submitted at the same time, then writes the pages in place and publishes
+  // the entries. An allocation that cannot get space fails alone. REQUIRES: mu_ held.
+  Status CommitGroup(IoQueue& q, std::span<Allocation* const> group);
 
   VhdxImage image_;
   std::unique_ptr<std::atomic<uint64_t>[]> bat_;
   const bool growable_;
   std::atomic<bool> writing_{false};  // BeginWrites done
 
-  std::mutex mu_;          // allocation, the log and the headers
-  uint64_t file_end_;      // where the next new block goes (1 MiB aligned)
-  uint64_t head_pos_ = 0;  // log bytes written since BeginWrites (head = head_pos_ % length)
-  uint64_t tail_pos_ = 0;  // oldest log byte whose in-place writes may not be durable
-  uint64_t next_sequence_ = 1;
-  uint64_t opened_file_size_;  // a durable lower bound of the file size (FlushedFileOffset)
+  std::mutex group_mu_;  // pending_ and committing_
+  std::condition_variable group_cv_;
+  std::vector<Allocation*> pending_;  // allocations waiting for the next group
+  bool committing_ = false;
+
+  std::mutex mu_;                 // allocation, the log and the headers
+  uint64_t file_end_;             // where the next new block goes (1 MiB aligned)
+  std::optional<LogWriter> log_;  // from BeginWrites
+  uint64_t opened_file_size_;     // a durable lower bound of the file size (FlushedFileOffset)
 };
 
 }  // namespace vstack::vhdx

@@ -83,6 +83,10 @@ bool ParseEntry(std::span<const uint8_t> log, uint32_t offset, const Guid& guid,
 
 }  // namespace
 
+uint64_t LogEntryLength(size_t pages) {
+  return HeaderAreaSize(pages) + uint64_t{kLogSector} * pages;
+}
+
 std::vector<uint8_t> EncodeLogEntry(const Guid& log_guid, const LogEntryInfo& info,
                                     std::span<const LogPage> pages) {
   const size_t header_area = HeaderAreaSize(pages.size());

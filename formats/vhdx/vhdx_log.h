@@ -35,6 +35,9 @@ struct LogEntryInfo {
   uint64_t last_file_offset = 0;
 };
 
+// The length of an entry holding `pages` pages: header sectors, then one sector per page.
+uint64_t LogEntryLength(size_t pages);
+
 // The bytes of one entry holding `pages` (a multiple of 4 KiB).
 std::vector<uint8_t> EncodeLogEntry(const Guid& log_guid, const LogEntryInfo& info,
                                     std::span<const LogPage> pages);

@@ -183,6 +183,57 @@ TEST_F(Vhdx, LogWrapsAfterAFlushAndEveryBlockSurvives) {
   }
 }
 
+TEST_F(Vhdx, ABatchOfAllocationsIsGroupCommittedInOneLogEntry) {
+  // 49 writes submitted together: 40 new blocks whose entries share BAT page 0, three of them
+  // written twice (one write reaching the block's end, one ending 1 KiB short of it: the zeros
+  // that carry the file's length must not overlap it), and 6 blocks in BAT page 1.
+  const std::string path = dir_.File("g.vhdx");
+  ASSERT_OK(CreateImage("vhdx", path, 600 << 20, "block_size=1M"));
+  std::vector<std::pair<uint64_t, uint64_t>> writes;  // offset, length
+  for (uint64_t b = 0; b < 40; ++b) writes.push_back({(b << 20) + 4096, 4096});
+  writes.push_back({(3 << 20) + 65536, 8192});
+  writes.push_back({(7 << 20) + (1 << 20) - 4096, 4096});
+  writes.push_back({(9 << 20) + (1 << 20) - 2048, 1024});  // in the last 4 KiB, short of the end
+  for (uint64_t b = 520; b < 526; ++b) writes.push_back({b << 20, 512});
+  {
+    auto dev = Open("vhdx+" + Q(path));
+    ASSERT_OK(dev);
+    auto q = (*dev)->OpenQueue();
+    ASSERT_OK(q);
+    std::vector<std::vector<unsigned char>> data;
+    std::vector<iovec> iov(writes.size());
+    std::vector<IoRequest> reqs(writes.size());
+    for (size_t i = 0; i < writes.size(); ++i) {
+      data.push_back(Pattern(writes[i].second, static_cast<unsigned char>(i + 1)));
+    }
+    for (size_t i = 0; i < writes.size(); ++i) {
+      iov[i] = {data[i].data(), data[i].size()};
+      reqs[i].op = Op::kWrite;
+      reqs[i].offset = writes[i].first;
+      reqs[i].length = writes[i].second;
+      reqs[i].iov = &iov[i];
+      reqs[i].iovcnt = 1;
+    }
+    RunBatch(**q, reqs);
+    for (auto& r : reqs) ASSERT_OK(r.status);
+    q->reset();
+    EXPECT_EQ(Counter(**dev, "allocations"), 46u);
+    EXPECT_EQ(Counter(**dev, "log_entries"), 1u) << "one entry for the whole batch";
+    EXPECT_EQ(Counter(**dev, "bat_page_writes"), 2u);
+    ASSERT_OK((*dev)->Close());
+  }
+  auto dev = Open("vhdx+" + Q(path), OpenOptions{.read_only = true});
+  ASSERT_OK(dev);
+  for (size_t i = 0; i < writes.size(); ++i) {
+    EXPECT_EQ(ReadBytes(**dev, writes[i].first, writes[i].second),
+              Pattern(writes[i].second, static_cast<unsigned char>(i + 1)))
+        << "write " << i;
+  }
+  CheckResult check;
+  ASSERT_OK((*dev)->Check(CheckMode::kReadOnly, &check));
+  EXPECT_EQ(check.corruptions, 0u);
+}
+
 TEST_F(Vhdx, FourThreadsAllocatingTheSameBlocks) {
   auto dev = MemoryVhdx(32 << 20, "block_size=1M", 64 << 20);
   ASSERT_OK(dev);

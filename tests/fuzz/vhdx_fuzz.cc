@@ -2,6 +2,14 @@
 // replays a log) and for check; read in samples (start, end, every extent), mapped,
 // checked and written to. Any crash, sanitizer report, leak or out-of-range access below is a
 // bug; errors are fine. Build and run: see tests/fuzz/CMakeLists.txt.
+//
+// A VHDX keeps its structures megabytes apart (log at 1 MiB, metadata and BAT after it), so an
+// input is not the image itself but a sparse description of it, which keeps seeds a few KiB and
+// lets every mutation land in a structure (tests/fuzz/vhdx_sparse.py writes and expands it):
+//   u32 LE  file size in 4 KiB pages (at most kMaxPages; smaller than the pages below: grown)
+//   then records, until the input ends:
+//   u32 LE  page number (modulo kMaxPages)   u16 LE  n (at most 4096)   n bytes at the page start
+// A record cut short by the end of the input is applied as far as it goes.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -16,14 +24,38 @@ namespace {
 
 using vstack::DevicePtr;
 
+constexpr uint32_t kPage = 4096;
+constexpr uint32_t kMaxPages = 8192;  // 32 MiB: every structure of a small image fits
+
+uint32_t Load32(const uint8_t* p) { return p[0] | p[1] << 8 | p[2] << 16 | uint32_t{p[3]} << 24; }
+
+// The memory device the sparse input describes (format above).
 DevicePtr MemoryWith(const uint8_t* data, size_t size) {
-  const uint64_t dev_size = std::max<uint64_t>(4096, (size + 4095) / 4096 * 4096);
-  auto mem = vstack::Open("memory:" + std::to_string(dev_size));
+  if (size < 4) return nullptr;
+  struct Record {
+    uint32_t page;
+    const uint8_t* bytes;
+    size_t n;
+  };
+  std::vector<Record> records;
+  uint64_t pages = std::clamp<uint32_t>(Load32(data), 1, kMaxPages);
+  for (size_t at = 4; at + 6 <= size;) {
+    const uint32_t page = Load32(data + at) % kMaxPages;
+    const size_t n =
+        std::min<size_t>({size_t{data[at + 4]} | size_t{data[at + 5]} << 8, kPage, size - at - 6});
+    records.push_back({page, data + at + 6, n});
+    pages = std::max<uint64_t>(pages, page + 1);
+    at += 6 + n;
+  }
+  auto mem = vstack::Open("memory:" + std::to_string(pages * kPage));
   if (!mem) return nullptr;
   vstack::SyncIo io(**mem);
-  vstack::AlignedBuffer buf(dev_size, 4096);
-  std::memcpy(buf.data(), data, size);
-  if (io.Write(0, buf.span())) return nullptr;
+  vstack::AlignedBuffer buf(kPage, kPage);
+  for (const Record& r : records) {
+    std::memset(buf.data(), 0, kPage);
+    std::memcpy(buf.data(), r.bytes, r.n);
+    if (io.Write(uint64_t{r.page} * kPage, buf.span())) return nullptr;
+  }
   return std::move(*mem);
 }
 
@@ -55,7 +87,6 @@ void Exercise(vstack::BlockDevice& dev, bool write) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size > (12 << 20)) return 0;  // qemu-img makes VHDX files of at least 8 MiB
   for (int mode = 0; mode < 2; ++mode) {
     DevicePtr mem = MemoryWith(data, size);
     if (!mem) return 0;
