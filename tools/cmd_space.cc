@@ -5,16 +5,21 @@
 // docs/space-savings.md explains the report.
 #include <fmt/format.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
+#include <sstream>
 
+#include "analysis/space/space_estimate.h"
+#include "analysis/space/space_images.h"
+#include "analysis/space/space_replay.h"
+#include "analysis/space/space_scan.h"
 #include "lib/size.h"
 #include "tools/command.h"
 #include "tools/output.h"
 #include "tools/progress.h"
-#include "analysis/space/space_images.h"
-#include "analysis/space/space_replay.h"
-#include "analysis/space/space_scan.h"
 #include "tools/space_output.h"
 #include "tools/usage.h"
 
@@ -36,7 +41,32 @@ struct SpaceArgs {
   std::string progress = "auto";
   unsigned threads = 0;
   OutputFormat output = OutputFormat::kText;
+  bool estimate = false;
+  std::string fraction;  // --fraction: 1% or 0.01
+  std::string accuracy;  // --accuracy: 1%
+  std::string confidence = "95%";
+  uint64_t seed = 0;
+  std::string sketch;
+  std::vector<std::string> merge;  // `vstack space merge` inputs
 };
+
+// "1%" or "0.01": a fraction in (0, 1].
+Result<double> ParseFraction(const std::string& name, const std::string& text) {
+  std::string t = text;
+  double scale = 1;
+  if (!t.empty() && t.back() == '%') {
+    t.pop_back();
+    scale = 100;
+  }
+  char* end = nullptr;
+  const double v = t.empty() ? 0 : std::strtod(t.c_str(), &end) / scale;
+  if (t.empty() || *end != '\0' || !(v > 0) || v > 1) {
+    return MakeError(
+        Errc::kInvalidArgument,
+        name + " " + text + ": expected a fraction such as 1% or 0.01, above 0, at most 1");
+  }
+  return v;
+}
 
 Result<SpaceOptions> Options(const SpaceArgs& a) {
   SpaceOptions o;
@@ -57,7 +87,128 @@ Result<SpaceOptions> Options(const SpaceArgs& a) {
   o.checksum = a.checksum == "on";
   o.mode = a.mode == "replay" ? SpaceOptions::Mode::kReplay : SpaceOptions::Mode::kScan;
   o.threads = a.threads;
+  o.seed = a.seed;
+  auto confidence = ParseFraction("--confidence", a.confidence);
+  if (!confidence || *confidence >= 1) {
+    return MakeError(Errc::kInvalidArgument,
+                     "--confidence " + a.confidence + ": expected a level such as 95%, below 100%");
+  }
+  o.confidence = *confidence;
+  const bool sampling = !a.fraction.empty() || !a.accuracy.empty() || !a.sketch.empty();
+  if (sampling && !a.estimate) {
+    return MakeError(Errc::kInvalidArgument, "--fraction, --accuracy and --sketch need --estimate");
+  }
+  if (!a.estimate) return o;
+  o.estimate = true;
+  if (o.mode == SpaceOptions::Mode::kReplay) {
+    return MakeError(Errc::kInvalidArgument, "--estimate and --mode=replay do not go together");
+  }
+  if (!a.fraction.empty() && !a.accuracy.empty()) {
+    return MakeError(Errc::kInvalidArgument, "give --fraction or --accuracy, not both");
+  }
+  if (!a.accuracy.empty()) {
+    auto accuracy = ParseFraction("--accuracy", a.accuracy);
+    if (!accuracy) return std::move(accuracy).error();
+    o.cap = CapFor(*accuracy, o.confidence);
+    o.modulus = 1;
+  } else {
+    auto fraction = ParseFraction("--fraction", a.fraction.empty() ? "1%" : a.fraction);
+    if (!fraction) return std::move(fraction).error();
+    o.modulus = static_cast<uint64_t>(std::llround(1 / *fraction));
+  }
   return o;
+}
+
+// The estimate's cost lines: what it read against what it covers, its memory and time.
+std::string CostText(const EstimateCost& c, const SpaceSketch& s, double seconds) {
+  auto pct = [](uint64_t a, uint64_t b) { return b ? 100.0 * double(a) / double(b) : 0.0; };
+  std::string out = fmt::format(
+      "\nestimate: covered {} allocated, read {} ({:.1f}%), hashed {}, compressed {} ({:.2f}%)\n",
+      FormatSize(c.bytes_covered), FormatSize(c.bytes_read), pct(c.bytes_read, c.bytes_covered),
+      FormatSize(c.bytes_hashed), FormatSize(c.bytes_compressed),
+      pct(c.bytes_compressed, c.bytes_covered));
+  if (s.params.dedup) {
+    out += fmt::format(
+        "          fingerprints kept: {} of {} non-zero grains hashed ({:.2f}%), at most {} held "
+        "at once (about {})\n",
+        s.sample.size(), c.nonzero_grains, pct(s.sample.size(), c.nonzero_grains),
+        c.peak_fingerprints, FormatSize(c.peak_memory_bytes));
+  }
+  out += fmt::format("          took {:.2f} s\n", seconds);
+  return out;
+}
+
+nlohmann::json CostJson(const EstimateCost& c, const SpaceSketch& s, double seconds) {
+  return {{"fraction", s.Fraction()},
+          {"sample_fingerprints", s.sample.size()},
+          {"sampled_grains", s.sampled_grains},
+          {"bytes_covered", c.bytes_covered},
+          {"bytes_read", c.bytes_read},
+          {"bytes_hashed", c.bytes_hashed},
+          {"bytes_compressed", c.bytes_compressed},
+          {"nonzero_grains_hashed", c.nonzero_grains},
+          {"peak_fingerprints", c.peak_fingerprints},
+          {"peak_memory_bytes", c.peak_memory_bytes},
+          {"seconds", seconds}};
+}
+
+// Prints a report in the chosen form (and the chart, if asked).
+void Print(const SpaceArgs& a, const SpaceReport& report, const SpaceOptions& o,
+           const std::vector<SpaceImage>& images, size_t image_count, const std::string& note,
+           const nlohmann::json& estimate, const std::string& estimate_text) {
+  if (!a.svg.empty()) {
+    std::ofstream f(a.svg);
+    f << SpaceSvg(report, o, image_count);
+    if (!f) Fail("space", "cannot write '" + a.svg + "'");
+  }
+  if (a.output == OutputFormat::kJson) {
+    nlohmann::json j = SpaceJson(report, o, images);
+    j["notes"] = note.empty() ? nlohmann::json::array() : nlohmann::json::array({note});
+    if (!estimate.is_null()) j["estimate"] = estimate;
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("{}{}", SpaceText(report, o, image_count), estimate_text);
+  }
+}
+
+void RunMerge(const SpaceArgs& a) {
+  std::optional<SpaceSketch> merged;
+  for (const std::string& path : a.merge) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) Fail("space merge", "cannot open '" + path + "'");
+    std::stringstream bytes;
+    bytes << f.rdbuf();
+    auto s = ParseSketch(bytes.str(), path);
+    if (!s) Fail("space merge", s.error().message);
+    if (!merged) {
+      merged = std::move(*s);
+      continue;
+    }
+    Status ok = Merge(&*merged, *s);
+    if (!ok) Fail("space merge", path + ": " + ok.error().message);
+  }
+  SpaceArgs options = a;  // the report's options; the sketch's parameters replace the rest
+  options.sketch.clear();
+  auto base = Options(options);
+  if (!base) FailUsage("space merge", base.error().message);
+  SpaceOptions o = *base;
+  ApplyParams(merged->params, &o);
+  const SpaceReport report = EstimateReport(*merged, o);
+  if (!a.sketch.empty()) {
+    std::ofstream f(a.sketch, std::ios::binary | std::ios::trunc);
+    f << SerializeSketch(*merged);
+    if (!f.flush()) Fail("space merge", "cannot write sketch '" + a.sketch + "'");
+  }
+  const size_t n = static_cast<size_t>(merged->images);
+  nlohmann::json j = {{"sketches", a.merge.size()},
+                      {"fraction", merged->Fraction()},
+                      {"sample_fingerprints", merged->sample.size()},
+                      {"sampled_grains", merged->sampled_grains},
+                      {"bytes_read", merged->bytes_read}};
+  const std::string text = fmt::format(
+      "\nmerged {} sketches: {} images, {} sampled fingerprints, {} read by the hosts\n",
+      a.merge.size(), merged->images, merged->sample.size(), FormatSize(merged->bytes_read));
+  Print(a, report, o, {}, n, "", j, text);
 }
 
 void Run(const SpaceArgs& a) {
@@ -65,8 +216,7 @@ void Run(const SpaceArgs& a) {
   if (!o) FailUsage("space", o.error().message);
   // groups=N with N >= the images is per-image scope: said in a note (stderr, or JSON "notes").
   std::string note;
-  if (o->scope == SpaceOptions::Scope::kGroups && o->groups > 1 &&
-      o->groups >= a.images.size()) {
+  if (o->scope == SpaceOptions::Scope::kGroups && o->groups > 1 && o->groups >= a.images.size()) {
     note = fmt::format(
         "--scope groups={} with {} image{} puts every image in a group of its own, which is the "
         "same as --scope image",
@@ -79,8 +229,29 @@ void Run(const SpaceArgs& a) {
   if (!images) Fail("space", images.error().ToString());
   uint64_t total = 0;
   for (const SpaceImage& i : *images) total += i.used_bytes();
-  Progress progress(a.mode, total, Progress::Wanted(a.progress, total));
+  Progress progress(o->estimate ? "estimate" : a.mode, total, Progress::Wanted(a.progress, total));
   const SpaceProgress on_bytes = [&progress](uint64_t bytes) { progress.Add(bytes); };
+  if (o->estimate) {
+    const auto start = std::chrono::steady_clock::now();
+    EstimateCost cost;
+    auto sketch = SketchImages(*images, *o, &cost, on_bytes);
+    progress.Finish();
+    if (!sketch && sketch.error().code == make_error_code(Errc::kInvalidArgument)) {
+      FailUsage("space", sketch.error().message);
+    }
+    if (!sketch) Fail("space", sketch.error().ToString());
+    const SpaceReport report = EstimateReport(*sketch, *o);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!a.sketch.empty()) {
+      std::ofstream f(a.sketch, std::ios::binary | std::ios::trunc);
+      f << SerializeSketch(*sketch);
+      if (!f.flush()) Fail("space", "cannot write sketch '" + a.sketch + "'");
+    }
+    Print(a, report, *o, *images, images->size(), note, CostJson(cost, *sketch, seconds),
+          CostText(cost, *sketch, seconds));
+    return;
+  }
   Result<SpaceCounts> counts = o->mode == SpaceOptions::Mode::kScan
                                    ? ScanImages(*images, *o, on_bytes)
                                    : ReplayImages(*images, *o, a.replay_dir, on_bytes);
@@ -89,19 +260,7 @@ void Run(const SpaceArgs& a) {
     FailUsage("space", counts.error().message);  // options that do not go together
   }
   if (!counts) Fail("space", counts.error().ToString());
-  const SpaceReport report = BuildReport(*counts, *o);
-  if (!a.svg.empty()) {
-    std::ofstream f(a.svg);
-    f << SpaceSvg(report, *o, images->size());
-    if (!f) Fail("space", "cannot write '" + a.svg + "'");
-  }
-  if (a.output == OutputFormat::kJson) {
-    nlohmann::json j = SpaceJson(report, *o, *images);
-    j["notes"] = note.empty() ? nlohmann::json::array() : nlohmann::json::array({note});
-    fmt::print("{}\n", j.dump(2));
-  } else {
-    fmt::print("{}", SpaceText(report, *o, images->size()));
-  }
+  Print(a, BuildReport(*counts, *o), *o, *images, images->size(), note, nullptr, "");
 }
 
 }  // namespace
@@ -109,17 +268,20 @@ void Run(const SpaceArgs& a) {
 void AddSpaceCommand(CLI::App& app) {
   auto a = std::make_shared<SpaceArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "space", "vSAN-style space savings of images, factor by factor (zero elimination, dedup, "
-               "compression, metadata, protection)");
-  cmd->add_option("images", a->images, "raw or VHD image files, or stack specs")->required();
-  cmd->add_option("--scope", a->scope, "dedup domain: global, image, or groups=N (like vSAN disk "
-                                       "groups: image i goes to group i mod N)")
+      "space",
+      "vSAN-style space savings of images, factor by factor (zero elimination, dedup, "
+      "compression, metadata, protection)");
+  cmd->add_option("images", a->images, "raw or VHD image files, or stack specs");
+  cmd->add_option("--scope", a->scope,
+                  "dedup domain: global, image, or groups=N (like vSAN disk "
+                  "groups: image i goes to group i mod N)")
       ->default_str("global");
   cmd->add_option("--grain", a->grain, "dedup and compression grain, 4K to 64K")->default_str("4K");
   Choices(cmd->add_option("--dedup", a->dedup, "deduplicate (default: on)"), {"on", "off"});
   cmd->add_option("--codec", a->codec, "compression: zstd:LEVEL or none")->default_str("zstd:1");
-  cmd->add_option("--rule", a->rule, "stored size of a compressed grain: vsan-osa, sector, "
-                                     "packed or min-saving=P")
+  cmd->add_option("--rule", a->rule,
+                  "stored size of a compressed grain: vsan-osa, sector, "
+                  "packed or min-saving=P")
       ->default_str("vsan-osa");
   cmd->add_option("--protection", a->protection,
                   "none, raid1 (2x), ftt2 (3x), raid5 (3+1), raid6 (4+2)")
@@ -139,8 +301,41 @@ void AddSpaceCommand(CLI::App& app) {
                           "and the images hold 256 MiB or more)"),
           {"auto", "on", "off"});
   cmd->add_option("--threads", a->threads, "worker threads (default: one per CPU)");
+  cmd->add_flag("--estimate", a->estimate,
+                "estimate from a sample, every factor with its confidence interval, instead of "
+                "the exact scan");
+  cmd->add_option("--fraction", a->fraction,
+                  "--estimate: the fraction of fingerprints (or, without dedup, grains) sampled "
+                  "(default: 1%)");
+  cmd->add_option("--accuracy", a->accuracy,
+                  "--estimate: a target relative accuracy such as 1% instead of a fraction");
+  cmd->add_option("--confidence", a->confidence, "--estimate: the intervals' confidence")
+      ->default_str("95%");
+  cmd->add_option("--seed", a->seed, "--estimate: the seed of the sampling hash (default: 0)");
+  cmd->add_option("--sketch", a->sketch,
+                  "--estimate: also write the sample to this sketch file, for `vstack space "
+                  "merge`");
   AddOutputOption(cmd, &a->output);
-  cmd->callback([a] { Run(*a); });
+  CLI::App* merge = cmd->add_subcommand(
+      "merge",
+      "the combined estimate of sketches written by `vstack space --estimate --sketch` "
+      "(for example one per host)");
+  merge->add_option("sketches", a->merge, "sketch files (.vss)")->required();
+  merge->add_option("--svg", a->svg, "also write a waterfall chart to this SVG file");
+  merge->add_option("--sketch", a->sketch, "also write the merged sketch to this file");
+  merge->add_option("--protection", a->protection, "none, raid1, ftt2, raid5, raid6")
+      ->default_str("raid1");
+  Choices(merge->add_option("--checksum", a->checksum, "count checksums (default: on)"),
+          {"on", "off"});
+  merge->add_option("--confidence", a->confidence, "the intervals' confidence")->default_str("95%");
+  AddOutputOption(merge, &a->output);
+  merge->callback([a] { RunMerge(*a); });
+  cmd->callback([a, cmd, merge] {
+    if (merge->parsed()) return;
+    if (a->images.empty())
+      FailUsage("space", "give the images to analyse (or: vstack space merge SKETCH...)");
+    Run(*a);
+  });
 }
 
 }  // namespace vstack::cli

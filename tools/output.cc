@@ -31,18 +31,29 @@ void TextTable::AddRow(std::vector<std::string> cells) {
 
 void TextTable::AddRule() { rows_.emplace_back(); }
 
+namespace {
+
+// The columns a UTF-8 string takes: its code points (bytes that do not continue one).
+size_t Columns(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+}  // namespace
+
 std::string TextTable::Render(const std::string& indent) const {
   std::vector<size_t> width(header_.size());
-  for (size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
+  for (size_t c = 0; c < header_.size(); ++c) width[c] = Columns(header_[c]);
   for (const auto& row : rows_) {
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], Columns(row[c]));
   }
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out = indent;
     for (size_t c = 0; c < cells.size(); ++c) {
       if (c) out += "  ";
       const std::string& s = cells[c];
-      const std::string pad(width[c] - s.size(), ' ');
+      const std::string pad(width[c] - Columns(s), ' ');
       out += numeric_[c] ? pad + s : (c + 1 == cells.size() ? s : s + pad);
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();

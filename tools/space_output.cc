@@ -10,15 +10,25 @@
 namespace vstack::cli {
 namespace {
 
-const char* ModeName(const SpaceOptions& o) {
+std::string ModeName(const SpaceOptions& o) {
+  if (o.estimate) return "estimate";
   return o.mode == SpaceOptions::Mode::kScan ? "scan" : "replay";
+}
+
+// "1.82x (1.79-1.85)" for an estimated ratio, "1.82x" for an exact one.
+std::string Ratio(double ratio, double low, double high) {
+  if (low == high) return fmt::format("{:.2f}x", ratio);
+  return fmt::format("{:.2f}x ({:.2f}\u2013{:.2f})", ratio, low, high);
 }
 
 std::string ScopeName(const SpaceOptions& o) {
   switch (o.scope) {
-    case SpaceOptions::Scope::kGlobal: return "global";
-    case SpaceOptions::Scope::kImage: return "image";
-    case SpaceOptions::Scope::kGroups: return "groups=" + std::to_string(o.groups);
+    case SpaceOptions::Scope::kGlobal:
+      return "global";
+    case SpaceOptions::Scope::kImage:
+      return "image";
+    case SpaceOptions::Scope::kGroups:
+      return "groups=" + std::to_string(o.groups);
   }
   return "?";
 }
@@ -31,10 +41,14 @@ std::string Codec(const SpaceOptions& o) {
 std::string Escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else out += c;
+    if (c == '&')
+      out += "&amp;";
+    else if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else
+      out += c;
   }
   return out;
 }
@@ -42,22 +56,44 @@ std::string Escape(const std::string& s) {
 }  // namespace
 
 std::string DescribeSpaceRun(const SpaceOptions& o, size_t images) {
+  std::string mode = ModeName(o);
+  if (o.estimate) {
+    mode += fmt::format(" ({}{}, {:g}% intervals)",
+                        o.dedup ? "fingerprints sampled 1 in " : "grains sampled 1 in ", o.modulus,
+                        o.confidence * 100);
+    if (o.cap) mode.insert(mode.size() - 1, fmt::format(", at most {} kept", o.cap));
+  }
   return fmt::format("{} image{}, scope {}, grain {}, dedup {}, codec {}, {}, checksums {}, {}",
                      images, images == 1 ? "" : "s", ScopeName(o), FormatSize(o.grain),
                      o.dedup ? "on" : "off", Codec(o), DescribeProtection(o.protection),
-                     o.checksum ? "on" : "off", ModeName(o));
+                     o.checksum ? "on" : "off", mode);
 }
 
 std::string SpaceText(const SpaceReport& r, const SpaceOptions& o, size_t images) {
-  TextTable t({"step", "bytes", "size", "ratio"}, {false, true, true, true});
+  const bool estimated = r.confidence > 0;
+  std::vector<std::string> head = {"step", "bytes", "size", "ratio"};
+  if (estimated)
+    head = {"step", "bytes", "size", fmt::format("{:g}% interval", r.confidence * 100),
+            "ratio (interval)"};
+  TextTable t(head, estimated ? std::vector<bool>{false, true, true, true, true}
+                              : std::vector<bool>{false, true, true, true});
   for (size_t i = 0; i < r.steps.size(); ++i) {
     const SpaceStep& s = r.steps[i];
-    t.AddRow({s.label, std::to_string(s.bytes), FormatSize(s.bytes),
-              i == 0 ? "" : fmt::format("{:.2f}x", s.ratio)});
+    const std::string ratio = i == 0 ? "" : Ratio(s.ratio, s.ratio_low, s.ratio_high);
+    if (!estimated) {
+      t.AddRow({s.label, std::to_string(s.bytes), FormatSize(s.bytes), ratio});
+      continue;
+    }
+    const std::string range = s.bytes_low == s.bytes_high
+                                  ? "exact"
+                                  : FormatSize(s.bytes_low) + " – " + FormatSize(s.bytes_high);
+    t.AddRow({s.label, std::to_string(s.bytes), FormatSize(s.bytes), range, ratio});
   }
   std::string out = DescribeSpaceRun(o, images) + "\n\n" + t.Render();
-  out += fmt::format("\ndata reduction (used / with metadata):  {:.2f}x\n", r.data_reduction);
-  out += fmt::format("overall (used / after protection):      {:.2f}x\n", r.overall);
+  out += fmt::format("\ndata reduction (used / with metadata):  {}\n",
+                     Ratio(r.data_reduction, r.data_reduction_low, r.data_reduction_high));
+  out += fmt::format("overall (used / after protection):      {}\n",
+                     Ratio(r.overall, r.overall_low, r.overall_high));
   return out;
 }
 
@@ -66,35 +102,51 @@ nlohmann::json SpaceJson(const SpaceReport& r, const SpaceOptions& o,
   nlohmann::json steps = nlohmann::json::array();
   for (const SpaceStep& s : r.steps) {
     steps.push_back({{"step", s.key}, {"label", s.label}, {"bytes", s.bytes}, {"ratio", s.ratio}});
+    if (r.confidence > 0) {
+      steps.back().update({{"bytes_low", s.bytes_low},
+                           {"bytes_high", s.bytes_high},
+                           {"ratio_low", s.ratio_low},
+                           {"ratio_high", s.ratio_high}});
+    }
   }
   nlohmann::json imgs = nlohmann::json::array();
   for (const SpaceImage& i : images) {
-    imgs.push_back({{"name", i.name}, {"spec", i.spec}, {"size_bytes", i.size},
+    imgs.push_back({{"name", i.name},
+                    {"spec", i.spec},
+                    {"size_bytes", i.size},
                     {"used_bytes", i.used_bytes()}});
   }
   const SpaceCounts& c = r.counts;
-  return {{"mode", ModeName(o)},
-          {"options",
-           {{"scope", ScopeName(o)},
-            {"grain", o.grain},
-            {"dedup", o.dedup},
-            {"codec", o.compress ? "zstd:" + std::to_string(o.level) : "none"},
-            {"rule", FormatSizeRule(o.rule)},
-            {"protection", o.protection},
-            {"protection_factor", ProtectionFactor(o.protection)},
-            {"checksum", o.checksum}}},
-          {"images", imgs},
-          {"counts",
-           {{"provisioned_bytes", c.provisioned_bytes},
-            {"used_grains", c.used_grains},
-            {"zero_grains", c.zero_grains},
-            {"unique_grains", c.unique_grains},
-            {"compressed_bytes", c.compressed_bytes},
-            {"stored_bytes", c.stored_bytes},
-            {"metadata_bytes", c.metadata_bytes}}},
-          {"steps", steps},
-          {"data_reduction", r.data_reduction},
-          {"overall", r.overall}};
+  nlohmann::json j = {{"mode", ModeName(o)},
+                      {"options",
+                       {{"scope", ScopeName(o)},
+                        {"grain", o.grain},
+                        {"dedup", o.dedup},
+                        {"codec", o.compress ? "zstd:" + std::to_string(o.level) : "none"},
+                        {"rule", FormatSizeRule(o.rule)},
+                        {"protection", o.protection},
+                        {"protection_factor", ProtectionFactor(o.protection)},
+                        {"checksum", o.checksum}}},
+                      {"images", imgs},
+                      {"counts",
+                       {{"provisioned_bytes", c.provisioned_bytes},
+                        {"used_grains", c.used_grains},
+                        {"zero_grains", c.zero_grains},
+                        {"unique_grains", c.unique_grains},
+                        {"compressed_bytes", c.compressed_bytes},
+                        {"stored_bytes", c.stored_bytes},
+                        {"metadata_bytes", c.metadata_bytes}}},
+                      {"steps", steps},
+                      {"data_reduction", r.data_reduction},
+                      {"overall", r.overall}};
+  if (r.confidence > 0) {
+    j["confidence"] = r.confidence;
+    j["data_reduction_low"] = r.data_reduction_low;
+    j["data_reduction_high"] = r.data_reduction_high;
+    j["overall_low"] = r.overall_low;
+    j["overall_high"] = r.overall_high;
+  }
+  return j;
 }
 
 namespace {
@@ -140,20 +192,36 @@ std::string SpaceSvg(const SpaceReport& r, const SpaceOptions& o, size_t images)
   const double bar_w = slot * 0.62;
   const SpaceChartScale scale = ChartScale(r, plot_h);
   const uint64_t step = scale.step, max = scale.max, clip = scale.clip;
-  auto y = [&](uint64_t b) { return top + plot_h - double(std::min(b, clip)) / double(max) * plot_h; };
+  auto y = [&](uint64_t b) {
+    return top + plot_h - double(std::min(b, clip)) / double(max) * plot_h;
+  };
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
       "font-family=\"DejaVu Sans, Arial, sans-serif\">\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{}\" y=\"30\" font-size=\"20\" font-weight=\"bold\">vstack space: savings factor by "
-      "factor</text>\n<text x=\"{}\" y=\"52\" font-size=\"12\" fill=\"#444\">{}</text>\n",
-      W, H, W, H, left, left, Escape(DescribeSpaceRun(o, images)));
+      "<text x=\"{}\" y=\"30\" font-size=\"20\" font-weight=\"bold\">vstack space: savings factor "
+      "by "
+      "factor</text>\n",
+      W, H, W, H, left);
+  // The run's description, the estimate's sampling on a line of its own.
+  std::string described = DescribeSpaceRun(o, images), sampling;
+  if (const size_t at = described.find(", estimate ("); at != std::string::npos) {
+    sampling = described.substr(at + 2);
+    described.resize(at);
+  }
+  s += fmt::format("<text x=\"{}\" y=\"50\" font-size=\"12\" fill=\"#444\">{}</text>\n", left,
+                   Escape(described));
+  if (!sampling.empty()) {
+    s += fmt::format("<text x=\"{}\" y=\"65\" font-size=\"12\" fill=\"#444\">{}</text>\n", left,
+                     Escape(sampling));
+  }
   for (uint64_t b = 0; b <= clip; b += step) {  // no tick where a cut bar is cut
     const double yy = y(b);
-    s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e3e3e3\"/>\n"
-                     "<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\" "
-                     "fill=\"#555\">{}</text>\n",
-                     left, yy, W - right, yy, left - 6, yy + 4, Escape(FormatSize(b)));
+    s += fmt::format(
+        "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e3e3e3\"/>\n"
+        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\" "
+        "fill=\"#555\">{}</text>\n",
+        left, yy, W - right, yy, left - 6, yy + 4, Escape(FormatSize(b)));
   }
   for (size_t i = 0; i < n; ++i) {
     const SpaceStep& st = r.steps[i];
@@ -163,32 +231,52 @@ std::string SpaceSvg(const SpaceReport& r, const SpaceOptions& o, size_t images)
     // by this step (green, dashed: no longer there) or added by it (orange).
     const uint64_t carried = std::min(prev, st.bytes);
     const std::string color = i == 0 ? "#9aa5b1" : i == n - 1 ? "#3b6ea5" : "#6c9bd2";
-    s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
-                     "fill=\"{}\"/>\n",
-                     x, y(carried), bar_w, top + plot_h - y(carried), color);
+    s += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
+        "fill=\"{}\"/>\n",
+        x, y(carried), bar_w, top + plot_h - y(carried), color);
     if (prev > st.bytes) {
-      s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
-                       "fill=\"#a8dcaa\" stroke=\"#3d8b40\" stroke-dasharray=\"4 3\"/>\n",
-                       x, y(prev), bar_w, y(st.bytes) - y(prev));
+      s += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
+          "fill=\"#a8dcaa\" stroke=\"#3d8b40\" stroke-dasharray=\"4 3\"/>\n",
+          x, y(prev), bar_w, y(st.bytes) - y(prev));
     } else if (prev < st.bytes) {
-      s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
-                       "fill=\"#f0a04b\"/>\n",
-                       x, y(st.bytes), bar_w, y(prev) - y(st.bytes));
+      s += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
+          "fill=\"#f0a04b\"/>\n",
+          x, y(st.bytes), bar_w, y(prev) - y(st.bytes));
     }
     if (std::max(prev, st.bytes) > clip) {
       // The bar is cut: a white zigzag says it goes on.
-      s += fmt::format("<path d=\"M{:.1f},{:.1f} l{:.1f},-8 l{:.1f},8 l{:.1f},-8 l{:.1f},8\" "
-                       "stroke=\"white\" stroke-width=\"4\" fill=\"none\"/>\n",
-                       x, y(clip) + 16, bar_w / 4, bar_w / 4, bar_w / 4, bar_w / 4);
+      s += fmt::format(
+          "<path d=\"M{:.1f},{:.1f} l{:.1f},-8 l{:.1f},8 l{:.1f},-8 l{:.1f},8\" "
+          "stroke=\"white\" stroke-width=\"4\" fill=\"none\"/>\n",
+          x, y(clip) + 16, bar_w / 4, bar_w / 4, bar_w / 4, bar_w / 4);
     }
-    const double label_y = std::min(y(prev), y(st.bytes)) - 20;
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\" "
-                     "font-weight=\"bold\">{}</text>\n",
-                     x + bar_w / 2, label_y, Escape(FormatSize(st.bytes)));
+    if (st.bytes_low != st.bytes_high) {
+      // The step's interval: an error bar over the top of the bar.
+      const double cx = x + bar_w / 2, y1 = y(st.bytes_low), y2 = y(st.bytes_high);
+      s += fmt::format(
+          "<path d=\"M{:.1f},{:.1f} V{:.1f} M{:.1f},{:.1f} h{:.1f} M{:.1f},{:.1f} "
+          "h{:.1f}\" stroke=\"#b22222\" stroke-width=\"1.5\" fill=\"none\"/>\n",
+          cx, y1, y2, cx - 6, y1, 12.0, cx - 6, y2, 12.0);
+    }
+    const double label_y = std::min({y(prev), y(st.bytes), y(st.bytes_high)}) - 20;
+    s += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\" "
+        "font-weight=\"bold\">{}</text>\n",
+        x + bar_w / 2, label_y, Escape(FormatSize(st.bytes)));
     if (i > 0) {
-      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"middle\" "
-                       "fill=\"#333\">{:.2f}x</text>\n",
-                       x + bar_w / 2, label_y + 13, st.ratio);
+      s += fmt::format(
+          "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"middle\" "
+          "fill=\"#333\">{:.2f}x</text>\n",
+          x + bar_w / 2, label_y + 13, st.ratio);
+      if (fmt::format("{:.2f}", st.ratio_low) != fmt::format("{:.2f}", st.ratio_high)) {
+        s += fmt::format(
+            "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\" "
+            "fill=\"#b22222\">{:.2f}\u2013{:.2f}</text>\n",
+            x + bar_w / 2, label_y - 14, st.ratio_low, st.ratio_high);
+      }
     }
     // The step's name under the axis, wrapped at spaces into lines of about 16 characters.
     std::vector<std::string> lines(1);
@@ -203,24 +291,36 @@ std::string SpaceSvg(const SpaceReport& r, const SpaceOptions& o, size_t images)
       word.clear();
     }
     for (size_t k = 0; k < lines.size(); ++k) {
-      s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}"
-                       "</text>\n",
-                       x + bar_w / 2, top + plot_h + 18 + 14 * k, Escape(lines[k]));
+      s += fmt::format(
+          "<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}"
+          "</text>\n",
+          x + bar_w / 2, top + plot_h + 18 + 14 * k, Escape(lines[k]));
     }
   }
   s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#333\"/>\n", left,
                    top + plot_h, W - right, top + plot_h);
-  // Legend and the two ratios.
-  const int ly = H - 26;
+  // Legend, then the two ratios on a line of their own.
+  const int ly = H - 40;
   s += fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"12\" fill=\"#a8dcaa\" stroke=\"#3d8b40\" "
-      "stroke-dasharray=\"4 3\"/><text x=\"{}\" y=\"{}\" font-size=\"12\">saved by the step</text>\n"
-      "<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"12\" fill=\"#f0a04b\"/><text x=\"{}\" y=\"{}\" "
+      "stroke-dasharray=\"4 3\"/><text x=\"{}\" y=\"{}\" font-size=\"12\">saved by the "
+      "step</text>\n"
+      "<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"12\" fill=\"#f0a04b\"/><text x=\"{}\" "
+      "y=\"{}\" "
       "font-size=\"12\">added by the step</text>\n"
-      "<text x=\"{}\" y=\"{}\" font-size=\"12\">data reduction {:.2f}x (used / with metadata), "
-      "overall {:.2f}x (used / after protection)</text>\n",
-      left, ly - 10, left + 20, ly, left + 160, ly - 10, left + 180, ly, left + 330, ly,
-      r.data_reduction, r.overall);
+      "<text x=\"{}\" y=\"{}\" font-size=\"12\">data reduction {} (used / with metadata), "
+      "overall {} (used / after protection)</text>\n",
+      left, ly - 10, left + 20, ly, left + 160, ly - 10, left + 180, ly, left, ly + 22,
+      Escape(Ratio(r.data_reduction, r.data_reduction_low, r.data_reduction_high)),
+      Escape(Ratio(r.overall, r.overall_low, r.overall_high)));
+  if (r.confidence > 0) {
+    s += fmt::format(
+        "<path d=\"M{},{} v12 M{},{} h10 M{},{} h10\" stroke=\"#b22222\" "
+        "stroke-width=\"1.5\"/><text x=\"{}\" y=\"{}\" font-size=\"12\">{:g}% "
+        "interval of the estimate</text>\n",
+        left + 335, ly - 10, left + 330, ly - 10, left + 330, ly + 2, left + 350, ly,
+        r.confidence * 100);
+  }
   s += "</svg>\n";
   return s;
 }

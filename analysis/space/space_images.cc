@@ -7,9 +7,52 @@
 
 namespace vstack {
 
-uint64_t SpaceImage::used_bytes() const {
+namespace {
+
+using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
+
+uint64_t Sum(const Ranges& ranges) {
   uint64_t n = 0;
-  for (const auto& [off, len] : used) n += len;
+  for (const auto& [off, len] : ranges) n += len;
+  return n;
+}
+
+// Appends [start, end) to sorted `ranges`, merging it with the last one when they touch.
+void Append(Ranges* ranges, uint64_t start, uint64_t end) {
+  if (!ranges->empty() && ranges->back().first + ranges->back().second >= start) {
+    auto& last = ranges->back();
+    last.second = std::max(last.first + last.second, end) - last.first;
+  } else {
+    ranges->emplace_back(start, end - start);
+  }
+}
+
+// `from` minus `cut` (both sorted and disjoint within themselves).
+Ranges Subtract(const Ranges& from, const Ranges& cut) {
+  Ranges out;
+  size_t c = 0;
+  for (auto [start, len] : from) {
+    uint64_t at = start;
+    const uint64_t end = start + len;
+    while (c < cut.size() && cut[c].first + cut[c].second <= at) ++c;
+    for (size_t k = c; k < cut.size() && cut[k].first < end; ++k) {
+      if (cut[k].first > at) out.emplace_back(at, cut[k].first - at);
+      at = std::max(at, cut[k].first + cut[k].second);
+    }
+    if (at < end) out.emplace_back(at, end - at);
+  }
+  return out;
+}
+
+}  // namespace
+
+uint64_t SpaceImage::used_bytes() const { return Sum(used) + Sum(zero); }
+
+uint64_t SpaceImage::data_bytes() const { return Sum(used); }
+
+uint64_t SpaceImage::zero_grains(uint32_t grain) const {
+  uint64_t n = 0;
+  for (const auto& [off, len] : zero) n += (len + grain - 1) / grain;
   return n;
 }
 
@@ -26,17 +69,16 @@ Result<std::vector<SpaceImage>> OpenSpaceImages(const std::vector<std::string>& 
     std::vector<Extent> extents;
     Status mapped = img.device->MapExtents(0, img.size, &extents);
     if (!mapped) return Annotate(std::move(mapped).error(), name);
+    Ranges zero;
     for (const Extent& e : extents) {
       if (e.flags & kExtentHole) continue;
       const uint64_t start = e.offset / grain * grain;
-      const uint64_t end = std::min<uint64_t>((e.offset + e.length + grain - 1) / grain * grain, img.size);
-      if (!img.used.empty() && img.used.back().first + img.used.back().second >= start) {
-        auto& last = img.used.back();
-        last.second = std::max(last.first + last.second, end) - last.first;
-      } else {
-        img.used.emplace_back(start, end - start);
-      }
+      const uint64_t end =
+          std::min<uint64_t>((e.offset + e.length + grain - 1) / grain * grain, img.size);
+      Append((e.flags & kExtentZero) ? &zero : &img.used, start, end);
     }
+    // A grain that holds data anywhere is read, even if part of it is a zero extent.
+    img.zero = Subtract(zero, img.used);
     images.push_back(std::move(img));
   }
   return images;
@@ -45,7 +87,8 @@ Result<std::vector<SpaceImage>> OpenSpaceImages(const std::vector<std::string>& 
 SpaceJobs::SpaceJobs(const std::vector<SpaceImage>& images, uint64_t max) {
   for (size_t i = 0; i < images.size(); ++i) {
     for (const auto& [off, len] : images[i].used) {
-      for (uint64_t at = 0; at < len; at += max) jobs_.push_back({i, off + at, std::min(max, len - at)});
+      for (uint64_t at = 0; at < len; at += max)
+        jobs_.push_back({i, off + at, std::min(max, len - at)});
     }
   }
 }

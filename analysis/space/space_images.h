@@ -21,9 +21,19 @@ struct SpaceImage {
   std::string spec;  // as opened
   DevicePtr device;
   uint64_t size = 0;
-  // Grain-aligned ranges (the last may end at `size`) overlapping allocated extents.
+  // Grain-aligned ranges (the last may end at `size`) overlapping allocated data extents: the
+  // ranges to read.
   std::vector<std::pair<uint64_t, uint64_t>> used;
+  // Grain-aligned ranges the extent map says read as zeros (allocated zero extents, such as
+  // VHDX's zero blocks) and that no data extent touches: counted as used zero grains without
+  // reading them.
+  std::vector<std::pair<uint64_t, uint64_t>> zero;
+  // Allocated bytes: `used` plus `zero`.
   uint64_t used_bytes() const;
+  // The bytes to read: `used` only.
+  uint64_t data_bytes() const;
+  // Grains in `zero` (a partial last grain counts as one).
+  uint64_t zero_grains(uint32_t grain) const;
 };
 
 // Told the bytes of image data each worker has just finished, to drive a progress display.

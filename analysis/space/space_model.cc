@@ -40,10 +40,10 @@ Status ParseCodec(const std::string& text, SpaceOptions* o) {
       char* end = nullptr;
       const long n = std::strtol(text.c_str() + 5, &end, 10);
       if (text.size() == 5 || *end != '\0' || n < MinZstdLevel() || n > MaxZstdLevel()) {
-        return MakeError(Errc::kInvalidArgument,
-                         "--codec " + text + ": the zstd level must be from " +
-                             std::to_string(MinZstdLevel()) + " to " +
-                             std::to_string(MaxZstdLevel()));
+        return MakeError(Errc::kInvalidArgument, "--codec " + text +
+                                                     ": the zstd level must be from " +
+                                                     std::to_string(MinZstdLevel()) + " to " +
+                                                     std::to_string(MaxZstdLevel()));
       }
       level = static_cast<int>(n);
     }
@@ -56,8 +56,8 @@ Status ParseCodec(const std::string& text, SpaceOptions* o) {
 
 Status ParseProtection(const std::string& text, SpaceOptions* o) {
   if (ProtectionFactor(text) == 0) {
-    return MakeError(Errc::kInvalidArgument, "--protection '" + text +
-                                                 "' is not one of: none, raid1, ftt2, raid5, raid6");
+    return MakeError(Errc::kInvalidArgument,
+                     "--protection '" + text + "' is not one of: none, raid1, ftt2, raid5, raid6");
   }
   o->protection = text;
   return OkStatus();
@@ -83,9 +83,12 @@ std::string DescribeProtection(const std::string& p) {
 
 uint32_t DomainCount(const SpaceOptions& o, size_t images) {
   switch (o.scope) {
-    case SpaceOptions::Scope::kGlobal: return 1;
-    case SpaceOptions::Scope::kImage: return static_cast<uint32_t>(images);
-    case SpaceOptions::Scope::kGroups: return std::min<uint32_t>(o.groups, static_cast<uint32_t>(images));
+    case SpaceOptions::Scope::kGlobal:
+      return 1;
+    case SpaceOptions::Scope::kImage:
+      return static_cast<uint32_t>(images);
+    case SpaceOptions::Scope::kGroups:
+      return std::min<uint32_t>(o.groups, static_cast<uint32_t>(images));
   }
   return 1;
 }
@@ -123,13 +126,13 @@ SpaceReport BuildReport(const SpaceCounts& c, const SpaceOptions& o) {
   const uint64_t after_dedup = c.unique_grains * g;
   const uint64_t after_compression = c.stored_bytes;
   const uint64_t with_metadata = after_compression + c.metadata_bytes;
-  const uint64_t protected_bytes =
-      static_cast<uint64_t>(static_cast<double>(with_metadata) * ProtectionFactor(o.protection) + 0.5);
+  const uint64_t protected_bytes = static_cast<uint64_t>(
+      static_cast<double>(with_metadata) * ProtectionFactor(o.protection) + 0.5);
   auto add = [&r](std::string key, std::string label, uint64_t bytes) {
-    const double ratio = r.steps.empty() || bytes == 0
-                             ? 1.0
-                             : static_cast<double>(r.steps.back().bytes) / static_cast<double>(bytes);
-    r.steps.push_back({std::move(key), std::move(label), bytes, ratio});
+    const double ratio = r.steps.empty() || bytes == 0 ? 1.0
+                                                       : static_cast<double>(r.steps.back().bytes) /
+                                                             static_cast<double>(bytes);
+    r.steps.push_back({std::move(key), std::move(label), bytes, ratio, bytes, bytes, ratio, ratio});
   };
   add("provisioned", "provisioned", c.provisioned_bytes);
   add("used", "used before (written)", used);
@@ -140,8 +143,12 @@ SpaceReport BuildReport(const SpaceCounts& c, const SpaceOptions& o) {
       after_compression);
   add("with_metadata", "with metadata", with_metadata);
   add("after_protection", "after protection: " + DescribeProtection(o.protection), protected_bytes);
-  r.data_reduction = with_metadata ? static_cast<double>(used) / static_cast<double>(with_metadata) : 0;
-  r.overall = protected_bytes ? static_cast<double>(used) / static_cast<double>(protected_bytes) : 0;
+  r.data_reduction =
+      with_metadata ? static_cast<double>(used) / static_cast<double>(with_metadata) : 0;
+  r.overall =
+      protected_bytes ? static_cast<double>(used) / static_cast<double>(protected_bytes) : 0;
+  r.data_reduction_low = r.data_reduction_high = r.data_reduction;
+  r.overall_low = r.overall_high = r.overall;
   return r;
 }
 

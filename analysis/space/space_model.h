@@ -19,17 +19,24 @@ namespace vstack {
 struct SpaceOptions {
   enum class Scope { kGlobal, kImage, kGroups };
   Scope scope = Scope::kGlobal;
-  uint32_t groups = 1;        // kGroups: image i goes to dedup domain i mod groups
+  uint32_t groups = 1;  // kGroups: image i goes to dedup domain i mod groups
   uint32_t grain = 4096;
   bool dedup = true;
-  bool compress = true;       // --codec zstd:N; false for --codec none
+  bool compress = true;  // --codec zstd:N; false for --codec none
   int level = 1;
   SizeRule rule{SizeRule::kVsanOsa, 0};
   std::string protection = "raid1";  // none, raid1, ftt2, raid5, raid6
-  bool checksum = true;       // 5 bytes per 4 KiB stored, as vSAN
+  bool checksum = true;              // 5 bytes per 4 KiB stored, as vSAN
   enum class Mode { kScan, kReplay };
   Mode mode = Mode::kScan;
-  unsigned threads = 0;       // 0: one per CPU
+  unsigned threads = 0;  // 0: one per CPU
+  // --estimate (space_estimate.h): sample 1 in `modulus` fingerprints (grains without dedup),
+  // or, with `cap`, keep at most `cap` fingerprints (the modulus doubles when over it).
+  bool estimate = false;
+  uint64_t modulus = 100;
+  uint64_t cap = 0;
+  double confidence = 0.95;
+  uint64_t seed = 0;  // of the sampling hash
 };
 
 // Parses --scope (global, image, groups=N), --codec (zstd:N, none) and --protection.
@@ -69,7 +76,10 @@ struct SpaceStep {
   std::string key;    // stable, for JSON: provisioned, used, after_zero, ...
   std::string label;  // for people
   uint64_t bytes = 0;
-  double ratio = 0;   // the previous step's bytes / this step's bytes (1 for the first)
+  double ratio = 0;  // the previous step's bytes / this step's bytes (1 for the first)
+  // The confidence interval of an estimated step; equal to bytes and ratio when exact.
+  uint64_t bytes_low = 0, bytes_high = 0;
+  double ratio_low = 0, ratio_high = 0;
 };
 
 struct SpaceReport {
@@ -77,6 +87,11 @@ struct SpaceReport {
   double data_reduction = 0;  // used / (after compression + metadata), vSAN's ratio
   double overall = 0;         // used / after protection: logical / physical
   SpaceCounts counts;
+  // Set by the estimate (space_estimate.h): the intervals' confidence, and the two ratios'
+  // intervals; 0 and equal to the ratios for an exact report.
+  double confidence = 0;
+  double data_reduction_low = 0, data_reduction_high = 0;
+  double overall_low = 0, overall_high = 0;
 };
 
 SpaceReport BuildReport(const SpaceCounts& counts, const SpaceOptions& o);

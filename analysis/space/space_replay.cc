@@ -47,8 +47,8 @@ std::optional<SpaceCounts> StackSpace(const BlockDevice& top) {
 
 std::string ReplayLayers(const SpaceOptions& o, uint64_t virtual_size) {
   const std::string grain = "grain=" + std::to_string(o.grain);
-  const std::string zstd = "zstd:level=" + std::to_string(o.level) + "," + grain +
-                           ",rule=" + FormatSizeRule(o.rule);
+  const std::string zstd =
+      "zstd:level=" + std::to_string(o.level) + "," + grain + ",rule=" + FormatSizeRule(o.rule);
   const std::string size = ",size=" + std::to_string(virtual_size);
   if (o.dedup && o.compress) return "dedup:" + grain + size + "+" + zstd;
   if (o.dedup) return "dedup:" + grain + size;
@@ -80,8 +80,8 @@ Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOpt
     if (!dir.empty()) {
       files.push_back(dir + "/vstack-space-replay-" + std::to_string(::getpid()) + "-" +
                       std::to_string(d) + ".img");
-      backend = FormatSpecPart(SpecPart{"file", files.back(),
-                                        {{"create", "on"}, {"size", std::to_string(below)}}});
+      backend = FormatSpecPart(
+          SpecPart{"file", files.back(), {{"create", "on"}, {"size", std::to_string(below)}}});
     }
     auto stack = Open(ReplayLayers(o, virtual_size[d]) + "+" + backend);
     if (!stack) {
@@ -106,16 +106,19 @@ Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOpt
     while (!failed && jobs.Next(&job)) {
       SpaceImage& img = images[job.image];
       const uint32_t d = DomainOf(o, job.image, images.size());
-      std::error_code ec = in.For(*img.device, job.image).Read(job.offset, buf.span().first(job.length));
+      std::error_code ec =
+          in.For(*img.device, job.image).Read(job.offset, buf.span().first(job.length));
       std::string what = "read " + img.name;
       if (!ec) {
-        ec = out.For(*stacks[d], d).Write(base[job.image] + job.offset, buf.span().first(job.length));
+        ec = out.For(*stacks[d], d)
+                 .Write(base[job.image] + job.offset, buf.span().first(job.length));
         what = "replay write";
       }
       if (ec) {
         std::lock_guard lock(error_mu);
         if (!failed.exchange(true)) {
-          error = MakeError(ec, what + " at offset " + std::to_string(job.offset) + ": " + ec.message());
+          error = MakeError(
+              ec, what + " at offset " + std::to_string(job.offset) + ": " + ec.message());
         }
         return;
       }
@@ -131,13 +134,17 @@ Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOpt
     std::optional<SpaceCounts> found = StackSpace(*stacks[d]);
     if (!found) {
       failed = true;
-      error = MakeError(Errc::kNotSupported, "replay stack '" + stacks[d]->Describe() +
-                                             "' keeps no space accounting");
+      error = MakeError(Errc::kNotSupported,
+                        "replay stack '" + stacks[d]->Describe() + "' keeps no space accounting");
       break;
     }
     SpaceCounts c = *found;
     for (size_t i = 0; i < images.size(); ++i) {
-      if (DomainOf(o, i, images.size()) == d) c.provisioned_bytes += images[i].size;
+      if (DomainOf(o, i, images.size()) != d) continue;
+      c.provisioned_bytes += images[i].size;
+      // Zero extents are not written: they are used zero grains, as the scan counts them.
+      c.used_grains += images[i].zero_grains(grain);
+      c.zero_grains += images[i].zero_grains(grain);
     }
     AddMetadata(o, grain, &c);
     total += c;

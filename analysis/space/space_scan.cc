@@ -1,20 +1,16 @@
 #include "analysis/space/space_scan.h"
 
 #include <array>
-#include <cstring>
 #include <mutex>
-#include <thread>
 #include <unordered_set>
 
+#include "analysis/space/space_reader.h"
 #include "blockdev/dedup/fingerprint.h"
 #include "blockdev/zstd/grain_codec.h"
-#include "lib/aligned_buffer.h"
 #include "lib/iovec.h"
 
 namespace vstack {
 namespace {
-
-constexpr uint64_t kJobBytes = 4 << 20;
 
 // The fingerprints of one dedup domain, sharded so workers rarely contend.
 class FingerprintSet {
@@ -82,52 +78,33 @@ Result<SpaceCounts> ScanImages(std::vector<SpaceImage>& images, const SpaceOptio
   std::vector<BlockDevice*> devices;
   for (auto& img : images) devices.push_back(img.device.get());
   const unsigned workers = WorkerCount(o.threads, devices);
-  SpaceJobs jobs(images, kJobBytes);
-  std::vector<std::vector<SpaceCounts>> found(workers, std::vector<SpaceCounts>(domains));
-  std::mutex error_mu;
-  Error error;
-  std::atomic<bool> failed{false};
-
-  auto work = [&](unsigned w) {
-    WorkerIo io;
-    GrainCompressor compressor(o.level);
-    AlignedBuffer buf(kJobBytes);
-    std::vector<unsigned char> out(grain);
-    SpaceJob job;
-    while (!failed && jobs.Next(&job)) {
-      SpaceImage& img = images[job.image];
-      std::error_code ec = io.For(*img.device, job.image).Read(job.offset, buf.span().first(job.length));
-      if (ec) {
-        std::lock_guard lock(error_mu);
-        if (!failed.exchange(true)) {
-          error = MakeError(ec, img.name + ": cannot read offset " + std::to_string(job.offset) +
-                                    ": " + ec.message());
-        }
-        return;
-      }
-      // The image's last grain may be partial: it counts as a whole grain padded with zeros.
-      const uint64_t padded = (job.length + grain - 1) / grain * grain;
-      std::memset(buf.data() + job.length, 0, padded - job.length);
-      SpaceCounts& c = found[w][DomainOf(o, job.image, images.size())];
-      FingerprintSet& set = *sets[DomainOf(o, job.image, images.size())];
-      for (uint64_t at = 0; at < padded; at += grain) {
-        const std::byte* g = buf.data() + at;
-        CountGrain(g, o, set, compressor, out.data(), &c);
-      }
-      if (progress) progress(job.length);
+  struct Worker {
+    explicit Worker(const SpaceOptions& o, uint32_t domains)
+        : compressor(o.level), out(o.grain), found(domains) {}
+    GrainCompressor compressor;
+    std::vector<unsigned char> out;
+    std::vector<SpaceCounts> found;
+  };
+  std::vector<std::unique_ptr<Worker>> state;
+  for (unsigned w = 0; w < workers; ++w) state.push_back(std::make_unique<Worker>(o, domains));
+  auto visit = [&](unsigned w, const SpaceJob& job, const std::byte* data, uint64_t grains) {
+    Worker& s = *state[w];
+    const uint32_t d = DomainOf(o, job.image, images.size());
+    for (uint64_t i = 0; i < grains; ++i) {
+      CountGrain(data + i * grain, o, *sets[d], s.compressor, s.out.data(), &s.found[d]);
     }
   };
-  std::vector<std::thread> threads;
-  for (unsigned w = 0; w < workers; ++w) threads.emplace_back(work, w);
-  for (auto& t : threads) t.join();
-  if (failed) return error;
+  VSTACK_RETURN_IF_ERROR(ReadImageGrains(images, workers, grain, visit, progress));
 
   SpaceCounts total;
   for (uint32_t d = 0; d < domains; ++d) {
     SpaceCounts c;
-    for (unsigned w = 0; w < workers; ++w) c += found[w][d];
+    for (unsigned w = 0; w < workers; ++w) c += state[w]->found[d];
     for (size_t i = 0; i < images.size(); ++i) {
-      if (DomainOf(o, i, images.size()) == d) c.provisioned_bytes += images[i].size;
+      if (DomainOf(o, i, images.size()) != d) continue;
+      c.provisioned_bytes += images[i].size;
+      c.used_grains += images[i].zero_grains(grain);  // zero extents, never read
+      c.zero_grains += images[i].zero_grains(grain);
     }
     AddMetadata(o, grain, &c);
     total += c;

@@ -2,7 +2,8 @@
 // command is a line of a fenced block that starts with `vstack CMD`, `build/vstack CMD` or
 // `$ vstack CMD` (CMD a subcommand; "vstack info: ..." is output), with its `\` continuations.
 // Each file's commands run in order in a fresh directory holding the images the docs assume
-// (vm1.img, vm2.vhd, ds-docs/, ds-small/, small/), with /var/tmp/ and /tmp/ pointing there.
+// (vm1.img, vm2.vhd, ds-docs/, ds-small/, small/, host1/ to host3/), with /var/tmp/ and /tmp/
+// pointing there.
 // Commands that cannot run in a test are listed below with the reason; none is skipped silently,
 // and a listed exception that matches no command fails the test (the list cannot go stale).
 #include <gtest/gtest.h>
@@ -117,7 +118,7 @@ void Prepare(const std::string& dir) {
   ASSERT_EQ(testing::RunCommand(vstack + " convert -O vhd " + dir + "/vm1.img " + dir + "/vm2.vhd")
                 .status,
             0);
-  for (const char* set : {"ds-docs", "ds-small", "small"}) {
+  for (const char* set : {"ds-docs", "ds-small", "small", "host1", "host2", "host3"}) {
     fs::create_directory(dir + "/" + set);
     testing::WriteFile(dir + "/" + set + "/vm01.img", 2 << 20, 0x22);
     testing::WriteFile(dir + "/" + set + "/vm02.img", 2 << 20, 0);

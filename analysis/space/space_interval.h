@@ -1,0 +1,48 @@
+// Confidence intervals for the estimates of `vstack space --estimate` (docs/space-savings.md,
+// "Estimates"): normal-approximation (score) intervals for a count seen through Bernoulli
+// sampling, for a proportion, and for a mean of a Bernoulli sample.
+#ifndef VSTACK_ANALYSIS_SPACE_INTERVAL_H_
+#define VSTACK_ANALYSIS_SPACE_INTERVAL_H_
+
+#include <cstdint>
+
+namespace vstack {
+
+struct Interval {
+  double value = 0, low = 0, high = 0;
+};
+
+// z such that a standard normal lies in [-z, z] with probability `confidence` (0 < c < 1).
+double NormalQuantile(double confidence);
+
+// The number D of distinct items when each was kept independently with probability `p` and
+// `kept` were seen: kept ~ Binomial(D, p). Score interval: the D with
+// (kept - D p)^2 <= z^2 D p (1 - p). Exact (zero width) when p is 1.
+Interval CountInterval(uint64_t kept, double p, double z);
+
+// The proportion of `hits` in `n` draws (Wilson score interval).
+Interval ProportionInterval(uint64_t hits, uint64_t n, double z);
+
+// Sums of a sample of values: the mean and its interval.
+struct SampleSums {
+  uint64_t n = 0;
+  double sum = 0, sum_sq = 0;
+  void Add(double v) {
+    ++n;
+    sum += v;
+    sum_sq += v * v;
+  }
+  SampleSums& operator+=(const SampleSums& o) {
+    n += o.n;
+    sum += o.sum;
+    sum_sq += o.sum_sq;
+    return *this;
+  }
+};
+// The population mean from a Bernoulli sample taken with probability `p` (finite population
+// correction 1 - p), with the sample variance; exact when p is 1.
+Interval MeanInterval(const SampleSums& s, double p, double z);
+
+}  // namespace vstack
+
+#endif  // VSTACK_ANALYSIS_SPACE_INTERVAL_H_
