@@ -33,7 +33,8 @@ class ProbeGuard final : public Layer {
       const int64_t at = s.offset >= 0 ? s.offset : static_cast<int64_t>(size) + s.offset;
       if (at < 0 || at + len > static_cast<int64_t>(size)) continue;
       const uint64_t lo = std::max<uint64_t>(req.offset, static_cast<uint64_t>(at));
-      const uint64_t hi = std::min<uint64_t>(req.offset + req.length, static_cast<uint64_t>(at + len));
+      const uint64_t hi =
+          std::min<uint64_t>(req.offset + req.length, static_cast<uint64_t>(at + len));
       if (lo >= hi) continue;
       std::string seen(hi - lo, '\0');
       CopyFromIov(req.iov, req.iovcnt, lo - req.offset, seen.data(), seen.size());

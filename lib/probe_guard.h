@@ -19,8 +19,8 @@ namespace vstack {
 
 // Bytes a format's probe recognises at one place of a device.
 struct ProbeSignature {
-  int64_t offset;     // from the start, or (negative) from the end of the device
-  std::string bytes;  // e.g. "conectix"
+  int64_t offset;      // from the start, or (negative) from the end of the device
+  std::string bytes;   // e.g. "conectix"
   std::string format;  // the format that probes for it, for the error message
 };
 

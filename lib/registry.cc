@@ -296,11 +296,11 @@ Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& op
         // Inspection may look at it as that format, to say what is wrong.
         take = options.for_check && options.read_only;
         if (!take) {
-          return MakeError(Errc::kCorruption,
-                           "'" + path + "' looks like a " + c->name +
-                               " image but is not a valid one (" + problem +
-                               "); name the format: '" + c->name + "+" + file_spec +
-                               "' (`vstack check` it), or '" + file_spec + "' to open it raw");
+          return MakeError(Errc::kCorruption, "'" + path + "' looks like a " + c->name +
+                                                  " image but is not a valid one (" + problem +
+                                                  "); name the format: '" + c->name + "+" +
+                                                  file_spec + "' (`vstack check` it), or '" +
+                                                  file_spec + "' to open it raw");
         }
       }
     }

@@ -268,8 +268,9 @@ void AddConvertCommand(CLI::App& app) {
     }
     // A destination this command created is opened by its format's name, not probed: a probed
     // raw file refuses data that would make it look like another format (docs/stack-spec.md).
-    auto dst_spec = file ? ImageSpec(file->write_path(), args->format.empty() ? "raw" : args->format)
-                         : Result<std::string>(args->dst);
+    auto dst_spec = file
+                        ? ImageSpec(file->write_path(), args->format.empty() ? "raw" : args->format)
+                        : Result<std::string>(args->dst);
     if (!dst_spec) Fail("convert", dst_spec.error().ToString());
     auto dst = file ? Open(*dst_spec) : OpenImage(args->dst);
     if (!dst) Fail("convert", dst.error().ToString());

@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
     // An image whose tables need more memory than the process may have: a clear error, not
     // an abort (the limits of docs/layers/vhd.md keep this rare).
     const auto subs = app.get_subcommands();
-    std::fprintf(stderr, "vstack %s: out of memory: the image needs more memory than this "
+    std::fprintf(stderr,
+                 "vstack %s: out of memory: the image needs more memory than this "
                  "process may use (see `ulimit -v`)\n",
                  subs.empty() ? "" : subs.front()->get_name().c_str());
     return 1;

@@ -58,9 +58,9 @@ void Bat::SerializeSector(uint64_t sector, std::span<uint8_t, kSectorSize> out) 
 void SerializeBatSector(std::span<const uint32_t> entries, uint64_t sector,
                         std::span<uint8_t, kSectorSize> out) {
   const uint64_t first = std::min<uint64_t>(sector * kEntriesPerBatSector, entries.size());
-  EncodeBatSector(entries.subspan(first, std::min<uint64_t>(kEntriesPerBatSector,
-                                                            entries.size() - first)),
-                  out);
+  EncodeBatSector(
+      entries.subspan(first, std::min<uint64_t>(kEntriesPerBatSector, entries.size() - first)),
+      out);
 }
 
 void DecodeBat(std::span<const uint8_t> bytes, std::vector<uint32_t>* out) {

@@ -57,9 +57,9 @@ class Compactor {
   Status WriteBatSector(uint32_t index) {
     const uint64_t sector = index / kEntriesPerBatSector;
     AlignedBuffer out(kSectorSize, 4096);
-    SerializeBatSector(img_.bat, sector,
-                       std::span<uint8_t, kSectorSize>(reinterpret_cast<uint8_t*>(out.data()),
-                                                       kSectorSize));
+    SerializeBatSector(
+        img_.bat, sector,
+        std::span<uint8_t, kSectorSize>(reinterpret_cast<uint8_t*>(out.data()), kSectorSize));
     const uint64_t at = img_.header.table_offset + sector * kSectorSize;
     return Io(io_.Write(at, out.span()), "writing the BAT", at);
   }

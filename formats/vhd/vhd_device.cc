@@ -99,8 +99,8 @@ VhdDevice::VhdDevice(DevicePtr lower, VhdImage image, const VhdOptions& options,
   DeclareCounters(CounterNames());
   const Capabilities below = lower_device().capabilities();
   if (image_.is_dynamic()) {
-    dynamic_ = std::make_unique<DynamicState>(lower_device(), image_, options_.reserve,
-                                              options_.recover);
+    dynamic_ =
+        std::make_unique<DynamicState>(lower_device(), image_, options_.reserve, options_.recover);
     dynamic_->parent = parent_.get();
     dynamic_->max_cached_bitmaps = options_.max_cached_bitmaps;
     g.optimal_transfer = image_.header.block_size;

@@ -43,8 +43,8 @@ void DynamicState::EvictIdleBitmaps() {
        it != bitmaps.end() && bitmaps.size() > max_cached_bitmaps * 3 / 4;) {
     const BitmapState& b = *it->second;
     const bool idle = b.loaded && !b.loading && !b.writing && b.data_pending == 0 &&
-                      b.wait_load.empty() &&
-                      b.wait_write.empty() && b.wait_next.empty() && b.mem == b.disk;
+                      b.wait_load.empty() && b.wait_write.empty() && b.wait_next.empty() &&
+                      b.mem == b.disk;
     it = idle ? bitmaps.erase(it) : std::next(it);
   }
 }
@@ -147,8 +147,7 @@ Status MapDynamicExtents(DynamicState& st, uint64_t offset, uint64_t length,
     // Sector runs, clipped to [pos, stop): a range need not be sector-aligned (NBD block
     // status may ask for bytes 100..199).
     uint32_t s = static_cast<uint32_t>((pos - block_start) / kSectorSize);
-    const auto last =
-        static_cast<uint32_t>((stop - block_start + kSectorSize - 1) / kSectorSize);
+    const auto last = static_cast<uint32_t>((stop - block_start + kSectorSize - 1) / kSectorSize);
     while (s < last) {
       const uint32_t n = RunLength(bits.data(), s, last);
       const uint64_t at = std::max(pos, block_start + uint64_t{s} * kSectorSize);

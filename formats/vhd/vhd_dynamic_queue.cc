@@ -200,7 +200,7 @@ void DynamicQueue::OnPartialData(Piece* p, std::error_code ec) {
     }
   }
   if (start) IssueBitmapWrite(block, st_.bat.entry(block), snapshot, flush);
-  Finish(r, ec);  // the data unit
+  Finish(r, ec);               // the data unit
   if (!queued) Finish(r, ec);  // no bitmap write to wait for
 }
 
@@ -280,8 +280,7 @@ void DynamicQueue::ReadRuns(Piece* p) {
   }
 }
 
-void DynamicQueue::IssueData(Piece* p, uint32_t entry, uint32_t first, uint32_t count,
-                             Kind kind) {
+void DynamicQueue::IssueData(Piece* p, uint32_t entry, uint32_t first, uint32_t count, Kind kind) {
   const IoRequest& parent = *p->req->done.parent();
   if (parent.op == Op::kRead) Count(kCounterDataReads);
   LowerOp* op = NewOp(kind);

@@ -113,14 +113,14 @@ class DynamicQueue final : public LayerQueue {
 
   // The steps of an allocation commit (docs/layers/vhd.md, "Write order").
   enum class Stage : uint8_t {
-    kGrow,            // growable: the footer at the new end of the file, with FUA
-    kBlocksAndBat,    // growable: bitmaps, data and BAT sectors, all at once
-    kData,            // growable differencing: the data first,
-    kDataFlush,       // ... made durable,
-    kBitmapsAndBat,   // ... then the bitmaps and BAT sectors
-    kBlocks,        // fixed-size device: bitmaps, data and zeros over stale free space
-    kBlocksFlush,   // ... made durable before the BAT points at them
-    kBat,           // fixed-size device: the BAT sectors
+    kGrow,           // growable: the footer at the new end of the file, with FUA
+    kBlocksAndBat,   // growable: bitmaps, data and BAT sectors, all at once
+    kData,           // growable differencing: the data first,
+    kDataFlush,      // ... made durable,
+    kBitmapsAndBat,  // ... then the bitmaps and BAT sectors
+    kBlocks,         // fixed-size device: bitmaps, data and zeros over stale free space
+    kBlocksFlush,    // ... made durable before the BAT points at them
+    kBat,            // fixed-size device: the BAT sectors
   };
 
   // The commit this queue is running (one at a time per device).

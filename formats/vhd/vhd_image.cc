@@ -139,8 +139,8 @@ class Loader {
           // A damaged footer keeps its slot; a missing one (a torn tail) goes after everything.
           img_.footer_offset = end_cookie || !img_.growable ? end_at : size;
           img_.AddFinding({Finding::kCorruption,
-                                   end_error.message + "; using the footer copy at offset 0",
-                                   Repair::kRewriteEndFooter});
+                           end_error.message + "; using the footer copy at offset 0",
+                           Repair::kRewriteEndFooter});
           return OkStatus();
         }
         if (!f) copy_problem = f.error().message;
@@ -176,10 +176,10 @@ class Loader {
     std::memcpy(copy.data(), head.data(), kFooterSize);
     Result<Footer> f = ParseFooter(copy, 0);
     img_.AddFinding({Finding::kCorruption,
-                             f ? "VHD footer copy at offset 0 differs from the footer at offset " +
-                                     Off(img_.footer_offset)
-                               : f.error().message,
-                             Repair::kRewriteCopy});
+                     f ? "VHD footer copy at offset 0 differs from the footer at offset " +
+                             Off(img_.footer_offset)
+                       : f.error().message,
+                     Repair::kRewriteCopy});
   }
 
   Status CheckFixedLayout() {
@@ -192,10 +192,9 @@ class Loader {
                            ", but the file ends with it at offset " + Off(img_.footer_offset));
     }
     if (img_.footer_offset > data) {
-      img_.AddFinding(
-          {Finding::kWarning, "VHD: " + Off(img_.footer_offset - data) +
-                                  " unused bytes between the data (ending at offset " + Off(data) +
-                                  ") and the footer"});
+      img_.AddFinding({Finding::kWarning, "VHD: " + Off(img_.footer_offset - data) +
+                                              " unused bytes between the data (ending at offset " +
+                                              Off(data) + ") and the footer"});
     }
     return OkStatus();
   }
@@ -252,10 +251,9 @@ class Loader {
     }
     // More entries than the disk needs are tolerated (blktap reserves some for a resize) up to
     // what a 2040 GiB disk of 2 MiB blocks has; the rest of the table describes nothing.
-    const uint64_t allowed =
-        std::max((img_.blocks_needed + kEntriesPerBatSector - 1) / kEntriesPerBatSector *
-                     kEntriesPerBatSector,
-                 kMaxDynamicSize / kDefaultBlockSize);
+    const uint64_t allowed = std::max((img_.blocks_needed + kEntriesPerBatSector - 1) /
+                                          kEntriesPerBatSector * kEntriesPerBatSector,
+                                      kMaxDynamicSize / kDefaultBlockSize);
     if (h.max_table_entries > allowed) {
       return MakeError(Errc::kCorruption,
                        "VHD: max_table_entries " + std::to_string(h.max_table_entries) +
@@ -317,9 +315,9 @@ class Loader {
           l.data_space < kSectorSize ? uint64_t{l.data_space} * kSectorSize : l.data_space;
       const std::string name = "parent locator " + std::to_string(i);
       if (!img_.footer.is_differencing()) {
-        img_.AddFinding(
-            {Finding::kWarning, "VHD: " + name + " is set in a dynamic disk (field at offset " +
-                                    Off(hdr + 576 + 24 * i) + ")"});
+        img_.AddFinding({Finding::kWarning, "VHD: " + name +
+                                                " is set in a dynamic disk (field at offset " +
+                                                Off(hdr + 576 + 24 * i) + ")"});
       }
       if (l.data_offset >= kFooterSize && l.data_offset <= img_.footer_offset &&
           space <= img_.footer_offset - l.data_offset) {
@@ -362,8 +360,8 @@ class Loader {
         }
       }
       if (hit != nullptr) {
-        VSTACK_RETURN_IF_ERROR(Corrupt(
-            true, {Finding::kCorruption, "VHD: " + entry + " overlaps " + hit->what}));
+        VSTACK_RETURN_IF_ERROR(
+            Corrupt(true, {Finding::kCorruption, "VHD: " + entry + " overlaps " + hit->what}));
         bad[i] = true;
         referenced.push_back({start, end, i, ""});
         continue;
@@ -403,9 +401,9 @@ class Loader {
     for (const Region& r : all) {
       if (r.start >= cursor + 2 * kDataAlignment) {
         img_.AddFinding({Finding::kLeak,
-                                 "VHD: " + Off(r.start - cursor) + " unused bytes at offset " +
-                                     Off(cursor) + " (reclaimed by `vstack compact`)",
-                                 Repair::kNone, 0, r.start - cursor});
+                         "VHD: " + Off(r.start - cursor) + " unused bytes at offset " +
+                             Off(cursor) + " (reclaimed by `vstack compact`)",
+                         Repair::kNone, 0, r.start - cursor});
       }
       cursor = std::max(cursor, r.end);
     }
@@ -413,9 +411,9 @@ class Loader {
     if (img_.growable && img_.footer_offset > cursor) {
       const uint64_t tail = img_.footer_offset - cursor;
       img_.AddFinding({Finding::kLeak,
-                               "VHD: " + Off(tail) + " unused bytes at offset " + Off(cursor) +
-                                   " before the footer at offset " + Off(img_.footer_offset),
-                               Repair::kTruncateTail, 0, tail});
+                       "VHD: " + Off(tail) + " unused bytes at offset " + Off(cursor) +
+                           " before the footer at offset " + Off(img_.footer_offset),
+                       Repair::kTruncateTail, 0, tail});
     }
     return OkStatus();
   }

@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <cstring>
 
+#include "formats/vhd/vhd_bat.h"
 #include "lib/aligned_buffer.h"
 #include "lib/spec.h"
 #include "lib/sync_io.h"
-#include "formats/vhd/vhd_bat.h"
 #include "tests/formats/vhd_test_util.h"
 #include "tests/testing/recording_device.h"
 #include "tests/testing/test_util.h"
@@ -242,8 +242,7 @@ TEST_F(VhdBadInput, MoreBatEntriesThanTheFormatAllowsAreRefusedBeforeReading) {
   const std::string& m = dev.error().message;
   EXPECT_NE(m.find("max_table_entries 67108864 (field at offset 540) is more than a "), m.npos)
       << m;
-  EXPECT_NE(m.find("-byte blocks can use (9 entries; at most 1044480 are accepted)"), m.npos)
-      << m;
+  EXPECT_NE(m.find("-byte blocks can use (9 entries; at most 1044480 are accepted)"), m.npos) << m;
 }
 
 // The 8 KiB sparse file: a footer copy, header and footer in an otherwise empty 1 GiB file

@@ -1,5 +1,5 @@
-// Crash consistency of dynamic and differencing VHD (docs/layers/vhd.md, "Write order"). A workload of
-// batches of writes (new blocks, partially written blocks, whole blocks) and flushes runs on a
+// Crash consistency of dynamic and differencing VHD (docs/layers/vhd.md, "Write order"). A workload
+// of batches of writes (new blocks, partially written blocks, whole blocks) and flushes runs on a
 // file through a RecordingDevice. Then, for every prefix of the recorded lower I/O, and for
 // sampled subsets and reorderings of the writes not yet flushed at that point, the image a
 // power loss could leave is opened (strictly), checked, and read: it must open, show no

@@ -431,8 +431,8 @@ TEST_F(VhdDevice, ManyQueuesShareBlocksAllocationsAndBitmaps) {
     const unsigned char want = wrote[u] ? static_cast<unsigned char>(u % 251 + 1) : 0;
     if (std::count(p, p + 4096, want) != 4096) {
       ++wrong;
-      ADD_FAILURE() << "unit " << u << (wrote[u] ? " (written)" : " (never written)")
-                    << " reads " << int(p[0]);
+      ADD_FAILURE() << "unit " << u << (wrote[u] ? " (written)" : " (never written)") << " reads "
+                    << int(p[0]);
       if (wrong > 10) break;
     }
   }

@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <string>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "formats/vhd/vhd_device.h"

@@ -286,8 +286,8 @@ TEST(NbdExport, BlockStatusOfPartOfASectorInAPartlyWrittenVhdBlock) {
   ASSERT_NE(e, nullptr);
   std::vector<unsigned char> buf(512, 7);
   ASSERT_TRUE(testing::IsOk(e->Write(buf.data(), 512, 0, 0)));  // sector 0 of block 0 only
-  for (const auto& [offset, flags] : {std::pair<uint64_t, uint32_t>{100, 0},
-                                      std::pair<uint64_t, uint32_t>{600, kExtentZero}}) {
+  for (const auto& [offset, flags] :
+       {std::pair<uint64_t, uint32_t>{100, 0}, std::pair<uint64_t, uint32_t>{600, kExtentZero}}) {
     std::vector<Extent> out;
     ASSERT_TRUE(testing::IsOk(e->Extents(100, offset, &out)));
     ASSERT_EQ(out.size(), 1u) << "offset " << offset;
