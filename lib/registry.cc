@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "lib/probe_guard.h"
 #include "lib/size.h"
 
 namespace vstack {
@@ -281,14 +282,37 @@ Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& op
   SpecPart file_part{"file", path, {}};
   const std::string file_spec = FormatSpecPart(file_part);
   VSTACK_ASSIGN_OR_RETURN(DevicePtr device, Open(file_spec, options));
+  std::vector<ProbeSignature> signatures;
   for (const ComponentInfo* c : Registry::Global().All()) {
-    if (!c->probe || !c->probe(*device)) continue;
+    if (!c->probe) continue;
+    const ProbeDetails* details = FindProbeDetails(c->name);
+    if (details != nullptr) {
+      signatures.insert(signatures.end(), details->signatures.begin(), details->signatures.end());
+    }
+    bool take = c->probe(*device);
+    if (!take && details != nullptr && details->problem) {
+      const std::string problem = details->problem(*device);
+      if (!problem.empty()) {
+        // Inspection may look at it as that format, to say what is wrong.
+        take = options.for_check && options.read_only;
+        if (!take) {
+          return MakeError(Errc::kCorruption, "'" + path + "' looks like a " + c->name +
+                                                  " image but is not a valid one (" + problem +
+                                                  "); name the format: '" + c->name + "+" +
+                                                  file_spec + "' (`vstack check` it), or '" +
+                                                  file_spec + "' to open it raw");
+        }
+      }
+    }
+    if (!take) continue;
     if (chosen_spec) *chosen_spec = c->name + "+" + file_spec;
     OptionValues values(c->name, "", {}, &c->options);
     return c->open_layer(std::move(device), values, options);
   }
   if (chosen_spec) *chosen_spec = file_spec;
-  return device;
+  if (options.read_only || signatures.empty()) return device;
+  // Probed as raw: keep it raw (guest writes must not change what the next open probes).
+  return GuardProbedRaw(std::move(device), std::move(signatures));
 }
 
 }  // namespace vstack

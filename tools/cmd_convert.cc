@@ -266,7 +266,13 @@ void AddConvertCommand(CLI::App& app) {
       }
       if (!s) Fail("convert", s.error().ToString());
     }
-    auto dst = OpenImage(file ? file->write_path() : args->dst);
+    // A destination this command created is opened by its format's name, not probed: a probed
+    // raw file refuses data that would make it look like another format (docs/stack-spec.md).
+    auto dst_spec = file
+                        ? ImageSpec(file->write_path(), args->format.empty() ? "raw" : args->format)
+                        : Result<std::string>(args->dst);
+    if (!dst_spec) Fail("convert", dst_spec.error().ToString());
+    auto dst = file ? Open(*dst_spec) : OpenImage(args->dst);
     if (!dst) Fail("convert", dst.error().ToString());
     if ((*dst)->geometry().size_bytes < size) {
       Fail("convert",

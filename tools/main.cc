@@ -1,5 +1,6 @@
 // vstack: the command line. Subcommands are listed in commands.cc.
 #include <cstdio>
+#include <new>
 
 #include "lib/version.h"
 #include "tools/command.h"
@@ -44,6 +45,15 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return vstack::cli::ReportParseError(app, e);
+  } catch (const std::bad_alloc&) {
+    // An image whose tables need more memory than the process may have: a clear error, not
+    // an abort (the limits of docs/layers/vhd.md keep this rare).
+    const auto subs = app.get_subcommands();
+    std::fprintf(stderr,
+                 "vstack %s: out of memory: the image needs more memory than this "
+                 "process may use (see `ulimit -v`)\n",
+                 subs.empty() ? "" : subs.front()->get_name().c_str());
+    return 1;
   }
   if (app.get_subcommands().empty()) {
     std::fprintf(stderr, "vstack: a command is required\nTry `vstack help` for usage.\n");

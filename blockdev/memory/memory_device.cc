@@ -196,15 +196,32 @@ void MemoryDevice::Zero(uint64_t offset, uint64_t length) {
   }
 }
 
+uint64_t MemoryDevice::PresentRun(uint64_t page, bool* present) const {
+  Node* node = root_;
+  for (int level = levels_; level > 1; --level) {
+    const int shift = kBits * (level - 1);
+    void* child = node->slot[(page >> shift) & (kFanout - 1)].load(std::memory_order_acquire);
+    if (child == nullptr) {  // the whole subtree is absent
+      *present = false;
+      return (((page >> shift) + 1) << shift) - page;
+    }
+    node = static_cast<Node*>(child);
+  }
+  *present = node->slot[page & (kFanout - 1)].load(std::memory_order_acquire) != nullptr;
+  return 1;
+}
+
 Status MemoryDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
   VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
-  uint64_t done = 0;
-  while (done < length) {
-    const uint64_t pos = offset + done;
-    const uint64_t n = std::min<uint64_t>(kPageSize - pos % kPageSize, length - done);
-    const bool present = PageForRead(pos / kPageSize) != nullptr;
-    AppendExtent(out, pos, n, present ? 0 : (kExtentHole | kExtentZero));
-    done += n;
+  // Absent subtrees of the radix tree are skipped whole, so an empty petabyte maps in a few
+  // steps (one per top-level slot), not one per page.
+  const uint64_t end = offset + length;
+  for (uint64_t pos = offset; pos < end;) {
+    bool present = false;
+    const uint64_t pages = PresentRun(pos / kPageSize, &present);
+    const uint64_t stop = std::min(end, (pos / kPageSize + pages) * kPageSize);
+    AppendExtent(out, pos, stop - pos, present ? 0 : (kExtentHole | kExtentZero));
+    pos = stop;
   }
   return OkStatus();
 }

@@ -50,6 +50,9 @@ class MemoryDevice final : public BlockDevice {
 
   // The slot holding page `page`'s pointer, creating interior nodes when `create`.
   std::atomic<void*>* Slot(uint64_t page, bool create) const;
+  // From `page`: how many pages share its presence as far as one walk down the tree shows
+  // (a whole absent subtree, or 1), and whether they are present.
+  uint64_t PresentRun(uint64_t page, bool* present) const;
   char* PageForWrite(uint64_t page);
   const char* PageForRead(uint64_t page) const;
   void DropPage(uint64_t page);

@@ -1,5 +1,7 @@
 #include "formats/vhd/vhd_bat.h"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "lib/endian.h"
@@ -33,12 +35,32 @@ std::vector<uint32_t> Bat::Snapshot() const {
   return out;
 }
 
-void Bat::SerializeSector(uint64_t sector, std::span<uint8_t, kSectorSize> out) const {
+namespace {
+
+// `entries` (at most kEntriesPerBatSector) as one BAT sector.
+void EncodeBatSector(std::span<const uint32_t> entries, std::span<uint8_t, kSectorSize> out) {
   std::memset(out.data(), 0xFF, kSectorSize);
+  for (size_t k = 0; k < entries.size(); ++k) StoreBE32(out.data() + 4 * k, entries[k]);
+}
+
+}  // namespace
+
+void Bat::SerializeSector(uint64_t sector, std::span<uint8_t, kSectorSize> out) const {
+  std::array<uint32_t, kEntriesPerBatSector> local{};
   const uint64_t first = sector * kEntriesPerBatSector;
-  for (uint32_t k = 0; k < kEntriesPerBatSector && first + k < size_; ++k) {
-    StoreBE32(out.data() + 4 * k, entry(static_cast<uint32_t>(first + k)));
+  size_t n = 0;
+  for (; n < kEntriesPerBatSector && first + n < size_; ++n) {
+    local[n] = entry(static_cast<uint32_t>(first + n));
   }
+  EncodeBatSector(std::span<const uint32_t>(local.data(), n), out);
+}
+
+void SerializeBatSector(std::span<const uint32_t> entries, uint64_t sector,
+                        std::span<uint8_t, kSectorSize> out) {
+  const uint64_t first = std::min<uint64_t>(sector * kEntriesPerBatSector, entries.size());
+  EncodeBatSector(
+      entries.subspan(first, std::min<uint64_t>(kEntriesPerBatSector, entries.size() - first)),
+      out);
 }
 
 void DecodeBat(std::span<const uint8_t> bytes, std::vector<uint32_t>* out) {

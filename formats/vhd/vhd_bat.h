@@ -64,6 +64,12 @@ inline uint64_t PlaceBlock(uint64_t free_from, uint32_t bitmap_bytes) {
   return data - bitmap_bytes;
 }
 
+// BAT sector `sector` of the table `entries` (a whole BAT, as loaded) as stored on disk:
+// entries big-endian, padding past the last entry 0xFF. O(kEntriesPerBatSector): repairs and
+// compaction write one sector per change without rebuilding the table.
+void SerializeBatSector(std::span<const uint32_t> entries, uint64_t sector,
+                        std::span<uint8_t, kSectorSize> out);
+
 // Decodes BAT bytes (big-endian u32) into `out`.
 void DecodeBat(std::span<const uint8_t> bytes, std::vector<uint32_t>* out);
 

@@ -1,8 +1,10 @@
 // VhdDevice::Check: `vstack check` for VHD images. It reloads the metadata from the device
 // leniently (every finding, see vhd_image.h), reports it, and with a repair mode fixes what
 // can be fixed without losing data, in an order that keeps the image valid at every step:
-// footers and header first, then BAT entries that point at nothing, a flush, and only then
-// the trailing leaked space (footer moved down, flush, file truncated).
+// footers and header first, then BAT entries that point at nothing (each BAT sector written
+// once, so the repair is linear in the table size), a flush, and only then the trailing leaked
+// space (footer moved down, flush, file truncated). Space that any BAT entry points into,
+// valid or not, is never leaked space (vhd_image.cc), so no repair frees it.
 #include <algorithm>
 #include <cstring>
 
@@ -11,6 +13,7 @@
 #include "formats/vhd/vhd_device.h"
 #include "formats/vhd/vhd_dynamic.h"
 #include "lib/aligned_buffer.h"
+#include "lib/spec.h"
 #include "lib/sync_io.h"
 
 namespace vstack::vhd {
@@ -66,17 +69,26 @@ Status Apply(BlockDevice& lower, SyncIo& io, VhdImage& img, const Finding& f) {
       SerializeHeader(img.header, bytes);
       return WriteAt(io, img.footer.data_offset, bytes.data(), kHeaderSize);
     }
-    case Repair::kClearEntry: {
-      img.bat[f.index] = kUnallocated;
-      Bat bat(img.bat);
-      const uint64_t sector = f.index / kEntriesPerBatSector;
-      std::array<uint8_t, kSectorSize> bytes{};
-      bat.SerializeSector(sector, bytes);
-      return WriteAt(io, img.header.table_offset + sector * kSectorSize, bytes.data(), kSectorSize);
-    }
     default:
       return OkStatus();
   }
+}
+
+// Clears the BAT entries in img.clear_entries (blocks wholly past the end of the file), one
+// write per BAT sector they are in.
+Status ClearEntries(SyncIo& io, VhdImage& img) {
+  for (uint32_t i : img.clear_entries) img.bat[i] = kUnallocated;
+  uint64_t last = UINT64_MAX;
+  for (uint32_t i : img.clear_entries) {  // ascending: the load found them in BAT order
+    const uint64_t sector = i / kEntriesPerBatSector;
+    if (sector == last) continue;
+    last = sector;
+    std::array<uint8_t, kSectorSize> bytes{};
+    SerializeBatSector(img.bat, sector, bytes);
+    VSTACK_RETURN_IF_ERROR(
+        WriteAt(io, img.header.table_offset + sector * kSectorSize, bytes.data(), kSectorSize));
+  }
+  return OkStatus();
 }
 
 // Moves the end footer down to the end of the last structure, then truncates the file.
@@ -89,7 +101,7 @@ Status TruncateTail(BlockDevice& lower, SyncIo& io, const VhdImage& img) {
   return lower.Resize(at + kFooterSize);
 }
 
-void Report(const VhdImage& img, CheckResult* out) {
+void Report(const VhdImage& img, const std::string& below, CheckResult* out) {
   for (const Finding& f : img.findings) {
     switch (f.kind) {
       case Finding::kCorruption:
@@ -102,6 +114,26 @@ void Report(const VhdImage& img, CheckResult* out) {
         out->messages.push_back("Warning " + f.message);
         break;
     }
+  }
+  // Findings beyond the stored ones are counted, not listed (memory stays bounded).
+  const uint64_t more = img.omitted[Finding::kCorruption] + img.omitted[Finding::kLeak] +
+                        img.omitted[Finding::kWarning];
+  if (more > 0) {
+    out->corruptions += img.omitted[Finding::kCorruption];
+    out->leaks += img.omitted[Finding::kLeak];
+    out->messages.push_back("... and " + std::to_string(more) + " more finding(s) not listed (" +
+                            std::to_string(img.omitted[Finding::kCorruption]) + " error(s), " +
+                            std::to_string(img.omitted[Finding::kLeak]) + " leak(s))");
+  }
+  // Corrupt entries that stay: repairing them could lose data, so say how to save it.
+  const size_t kept = img.unusable.size() - img.clear_entries.size();
+  if (kept > 0) {
+    out->messages.push_back(
+        "Not repaired: " + std::to_string(kept) +
+        " BAT entr(ies) whose blocks overlap other structures or run past the end of the file "
+        "(repairing them could lose data). Copy the data out, reading those blocks as they "
+        "are: vstack convert -O vhd 'vhd:recover=on+" +
+        below + "' NEW.vhd");
   }
 }
 
@@ -118,18 +150,33 @@ Status VhdDevice::Check(CheckMode mode, CheckResult* out) {
     out->leaks += below.leaks;
   }
   BlockDevice& lower = lower_device();
+  const std::string below = DevicePath(lower).empty()
+                                ? lower.kind() + ":..."
+                                : FormatSpecPart(SpecPart{"file", DevicePath(lower), {}});
   VSTACK_ASSIGN_OR_RETURN(VhdImage img, LoadImage(lower, /*lenient=*/true));
   if (mode == CheckMode::kReadOnly || read_only()) {
-    Report(img, out);
+    Report(img, below, out);
     return OkStatus();
   }
   SyncIo io(lower);
   bool changed = false;
   for (const Finding& f : img.findings) {
     if (!Allowed(f.repair, mode) || f.repair == Repair::kTruncateTail) continue;
-    VSTACK_RETURN_IF_ERROR(Apply(lower, io, img, f));
+    if (f.repair != Repair::kClearEntry) VSTACK_RETURN_IF_ERROR(Apply(lower, io, img, f));
     out->messages.push_back("Repaired " + f.message);
     ++out->repaired;
+    changed = true;
+  }
+  if (Allowed(Repair::kClearEntry, mode) && !img.clear_entries.empty()) {
+    VSTACK_RETURN_IF_ERROR(ClearEntries(io, img));
+    const uint64_t listed = static_cast<uint64_t>(
+        std::count_if(img.findings.begin(), img.findings.end(),
+                      [](const Finding& f) { return f.repair == Repair::kClearEntry; }));
+    if (img.clear_entries.size() > listed) {
+      out->messages.push_back("Repaired " + std::to_string(img.clear_entries.size() - listed) +
+                              " more BAT entr(ies) pointing past the end of the file");
+      out->repaired += img.clear_entries.size() - listed;
+    }
     changed = true;
   }
   if (changed) {
@@ -138,6 +185,13 @@ Status VhdDevice::Check(CheckMode mode, CheckResult* out) {
   }
   for (const Finding& f : img.findings) {
     if (f.repair != Repair::kTruncateTail || !Allowed(f.repair, mode)) continue;
+    if (!img.unusable.empty()) {
+      // The unused space may be where a damaged entry's block really is: keep it.
+      out->messages.push_back(
+          "Not repaired: leaked space is kept while BAT entries are corrupt (it may hold the "
+          "data of a damaged entry)");
+      break;
+    }
     VSTACK_RETURN_IF_ERROR(TruncateTail(lower, io, img));
     out->messages.push_back("Repaired " + f.message);
     ++out->repaired;
@@ -152,7 +206,7 @@ Status VhdDevice::Check(CheckMode mode, CheckResult* out) {
       dynamic_->max_cached_bitmaps = options_.max_cached_bitmaps;
     }
   }
-  Report(img, out);
+  Report(img, below, out);
   return OkStatus();
 }
 

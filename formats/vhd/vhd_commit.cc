@@ -109,14 +109,30 @@ void DynamicQueue::RunCommit() {
     commit_->pending = 1;
     Issue(op);
   } else if (st_.growable) {
-    // Inside space reserved (and made durable) earlier: no flush at all.
-    commit_->stage = Stage::kBlocksAndBat;
-    StageBlocks();
-    StageBat();
+    StageInReservedSpace();
   } else {
     commit_->stage = Stage::kBlocks;
-    StageBlocks();
+    StageBitmaps();
+    StageData();
   }
+}
+
+void DynamicQueue::StageInReservedSpace() {
+  if (st_.parent != nullptr) {
+    // Differencing: a set bit hides the parent, so it may not reach the disk before the data
+    // it covers: data first, a flush, then bitmaps and BAT (a crash in between shows the
+    // parent's data, the old contents, where a bitmap landed without its data).
+    commit_->stage = Stage::kData;
+    StageData();
+    return;
+  }
+  // The new space is durable and reads as zeros, so a BAT entry or bitmap that lands before
+  // the data shows zeros, the old contents of an unallocated block: all go down together,
+  // with no flush.
+  commit_->stage = Stage::kBlocksAndBat;
+  StageBitmaps();
+  StageData();
+  StageBat();
 }
 
 void DynamicQueue::OnCommitOp(std::error_code ec) {
@@ -132,21 +148,24 @@ void DynamicQueue::OnCommitOp(std::error_code ec) {
       std::lock_guard lock(st_.mu);
       st_.footer_at = c.footer_at;  // the reservation is durable
     }
-      // The new space is durable and reads as zeros, so a BAT entry that lands before its
-      // bitmap and data shows an empty block: the three go down together.
-      c.stage = Stage::kBlocksAndBat;
-      StageBlocks();
-      StageBat();
+      StageInReservedSpace();
       return;
     case Stage::kBlocks:
-      c.stage = Stage::kBlocksFlush;
+    case Stage::kData:
+      c.stage = c.stage == Stage::kData ? Stage::kDataFlush : Stage::kBlocksFlush;
       IssueCommitFlush();
       return;
     case Stage::kBlocksFlush:
       c.stage = Stage::kBat;
       StageBat();
       return;
+    case Stage::kDataFlush:
+      c.stage = Stage::kBitmapsAndBat;
+      StageBitmaps();
+      StageBat();
+      return;
     case Stage::kBlocksAndBat:
+    case Stage::kBitmapsAndBat:
     case Stage::kBat:
       FinishCommit({});
       return;
@@ -161,7 +180,7 @@ void DynamicQueue::IssueCommitFlush() {
   Issue(op);
 }
 
-void DynamicQueue::StageBlocks() {
+void DynamicQueue::StageBitmaps() {
   Commit& c = *commit_;
   for (auto& a : c.allocs) {
     LowerOp* bm = NewOp(Kind::kCommit);
@@ -169,6 +188,12 @@ void DynamicQueue::StageBlocks() {
     Issue(bm);
     ++c.pending;
     Count(kCounterBitmapWrites);
+  }
+}
+
+void DynamicQueue::StageData() {
+  Commit& c = *commit_;
+  for (auto& a : c.allocs) {
     const uint64_t data = a->pos + st_.bitmap_bytes;
     for (Piece* p : a->pieces) {
       const IoRequest& parent = *p->req->done.parent();
@@ -236,6 +261,9 @@ void DynamicQueue::FinishCommit(std::error_code ec) {
         if (!full) {
           auto bs = std::make_unique<BitmapState>();
           bs->loaded = true;
+          // A dynamic disk's new block: its clear sectors are zeros (reserved space, or
+          // zeros written by the commit over a fixed-size device).
+          bs->clear_zero = st_.parent == nullptr;
           bs->mem = a->bits;
           bs->disk = a->bits;
           st_.bitmaps[a->block] = std::move(bs);

@@ -56,10 +56,10 @@ class Compactor {
   Status Flush() { return Io(io_.Flush(), "flush", 0); }
   Status WriteBatSector(uint32_t index) {
     const uint64_t sector = index / kEntriesPerBatSector;
-    const Bat bat(img_.bat);
     AlignedBuffer out(kSectorSize, 4096);
-    bat.SerializeSector(sector, std::span<uint8_t, kSectorSize>(
-                                    reinterpret_cast<uint8_t*>(out.data()), kSectorSize));
+    SerializeBatSector(
+        img_.bat, sector,
+        std::span<uint8_t, kSectorSize>(reinterpret_cast<uint8_t*>(out.data()), kSectorSize));
     const uint64_t at = img_.header.table_offset + sector * kSectorSize;
     return Io(io_.Write(at, out.span()), "writing the BAT", at);
   }

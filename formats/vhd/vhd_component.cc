@@ -2,6 +2,7 @@
 // as vhd+file:PATH, and the create hook behind CreateImage("vhd", ...) and `vstack create`.
 #include "formats/vhd/vhd_create.h"
 #include "formats/vhd/vhd_device.h"
+#include "lib/probe_guard.h"
 #include "lib/registry.h"
 
 namespace vstack::vhd {
@@ -26,6 +27,11 @@ ComponentInfo VhdComponent() {
        "differencing disks: strict (parent unique ID and time stamp must match), uuid (ID "
        "only), or off (forced open, for recovery)",
        "strict"},
+      {"recover",
+       "on: open a damaged image leniently and read-only, to copy its data out (blocks whose BAT "
+       "entries overlap other structures read as stored; blocks past the end of the file read "
+       "as zeros); `vstack check` names it when it does not repair",
+       "off"},
       {"parent",
        "differencing disks: the parent's stack, e.g. vhd\\+uring\\:/img/base.vhd (escape + , :), "
        "instead of the locators; none: open the image alone, read-only",
@@ -48,7 +54,8 @@ ComponentInfo VhdComponent() {
       options.parent_spec.clear();
       options.open_parent = false;
     }
-    options.for_check = open.for_check;
+    VSTACK_ASSIGN_OR_RETURN(options.recover, o.Bool("recover"));
+    options.for_check = open.for_check || options.recover;
     return VhdDevice::Open(std::move(lower), options);
   };
   c.probe = [](BlockDevice& device) { return ProbeImage(device); };
@@ -60,8 +67,24 @@ ComponentInfo VhdComponent() {
   return c;
 }
 
+// What OpenImage needs to keep a probed format fixed (docs/stack-spec.md): the footer cookie
+// at the end (512- and legacy 511-byte footers) and the dynamic disk's footer copy at offset
+// 0, and why a file with a cookie is not a valid VHD.
+ProbeDetails VhdProbeDetails() {
+  ProbeDetails d;
+  d.signatures = {{-512, "conectix", "vhd"}, {-511, "conectix", "vhd"}, {0, "conectix", "vhd"}};
+  d.problem = [](BlockDevice& device) {
+    std::string problem;
+    ProbeImage(device, &problem);
+    return problem;
+  };
+  return d;
+}
+
 }  // namespace
 
 VSTACK_REGISTER_COMPONENT(vhd, VhdComponent());
+static const bool vhd_probe_details [[maybe_unused]] =
+    RegisterProbeDetails("vhd", VhdProbeDetails());
 
 }  // namespace vstack::vhd

@@ -99,13 +99,15 @@ VhdDevice::VhdDevice(DevicePtr lower, VhdImage image, const VhdOptions& options,
   DeclareCounters(CounterNames());
   const Capabilities below = lower_device().capabilities();
   if (image_.is_dynamic()) {
-    dynamic_ = std::make_unique<DynamicState>(lower_device(), image_, options_.reserve);
+    dynamic_ =
+        std::make_unique<DynamicState>(lower_device(), image_, options_.reserve, options_.recover);
     dynamic_->parent = parent_.get();
     dynamic_->max_cached_bitmaps = options_.max_cached_bitmaps;
     g.optimal_transfer = image_.header.block_size;
     Capabilities caps = kCapRead | kCapFlush | kCapWriteZeroes | kCapExtents;
     caps |= below & (kCapWrite | kCapPersistent | kCapThreadSafe | kCapFastZeroes);
     if (image_.footer.is_differencing() && !parent_) caps &= ~kCapWrite;  // opened alone
+    if (options_.recover) caps &= ~kCapWrite;
     if (parent_) {
       // Zeroing must hide the parent's data: the generic layer writes zeros instead, which
       // sets the bits.
@@ -114,7 +116,9 @@ VhdDevice::VhdDevice(DevicePtr lower, VhdImage image, const VhdOptions& options,
     }
     set_capabilities(caps);
   } else {
-    set_capabilities(below & ~(kCapResizable));
+    Capabilities caps = below & ~kCapResizable;
+    if (options_.recover) caps &= ~kCapWrite;
+    set_capabilities(caps);
   }
 }
 

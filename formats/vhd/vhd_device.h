@@ -57,6 +57,10 @@ struct VhdOptions {
   // Bitmaps of partially written blocks kept in memory (about 1 KiB each, for 2 MiB blocks).
   size_t max_cached_bitmaps = 16384;
   bool for_check = false;
+  // vhd:recover=on: loaded leniently like for_check, but read-only, and corrupt BAT entries
+  // are read through rather than failed (vhd_dynamic.h), so that `vstack convert` can copy
+  // the data out of an image `vstack check` will not repair.
+  bool recover = false;
   // Differencing disks: how the parent link is checked, and an explicit parent stack (a spec,
   // e.g. "vhd+uring:/images/base.vhd") instead of the child's locators.
   ParentCheck parent_check = ParentCheck::kStrict;

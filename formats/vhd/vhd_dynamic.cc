@@ -10,7 +10,8 @@
 
 namespace vstack::vhd {
 
-DynamicState::DynamicState(BlockDevice& lower_device, const VhdImage& image, uint64_t reserve)
+DynamicState::DynamicState(BlockDevice& lower_device, const VhdImage& image, uint64_t reserve,
+                           bool recover)
     : lower(lower_device),
       block_size(image.header.block_size),
       bitmap_bytes(image.header.bitmap_bytes()),
@@ -24,7 +25,11 @@ DynamicState::DynamicState(BlockDevice& lower_device, const VhdImage& image, uin
       bat(image.bat),
       next_free(image.growable ? std::max(image.data_end, image.footer_offset) : image.data_end),
       footer_at(image.footer_offset) {
-  for (uint32_t i : image.unusable) bat.SetFlags(i, Bat::kUnusable);
+  if (!recover) {
+    for (uint32_t i : image.unusable) bat.SetFlags(i, Bat::kUnusable);
+  } else {
+    for (uint32_t i : image.past_end) bat.Publish(i, kUnallocated, 0);
+  }
   for (uint64_t i = 0; i < image.blocks_needed; ++i) {
     if (image.bat[i] == kUnallocated) ++unallocated;
   }
@@ -37,8 +42,9 @@ void DynamicState::EvictIdleBitmaps() {
   for (auto it = bitmaps.begin();
        it != bitmaps.end() && bitmaps.size() > max_cached_bitmaps * 3 / 4;) {
     const BitmapState& b = *it->second;
-    const bool idle = b.loaded && !b.loading && !b.writing && b.wait_load.empty() &&
-                      b.wait_write.empty() && b.wait_next.empty() && b.mem == b.disk;
+    const bool idle = b.loaded && !b.loading && !b.writing && b.data_pending == 0 &&
+                      b.wait_load.empty() && b.wait_write.empty() && b.wait_next.empty() &&
+                      b.mem == b.disk;
     it = idle ? bitmaps.erase(it) : std::next(it);
   }
 }
@@ -138,17 +144,20 @@ Status MapDynamicExtents(DynamicState& st, uint64_t offset, uint64_t length,
       const auto* p = reinterpret_cast<const uint8_t*>(buf.data());
       bits.assign(p, p + st.bitmap_bytes);
     }
+    // Sector runs, clipped to [pos, stop): a range need not be sector-aligned (NBD block
+    // status may ask for bytes 100..199).
     uint32_t s = static_cast<uint32_t>((pos - block_start) / kSectorSize);
-    const uint32_t last = static_cast<uint32_t>((stop - block_start) / kSectorSize);
+    const auto last = static_cast<uint32_t>((stop - block_start + kSectorSize - 1) / kSectorSize);
     while (s < last) {
       const uint32_t n = RunLength(bits.data(), s, last);
-      const uint64_t at = block_start + uint64_t{s} * kSectorSize;
+      const uint64_t at = std::max(pos, block_start + uint64_t{s} * kSectorSize);
+      const uint64_t len = std::min(stop, block_start + uint64_t{s + n} * kSectorSize) - at;
       if (TestBit(bits.data(), s)) {
-        AppendExtent(out, at, uint64_t{n} * kSectorSize, 0);
+        AppendExtent(out, at, len, 0);
       } else if (parent != nullptr) {
-        VSTACK_RETURN_IF_ERROR(AppendNotHere(parent, at, uint64_t{n} * kSectorSize, out));
+        VSTACK_RETURN_IF_ERROR(AppendNotHere(parent, at, len, out));
       } else {
-        AppendExtent(out, at, uint64_t{n} * kSectorSize, kExtentZero);
+        AppendExtent(out, at, len, kExtentZero);
       }
       s += n;
     }

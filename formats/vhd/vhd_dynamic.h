@@ -39,7 +39,10 @@ struct Allocation;
 
 struct DynamicState {
   // `reserve`: bytes of blocks to reserve beyond a commit's needs when the file grows.
-  DynamicState(BlockDevice& lower, const VhdImage& image, uint64_t reserve);
+  // Corrupt BAT entries (image.unusable) fail data I/O with Errc::kCorruption, unless
+  // `recover` (vhd:recover=on, read-only): then blocks inside the file are read as stored and
+  // blocks running past its end read as unallocated.
+  DynamicState(BlockDevice& lower, const VhdImage& image, uint64_t reserve, bool recover = false);
   ~DynamicState();
 
   // Fixed at open.

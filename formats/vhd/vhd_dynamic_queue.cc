@@ -160,13 +160,48 @@ void DynamicQueue::Translate(Piece* p) {
     IssueData(p, entry, p->first, p->count);
     return;
   }
-  SetBits(bs.mem.data(), p->first, p->count);
   r->done.Add();  // the bitmap write is a second unit
-  std::vector<uint8_t> snapshot;
-  const bool start = WaitForBitmap(bs, p, &snapshot);
+  if (bs.clear_zero) {
+    // Clear sectors hold zeros (BitmapState): data and bits may go down together.
+    SetBits(bs.mem.data(), p->first, p->count);
+    std::vector<uint8_t> snapshot;
+    const bool start = WaitForBitmap(bs, p, &snapshot);
+    lock.unlock();
+    IssueData(p, entry, p->first, p->count);
+    if (start) IssueBitmapWrite(p->block, entry, snapshot, /*after_flush=*/false);
+    return;
+  }
+  // Its bits follow its data (BitmapState).
+  ++bs.data_pending;
   lock.unlock();
-  IssueData(p, entry, p->first, p->count);
-  if (start) IssueBitmapWrite(p->block, entry, snapshot);
+  IssueData(p, entry, p->first, p->count, Kind::kPartialData);
+}
+
+void DynamicQueue::OnPartialData(Piece* p, std::error_code ec) {
+  // Once its bits are queued, another queue's bitmap write may finish the request: keep what
+  // is needed after that.
+  Request* const r = p->req;
+  const uint32_t block = p->block;
+  std::vector<uint8_t> snapshot;
+  bool queued = false, start = false, flush = true;
+  {
+    std::lock_guard lock(st_.mu);
+    auto it = st_.bitmaps.find(p->block);
+    // Missing: the block became full (other writes' bits cover these sectors, on disk).
+    if (it != st_.bitmaps.end()) {
+      BitmapState& bs = *it->second;
+      --bs.data_pending;
+      if (!ec && !AllSet(bs.disk.data(), p->first, p->count)) {
+        SetBits(bs.mem.data(), p->first, p->count);
+        start = WaitForBitmap(bs, p, &snapshot);
+        flush = !bs.clear_zero;
+        queued = true;
+      }
+    }
+  }
+  if (start) IssueBitmapWrite(block, st_.bat.entry(block), snapshot, flush);
+  Finish(r, ec);               // the data unit
+  if (!queued) Finish(r, ec);  // no bitmap write to wait for
 }
 
 bool DynamicQueue::WaitForBitmap(BitmapState& bs, Piece* p, std::vector<uint8_t>* snapshot) {
@@ -193,8 +228,9 @@ void DynamicQueue::ResumeBitmapWait(Piece* p) {
   }
   std::vector<uint8_t> snapshot;
   const bool start = WaitForBitmap(*it->second, p, &snapshot);
+  const bool flush = !it->second->clear_zero;
   lock.unlock();
-  if (start) IssueBitmapWrite(p->block, st_.bat.entry(p->block), snapshot);
+  if (start) IssueBitmapWrite(p->block, st_.bat.entry(p->block), snapshot, flush);
 }
 
 void DynamicQueue::ZeroPiece(Piece* p) {
@@ -244,11 +280,12 @@ void DynamicQueue::ReadRuns(Piece* p) {
   }
 }
 
-void DynamicQueue::IssueData(Piece* p, uint32_t entry, uint32_t first, uint32_t count) {
+void DynamicQueue::IssueData(Piece* p, uint32_t entry, uint32_t first, uint32_t count, Kind kind) {
   const IoRequest& parent = *p->req->done.parent();
   if (parent.op == Op::kRead) Count(kCounterDataReads);
-  LowerOp* op = NewOp(Kind::kPiece);
+  LowerOp* op = NewOp(kind);
   op->request = p->req;
+  op->piece = p;
   op->req.op = parent.op;
   op->req.flags = parent.flags & (kIoMayUnmap | kIoFastZero);
   op->req.offset = uint64_t{entry} * kSectorSize + st_.bitmap_bytes + uint64_t{first} * kSectorSize;
@@ -271,12 +308,20 @@ void DynamicQueue::IssueBitmapRead(uint32_t block, uint32_t entry) {
 }
 
 void DynamicQueue::IssueBitmapWrite(uint32_t block, uint32_t entry,
-                                    const std::vector<uint8_t>& bits) {
+                                    const std::vector<uint8_t>& bits, bool after_flush) {
   LowerOp* op = NewOp(Kind::kBitmapWrite);
   op->block = block;
   SetPayload(op, Op::kWrite, uint64_t{entry} * kSectorSize, bits.data(), st_.bitmap_bytes);
   Count(kCounterBitmapWrites);
-  Issue(op);
+  if (!after_flush) {
+    Issue(op);
+    return;
+  }
+  LowerOp* flush = NewOp(Kind::kBitmapFlush);
+  flush->req.op = Op::kFlush;
+  flush->next = op;
+  Count(kCounterMetaFlushes);
+  Issue(flush);
 }
 
 void DynamicQueue::OnBitmapRead(LowerOp* op, std::error_code ec) {
@@ -312,12 +357,13 @@ void DynamicQueue::OnBitmapRead(LowerOp* op, std::error_code ec) {
 void DynamicQueue::OnBitmapWrite(LowerOp* op, std::error_code ec) {
   std::vector<Piece*> done, retry;
   std::vector<uint8_t> snapshot;
-  bool start = false;
+  bool start = false, flush = true;
   {
     std::lock_guard lock(st_.mu);
     auto it = st_.bitmaps.find(op->block);
     BitmapState& bs = *it->second;
     bs.writing = false;
+    flush = !bs.clear_zero;
     if (!ec) bs.disk = bs.inflight;
     done.swap(bs.wait_write);
     for (Piece* p : bs.wait_next) {
@@ -340,7 +386,7 @@ void DynamicQueue::OnBitmapWrite(LowerOp* op, std::error_code ec) {
     }
   }
   for (Piece* p : done) Finish(p->req, ec);
-  if (start) IssueBitmapWrite(op->block, st_.bat.entry(op->block), snapshot);
+  if (start) IssueBitmapWrite(op->block, st_.bat.entry(op->block), snapshot, flush);
   for (Piece* p : retry) Redo(p, Action::kBitmapWait);
 }
 
@@ -414,6 +460,8 @@ DynamicQueue::LowerOp* DynamicQueue::NewOp(Kind kind) {
   op->queue = this;
   op->kind = kind;
   op->request = nullptr;
+  op->piece = nullptr;
+  op->next = nullptr;
   op->parent = nullptr;
   return op;
 }
@@ -447,6 +495,17 @@ void DynamicQueue::OnLowerDone(IoRequest& req) {
   switch (op->kind) {
     case Kind::kPiece:
       q->Finish(op->request, ec);
+      break;
+    case Kind::kPartialData:
+      q->OnPartialData(op->piece, ec);
+      break;
+    case Kind::kBitmapFlush:
+      if (ec) {  // the bitmap is not written: its pieces fail
+        q->OnBitmapWrite(op->next, ec);
+        q->ops_.Put(op->next);
+      } else {
+        q->Issue(op->next);
+      }
       break;
     case Kind::kFlush:
       q->Complete(*op->parent, ec);

@@ -40,9 +40,19 @@ struct Piece {
 // The bitmap of a partially written block. `disk` is what completed writes put on disk;
 // `mem` adds the bits of writes whose bitmap update is pending; `inflight` is the copy being
 // written. A write completes only once its bits are in `disk`.
+//
+// A write into clear sectors sets its bits in `mem` only once its data is written, and the
+// bitmap write that carries them is preceded by a flush: a set bit never reaches the disk, nor
+// a reader, before the data it covers (clear sectors may hold anything: garbage left by other
+// tools or by a write a crash interrupted, or the place of the parent's data in a differencing
+// disk). Exception: `clear_zero`, a dynamic disk's block this open allocated (in zeroed space),
+// whose clear sectors are known to hold zeros, so data and bits go down together and a bit
+// that lands first shows zeros, the old contents.
 struct BitmapState {
   std::vector<uint8_t> mem, disk, inflight;
   bool loaded = false, loading = false, writing = false;
+  bool clear_zero = false;
+  uint32_t data_pending = 0;       // writes into clear sectors whose data is in flight
   std::vector<Piece*> wait_load;   // to translate again once loaded
   std::vector<Piece*> wait_write;  // bits are in `inflight`
   std::vector<Piece*> wait_next;   // bits are only in `mem`
@@ -71,7 +81,15 @@ class DynamicQueue final : public LayerQueue {
   void DoPoll(bool wait) override;
 
  private:
-  enum class Kind : uint8_t { kPiece, kFlush, kBitmapRead, kBitmapWrite, kCommit };
+  enum class Kind : uint8_t {
+    kPiece,
+    kPartialData,  // data of a write into a partially written block: its bits follow
+    kFlush,
+    kBitmapRead,
+    kBitmapFlush,  // makes the data durable before the bitmap write `next`
+    kBitmapWrite,
+    kCommit
+  };
   enum class Action : uint8_t { kTranslate, kBitmapWait };
 
   // A request this queue sends down.
@@ -82,6 +100,8 @@ class DynamicQueue final : public LayerQueue {
     DynamicQueue* queue = nullptr;
     Kind kind = Kind::kPiece;
     Request* request = nullptr;   // kPiece: the unit it finishes
+    Piece* piece = nullptr;       // kPartialData
+    LowerOp* next = nullptr;      // kBitmapFlush: the bitmap write it precedes
     IoRequest* parent = nullptr;  // kFlush
     uint32_t block = 0;           // bitmap I/O
   };
@@ -93,11 +113,14 @@ class DynamicQueue final : public LayerQueue {
 
   // The steps of an allocation commit (docs/layers/vhd.md, "Write order").
   enum class Stage : uint8_t {
-    kGrow,          // growable: the footer at the new end of the file, with FUA
-    kBlocksAndBat,  // growable: bitmaps, data and BAT sectors, all at once
-    kBlocks,        // fixed-size device: bitmaps, data and zeros over stale free space
-    kBlocksFlush,   // ... made durable before the BAT points at them
-    kBat,           // fixed-size device: the BAT sectors
+    kGrow,           // growable: the footer at the new end of the file, with FUA
+    kBlocksAndBat,   // growable: bitmaps, data and BAT sectors, all at once
+    kData,           // growable differencing: the data first,
+    kDataFlush,      // ... made durable,
+    kBitmapsAndBat,  // ... then the bitmaps and BAT sectors
+    kBlocks,         // fixed-size device: bitmaps, data and zeros over stale free space
+    kBlocksFlush,    // ... made durable before the BAT points at them
+    kBat,            // fixed-size device: the BAT sectors
   };
 
   // The commit this queue is running (one at a time per device).
@@ -140,12 +163,20 @@ class DynamicQueue final : public LayerQueue {
   // read, which finishes one unit of the request; false if it is done already.
   bool ReadBelow(Piece* p, uint32_t first, uint32_t count);
   // Reads, writes or zeroes sectors [first, first + count) of `p`'s block, at `entry`.
-  void IssueData(Piece* p, uint32_t entry, uint32_t first, uint32_t count);
+  // `kind` kPartialData: a write whose bits are set only once it is done (OnPartialData).
+  void IssueData(Piece* p, uint32_t entry, uint32_t first, uint32_t count,
+                 Kind kind = Kind::kPiece);
+  // The data of a write into a partially written block is written: its bits go into `mem`
+  // (reads now see it) and into the next bitmap write.
+  void OnPartialData(Piece* p, std::error_code ec);
 
   // ---- bitmaps ----
 
   void IssueBitmapRead(uint32_t block, uint32_t entry);
-  void IssueBitmapWrite(uint32_t block, uint32_t entry, const std::vector<uint8_t>& bits);
+  // The bitmap write, after a flush (the data its bits cover becomes durable) unless the
+  // block's clear sectors are known zeros (BitmapState::clear_zero).
+  void IssueBitmapWrite(uint32_t block, uint32_t entry, const std::vector<uint8_t>& bits,
+                        bool after_flush);
   // Loaded: the waiting pieces are translated again (on their own queues).
   void OnBitmapRead(LowerOp* op, std::error_code ec);
   // Written: completes the pieces whose bits it carried, and writes the next copy if this
@@ -164,9 +195,14 @@ class DynamicQueue final : public LayerQueue {
   // One lower request of the commit finished; the last of a stage starts the next.
   void OnCommitOp(std::error_code ec);
   void IssueCommitFlush();
-  // Bitmaps with the exact bits, the data of the writes, and (over a fixed-size device whose
-  // free space may hold old bytes) zeros for the rest of each block. Adds to `pending`.
-  void StageBlocks();
+  // The stages of a commit into space reserved earlier (growable): differencing disks write
+  // data, flush, then bitmaps and BAT; dynamic disks all at once.
+  void StageInReservedSpace();
+  // The new blocks' bitmaps, with the exact bits. Adds to `pending`.
+  void StageBitmaps();
+  // The data of the writes, and (over a fixed-size device whose free space may hold old
+  // bytes) zeros for the rest of each block. Adds to `pending`.
+  void StageData();
   // The BAT sectors holding the new entries, one write per sector. Adds to `pending`.
   void StageBat();
   // Publishes the entries (unless the commit failed: then the blocks are leaked), completes

@@ -21,8 +21,17 @@ std::string FooterSourceName(FooterSource s) {
   return "?";
 }
 
+void VhdImage::AddFinding(Finding f) {
+  if (findings.size() < kMaxStoredFindings) {
+    findings.push_back(std::move(f));
+  } else {
+    ++omitted[f.kind];
+  }
+}
+
 uint64_t VhdImage::CountFindings(Finding::Kind kind) const {
-  return static_cast<uint64_t>(std::count_if(findings.begin(), findings.end(),
+  return omitted[kind] +
+         static_cast<uint64_t>(std::count_if(findings.begin(), findings.end(),
                                              [&](const Finding& f) { return f.kind == kind; }));
 }
 
@@ -39,7 +48,7 @@ class Loader {
     img_.growable = device_.Has(kCapResizable);
     VSTACK_RETURN_IF_ERROR(FindFooter());
     for (std::string& w : FooterWarnings(img_.footer, img_.footer_offset)) {
-      img_.findings.push_back({Finding::kWarning, std::move(w)});
+      img_.AddFinding({Finding::kWarning, std::move(w)});
     }
     if (img_.footer.is_fixed()) {
       VSTACK_RETURN_IF_ERROR(CheckFixedLayout());
@@ -68,7 +77,7 @@ class Loader {
   Status Corrupt(bool fatal, Finding f, Errc code = Errc::kCorruption) {
     if (fatal && !lenient_) return MakeError(code, f.message);
     f.kind = Finding::kCorruption;
-    img_.findings.push_back(std::move(f));
+    img_.AddFinding(std::move(f));
     return OkStatus();
   }
 
@@ -129,9 +138,9 @@ class Loader {
           img_.source = FooterSource::kCopyAtZero;
           // A damaged footer keeps its slot; a missing one (a torn tail) goes after everything.
           img_.footer_offset = end_cookie || !img_.growable ? end_at : size;
-          img_.findings.push_back({Finding::kCorruption,
-                                   end_error.message + "; using the footer copy at offset 0",
-                                   Repair::kRewriteEndFooter});
+          img_.AddFinding({Finding::kCorruption,
+                           end_error.message + "; using the footer copy at offset 0",
+                           Repair::kRewriteEndFooter});
           return OkStatus();
         }
         if (!f) copy_problem = f.error().message;
@@ -146,7 +155,7 @@ class Loader {
         SerializeFooter(*f, img_.footer_bytes);
         img_.source = end_source;
         img_.footer_offset = end_at;
-        img_.findings.push_back({Finding::kCorruption, end_error.message, Repair::kRewriteFooter});
+        img_.AddFinding({Finding::kCorruption, end_error.message, Repair::kRewriteFooter});
         if (img_.footer.is_dynamic()) CompareCopy(img_.footer_bytes);
         return OkStatus();
       }
@@ -158,7 +167,7 @@ class Loader {
   void CompareCopy(const std::array<uint8_t, kFooterSize>& end) {
     std::vector<uint8_t> head;
     if (img_.device_size < 2 * kFooterSize || !Read(0, kFooterSize, &head)) {
-      img_.findings.push_back(
+      img_.AddFinding(
           {Finding::kCorruption, "VHD footer copy at offset 0 is missing", Repair::kRewriteCopy});
       return;
     }
@@ -166,11 +175,11 @@ class Loader {
     std::array<uint8_t, kFooterSize> copy{};
     std::memcpy(copy.data(), head.data(), kFooterSize);
     Result<Footer> f = ParseFooter(copy, 0);
-    img_.findings.push_back({Finding::kCorruption,
-                             f ? "VHD footer copy at offset 0 differs from the footer at offset " +
-                                     Off(img_.footer_offset)
-                               : f.error().message,
-                             Repair::kRewriteCopy});
+    img_.AddFinding({Finding::kCorruption,
+                     f ? "VHD footer copy at offset 0 differs from the footer at offset " +
+                             Off(img_.footer_offset)
+                       : f.error().message,
+                     Repair::kRewriteCopy});
   }
 
   Status CheckFixedLayout() {
@@ -183,10 +192,9 @@ class Loader {
                            ", but the file ends with it at offset " + Off(img_.footer_offset));
     }
     if (img_.footer_offset > data) {
-      img_.findings.push_back(
-          {Finding::kWarning, "VHD: " + Off(img_.footer_offset - data) +
-                                  " unused bytes between the data (ending at offset " + Off(data) +
-                                  ") and the footer"});
+      img_.AddFinding({Finding::kWarning, "VHD: " + Off(img_.footer_offset - data) +
+                                              " unused bytes between the data (ending at offset " +
+                                              Off(data) + ") and the footer"});
     }
     return OkStatus();
   }
@@ -241,7 +249,21 @@ class Loader {
                            Off(data) + "-byte disk with " + Off(h.block_size) +
                            "-byte blocks, which needs " + Off(img_.blocks_needed));
     }
-    img_.bat.reserve(h.max_table_entries);
+    // More entries than the disk needs are tolerated (blktap reserves some for a resize) up to
+    // what a 2040 GiB disk of 2 MiB blocks has; the rest of the table describes nothing.
+    const uint64_t allowed = std::max((img_.blocks_needed + kEntriesPerBatSector - 1) /
+                                          kEntriesPerBatSector * kEntriesPerBatSector,
+                                      kMaxDynamicSize / kDefaultBlockSize);
+    if (h.max_table_entries > allowed) {
+      return MakeError(Errc::kCorruption,
+                       "VHD: max_table_entries " + std::to_string(h.max_table_entries) +
+                           " (field at offset " + Off(hdr + 28) + ") is more than a " + Off(data) +
+                           "-byte disk with " + Off(h.block_size) + "-byte blocks can use (" +
+                           Off(img_.blocks_needed) + " entries; at most " + Off(allowed) +
+                           " are accepted)");
+    }
+    VSTACK_RETURN_IF_ERROR(CheckBatHasData(t, uint64_t{h.max_table_entries} * 4));
+    // Read in bounded chunks; the table grows as it is read.
     constexpr uint64_t kChunk = 1 << 20;
     for (uint64_t done = 0; done < uint64_t{h.max_table_entries} * 4; done += kChunk) {
       const size_t n =
@@ -250,6 +272,26 @@ class Loader {
       VSTACK_RETURN_IF_ERROR(
           Read(t + done, (n + kSectorSize - 1) / kSectorSize * kSectorSize, &raw));
       DecodeBat(std::span<const uint8_t>(raw.data(), n), &img_.bat);
+    }
+    return OkStatus();
+  }
+
+  // A BAT that is a hole in the file reads as entries of 0, which point every block at the
+  // footer copy: refused before it is read, so a sparse file cannot make the load read (and
+  // keep) gigabytes of zeros. Devices that cannot map their extents are read as they are.
+  Status CheckBatHasData(uint64_t at, uint64_t len) {
+    if (len == 0 || !device_.Has(kCapExtents)) return OkStatus();
+    std::vector<Extent> extents;
+    if (!device_.MapExtents(at, (len + kSectorSize - 1) / kSectorSize * kSectorSize, &extents)) {
+      return OkStatus();
+    }
+    for (const Extent& e : extents) {
+      if ((e.flags & kExtentHole) == 0) continue;
+      return MakeError(Errc::kCorruption,
+                       "VHD: the BAT at offset " + Off(at) + " is a hole in the file from offset " +
+                           Off(e.offset) + " (" + Off(e.length) +
+                           " bytes): its entries read as 0, which points their blocks at the "
+                           "footer copy");
     }
     return OkStatus();
   }
@@ -273,9 +315,9 @@ class Loader {
           l.data_space < kSectorSize ? uint64_t{l.data_space} * kSectorSize : l.data_space;
       const std::string name = "parent locator " + std::to_string(i);
       if (!img_.footer.is_differencing()) {
-        img_.findings.push_back(
-            {Finding::kWarning, "VHD: " + name + " is set in a dynamic disk (field at offset " +
-                                    Off(hdr + 576 + 24 * i) + ")"});
+        img_.AddFinding({Finding::kWarning, "VHD: " + name +
+                                                " is set in a dynamic disk (field at offset " +
+                                                Off(hdr + 576 + 24 * i) + ")"});
       }
       if (l.data_offset >= kFooterSize && l.data_offset <= img_.footer_offset &&
           space <= img_.footer_offset - l.data_offset) {
@@ -287,6 +329,7 @@ class Loader {
 
     const uint64_t block_bytes = uint64_t{h.bitmap_bytes()} + h.block_size;
     std::vector<Region> blocks;
+    std::vector<Region> referenced;  // where bad entries point, inside the file
     std::vector<bool> bad(img_.bat.size(), false);
     for (uint32_t i = 0; i < img_.bat.size(); ++i) {
       const uint32_t e = img_.bat[i];
@@ -302,7 +345,11 @@ class Loader {
                                                   " past the end of the file (footer at offset " +
                                                   Off(img_.footer_offset) + ")",
                                               gone ? Repair::kClearEntry : Repair::kNone, i}));
+        if (gone) img_.clear_entries.push_back(i);
+        img_.past_end.push_back(i);
         bad[i] = true;
+        // The part inside the file may hold the block's data: it is never free space.
+        if (!gone) referenced.push_back({start, img_.footer_offset, i, ""});
         continue;
       }
       const Region* hit = nullptr;
@@ -314,9 +361,9 @@ class Loader {
       }
       if (hit != nullptr) {
         VSTACK_RETURN_IF_ERROR(
-            Corrupt(true, {Finding::kCorruption, "VHD: " + entry + " overlaps " + hit->what,
-                           Repair::kClearEntry, i}));
+            Corrupt(true, {Finding::kCorruption, "VHD: " + entry + " overlaps " + hit->what}));
         bad[i] = true;
+        referenced.push_back({start, end, i, ""});
         continue;
       }
       if ((start + h.bitmap_bytes()) % 4096 != 0) ++img_.unaligned_blocks;
@@ -343,29 +390,30 @@ class Loader {
 
     // Leaks: space no structure uses, beyond the padding in front of a block (less than
     // 512 + 4096 bytes: the gap over the old footer, and the alignment of the data area).
+    // Space that any BAT entry points into, valid or not, is never a leak: repairing a leak
+    // frees it, and a corrupt entry's block may still hold the only copy of its data.
     std::vector<Region> all = meta;
-    for (const Region& b : blocks) {
-      if (!bad[static_cast<size_t>(b.index)]) all.push_back(b);
-    }
+    all.insert(all.end(), blocks.begin(), blocks.end());
+    all.insert(all.end(), referenced.begin(), referenced.end());
     std::sort(all.begin(), all.end(),
               [](const Region& a, const Region& b) { return a.start < b.start; });
     uint64_t cursor = 0;
     for (const Region& r : all) {
       if (r.start >= cursor + 2 * kDataAlignment) {
-        img_.findings.push_back({Finding::kLeak,
-                                 "VHD: " + Off(r.start - cursor) + " unused bytes at offset " +
-                                     Off(cursor) + " (reclaimed by `vstack compact`)",
-                                 Repair::kNone, 0, r.start - cursor});
+        img_.AddFinding({Finding::kLeak,
+                         "VHD: " + Off(r.start - cursor) + " unused bytes at offset " +
+                             Off(cursor) + " (reclaimed by `vstack compact`)",
+                         Repair::kNone, 0, r.start - cursor});
       }
       cursor = std::max(cursor, r.end);
     }
     img_.data_end = cursor;
     if (img_.growable && img_.footer_offset > cursor) {
       const uint64_t tail = img_.footer_offset - cursor;
-      img_.findings.push_back({Finding::kLeak,
-                               "VHD: " + Off(tail) + " unused bytes at offset " + Off(cursor) +
-                                   " before the footer at offset " + Off(img_.footer_offset),
-                               Repair::kTruncateTail, 0, tail});
+      img_.AddFinding({Finding::kLeak,
+                       "VHD: " + Off(tail) + " unused bytes at offset " + Off(cursor) +
+                           " before the footer at offset " + Off(img_.footer_offset),
+                       Repair::kTruncateTail, 0, tail});
     }
     return OkStatus();
   }
@@ -382,7 +430,7 @@ Result<VhdImage> LoadImage(BlockDevice& device, bool lenient) {
   return Loader(device, lenient).Run();
 }
 
-bool ProbeImage(BlockDevice& device) {
+bool ProbeImage(BlockDevice& device, std::string* problem) {
   const uint64_t size = device.size_bytes();
   if (size < kFooterSize || device.geometry().logical_block != kSectorSize) return false;
   SyncIo io(device);
@@ -390,15 +438,26 @@ bool ProbeImage(BlockDevice& device) {
   AlignedBuffer tail(tail_len, 4096);
   if (io.Read(size - tail_len, tail.span())) return false;
   const auto* t = reinterpret_cast<const uint8_t*>(tail.data());
-  if (HasFooterCookie(t + tail_len - kFooterSize)) return true;
-  if (tail_len > kFooterSize && HasFooterCookie(t + tail_len - 511)) return true;
-  if (size < 2 * kFooterSize) return false;
-  AlignedBuffer head(kFooterSize, 4096);
-  if (io.Read(0, head.span())) return false;
-  std::span<const uint8_t, kFooterSize> copy(reinterpret_cast<const uint8_t*>(head.data()),
-                                             kFooterSize);
-  Result<Footer> f = ParseFooter(copy, 0);
-  return f && f->is_dynamic();
+  std::string seen;  // the first invalid footer seen
+  auto valid = [&](const uint8_t* p, size_t len, uint64_t at, bool dynamic_only) {
+    if (!HasFooterCookie(p)) return false;
+    std::array<uint8_t, kFooterSize> f{};
+    std::memcpy(f.data(), p, len);
+    Result<Footer> footer = ParseFooter(f, at);
+    if (footer && (!dynamic_only || footer->is_dynamic())) return true;
+    if (!footer && seen.empty()) seen = footer.error().message;
+    return false;
+  };
+  bool found = valid(t + tail_len - kFooterSize, kFooterSize, size - kFooterSize, false) ||
+               (tail_len > kFooterSize && valid(t + tail_len - 511, 511, size - 511, false));
+  if (!found && size >= 2 * kFooterSize) {
+    AlignedBuffer head(kFooterSize, 4096);
+    if (!io.Read(0, head.span())) {
+      found = valid(reinterpret_cast<const uint8_t*>(head.data()), kFooterSize, 0, true);
+    }
+  }
+  if (!found && problem != nullptr) *problem = seen;
+  return found;
 }
 
 }  // namespace vstack::vhd

@@ -2,8 +2,10 @@
 // or the copy at offset 0), dynamic header, BAT, and the layout of every structure in the
 // file. Used by the layer's open, by `vstack check`, by probe and by compact.
 //
-// Memory is bounded by what the file holds, never by what a header claims: the BAT is only
-// read once it is known to lie inside the file (4 bytes per entry).
+// Memory is bounded by what the file holds, never by what a header claims: the BAT is capped
+// at what the format allows for the stated size, read in bounded chunks only once it is known
+// to lie inside the file and to hold data (not a hole), and at most kMaxStoredFindings
+// findings are kept (the rest are counted).
 #ifndef VSTACK_FORMATS_VHD_VHD_IMAGE_H_
 #define VSTACK_FORMATS_VHD_VHD_IMAGE_H_
 
@@ -25,7 +27,8 @@ enum class Repair {
   kRewriteCopy,       // -r all: write the footer copy at offset 0
   kRewriteHeader,     // -r all: rewrite the dynamic header with a correct checksum
   kRewriteFooter,     // -r all: rewrite the (only) footer of a fixed disk with a correct checksum
-  kClearEntry,        // -r all: mark BAT entry `index` unallocated (nothing valid behind it)
+  kClearEntry,        // -r all: mark BAT entry `index` unallocated (its block lies wholly past
+                      // the end of the file: nothing is behind it)
   kTruncateTail,      // -r leaks: move the end footer down to the end of the last structure
 };
 
@@ -60,14 +63,23 @@ struct VhdImage {
   DynamicHeader header;
   std::vector<uint32_t> bat;       // max_table_entries entries
   std::vector<uint32_t> unusable;  // BAT indices with corrupt entries (lenient loads only)
+  std::vector<uint32_t> past_end;  // the subset of `unusable` whose blocks run past the end
+  std::vector<uint32_t> clear_entries;  // BAT indices `-r all` clears (Repair::kClearEntry)
   uint64_t blocks_needed = 0;      // BAT entries that cover current_size
   uint64_t metadata_end = 0;       // end of the footer copy, header, BAT and locators
   uint64_t data_end = 0;           // end of the last structure, metadata or block
   uint64_t unaligned_blocks = 0;   // blocks whose data area is not 4 KiB-aligned
 
+  // At most kMaxStoredFindings; `omitted` counts the rest, by kind. Repairs do not depend on
+  // them being stored: BAT entries to clear are in `clear_entries`.
+  static constexpr size_t kMaxStoredFindings = 200;
   std::vector<Finding> findings;
+  std::array<uint64_t, 3> omitted{};
 
   bool is_dynamic() const { return footer.is_dynamic(); }
+  // Stores `f`, or counts it in `omitted` once kMaxStoredFindings are stored.
+  void AddFinding(Finding f);
+  // Stored and omitted findings of `kind`.
   uint64_t CountFindings(Finding::Kind kind) const;
 };
 
@@ -80,9 +92,11 @@ struct VhdImage {
 // REQUIRES: the device has 512-byte logical blocks and opens a queue.
 Result<VhdImage> LoadImage(BlockDevice& device, bool lenient);
 
-// True if the device looks like a VHD: a footer cookie at the end (512 or 511 bytes before
-// it) or a valid dynamic-disk footer at offset 0.
-bool ProbeImage(BlockDevice& device);
+// True if the device holds a VHD: a valid footer at the end (512 or 511 bytes before it), or a
+// valid dynamic-disk footer copy at offset 0. A 'conectix' cookie alone is not enough (raw
+// guest data can hold one): if one is seen but no valid footer, `problem` (if given) receives
+// what is wrong with it, naming the offset; otherwise it is left empty.
+bool ProbeImage(BlockDevice& device, std::string* problem = nullptr);
 
 }  // namespace vstack::vhd
 

@@ -4,12 +4,15 @@
 // reports them with exit 2 (corruption) or 3 (leaks), and `-r` repairs what is safe.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 
+#include "formats/vhd/vhd_bat.h"
 #include "lib/aligned_buffer.h"
 #include "lib/spec.h"
 #include "lib/sync_io.h"
 #include "tests/formats/vhd_test_util.h"
+#include "tests/testing/recording_device.h"
 #include "tests/testing/test_util.h"
 
 namespace vstack::testing {
@@ -40,6 +43,16 @@ class VhdBadInput : public ::testing::Test {
     return RunVstack("check " + flags + " " + path_);
   }
   uint64_t BatAt() const { return BE64(bytes_, 512 + 16); }
+  // Writes a sparse file of `size` bytes holding only the footer copy and header of bytes_
+  // (1536 bytes) and its footer at the end: all else, the BAT included, is a hole.
+  void WriteSparseHeadAndFooter(uint64_t size) {
+    std::FILE* f = std::fopen(path_.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(bytes_.data(), 1, 1536, f), 1536u);
+    ASSERT_EQ(std::fseek(f, static_cast<long>(size - 512), SEEK_SET), 0);
+    ASSERT_EQ(std::fwrite(&bytes_[footer_], 1, 512, f), 512u);
+    std::fclose(f);
+  }
 
   TempDir dir_;
   std::string path_;
@@ -60,9 +73,15 @@ TEST_F(VhdBadInput, FixedFooterChecksumIsAnErrorThatCheckRepairs) {
   EXPECT_NE(r.output.find("(field at offset " + std::to_string(footer_ + 64) + ")"),
             std::string::npos)
       << r.output;
-  r = Check("-r leaks");
-  EXPECT_EQ(r.status, 2) << "-r leaks does not touch checksums: " << r.output;
+  // A bare path whose cookie has a bad checksum is not guessed to be a VHD for writing: the
+  // repair needs the format named.
   r = Check("-r all");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("name the format: 'vhd+file:"), std::string::npos) << r.output;
+  const std::string spec = "'vhd+" + FormatSpecPart(SpecPart{"file", path_, {}}) + "'";
+  r = RunVstack("check -r leaks " + spec);
+  EXPECT_EQ(r.status, 2) << "-r leaks does not touch checksums: " << r.output;
+  r = RunVstack("check -r all " + spec);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("1 problem(s) repaired"), std::string::npos) << r.output;
   EXPECT_TRUE(OpenImage(path_));
@@ -128,8 +147,76 @@ TEST_F(VhdBadInput, BatEntryIntoTheMetadataAndOverlappingBlocks) {
   PutBE32(bytes_, BatAt() + 4 * 6, block0 + 8);  // 4 KiB into block 0
   ExpectOpenError("blocks of BAT entries 0 (field at offset " + std::to_string(BatAt()) +
                   ") and 6 (field at offset " + std::to_string(BatAt() + 24) + ") overlap");
+  const uint64_t size = bytes_.size();
   auto r = Check("-r all");
   EXPECT_EQ(r.status, 2) << "overlaps are not repaired (it could lose data): " << r.output;
+  EXPECT_EQ(r.output.find("Leaked"), std::string::npos) << "corruption, not a leak: " << r.output;
+  // The repair freed nothing: both blocks' data is still there, readable with recover=on.
+  EXPECT_EQ(FileSize(path_), size);
+  auto dev = Open("vhd:recover=on+" + FormatSpecPart(SpecPart{"file", path_, {}}),
+                  OpenOptions{.read_only = true});
+  ASSERT_OK(dev);
+  EXPECT_EQ(ReadBytes(**dev, 0, 4096), std::vector<unsigned char>(4096, 0x11));
+  EXPECT_EQ(ReadBytes(**dev, 6 << 20, 4096), std::vector<unsigned char>(4096, 0x33));
+}
+
+// The recipe: a 2 MiB disk of four distinct 512 KiB blocks, then BAT[3] = BAT[2].
+// `check` calls it corruption (not a leak), `-r leaks` and `-r all` free nothing, and the
+// advice check prints (convert with vhd:recover=on) copies every block out.
+TEST(VhdOverlap, DuplicateBatEntryLosesNoDataAndCheckAdviceWorks) {
+  TempDir dir;
+  const std::string path = dir.File("dup.vhd");
+  ASSERT_OK(CreateImage("vhd", path, 2 << 20, "block_size=512K"));
+  {
+    auto dev = OpenImage(path);
+    ASSERT_OK(dev);
+    for (int b = 0; b < 4; ++b) {
+      WriteBytes(**dev, uint64_t(b) * (512 << 10),
+                 std::vector<unsigned char>(512 << 10, static_cast<unsigned char>(0xA0 + b)));
+    }
+  }
+  auto bytes = ReadAll(path);
+  const uint64_t bat = BE64(bytes, 512 + 16);
+  PutBE32(bytes, bat + 12, BE32(bytes, bat + 8));
+  WriteAll(path, bytes);
+  const uint64_t size = bytes.size();
+
+  auto r = RunVstack("check " + path);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("blocks of BAT entries 2"), std::string::npos) << r.output;
+  // Only block 3's old place, which no entry points at any more, is unused; block 2 (which
+  // both entries point into) is not (it used to be reported, and freed, with it).
+  const size_t leak = r.output.find("Leaked VHD: ");
+  ASSERT_NE(leak, std::string::npos) << r.output;
+  EXPECT_LT(std::stoull(r.output.substr(leak + 12)), 2u * (512 + (512 << 10))) << r.output;
+  EXPECT_NE(r.output.find("vhd:recover=on+file:"), std::string::npos) << r.output;
+  for (const std::string mode : {"leaks", "all"}) {
+    r = RunVstack("check -r " + mode + " " + path);
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_EQ(FileSize(path), size)
+        << "-r " << mode << " freed space while entries are corrupt: " << r.output;
+  }
+  EXPECT_EQ(ReadAll(path), bytes) << "nothing was changed";
+  // Follow the advice.
+  const std::string out = dir.File("saved.vhd");
+  const std::string src = "vhd:recover=on+" + FormatSpecPart(SpecPart{"file", path, {}});
+  r = RunVstack("convert -O vhd '" + src + "' " + out);
+  ASSERT_EQ(r.status, 0) << r.output;
+  auto saved = OpenImage(out);
+  ASSERT_OK(saved);
+  for (int b = 0; b < 4; ++b) {
+    const unsigned char want = static_cast<unsigned char>(0xA0 + (b == 3 ? 2 : b));
+    EXPECT_EQ(ReadBytes(**saved, uint64_t(b) * (512 << 10), 512 << 10),
+              std::vector<unsigned char>(512 << 10, want))
+        << "block " << b;
+  }
+  saved->reset();
+  EXPECT_EQ(RunVstack("check " + out).status, 0);
+  // recover=on is read-only, even when opened for writing.
+  auto rw = Open(src);
+  if (rw) {
+    EXPECT_TRUE((*rw)->read_only());
+  }
 }
 
 TEST_F(VhdBadInput, HugeMaxTableEntriesNeedsNoMemory) {
@@ -142,6 +229,80 @@ TEST_F(VhdBadInput, HugeMaxTableEntriesNeedsNoMemory) {
   PutBE32(bytes_, 512 + 28, 3);  // too few for 16 MiB
   FixHeaderChecksum(bytes_, 512);
   ExpectOpenError("max_table_entries 3 (field at offset 540) is too small");
+}
+
+TEST_F(VhdBadInput, MoreBatEntriesThanTheFormatAllowsAreRefusedBeforeReading) {
+  // 64 Mi entries (a 256 MiB BAT) for a 16 MiB disk: more than even a 2040 GiB disk of 2 MiB
+  // blocks has, whatever the file holds.
+  PutBE32(bytes_, 512 + 28, 64u << 20);
+  FixHeaderChecksum(bytes_, 512);
+  WriteSparseHeadAndFooter(300u << 20);  // room for the table: the cap refuses it
+  auto dev = Open("vhd+" + FormatSpecPart(SpecPart{"file", path_, {}}));
+  ASSERT_FALSE(dev);
+  const std::string& m = dev.error().message;
+  EXPECT_NE(m.find("max_table_entries 67108864 (field at offset 540) is more than a "), m.npos)
+      << m;
+  EXPECT_NE(m.find("-byte blocks can use (9 entries; at most 1044480 are accepted)"), m.npos) << m;
+}
+
+// The 8 KiB sparse file: a footer copy, header and footer in an otherwise empty 1 GiB file
+// whose header claims 1,000,000 entries (within the cap). The BAT is a hole, so the load
+// refuses it before reading 4 MB of zeros, and check reports it.
+TEST_F(VhdBadInput, SparseFileWhoseBatIsAHoleIsRefusedWithoutReadingIt) {
+  PutBE32(bytes_, 512 + 28, 1000000);
+  FixHeaderChecksum(bytes_, 512);
+  WriteSparseHeadAndFooter(1ull << 30);
+  auto dev = Open("vhd+" + FormatSpecPart(SpecPart{"file", path_, {}}));
+  ASSERT_FALSE(dev);
+  EXPECT_NE(dev.error().message.find("the BAT at offset 1536 is a hole in the file"),
+            std::string::npos)
+      << dev.error().message;
+  auto r = Check();
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("is a hole in the file"), std::string::npos) << r.output;
+}
+
+// Every entry of a 131,072-entry BAT (a 256 GiB disk) points past the end. A lenient load keeps
+// at most kMaxStoredFindings messages and counts the rest, and `-r all` clears all of them
+// with one write per BAT sector (1,024), not one table rebuild and write per entry.
+TEST(VhdLargeBat, RepairIsLinearAndMessagesAreCapped) {
+  TempDir dir;
+  const std::string path = dir.File("large.vhd");
+  constexpr uint32_t kEntries = 131072;
+  ASSERT_OK(CreateImage("vhd", path, uint64_t{kEntries} * (2 << 20)));
+  auto bytes = ReadAll(path);
+  const uint64_t bat = BE64(bytes, 512 + 16);
+  for (uint32_t i = 0; i < kEntries; ++i) PutBE32(bytes, bat + 4ull * i, 0x00FFFFFF);
+  WriteAll(path, bytes);
+
+  auto file = Open("file:" + path);
+  ASSERT_OK(file);
+  auto img = vhd::LoadImage(**file, /*lenient=*/true);
+  ASSERT_OK(img);
+  EXPECT_LE(img->findings.size(), vhd::VhdImage::kMaxStoredFindings);
+  EXPECT_EQ(img->CountFindings(vhd::Finding::kCorruption), kEntries);
+  EXPECT_EQ(img->clear_entries.size(), kEntries);
+
+  auto* rec = new RecordingDevice(std::move(*file));
+  vhd::VhdOptions options;
+  options.for_check = true;
+  auto dev = vhd::VhdDevice::Open(DevicePtr(rec), options);
+  ASSERT_OK(dev);
+  CheckResult before;
+  ASSERT_OK((*dev)->Check(CheckMode::kReadOnly, &before));
+  EXPECT_EQ(before.corruptions, kEntries);
+  EXPECT_LE(before.messages.size(), vhd::VhdImage::kMaxStoredFindings + 2);
+  CheckResult repaired;
+  ASSERT_OK((*dev)->Check(CheckMode::kRepairAll, &repaired));
+  EXPECT_EQ(repaired.repaired, kEntries);
+  EXPECT_EQ(repaired.corruptions, 0u);
+  const auto log = rec->Log();
+  const auto writes =
+      std::count_if(log.begin(), log.end(), [](const RecordedOp& o) { return o.op == Op::kWrite; });
+  EXPECT_EQ(writes, kEntries / vhd::kEntriesPerBatSector) << "one write per BAT sector";
+  ASSERT_OK((*dev)->Close());
+  dev->reset();
+  EXPECT_EQ(RunVstack("check " + path).status, 0);
 }
 
 TEST_F(VhdBadInput, BlockSizeZeroOrNotAPowerOfTwo) {
@@ -165,9 +326,13 @@ TEST_F(VhdBadInput, TruncatedFiles) {
   auto f = ReadAll(fixed);
   f.resize(f.size() - 1024);
   WriteAll(fixed, f);
-  auto raw = OpenImage(fixed);
+  auto raw = OpenImage(fixed, OpenOptions{.read_only = true});
   ASSERT_OK(raw);
   EXPECT_EQ((*raw)->kind(), "file") << "nothing says it is a VHD any more: it opens raw";
+  raw->reset();
+  auto raw_rw = OpenImage(fixed);
+  ASSERT_OK(raw_rw);
+  EXPECT_EQ((*raw_rw)->kind(), "raw-guard") << "opened writable, raw stays raw";
   // Cut so that the footer survives but the data does not.
   ASSERT_OK(CreateImage("vhd", dir_.File("fixed2.vhd"), 1 << 20, "subformat=fixed,force_size=on"));
   f = ReadAll(dir_.File("fixed2.vhd"));
@@ -199,9 +364,19 @@ TEST_F(VhdBadInput, TooSmallAndGarbageFiles) {
   std::vector<unsigned char> junk(8192, 0);
   std::memcpy(&junk[8192 - 512], "conectix", 8);  // a cookie and nothing else
   WriteAll(path_, junk);
-  auto dev = OpenImage(path_);
-  ASSERT_FALSE(dev) << "the cookie makes it a VHD, and a broken one";
-  EXPECT_NE(dev.error().message.find("checksum mismatch"), std::string::npos);
+  // A cookie whose footer is invalid is reported, not guessed (neither VHD nor raw), for
+  // reading and for writing; naming the format opens it either way.
+  for (bool read_only : {true, false}) {
+    auto dev = OpenImage(path_, OpenOptions{.read_only = read_only});
+    ASSERT_FALSE(dev) << "the cookie makes it look like a VHD, and a broken one";
+    EXPECT_NE(dev.error().message.find("looks like a vhd image but is not a valid one (VHD "
+                                       "footer at offset 7680: checksum mismatch"),
+              std::string::npos)
+        << dev.error().message;
+    EXPECT_NE(dev.error().message.find("name the format"), std::string::npos);
+  }
+  EXPECT_TRUE(Open(FormatSpecPart(SpecPart{"file", path_, {}})));
+  EXPECT_EQ(Check().status, 2) << "a read-only check opens it as a VHD to report it";
 }
 
 TEST_F(VhdBadInput, LeakedTailIsReportedAndReclaimed) {

@@ -1,11 +1,13 @@
-// Crash consistency of dynamic and differencing VHD (docs/layers/vhd.md, "Write order"). A workload of
-// batches of writes (new blocks, partially written blocks, whole blocks) and flushes runs on a
+// Crash consistency of dynamic and differencing VHD (docs/layers/vhd.md, "Write order"). A workload
+// of batches of writes (new blocks, partially written blocks, whole blocks) and flushes runs on a
 // file through a RecordingDevice. Then, for every prefix of the recorded lower I/O, and for
 // sampled subsets and reorderings of the writes not yet flushed at that point, the image a
 // power loss could leave is opened (strictly), checked, and read: it must open, show no
 // corruption (leaked space is allowed), and hold every write flushed before the crash (or a
-// later write to the same sector). For a differencing disk the same workload runs in a child
-// over a parent whose every sector holds kParentFill, which is the sectors' initial content.
+// later write to the same sector), including, once Close() has flushed, every write. For a
+// differencing disk the same workload runs in a child over a parent whose every sector holds
+// kParentFill, which is the sectors' initial content: a sector never shows anything else
+// (no zeros where a bitmap landed before its data).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -160,15 +162,24 @@ TEST_P(VhdCrash, EveryPrefixAndSampledReorderingsOpenCheckAndKeepFlushedData) {
     }
     (*q)->WaitIdle();
     q->reset();
-    log = rec->Log();
+    const auto before_close = rec->Log();
+    const auto lower_flushes = std::count_if(before_close.begin(), before_close.end(),
+                                             [](auto& o) { return o.op == Op::kFlush; });
+    const auto fua = std::count_if(before_close.begin(), before_close.end(),
+                                   [](auto& o) { return o.flags & kIoFua; });
+    // The guest's two flushes, plus the layer's own: one before each bitmap update of an
+    // allocated block (its data first), and for differencing disks one per allocation commit
+    // (data before bitmaps).
+    EXPECT_EQ(lower_flushes, 2 + static_cast<int64_t>(Counter(**dev, "metadata_flushes")));
+    EXPECT_EQ(fua, Reserve() == 0 ? 3 : 1) << "one FUA footer write per growth of the file";
     ASSERT_OK((*dev)->Close());
+    // Close made everything durable: its last flush is a guest flush of the final state.
+    log = rec->Log();
+    ASSERT_GT(log.size(), before_close.size());
+    ASSERT_EQ(log.back().op, Op::kFlush) << "Close ends with a flush";
+    flushes.emplace_back(log.back().completed, model);
   }
   ASSERT_GT(log.size(), 30u);
-  const auto lower_flushes =
-      std::count_if(log.begin(), log.end(), [](auto& o) { return o.op == Op::kFlush; });
-  const auto fua = std::count_if(log.begin(), log.end(), [](auto& o) { return o.flags & kIoFua; });
-  EXPECT_EQ(lower_flushes, 2) << "only the guest's: allocations flush nothing";
-  EXPECT_EQ(fua, Reserve() == 0 ? 3 : 1) << "one FUA footer write per growth of the file";
 
   uint64_t events = 0;
   for (const RecordedOp& op : log) {
@@ -210,21 +221,17 @@ TEST_P(VhdCrash, EveryPrefixAndSampledReorderingsOpenCheckAndKeepFlushedData) {
         const bool uniform = std::all_of(&data[s * kSector], &data[s * kSector] + kSector,
                                          [&](unsigned char c) { return c == got; });
         ASSERT_TRUE(uniform) << "torn sector " << s << " at crash " << crash;
-        const bool ok = got == durable[s] || ever[s].count(got) > 0 ||
-                        (Differencing() && got == 0 && durable[s] == initial);
+        const bool ok = got == durable[s] || ever[s].count(got) > 0;
         ASSERT_TRUE(ok) << "sector " << s << " holds " << int(got) << ", durable "
                         << int(durable[s]) << " (crash at event " << crash << ")";
         if (!ever[s].count(got)) {
-          // Differencing: a sector whose bit landed before its (unflushed) data reads as
-          // zeros (docs/layers/vhd.md, "Differencing disks", limits).
-          ASSERT_TRUE(got == initial || (Differencing() && got == 0))
-              << "sector " << s << " holds " << int(got);
+          ASSERT_EQ(got, initial) << "sector " << s << " (crash at event " << crash << ")";
         }
       }
       // Flushed data reads back unless a later write (possibly persisted) overwrote it.
       for (uint64_t s = 0; s < kDiskSize / kSector; ++s) {
         const unsigned char got = data[s * kSector];
-        if (got == durable[s] || (Differencing() && got == 0 && durable[s] == initial)) continue;
+        if (got == durable[s]) continue;
         // Only a write after the flush may replace flushed data.
         bool later = false;
         for (const auto& batch : w.batches) {
@@ -242,6 +249,69 @@ TEST_P(VhdCrash, EveryPrefixAndSampledReorderingsOpenCheckAndKeepFlushedData) {
   }
   EXPECT_GT(images, 250);
   EXPECT_GT(with_leaks, 0) << "some crash points leave leaked blocks (and that is allowed)";
+  // The last crash point is after Close: everything written is there.
+  WriteSparse(image_path, CrashImage(base, log, events, &rng));
+  auto last = Open("vhd+file:" + image_path, OpenOptions{.read_only = true});
+  ASSERT_OK(last);
+  const auto data = ReadBytes(**last, 0, kDiskSize);
+  for (uint64_t s = 0; s < kDiskSize / kSector; ++s) {
+    ASSERT_EQ(data[s * kSector], model[s]) << "sector " << s << " after Close";
+  }
+}
+
+// Sectors whose bit is clear may hold anything on disk (other tools leave garbage there; the
+// spec says zeros). A write into them must never expose that garbage, whatever part of the
+// write reaches the disk before a crash: the bit reaches the disk only after the data.
+TEST(VhdCrashGarbage, WriteIntoClearSectorsNeverExposesWhatWasThere) {
+  TempDir dir;
+  const std::string path = dir.File("garbage.vhd");
+  ASSERT_OK(CreateImage("vhd", path, kDiskSize, "block_size=512K"));
+  {
+    auto dev = OpenImage(path);
+    ASSERT_OK(dev);
+    WriteBytes(**dev, 0, std::vector<unsigned char>(4096, 0x11));  // block 0: sectors 0-7
+  }
+  std::vector<unsigned char> base = ReadAll(path);
+  const uint64_t block0 = uint64_t{BE32(base, BE64(base, 512 + 16))} * kSector + 512;
+  std::fill(base.begin() + block0 + 4096, base.begin() + block0 + (512 << 10), 0xCD);
+  WriteAll(path, base);
+  ASSERT_EQ(ReadBytes(**OpenImage(path), 65536, 512)[0], 0) << "clear sectors read as zeros";
+
+  std::vector<RecordedOp> log;
+  {
+    auto file = Open("file:" + path);
+    ASSERT_OK(file);
+    auto* rec = new RecordingDevice(std::move(*file), /*defer_completions=*/true);
+    auto dev = vhd::VhdDevice::Open(DevicePtr(rec), {});
+    ASSERT_OK(dev);
+    WriteBytes(**dev, 65536, std::vector<unsigned char>(8192, 0x22));
+    ASSERT_OK((*dev)->Close());
+    log = rec->Log();
+  }
+  uint64_t events = 0;
+  for (const RecordedOp& op : log) {
+    events = std::max(events, op.submitted + 1);
+    if (op.completed != UINT64_MAX) events = std::max(events, op.completed + 1);
+  }
+  const std::string image_path = dir.File("image.vhd");
+  Rng rng(7);
+  for (uint64_t crash = 0; crash <= events; ++crash) {
+    for (int sample = 0; sample < 4; ++sample) {
+      WriteSparse(image_path, CrashImage(base, log, crash, sample == 0 ? nullptr : &rng));
+      auto dev = Open("vhd+file:" + image_path, OpenOptions{.read_only = true});
+      ASSERT_OK(dev);
+      const auto data = ReadBytes(**dev, 0, 512 << 10);
+      for (uint64_t s = 8; s < (512 << 10) / kSector; ++s) {
+        const unsigned char got = data[s * kSector];
+        const bool written = s >= 128 && s < 144;
+        ASSERT_TRUE(got == 0 || (written && got == 0x22))
+            << "sector " << s << " reads " << int(got) << " after a crash at event " << crash;
+      }
+    }
+  }
+  WriteSparse(image_path, CrashImage(base, log, events, nullptr));
+  EXPECT_EQ(ReadBytes(**Open("vhd+file:" + image_path), 65536, 8192),
+            std::vector<unsigned char>(8192, 0x22));
 }
 
 INSTANTIATE_TEST_SUITE_P(Reserve, VhdCrash,

@@ -91,3 +91,27 @@ write("differencing_locators.seed", differencing(locs, blob))
 write("differencing_locator_outside.seed",
       differencing([(b"W2ku", 512, 40, 1 << 40), (b"W2ru", 1, 0xFFFFFFFF, at)], b"\0" * 512))
 write("differencing_no_locators.seed", differencing([]))
+
+
+def with_bat(image, entries):
+    """`image` with BAT entries {index: value} replaced (the BAT is at 1536)."""
+    b = bytearray(image)
+    for index, value in entries.items():
+        struct.pack_into(">I", b, 1536 + 4 * index, value)
+    return bytes(b)
+
+
+# Hostile BATs (docs/layers/vhd.md, "Hostile input"): two entries pointing at one block (check
+# must call it corruption, never a leak, and free nothing), an entry into the header, entries
+# past the end, and entries of 0 (what a BAT that is a hole in a sparse file reads as).
+four = dynamic(16 << 10, 4096, {b: (b"\xff", bytes([0xA0 + b]) * 4096) for b in range(4)})
+first = struct.unpack_from(">I", four, 1536 + 8)[0]
+write("dynamic_duplicate_entry.seed", with_bat(four, {3: first}))
+write("dynamic_entry_into_header.seed", with_bat(four, {1: 2}))
+write("dynamic_entries_past_end.seed", with_bat(four, {0: 0x00FFFFFF, 2: len(four) // 512 - 2}))
+write("dynamic_zero_entries.seed", with_bat(four, {b: 0 for b in range(4)}))
+# A header claiming 64 Mi entries: refused by the cap before any table is read.
+big = bytearray(dynamic(1 << 20, 512 << 10, {}))
+h = bytearray(header(64 << 20, 512 << 10))
+big[512:1536] = h
+write("dynamic_huge_max_entries.seed", bytes(big))

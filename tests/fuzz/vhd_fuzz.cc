@@ -2,11 +2,17 @@
 // check, read in samples (start, end, every allocated block), mapped, checked read-only and
 // with repair, and written to. Any crash, sanitizer report, leak or out-of-range access below
 // is a bug; errors are fine. Differencing disks (no parent on a memory device) are also opened
-// alone (parent=none), and their locators decoded into parent candidates. Build and run: see
-// tests/fuzz/CMakeLists.txt.
+// alone (parent=none), and their locators decoded into parent candidates. The image is also
+// opened over a growable file (a memfd, through the file backend), so that allocations that
+// grow the file, the reservation trim at close and the tail repair of check are fuzzed too.
+// Build and run: see tests/fuzz/CMakeLists.txt.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "formats/vhd/vhd_device.h"
@@ -54,6 +60,20 @@ void Exercise(vstack::BlockDevice& dev, bool write) {
   }
 }
 
+// The image in a memfd, opened with the file backend: a resizable device like a real file.
+DevicePtr GrowableWith(const uint8_t* data, size_t size, int* fd) {
+  *fd = ::memfd_create("vhd_fuzz", MFD_CLOEXEC);
+  if (*fd < 0) return nullptr;
+  const size_t rounded = std::max<size_t>(512, (size + 511) / 512 * 512);
+  if (::write(*fd, data, size) != static_cast<ssize_t>(size) ||
+      ::ftruncate(*fd, static_cast<off_t>(rounded)) != 0) {
+    return nullptr;
+  }
+  auto file = vstack::Open("file:/proc/self/fd/" + std::to_string(*fd));
+  if (!file) return nullptr;
+  return std::move(*file);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -76,6 +96,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Exercise(**dev, /*write=*/true);
     }
     (void)(*dev)->Close();
+  }
+  // Over a growable file: writes allocate past the end footer, check -r all moves it back.
+  if (size <= (1 << 20)) {
+    int fd = -1;
+    if (DevicePtr file = GrowableWith(data, size, &fd)) {
+      vstack::vhd::VhdOptions options;
+      options.for_check = size % 2 == 0;
+      options.reserve = size % 3 == 0 ? 0 : 1 << 20;
+      auto dev = vstack::vhd::VhdDevice::Open(std::move(file), options);
+      if (dev) {
+        Exercise(**dev, /*write=*/true);
+        vstack::CheckResult repaired;
+        (void)(*dev)->Check(vstack::CheckMode::kRepairAll, &repaired);
+        (void)(*dev)->Close();
+      }
+    }
+    if (fd >= 0) ::close(fd);
   }
   // Differencing: the locators, and the image alone.
   if (DevicePtr mem = MemoryWith(data, size)) {

@@ -240,3 +240,39 @@ TEST(BlockDeviceStats, SnapshotIncludesClosedQueues) {
 
 }  // namespace
 }  // namespace vstack
+
+namespace vstack {
+namespace {
+
+// A sparse memory device maps by skipping absent subtrees of its page tree: a petabyte with
+// three written pages maps to seven extents, in a number of steps bounded by the tree (the
+// page-by-page walk never finished), and `vstack map memory:1P` returns.
+TEST(MemoryDeviceMap, PetabyteMapsByExtentsNotPages) {
+  MemoryDevice dev(1ull << 50, 512);
+  SyncIo io(dev);
+  AlignedBuffer page(4096, 4096);
+  std::memset(page.data(), 1, 4096);
+  for (uint64_t at : {uint64_t{0}, uint64_t{1} << 40, (uint64_t{1} << 50) - 8192}) {
+    ASSERT_FALSE(io.Write(at, page.span()));
+  }
+  std::vector<Extent> out;
+  ASSERT_TRUE(dev.MapExtents(0, dev.size_bytes(), &out));
+  ASSERT_EQ(out.size(), 6u);
+  EXPECT_EQ(out[0], (Extent{0, 4096, 0}));
+  EXPECT_EQ(out[1], (Extent{4096, (uint64_t{1} << 40) - 4096, kExtentHole | kExtentZero}));
+  EXPECT_EQ(out[2], (Extent{uint64_t{1} << 40, 4096, 0}));
+  EXPECT_EQ(out[4], (Extent{(uint64_t{1} << 50) - 8192, 4096, 0}));
+  EXPECT_EQ(out[5], (Extent{(uint64_t{1} << 50) - 4096, 4096, kExtentHole | kExtentZero}));
+  std::vector<Extent> part;  // unaligned ranges are clipped
+  ASSERT_TRUE(dev.MapExtents(100, 5000, &part));
+  ASSERT_EQ(part.size(), 2u);
+  EXPECT_EQ(part[0], (Extent{100, 3996, 0}));
+  EXPECT_EQ(part[1], (Extent{4096, 1004, kExtentHole | kExtentZero}));
+
+  auto r = testing::RunVstack("map --output=json memory:1P");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("\"hole\": true"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace vstack

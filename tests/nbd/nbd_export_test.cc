@@ -13,6 +13,7 @@
 #include "lib/layer.h"
 #include "lib/registry.h"
 #include "lib/sync_io.h"
+#include "tests/formats/vhd_test_util.h"
 #include "tests/testing/recording_device.h"
 #include "tests/testing/test_util.h"
 
@@ -266,6 +267,70 @@ TEST(NbdExport, CloseFlushesWhatClientsWroteThenClosesTheStack) {
   // Closed: data calls fail cleanly, Close is idempotent.
   EXPECT_EQ(ErrnoFor(e.Read(buf.data(), 4096, 0)), ESHUTDOWN);
   EXPECT_TRUE(testing::IsOk(e.Close()));
+}
+
+}  // namespace
+}  // namespace vstack::nbd
+
+namespace vstack::nbd {
+namespace {
+
+// Block status of a range inside one sector of a partly written dynamic-VHD block (bytes
+// 100..199) returns an extent covering exactly it: it used to return none, which nbdkit
+// rejects ("plugin must return at least one extent").
+TEST(NbdExport, BlockStatusOfPartOfASectorInAPartlyWrittenVhdBlock) {
+  TempDir dir;
+  const std::string path = dir.File("p.vhd");
+  ASSERT_TRUE(testing::IsOk(CreateImage("vhd", path, 8 << 20)));
+  auto e = Serve("vhd+file:" + path);
+  ASSERT_NE(e, nullptr);
+  std::vector<unsigned char> buf(512, 7);
+  ASSERT_TRUE(testing::IsOk(e->Write(buf.data(), 512, 0, 0)));  // sector 0 of block 0 only
+  for (const auto& [offset, flags] :
+       {std::pair<uint64_t, uint32_t>{100, 0}, std::pair<uint64_t, uint32_t>{600, kExtentZero}}) {
+    std::vector<Extent> out;
+    ASSERT_TRUE(testing::IsOk(e->Extents(100, offset, &out)));
+    ASSERT_EQ(out.size(), 1u) << "offset " << offset;
+    EXPECT_EQ(out[0], (Extent{offset, 100, flags}));
+  }
+  std::vector<Extent> across;  // 400..1023: the end of sector 0, then a clear sector
+  ASSERT_TRUE(testing::IsOk(e->Extents(624, 400, &across)));
+  ASSERT_EQ(across.size(), 2u);
+  EXPECT_EQ(across[0], (Extent{400, 112, 0}));
+  EXPECT_EQ(across[1], (Extent{512, 512, kExtentZero}));
+  EXPECT_TRUE(testing::IsOk(e->Close()));
+}
+
+// `vstack serve disk.raw`: the path probes as raw, and a client cannot write a VHD footer
+// into the last sector (or a cookie at offset 0) to make the next open probe it as a VHD.
+TEST(NbdExport, ServedRawPathKeepsItsFormat) {
+  TempDir dir;
+  const std::string raw = dir.File("disk.raw");
+  ASSERT_TRUE(testing::IsOk(CreateImage("raw", raw, 4 << 20)));
+  const std::string fixed = dir.File("f.vhd");
+  ASSERT_TRUE(testing::IsOk(CreateImage("vhd", fixed, 1 << 20, "subformat=fixed")));
+  const auto fixed_bytes = testing::ReadAll(fixed);
+  const std::vector<unsigned char> footer(fixed_bytes.end() - 512, fixed_bytes.end());
+  {
+    auto e = Serve(raw);
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(ErrnoFor(e->Write(footer.data(), 512, (4 << 20) - 512, 0)), EROFS);
+    EXPECT_EQ(ErrnoFor(e->Write(footer.data(), 512, 0, 0)), EROFS) << "the cookie at offset 0";
+    std::vector<unsigned char> data(512, 0x5A);  // ordinary data there is fine
+    EXPECT_TRUE(testing::IsOk(e->Write(data.data(), 512, (4 << 20) - 512, 0)));
+    EXPECT_TRUE(testing::IsOk(e->Close()));
+  }
+  std::string spec;
+  auto again = OpenImage(raw, {}, &spec);
+  ASSERT_TRUE(testing::IsOk(again));
+  EXPECT_EQ(spec.rfind("file:", 0), 0u) << spec;
+  EXPECT_EQ((*again)->size_bytes(), 4u << 20);
+  again->reset();
+  // Named, the file takes any bytes.
+  auto named = NbdExport::Open("file:" + raw, false);
+  ASSERT_TRUE(testing::IsOk(named));
+  EXPECT_TRUE(testing::IsOk((*named)->Write(footer.data(), 512, (4 << 20) - 512, 0)));
+  EXPECT_TRUE(testing::IsOk((*named)->Close()));
 }
 
 }  // namespace

@@ -1,0 +1,97 @@
+#include "lib/probe_guard.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "lib/forwarding_queue.h"
+#include "lib/iovec.h"
+#include "lib/layer.h"
+
+namespace vstack {
+namespace {
+
+class ProbeGuard final : public Layer {
+ public:
+  ProbeGuard(DevicePtr lower, std::vector<ProbeSignature> signatures)
+      : Layer("raw-guard", std::move(lower)), signatures_(std::move(signatures)) {
+    set_capabilities(capabilities() | (lower_device().capabilities() & kCapResizable));
+  }
+
+  std::string Describe() const override { return "raw (probed: format signatures refused)"; }
+  Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override {
+    return lower_device().MapExtents(offset, length, out);
+  }
+
+  // True if writing `req` would place a signature: the bytes it writes over a signature's
+  // place equal that part of the signature (a write covering only part of it is judged on
+  // that part, so two writes cannot assemble one).
+  bool PlacesSignature(const IoRequest& req) const {
+    const uint64_t size = size_bytes();
+    for (const ProbeSignature& s : signatures_) {
+      const int64_t len = static_cast<int64_t>(s.bytes.size());
+      const int64_t at = s.offset >= 0 ? s.offset : static_cast<int64_t>(size) + s.offset;
+      if (at < 0 || at + len > static_cast<int64_t>(size)) continue;
+      const uint64_t lo = std::max<uint64_t>(req.offset, static_cast<uint64_t>(at));
+      const uint64_t hi =
+          std::min<uint64_t>(req.offset + req.length, static_cast<uint64_t>(at + len));
+      if (lo >= hi) continue;
+      std::string seen(hi - lo, '\0');
+      CopyFromIov(req.iov, req.iovcnt, lo - req.offset, seen.data(), seen.size());
+      if (seen == s.bytes.substr(lo - static_cast<uint64_t>(at), hi - lo)) return true;
+    }
+    return false;
+  }
+
+ protected:
+  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
+  Status DoResize(uint64_t size) override { return lower_device().Resize(size); }
+
+ private:
+  std::vector<ProbeSignature> signatures_;
+};
+
+class ProbeGuardQueue final : public ForwardingQueue {
+ public:
+  ProbeGuardQueue(ProbeGuard& guard, std::unique_ptr<IoQueue> lower)
+      : ForwardingQueue(guard, std::move(lower)), guard_(guard) {}
+
+ protected:
+  std::error_code Translate(const IoRequest& req, IoRequest*) override {
+    if (req.op == Op::kWrite && guard_.PlacesSignature(req)) {
+      return make_error_code(Errc::kReadOnly);
+    }
+    return {};
+  }
+
+ private:
+  ProbeGuard& guard_;
+};
+
+Result<std::unique_ptr<IoQueue>> ProbeGuard::DoOpenQueue() {
+  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
+  return std::unique_ptr<IoQueue>(new ProbeGuardQueue(*this, std::move(lower)));
+}
+
+std::map<std::string, ProbeDetails>& Details() {
+  static std::map<std::string, ProbeDetails> details;
+  return details;
+}
+
+}  // namespace
+
+bool RegisterProbeDetails(const std::string& format, ProbeDetails details) {
+  Details()[format] = std::move(details);
+  return true;
+}
+
+const ProbeDetails* FindProbeDetails(const std::string& format) {
+  auto it = Details().find(format);
+  return it == Details().end() ? nullptr : &it->second;
+}
+
+DevicePtr GuardProbedRaw(DevicePtr raw, std::vector<ProbeSignature> signatures) {
+  return MakeDevice<ProbeGuard>(std::move(raw), std::move(signatures));
+}
+
+}  // namespace vstack
