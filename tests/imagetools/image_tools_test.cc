@@ -245,11 +245,13 @@ TEST(NewImage, WritesGoToTheCreatedFileEvenIfThePathIsSwapped) {
   ASSERT_TRUE(image->Commit());
   // The victim the path now points to is untouched; the file created holds the data.
   std::ifstream victim(g_victim);
-  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(victim), {}), std::string(4096, 'v'));
+  EXPECT_TRUE(std::string(std::istreambuf_iterator<char>(victim), {}) == std::string(4096, 'v'))
+      << "the file the swapped-in symlink points to was written";
   std::ifstream created(path + ".created");
   const std::string data(std::istreambuf_iterator<char>(created), {});
   ASSERT_GE(data.size(), 4096u);
-  EXPECT_EQ(data.substr(0, 4096), std::string(4096, '\x5a'));
+  EXPECT_TRUE(data.substr(0, 4096) == std::string(4096, '\x5a'))
+      << "the created file did not receive the writes";
 }
 
 TEST(NewImage, ConvertWritesTheVhdItCreated) {
