@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "lib/probe_guard.h"
+#include "lib/new_file.h"
 #include "lib/size.h"
 
 namespace vstack {
@@ -214,8 +215,12 @@ bool IsStackSpec(std::string_view text) {
   return last != nullptr && last->kind == ComponentKind::kBackend;
 }
 
-Status CreateImage(std::string_view format, const std::string& path, uint64_t size,
-                   std::string_view options) {
+namespace {
+
+// The one part of "FORMAT:k=v,k=v", checked: the format's component (nullptr for raw) and the
+// options against its create_options.
+Result<std::pair<SpecPart, const ComponentInfo*>> ResolveCreate(std::string_view format,
+                                                                std::string_view options) {
   // Reuse the spec grammar for the option list: "fmt:k=v,k=v".
   std::string text(format);
   if (!options.empty()) text += ":" + std::string(options);
@@ -223,24 +228,12 @@ Status CreateImage(std::string_view format, const std::string& path, uint64_t si
   if (parts.size() != 1 || !parts[0].positional.empty()) {
     return MakeError(Errc::kInvalidArgument, "invalid create options '" + std::string(options) + "'");
   }
-  const SpecPart& part = parts[0];
+  SpecPart& part = parts[0];
   if (part.name == "raw") {
     if (!part.options.empty()) {
       return MakeError(Errc::kInvalidArgument, "format 'raw' takes no create options");
     }
-    const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      const int err = errno;
-      return MakeError(SystemError(err), "cannot create '" + path + "': " + SystemError(err).message());
-    }
-    const bool ok = ::ftruncate(fd, static_cast<off_t>(size)) == 0;
-    const int err = errno;
-    ::close(fd);
-    if (!ok) {
-      ::unlink(path.c_str());
-      return MakeError(SystemError(err), "cannot size '" + path + "': " + SystemError(err).message());
-    }
-    return OkStatus();
+    return std::make_pair(std::move(part), static_cast<const ComponentInfo*>(nullptr));
   }
   const ComponentInfo* info = Registry::Global().Find(part.name);
   if (info == nullptr || !info->create) {
@@ -261,8 +254,42 @@ Status CreateImage(std::string_view format, const std::string& path, uint64_t si
                                                    part.name + "'; valid options: " + valid);
     }
   }
+  return std::make_pair(std::move(part), info);
+}
+
+}  // namespace
+
+Result<DevicePtr> CreateAndOpenImage(std::string_view format, const std::string& path,
+                                     uint64_t size, std::string_view options) {
+  VSTACK_ASSIGN_OR_RETURN(auto resolved, ResolveCreate(format, options));
+  const auto& [part, info] = resolved;
+  if (info == nullptr) {  // raw: the file itself, created by this open
+    if (size == 0) {
+      return MakeError(Errc::kInvalidArgument, "a raw image of size 0 cannot be opened");
+    }
+    return CreateNewFile(path, size);
+  }
   OptionValues values(part.name, "", part.options, &info->create_options);
-  return info->create(path, size, values);
+  VSTACK_ASSIGN_OR_RETURN(DevicePtr file, info->create(path, size, values));
+  OptionValues defaults(info->name, "", {}, &info->options);
+  Result<DevicePtr> image = info->open_layer(std::move(file), defaults, OpenOptions{});
+  if (!image) ::unlink(path.c_str());  // the layer closed the file it was given
+  return image;
+}
+
+Status CreateImage(std::string_view format, const std::string& path, uint64_t size,
+                   std::string_view options) {
+  if (size == 0 && format == "raw" && options.empty()) {  // an empty file, which no open accepts
+    const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      const int err = errno;
+      return MakeError(SystemError(err), "cannot create '" + path + "': " + SystemError(err).message());
+    }
+    ::close(fd);
+    return OkStatus();
+  }
+  VSTACK_ASSIGN_OR_RETURN(DevicePtr image, CreateAndOpenImage(format, path, size, options));
+  return image->Close();
 }
 
 Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& options,

@@ -93,9 +93,12 @@ struct ComponentInfo {
   // can be opened as "<name>+file:PATH" (OpenImage).
   std::function<bool(BlockDevice& device)> probe;
   // Image formats only: creates a new image of virtual size `size` at `path` (an existing file
-  // is an error), like `qemu-img create -f <name> -o <options>`. `options` are checked against
-  // `create_options` first.
-  std::function<Status(const std::string& path, uint64_t size, const OptionValues& options)>
+  // is an error), like `qemu-img create -f <name> -o <options>`, and returns the file holding
+  // it, still open for writing on the descriptor that created it (the backend below this
+  // format's layer; never reopened by path). On failure nothing it created is left at `path`.
+  // `options` are checked against `create_options` first.
+  std::function<Result<DevicePtr>(const std::string& path, uint64_t size,
+                                  const OptionValues& options)>
       create;
   std::vector<OptionInfo> create_options;
 };
@@ -132,6 +135,13 @@ bool IsStackSpec(std::string_view text);
 // against the format's create_options. Never overwrites an existing file.
 Status CreateImage(std::string_view format, const std::string& path, uint64_t size,
                    std::string_view options = "");
+
+// CreateImage, then the new image open for reading and writing: the format's layer over the file
+// that the creating open(O_CREAT | O_EXCL) returned. The image is never reopened by path, so a
+// file or symlink swapped in at `path` meanwhile cannot receive the writes. A raw image needs a
+// size > 0 (an empty file cannot be opened). On failure nothing is left at `path`.
+Result<DevicePtr> CreateAndOpenImage(std::string_view format, const std::string& path,
+                                     uint64_t size, std::string_view options = "");
 
 // Opens a spec, or a path: a path is opened with the file backend and every registered format
 // probe (e.g. VHD's footer check) decides which format layer goes on top; a file no format

@@ -2,12 +2,13 @@
 // to bottom (BlockDevice::Check), like qemu-img check. Exit status: 0 clean, 2 corruption,
 // 3 leaked space only, 1 the check itself failed.
 //
-// The stack is opened with OpenOptions::for_check, so layers accept (and report) metadata a
-// normal open refuses; read-only unless -r is given. An image too damaged to open even so
-// counts as corrupt: its open error is reported and the status is 2.
+// The check is the library's CheckImage (imagetools/check.h): the stack is opened with
+// OpenOptions::for_check, so layers accept (and report) metadata a normal open refuses;
+// read-only unless -r is given. An image too damaged to open even so counts as corrupt: its
+// open error is reported and the status is 2. This file parses the flags and prints.
 #include <fmt/format.h>
 
-#include "lib/registry.h"
+#include "imagetools/check.h"
 #include "tools/command.h"
 #include "tools/output.h"
 #include "tools/usage.h"
@@ -21,33 +22,23 @@ struct CheckArgs {
   OutputFormat output = OutputFormat::kText;
 };
 
-struct LayerReport {
-  std::string kind;
-  CheckResult result;
-};
-
 int ExitCode(uint64_t corruptions, uint64_t leaks) {
   return corruptions > 0 ? 2 : leaks > 0 ? 3 : 0;
 }
 
 std::string Verdict(int code) { return code == 2 ? "corrupt" : code == 3 ? "leaks" : "clean"; }
 
-void Print(const std::string& spec, const std::vector<LayerReport>& layers,
-           const std::string& open_error, OutputFormat output) {
-  uint64_t corruptions = open_error.empty() ? 0 : 1, leaks = 0, repaired = 0;
-  for (const LayerReport& l : layers) {
-    corruptions += l.result.corruptions;
-    leaks += l.result.leaks;
-    repaired += l.result.repaired;
-  }
+void Print(const ImageCheck& check, OutputFormat output) {
+  const uint64_t corruptions = check.corruptions(), leaks = check.leaks(),
+                 repaired = check.repaired();
   const int code = ExitCode(corruptions, leaks);
   if (output == OutputFormat::kJson) {
-    nlohmann::json j = {{"spec", spec},      {"status", Verdict(code)},
-                        {"exit_code", code}, {"corruptions", corruptions},
-                        {"leaks", leaks},    {"repaired", repaired}};
-    if (!open_error.empty()) j["open_error"] = open_error;
+    nlohmann::json j = {{"spec", check.spec}, {"status", Verdict(code)},
+                        {"exit_code", code},  {"corruptions", corruptions},
+                        {"leaks", leaks},     {"repaired", repaired}};
+    if (!check.open_error.empty()) j["open_error"] = check.open_error;
     nlohmann::json arr = nlohmann::json::array();
-    for (const LayerReport& l : layers) {
+    for (const LayerCheck& l : check.layers) {
       arr.push_back({{"kind", l.kind},
                      {"corruptions", l.result.corruptions},
                      {"leaks", l.result.leaks},
@@ -58,8 +49,10 @@ void Print(const std::string& spec, const std::vector<LayerReport>& layers,
     fmt::print("{}\n", j.dump(2));
     return;
   }
-  if (!open_error.empty()) fmt::print("ERROR cannot open the image: {}\n", open_error);
-  for (const LayerReport& l : layers) {
+  if (!check.open_error.empty()) {
+    fmt::print("ERROR cannot open the image: {}\n", check.open_error);
+  }
+  for (const LayerCheck& l : check.layers) {
     for (const std::string& m : l.result.messages) fmt::print("[{}] {}\n", l.kind, m);
   }
   if (repaired > 0) fmt::print("{} problem(s) repaired.\n", repaired);
@@ -87,36 +80,13 @@ void AddCheckCommand(CLI::App& app) {
   cmd->add_option("target", args->target, "image file or stack spec")->required();
   AddOutputOption(cmd, &args->output);
   cmd->callback([args] {
-    OpenOptions open;
-    open.for_check = true;
-    open.read_only = args->repair.empty();
     const CheckMode mode = args->repair.empty()      ? CheckMode::kReadOnly
                            : args->repair == "leaks" ? CheckMode::kRepairLeaks
                                                      : CheckMode::kRepairAll;
-    std::string spec = args->target;
-    auto dev = OpenImage(args->target, open, &spec);
-    std::vector<LayerReport> layers;
-    if (!dev) {
-      const std::error_code ec = dev.error().code;
-      const bool corrupt = ec == make_error_code(Errc::kCorruption) ||
-                           ec == make_error_code(Errc::kChecksumMismatch);
-      if (!corrupt) Fail("check", dev.error().ToString());
-      Print(spec, layers, dev.error().message, args->output);
-      Exit(2);
-    }
-    uint64_t corruptions = 0, leaks = 0;
-    for (BlockDevice* d : StackChain(**dev)) {
-      LayerReport r{d->kind(), {}};
-      Status s = d->Check(mode, &r.result);
-      if (!s) Fail("check", d->kind() + ": " + s.error().ToString());
-      corruptions += r.result.corruptions;
-      leaks += r.result.leaks;
-      layers.push_back(std::move(r));
-    }
-    Status closed = (*dev)->Close();
-    if (!closed) Fail("check", closed.error().ToString());
-    Print(spec, layers, "", args->output);
-    const int code = ExitCode(corruptions, leaks);
+    auto check = CheckImage(args->target, mode);
+    if (!check) Fail("check", check.error().ToString());
+    Print(*check, args->output);
+    const int code = ExitCode(check->corruptions(), check->leaks());
     if (code != 0) Exit(code);
   });
 }

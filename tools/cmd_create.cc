@@ -3,6 +3,7 @@
 // lists the format's options. An existing FILE is refused unless --overwrite is given.
 #include <fmt/format.h>
 
+#include "imagetools/new_image_file.h"
 #include "lib/registry.h"
 #include "lib/size.h"
 #include "tools/command.h"
@@ -78,19 +79,13 @@ void AddCreateCommand(CLI::App& app) {
     if (args->size.empty()) FailUsage("create", "missing SIZE (e.g. 10G)");
     auto size = ParseSize(args->size);
     if (!size) FailUsage("create", "SIZE: " + size.error().message);
-    auto file = Destination::Claim(args->file, args->overwrite);
-    if (!file) Fail("create", file.error().message);
-    Status s = CreateImage(format, file->write_path(), *size, args->options);
-    if (!s && IsCreateUsageError(s.error())) {
-      FailUsage("create", s.error().message);  // an unknown format or -o option
+    auto file = NewImageFile::Create(args->file, format, *size, args->options, args->overwrite);
+    if (!file && IsCreateUsageError(file.error())) {
+      FailUsage("create", file.error().message);  // an unknown format or -o option
     }
-    if (!s) Fail("create", s.error().ToString());
-    if (Status c = file->Commit(); !c) Fail("create", c.error().message);
-    OpenOptions ro;
-    ro.read_only = true;
-    auto dev = OpenImage(args->file, ro);
-    if (!dev) Fail("create", "created, but cannot open it: " + dev.error().ToString());
-    const uint64_t actual = (*dev)->geometry().size_bytes;
+    if (!file) Fail("create", file.error().ToString());
+    const uint64_t actual = file->device().geometry().size_bytes;
+    if (Status c = file->Commit(); !c) Fail("create", c.error().ToString());
     fmt::print("Created '{}': format {}, virtual size {} ({} bytes){}\n", args->file, format,
                FormatSize(actual), actual,
                actual != *size && *size != 0 ? fmt::format(", {} requested", *size) : "");

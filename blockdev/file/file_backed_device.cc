@@ -25,6 +25,7 @@ std::vector<OptionInfo> FileOptionInfos() {
   return {
       {"direct", "O_DIRECT: bypass the page cache (buffers must be aligned)", "off"},
       {"create", "create the file if missing (needs size=)", "off"},
+      {"excl", "with create=on: fail if the file exists (O_EXCL)", "off"},
       {"size", "size of a new file; a smaller existing file is extended", ""},
       {"block", "logical block size presented: 512 or 4096 (default: automatic)", ""},
       {"lock", "advisory lock: exclusive when writable, shared when read-only", "on"},
@@ -37,6 +38,10 @@ Result<FileOpenParams> ParseFileParams(const OptionValues& o, const OpenOptions&
   p.read_only = open.read_only;
   VSTACK_ASSIGN_OR_RETURN(p.direct, o.Bool("direct"));
   VSTACK_ASSIGN_OR_RETURN(p.create, o.Bool("create"));
+  VSTACK_ASSIGN_OR_RETURN(p.exclusive, o.Bool("excl"));
+  if (p.exclusive && !p.create) {
+    return MakeError(Errc::kInvalidArgument, o.component() + ": excl=on needs create=on");
+  }
   VSTACK_ASSIGN_OR_RETURN(p.lock, o.Bool("lock"));
   if (o.Has("size")) {
     VSTACK_ASSIGN_OR_RETURN(p.size, o.Size("size"));
@@ -75,6 +80,7 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
   const std::string where = kind + ": '" + p.path + "'";
   int flags = O_CLOEXEC | (p.read_only ? O_RDONLY : O_RDWR);
   if (p.create) flags |= O_CREAT;
+  if (p.create && p.exclusive) flags |= O_EXCL;
   if (p.direct) flags |= O_DIRECT;
   int fd = ::open(p.path.c_str(), flags, 0644);
   if (fd < 0 && errno == EINVAL && p.direct) {
@@ -89,6 +95,10 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
   }
   if (fd < 0) {
     const int err = errno;
+    if (p.create && p.exclusive) {
+      return MakeError(SystemError(err),
+                       kind + ": cannot create '" + p.path + "': " + std::strerror(err));
+    }
     std::string mode = p.read_only ? "reading" : "reading and writing";
     return MakeError(SystemError(err), kind + ": cannot open '" + p.path + "' for " + mode +
                                            ": " + std::strerror(err) +

@@ -6,6 +6,8 @@
 //   PATH                 regular file or block device
 //   direct=on|off        O_DIRECT; buffers and offsets must then meet the device's alignment
 //   create=on|off        create the file if it does not exist (needs size=)
+//   excl=on|off          with create=on: refuse a file (or symlink) that exists already
+//                        (O_EXCL), so the device is the file this open created
 //   size=N               size of a new file; an existing smaller file is extended, never shrunk
 //   block=512|4096       logical block size presented above (default: 512, or the DIO alignment)
 //   lock=on|off          take an advisory lock (exclusive for writing) so two writers cannot
@@ -31,6 +33,7 @@ struct FileOpenParams {
   std::string path;
   bool direct = false;
   bool create = false;
+  bool exclusive = false;  // O_EXCL: only a file this open creates
   uint64_t size = 0;  // 0 = keep the existing size
   uint32_t block = 0;  // 0 = automatic
   bool lock = true;

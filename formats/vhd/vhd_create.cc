@@ -13,6 +13,7 @@
 #include "formats/vhd/vhd_device.h"
 #include "lib/aligned_buffer.h"
 #include "lib/endian.h"
+#include "lib/new_file.h"
 #include "lib/spec.h"
 #include "lib/sync_io.h"
 
@@ -318,23 +319,11 @@ Status LinkToParent(const std::string& path, CreateParams* p) {
   return (*dev)->Close();
 }
 
-Status CreateImageFile(const std::string& path, const CreateParams& params) {
+Result<DevicePtr> CreateImageFile(const std::string& path, const CreateParams& params) {
   CreateParams p = params;
   if (!p.backing_file.empty()) VSTACK_RETURN_IF_ERROR(LinkToParent(path, &p));
-  const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    const int err = errno;
-    return MakeError(SystemError(err), "vhd: cannot create '" + path + "': " + std::strerror(err));
-  }
-  ::close(fd);
-  SpecPart part{"file", path, {{"size", std::to_string(NewImageFileSize(p))}}};
-  Status s = [&]() -> Status {
-    VSTACK_ASSIGN_OR_RETURN(DevicePtr file, Open(FormatSpecPart(part)));
-    VSTACK_RETURN_IF_ERROR(WriteNewImage(*file, p));
-    return file->Close();
-  }();
-  if (!s) ::unlink(path.c_str());
-  return s;
+  return CreateNewFile(path, NewImageFileSize(p),
+                       [&](BlockDevice& file) { return WriteNewImage(file, p); });
 }
 
 }  // namespace vstack::vhd

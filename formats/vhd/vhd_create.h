@@ -71,9 +71,10 @@ Status WriteNewImage(BlockDevice& device, const CreateParams& p);
 // to it in p.parent; a size of 0 becomes the parent's virtual size.
 Status LinkToParent(const std::string& path, CreateParams* p);
 
-// Creates the file `path` (never overwriting one) holding a new image; removes it on failure.
+// Creates the file `path` (O_EXCL: never an existing file or symlink) holding a new image and
+// returns it, open for writing on the creating descriptor; removes it on failure.
 // A differencing image (p.backing_file) is linked to its parent first (LinkToParent).
-Status CreateImageFile(const std::string& path, const CreateParams& p);
+Result<DevicePtr> CreateImageFile(const std::string& path, const CreateParams& p);
 
 }  // namespace vstack::vhd
 

@@ -20,7 +20,8 @@ ComponentInfo VhdxComponent() {
     return VhdxDevice::Open(std::move(lower), options);
   };
   c.probe = [](BlockDevice& device) { return ProbeImage(device); };
-  c.create = [](const std::string& path, uint64_t size, const OptionValues& o) -> Status {
+  c.create = [](const std::string& path, uint64_t size,
+                const OptionValues& o) -> Result<DevicePtr> {
     VSTACK_ASSIGN_OR_RETURN(CreateParams p, ParseCreateParams(size, o));
     return CreateImageFile(path, p);
   };

@@ -8,6 +8,7 @@
 #include "formats/vhdx/vhdx_format.h"
 #include "formats/vhdx/vhdx_io.h"
 #include "lib/endian.h"
+#include "lib/new_file.h"
 #include "lib/spec.h"
 #include "lib/sync_io.h"
 
@@ -157,21 +158,9 @@ Status WriteNewImage(BlockDevice& device, const CreateParams& p) {
   return FlushQueue(*q);
 }
 
-Status CreateImageFile(const std::string& path, const CreateParams& p) {
-  const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    const int err = errno;
-    return MakeError(SystemError(err), "vhdx: cannot create '" + path + "': " + std::strerror(err));
-  }
-  ::close(fd);
-  SpecPart part{"file", path, {{"size", std::to_string(NewImageFileSize(p))}}};
-  Status s = [&]() -> Status {
-    VSTACK_ASSIGN_OR_RETURN(DevicePtr file, Open(FormatSpecPart(part)));
-    VSTACK_RETURN_IF_ERROR(WriteNewImage(*file, p));
-    return file->Close();
-  }();
-  if (!s) ::unlink(path.c_str());
-  return s;
+Result<DevicePtr> CreateImageFile(const std::string& path, const CreateParams& p) {
+  return CreateNewFile(path, NewImageFileSize(p),
+                       [&](BlockDevice& file) { return WriteNewImage(file, p); });
 }
 
 }  // namespace vstack::vhdx

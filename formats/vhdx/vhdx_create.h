@@ -43,8 +43,9 @@ uint32_t DefaultBlockSize(uint64_t size);
 uint64_t NewImageFileSize(const CreateParams& p);
 // Writes a new image onto `device` (at least NewImageFileSize bytes).
 Status WriteNewImage(BlockDevice& device, const CreateParams& p);
-// Creates the file `path` (never overwriting one) holding a new image; removes it on failure.
-Status CreateImageFile(const std::string& path, const CreateParams& p);
+// Creates the file `path` (O_EXCL: never an existing file or symlink) holding a new image and
+// returns it, open for writing on the creating descriptor; removes it on failure.
+Result<DevicePtr> CreateImageFile(const std::string& path, const CreateParams& p);
 
 }  // namespace vstack::vhdx
 

@@ -56,6 +56,7 @@ ex=$work/examples-build
 "$ex/vhd_roundtrip" "$work/example1.vhd"
 "$ex/custom_layer"
 "$ex/compare_stacks"
+"$ex/convert_image" "$work/example4.vhd"
 echo "-- statically linked (vstack::static, no linker flags)"
 "$ex/vhd_roundtrip_static" "$work/example1s.vhd"
 "$ex/custom_layer_static" passthrough+memory:16M

@@ -1,0 +1,52 @@
+#include "imagetools/check.h"
+
+#include "lib/registry.h"
+
+namespace vstack {
+
+uint64_t ImageCheck::corruptions() const {
+  uint64_t n = open_error.empty() ? 0 : 1;
+  for (const LayerCheck& l : layers) n += l.result.corruptions;
+  return n;
+}
+
+uint64_t ImageCheck::leaks() const {
+  uint64_t n = 0;
+  for (const LayerCheck& l : layers) n += l.result.leaks;
+  return n;
+}
+
+uint64_t ImageCheck::repaired() const {
+  uint64_t n = 0;
+  for (const LayerCheck& l : layers) n += l.result.repaired;
+  return n;
+}
+
+Result<ImageCheck> CheckImage(std::string_view spec_or_path, CheckMode mode) {
+  OpenOptions open;
+  open.for_check = true;
+  open.read_only = mode == CheckMode::kReadOnly;
+  ImageCheck check;
+  check.spec = std::string(spec_or_path);
+  Result<DevicePtr> dev = OpenImage(spec_or_path, open, &check.spec);
+  if (!dev) {
+    const std::error_code ec = dev.error().code;
+    if (ec != make_error_code(Errc::kCorruption) &&
+        ec != make_error_code(Errc::kChecksumMismatch)) {
+      return std::move(dev).error();
+    }
+    check.open_error = dev.error().message;
+    return check;
+  }
+  for (BlockDevice* d = dev->get(); d != nullptr; d = d->lower()) {
+    LayerCheck layer{d->kind(), {}};
+    if (Status s = d->Check(mode, &layer.result); !s) {
+      return MakeError(s.error().code, d->kind() + ": " + s.error().ToString());
+    }
+    check.layers.push_back(std::move(layer));
+  }
+  VSTACK_RETURN_IF_ERROR((*dev)->Close());
+  return check;
+}
+
+}  // namespace vstack

@@ -1,0 +1,73 @@
+#include "imagetools/compare.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "lib/aligned_buffer.h"
+#include "lib/extent.h"
+#include "lib/iovec.h"
+#include "lib/sync_io.h"
+
+namespace vstack {
+namespace {
+
+constexpr uint64_t kChunk = 1 << 20;
+
+bool ReadsZero(BlockDevice& d, uint64_t offset, uint64_t length) {
+  std::vector<Extent> ext;
+  if (!d.MapExtents(offset, length, &ext)) return false;
+  return std::all_of(ext.begin(), ext.end(),
+                     [](const Extent& e) { return (e.flags & kExtentZero) != 0; });
+}
+
+// The first offset in [offset, offset + length) where `a` and `b` differ, by 512-byte sector.
+// `b` may be null: then `a` is compared with zeros.
+std::optional<uint64_t> FirstDifference(const std::byte* a, const std::byte* b, uint64_t offset,
+                                        uint64_t length) {
+  for (uint64_t i = 0; i < length; i += 512) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(512, length - i));
+    const bool same = b ? std::memcmp(a + i, b + i, n) == 0 : IsZero(a + i, n);
+    if (!same) return offset + i;
+  }
+  return std::nullopt;
+}
+
+Error ReadError(uint64_t offset, std::error_code ec) {
+  return MakeError(ec, "read error at offset " + std::to_string(offset) + ": " + ec.message());
+}
+
+}  // namespace
+
+Result<Comparison> CompareImages(BlockDevice& a, BlockDevice& b, const CompareOptions& options) {
+  Comparison c;
+  c.size_a = a.geometry().size_bytes;
+  c.size_b = b.geometry().size_bytes;
+  if (c.size_mismatch() && options.strict) return c;
+  SyncIo io_a(a), io_b(b);
+  AlignedBuffer buf_a(kChunk, 4096), buf_b(kChunk, 4096);
+  const uint64_t common = std::min(c.size_a, c.size_b), longest = std::max(c.size_a, c.size_b);
+  // Chunks of the common part, then chunks of the larger one's extra part.
+  for (uint64_t off = 0, len = 0; off < longest; off += len) {
+    const bool both = off < common;
+    len = std::min(kChunk, (both ? common : longest) - off);
+    if (both) {
+      if (ReadsZero(a, off, len) && ReadsZero(b, off, len)) continue;
+      if (std::error_code e = io_a.Read(off, buf_a.span().first(len))) return ReadError(off, e);
+      if (std::error_code e = io_b.Read(off, buf_b.span().first(len))) return ReadError(off, e);
+      c.first_difference = FirstDifference(buf_a.data(), buf_b.data(), off, len);
+    } else {
+      // Past the end of the shorter one: the longer one must read as zeros.
+      BlockDevice& longer = c.size_a > c.size_b ? a : b;
+      SyncIo& io = c.size_a > c.size_b ? io_a : io_b;
+      if (ReadsZero(longer, off, len)) continue;
+      if (std::error_code e = io.Read(off, buf_a.span().first(len))) return ReadError(off, e);
+      c.first_difference = FirstDifference(buf_a.data(), nullptr, off, len);
+    }
+    if (c.first_difference) return c;
+  }
+  c.identical = true;
+  return c;
+}
+
+}  // namespace vstack

@@ -1,0 +1,242 @@
+#include "imagetools/convert.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "imagetools/new_image_file.h"
+#include "lib/aligned_buffer.h"
+#include "lib/extent.h"
+#include "lib/iovec.h"
+#include "lib/registry.h"
+#include "lib/sync_io.h"
+
+namespace vstack {
+namespace {
+
+constexpr uint64_t kZeroGrain = 4096;
+
+// Copies src[0, size) to dst through their own queues, `depth` chunks at a time.
+class Copier {
+ public:
+  Copier(BlockDevice& src, BlockDevice& dst, const CopyOptions& options)
+      : src_(src), dst_(dst), options_(options) {
+    const uint64_t opt =
+        std::max<uint64_t>(dst.geometry().optimal_transfer, src.geometry().optimal_transfer);
+    chunk_ = std::clamp<uint64_t>(opt, 2 << 20, 8 << 20);
+  }
+
+  Result<CopyStats> Run() {
+    size_ = src_.geometry().size_bytes;
+    if (dst_.geometry().size_bytes < size_) {
+      return MakeError(Errc::kOutOfRange, "the destination (" +
+                                              std::to_string(dst_.geometry().size_bytes) +
+                                              " bytes) is smaller than the source (" +
+                                              std::to_string(size_) + " bytes)");
+    }
+    VSTACK_ASSIGN_OR_RETURN(src_q_, src_.OpenQueue());
+    VSTACK_ASSIGN_OR_RETURN(dst_q_, dst_.OpenQueue());
+    const size_t align =
+        std::max<size_t>({src_.geometry().mem_alignment, dst_.geometry().mem_alignment, 4096});
+    slots_.resize(static_cast<size_t>(std::max(1, options_.depth)));
+    for (Slot& s : slots_) {
+      s.copier = this;
+      s.buf = AlignedBuffer(chunk_, align);
+    }
+    for (Slot& s : slots_) StartNext(s);
+    while (active_ > 0) {
+      if (src_q_->in_flight() > 0) {
+        src_q_->Poll(1);
+      } else if (dst_q_->in_flight() > 0) {
+        dst_q_->Poll(1);
+      }
+      src_q_->Poll(0);
+      dst_q_->Poll(0);
+    }
+    src_q_->WaitIdle();
+    dst_q_->WaitIdle();
+    if (error_) return *error_;
+    IoRequest flush;
+    flush.op = Op::kFlush;
+    if (std::error_code ec = Execute(*dst_q_, flush)) {
+      return MakeError(ec, "flushing the destination failed: " + ec.message());
+    }
+    src_q_.reset();
+    dst_q_.reset();
+    return stats_;
+  }
+
+ private:
+  struct Slot {
+    Copier* copier = nullptr;
+    uint64_t offset = 0, length = 0;
+    AlignedBuffer buf;
+    iovec iov{};
+    IoRequest read;
+    std::vector<IoRequest> writes;
+    std::vector<iovec> write_iov;
+    size_t pending = 0;
+  };
+
+  void Fail(Error e) {
+    if (!error_) error_ = std::move(e);
+  }
+
+  void Report() {
+    if (options_.progress) options_.progress(stats_.copied, size_);
+  }
+
+  void StartNext(Slot& s) {
+    while (!error_ && next_ < size_) {
+      s.offset = next_;
+      s.length = std::min(chunk_, size_ - next_);
+      next_ += s.length;
+      std::vector<Extent> ext;
+      Status mapped = src_.MapExtents(s.offset, s.length, &ext);
+      const bool all_zero = mapped && std::all_of(ext.begin(), ext.end(), [](const Extent& e) {
+                              return (e.flags & kExtentZero) != 0;
+                            });
+      if (all_zero && options_.dst_reads_zero) {  // nothing to read or write: skip it here
+        stats_.copied += s.length;
+        Report();
+        continue;
+      }
+      ++active_;
+      if (all_zero) {
+        std::memset(s.buf.data(), 0, s.length);
+        WriteChunk(s);
+        return;
+      }
+      StartRead(s);
+      return;
+    }
+  }
+
+  void StartRead(Slot& s) {
+    s.iov = iovec{s.buf.data(), s.length};
+    s.read = IoRequest{};
+    s.read.op = Op::kRead;
+    s.read.offset = s.offset;
+    s.read.length = s.length;
+    s.read.iov = &s.iov;
+    s.read.iovcnt = 1;
+    s.read.user_data = &s;
+    s.read.on_complete = [](IoRequest& r) {
+      Slot& slot = *static_cast<Slot*>(r.user_data);
+      Copier& c = *slot.copier;
+      if (r.status) {
+        c.Fail(MakeError(r.status, "reading the source at offset " + std::to_string(slot.offset) +
+                                       " failed: " + r.status.message()));
+        c.Done(slot);
+        return;
+      }
+      c.WriteChunk(slot);
+    };
+    src_q_->Submit(s.read);
+  }
+
+  // Writes the non-zero 4 KiB runs of the chunk (and write-zeroes the rest, unless the
+  // destination reads as zeros already).
+  void WriteChunk(Slot& s) {
+    s.writes.clear();
+    s.write_iov.clear();
+    s.writes.reserve(s.length / kZeroGrain + 1);
+    s.write_iov.reserve(s.length / kZeroGrain + 1);
+    for (uint64_t pos = 0; pos < s.length;) {
+      const uint64_t grain = std::min(kZeroGrain, s.length - pos);
+      const bool zero = IsZero(s.buf.data() + pos, grain);
+      uint64_t end = pos + grain;
+      while (end < s.length) {
+        const uint64_t g = std::min(kZeroGrain, s.length - end);
+        if (IsZero(s.buf.data() + end, g) != zero) break;
+        end += g;
+      }
+      if (!zero || !options_.dst_reads_zero) {
+        IoRequest w;
+        w.op = zero ? Op::kWriteZeroes : Op::kWrite;
+        w.offset = s.offset + pos;
+        w.length = end - pos;
+        if (!zero) {
+          s.write_iov.push_back(iovec{s.buf.data() + pos, end - pos});
+          w.iov = &s.write_iov.back();
+          w.iovcnt = 1;
+        }
+        w.user_data = &s;
+        w.on_complete = [](IoRequest& r) {
+          Slot& slot = *static_cast<Slot*>(r.user_data);
+          Copier& c = *slot.copier;
+          if (r.status) {
+            c.Fail(MakeError(r.status, "writing the destination at offset " +
+                                           std::to_string(r.offset) +
+                                           " failed: " + r.status.message()));
+          }
+          if (--slot.pending == 0) c.Done(slot);
+        };
+        s.writes.push_back(w);
+        if (!zero) stats_.written += w.length;
+      }
+      pos = end;
+    }
+    if (s.writes.empty()) {
+      Done(s);
+      return;
+    }
+    s.pending = s.writes.size();
+    std::vector<IoRequest*> batch;
+    for (IoRequest& w : s.writes) batch.push_back(&w);
+    dst_q_->Submit(batch);
+  }
+
+  void Done(Slot& s) {
+    --active_;
+    stats_.copied += s.length;
+    Report();
+    StartNext(s);
+  }
+
+  BlockDevice& src_;
+  BlockDevice& dst_;
+  const CopyOptions& options_;
+  std::unique_ptr<IoQueue> src_q_, dst_q_;
+  std::vector<Slot> slots_;
+  uint64_t chunk_ = 2 << 20;
+  uint64_t size_ = 0, next_ = 0;
+  CopyStats stats_;
+  int active_ = 0;
+  std::optional<Error> error_;
+};
+
+}  // namespace
+
+Result<CopyStats> CopyImage(BlockDevice& src, BlockDevice& dst, const CopyOptions& options) {
+  return Copier(src, dst, options).Run();
+}
+
+Result<CopyStats> ConvertImage(BlockDevice& src, const std::string& dst,
+                               const ConvertOptions& options) {
+  CopyOptions copy;
+  copy.progress = options.progress;
+  if (IsStackSpec(dst)) {
+    if (!options.format.empty() || !options.create_options.empty() || options.overwrite) {
+      return MakeError(Errc::kInvalidArgument,
+                       "a format, create options and overwrite make a new file; '" + dst +
+                           "' is a stack spec, which is written as it is");
+    }
+    VSTACK_ASSIGN_OR_RETURN(DevicePtr device, Open(dst));
+    VSTACK_ASSIGN_OR_RETURN(CopyStats stats, CopyImage(src, *device, copy));
+    VSTACK_RETURN_IF_ERROR(device->Close());
+    return stats;
+  }
+  VSTACK_ASSIGN_OR_RETURN(
+      NewImageFile file,
+      NewImageFile::Create(dst, options.format.empty() ? "raw" : options.format,
+                           src.geometry().size_bytes, options.create_options, options.overwrite));
+  copy.dst_reads_zero = true;
+  VSTACK_ASSIGN_OR_RETURN(CopyStats stats, CopyImage(src, file.device(), copy));
+  VSTACK_RETURN_IF_ERROR(file.Commit());
+  return stats;
+}
+
+}  // namespace vstack

@@ -1,0 +1,68 @@
+#include "imagetools/new_image_file.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "lib/registry.h"
+
+namespace vstack {
+
+Result<NewImageFile> NewImageFile::Create(const std::string& path, std::string_view format,
+                                          uint64_t size, std::string_view options, bool overwrite) {
+  std::string temp;
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!overwrite) {
+      return MakeError(std::error_code(EEXIST, std::generic_category()),
+                       "'" + path + "' exists; add --overwrite to replace it");
+    }
+    if (!S_ISREG(st.st_mode)) {
+      return MakeError(
+          std::error_code(EEXIST, std::generic_category()),
+          "'" + path + "' exists and is not a regular file; --overwrite replaces only files");
+    }
+    temp = path + ".vstack-new-" + std::to_string(::getpid());
+  }
+  const std::string& where = temp.empty() ? path : temp;
+  // Written through the descriptor that created it, never reopened by path.
+  VSTACK_ASSIGN_OR_RETURN(DevicePtr device, CreateAndOpenImage(format, where, size, options));
+  return NewImageFile(path, std::move(temp), std::move(device));
+}
+
+NewImageFile::NewImageFile(std::string path, std::string temp, DevicePtr device)
+    : path_(std::move(path)), temp_(std::move(temp)), device_(std::move(device)) {}
+
+NewImageFile::NewImageFile(NewImageFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      temp_(std::move(other.temp_)),
+      device_(std::move(other.device_)) {}
+
+NewImageFile::~NewImageFile() { Discard(); }
+
+void NewImageFile::Discard() {
+  if (!device_) return;
+  (void)device_->Close();
+  device_.reset();
+  ::unlink(write_path().c_str());
+}
+
+Status NewImageFile::Commit() {
+  if (!device_) return MakeError(Errc::kInvalidArgument, "'" + path_ + "': already committed");
+  Status closed = device_->Close();
+  device_.reset();
+  if (!closed) {
+    ::unlink(write_path().c_str());
+    return closed;
+  }
+  if (!temp_.empty() && ::rename(temp_.c_str(), path_.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp_.c_str());
+    return MakeError(SystemError(err), "cannot replace '" + path_ + "': " + std::strerror(err));
+  }
+  return OkStatus();
+}
+
+}  // namespace vstack

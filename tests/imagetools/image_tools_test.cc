@@ -1,0 +1,280 @@
+// The image tooling as library calls (imagetools/): CopyImage, ConvertImage, CompareImages and
+// NewImageFile, called directly, as a program linking vstack would.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "imagetools/check.h"
+#include "imagetools/compare.h"
+#include "imagetools/convert.h"
+#include "imagetools/new_image_file.h"
+#include "lib/registry.h"
+#include "lib/sync_io.h"
+#include "tests/testing/test_util.h"
+
+namespace vstack {
+namespace {
+
+constexpr uint64_t kSize = 8 << 20;
+
+DevicePtr OpenOrDie(const std::string& spec) {
+  auto d = OpenImage(spec);
+  EXPECT_TRUE(d) << d.error().ToString();
+  return d ? std::move(*d) : nullptr;
+}
+
+std::vector<std::string> Names(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void Fill(BlockDevice& d, uint64_t offset, uint64_t length, uint8_t value) {
+  std::vector<std::byte> buf(length, std::byte{value});
+  SyncIo io(d);
+  ASSERT_FALSE(io.Write(offset, buf));
+}
+
+// A source with data at 0 (4 KiB), 3 MiB + 512 (8 KiB) and the last 4 KiB; zeros elsewhere.
+DevicePtr Source() {
+  DevicePtr src = OpenOrDie("memory:8M");
+  Fill(*src, 0, 4096, 0x11);
+  Fill(*src, (3 << 20) + 512, 8192, 0x22);
+  Fill(*src, kSize - 4096, 4096, 0x33);
+  return src;
+}
+
+TEST(ImageTools, CopyImageOverwritesEverythingAndReportsProgress) {
+  DevicePtr src = Source();
+  DevicePtr dst = OpenOrDie("memory:16M");
+  Fill(*dst, 0, 16 << 20, 0xff);  // stale content: the zero ranges must be written as zeros
+  std::vector<uint64_t> seen;
+  CopyOptions options;
+  options.progress = [&](uint64_t done, uint64_t total) {
+    EXPECT_EQ(total, kSize);
+    seen.push_back(done);
+  };
+  auto stats = CopyImage(*src, *dst, options);
+  ASSERT_TRUE(stats) << stats.error().ToString();
+  EXPECT_EQ(stats->copied, kSize);
+  // Data grains only: 4 KiB, the three 4 KiB grains the 8 KiB run at +512 touches, 4 KiB.
+  EXPECT_EQ(stats->written, 5 * 4096u);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_EQ(seen.back(), kSize);
+
+  auto same = CompareImages(*src, *dst);  // the 8 MiB past the source still hold 0xff
+  ASSERT_TRUE(same);
+  EXPECT_FALSE(same->identical);
+  EXPECT_EQ(same->first_difference, std::optional<uint64_t>(kSize));
+  DevicePtr exact = OpenOrDie("memory:8M");
+  Fill(*exact, 0, kSize, 0xff);
+  ASSERT_TRUE(CopyImage(*src, *exact));
+  auto c = CompareImages(*src, *exact);
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->identical);
+}
+
+TEST(ImageTools, CopyImageRefusesASmallerDestination) {
+  DevicePtr src = Source();
+  DevicePtr dst = OpenOrDie("memory:4M");
+  auto r = CopyImage(*src, *dst);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, make_error_code(Errc::kOutOfRange));
+  EXPECT_NE(r.error().message.find("smaller than the source"), std::string::npos);
+}
+
+TEST(ImageTools, ConvertImageMakesANewVhdThatReadsTheSame) {
+  testing::TempDir dir;
+  DevicePtr src = Source();
+  const std::string out = dir.File("out.vhd");
+  ConvertOptions options;
+  options.format = "vhd";
+  options.create_options = "block_size=1M";
+  auto stats = ConvertImage(*src, out, options);
+  ASSERT_TRUE(stats) << stats.error().ToString();
+  std::string spec;
+  auto dst = OpenImage(out, {.read_only = true}, &spec);
+  ASSERT_TRUE(dst) << dst.error().ToString();
+  EXPECT_EQ(spec, "vhd+file:" + out);
+  auto c = CompareImages(*src, **dst);
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->identical);
+  // Zero ranges stayed holes: only the three 1 MiB blocks holding data are allocated.
+  std::vector<Extent> ext;
+  ASSERT_TRUE((*dst)->MapExtents(0, kSize, &ext));
+  uint64_t allocated = 0;
+  for (const Extent& e : ext) {
+    if ((e.flags & kExtentHole) == 0) allocated += e.length;
+  }
+  EXPECT_EQ(allocated, 3u << 20);
+}
+
+TEST(ImageTools, ConvertImageKeepsAnExistingFileUnlessToldToReplaceIt) {
+  testing::TempDir dir;
+  DevicePtr src = Source();
+  const std::string out = dir.File("out.raw");
+  { std::ofstream(out) << "keep me"; }
+  auto refused = ConvertImage(*src, out);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code.value(), EEXIST);
+  auto bad =
+      ConvertImage(*src, out, {.format = "vhd", .create_options = "colour=red", .overwrite = true});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, make_error_code(Errc::kInvalidArgument));
+  struct stat st;
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 7);  // untouched, and no temporary file left beside it
+  EXPECT_EQ(Names(dir.path()), std::vector<std::string>{"out.raw"});
+  ASSERT_TRUE(ConvertImage(*src, out, {.overwrite = true}));
+  DevicePtr dst = OpenOrDie(out);
+  EXPECT_TRUE(CompareImages(*src, *dst)->identical);
+}
+
+TEST(ImageTools, ConvertImageIntoAStackSpecWritesItAsItIs) {
+  testing::TempDir dir;
+  DevicePtr src = Source();
+  const std::string raw = dir.File("disk.raw");
+  ASSERT_TRUE(CreateImage("raw", raw, 16 << 20));
+  auto r = ConvertImage(*src, "file:" + raw);
+  ASSERT_TRUE(r) << r.error().ToString();
+  DevicePtr dst = OpenOrDie(raw);
+  auto c = CompareImages(*src, *dst);  // 16 MiB against 8: the tail reads as zeros
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->identical);
+  EXPECT_TRUE(c->size_mismatch());
+  auto with_format = ConvertImage(*src, "file:" + raw, {.format = "vhd"});
+  ASSERT_FALSE(with_format);
+  EXPECT_EQ(with_format.error().code, make_error_code(Errc::kInvalidArgument));
+}
+
+TEST(ImageTools, CompareImagesFindsTheFirstDifferentSector) {
+  DevicePtr a = Source();
+  DevicePtr b = Source();
+  Fill(*b, (5 << 20) + 1024, 512, 0x01);
+  auto c = CompareImages(*a, *b);
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->identical);
+  EXPECT_EQ(c->first_difference, std::optional<uint64_t>((5 << 20) + 1024));
+
+  DevicePtr longer = OpenOrDie("memory:9M");
+  ASSERT_TRUE(CopyImage(*a, *longer));
+  EXPECT_TRUE(CompareImages(*a, *longer)->identical);
+  auto strict = CompareImages(*a, *longer, {.strict = true});
+  ASSERT_TRUE(strict);
+  EXPECT_FALSE(strict->identical);
+  EXPECT_FALSE(strict->first_difference);
+  Fill(*longer, kSize + 4096, 512, 0x44);
+  EXPECT_EQ(CompareImages(*longer, *a)->first_difference, std::optional<uint64_t>(kSize + 4096));
+}
+
+TEST(ImageTools, CheckImageChecksEveryLayerTopToBottom) {
+  testing::TempDir dir;
+  const std::string path = dir.File("disk.vhd");
+  ASSERT_TRUE(CreateImage("vhd", path, 8 << 20));
+  auto check = CheckImage(path);
+  ASSERT_TRUE(check) << check.error().ToString();
+  EXPECT_EQ(check->spec, "vhd+file:" + path);
+  ASSERT_EQ(check->layers.size(), 2u);
+  EXPECT_EQ(check->layers[0].kind, "vhd");
+  EXPECT_EQ(check->layers[1].kind, "file");
+  EXPECT_TRUE(check->clean());
+  EXPECT_FALSE(CheckImage(dir.File("missing.vhd")));
+}
+
+// Issue 11 item 8: a new image is written through the descriptor that created it (O_EXCL), never
+// reopened by path, so a symlink swapped in at the path cannot redirect the writes.
+
+TEST(NewImage, TheFileBackendCreatesExclusivelyAndNeverFollowsALink) {
+  testing::TempDir dir;
+  const std::string victim = dir.File("victim"), link = dir.File("link");
+  { std::ofstream(victim) << "precious"; }
+  ASSERT_EQ(::symlink(victim.c_str(), link.c_str()), 0);
+  ASSERT_EQ(::symlink(dir.File("nowhere").c_str(), dir.File("dangling").c_str()), 0);
+  for (const std::string& path : {victim, link, dir.File("dangling")}) {
+    auto r = Open("file:" + path + ",create=on,excl=on,size=1M");
+    ASSERT_FALSE(r) << path;
+    EXPECT_EQ(r.error().code.value(), EEXIST) << r.error().ToString();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.File("nowhere")));
+  struct stat st;
+  ASSERT_EQ(::stat(victim.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 8);
+  EXPECT_FALSE(Open("file:" + dir.File("x") + ",excl=on,size=1M"));  // excl needs create
+}
+
+// A format whose create hook swaps a symlink in at the path right after creating the file, as
+// an attacker racing the tool would: the window between creating and writing.
+std::string g_victim;
+ComponentInfo SwappingFormat() {
+  ComponentInfo c;
+  c.name = "swapped_raw_test";
+  c.kind = ComponentKind::kLayer;
+  c.summary = "test only: raw, with a symlink swapped in at the path after creating it";
+  c.open_layer = [](DevicePtr lower, const OptionValues&, const OpenOptions&) -> Result<DevicePtr> {
+    return lower;
+  };
+  c.create = [](const std::string& path, uint64_t size, const OptionValues&) -> Result<DevicePtr> {
+    VSTACK_ASSIGN_OR_RETURN(
+        DevicePtr file, Open("file:" + path + ",create=on,excl=on,size=" + std::to_string(size)));
+    if (::rename(path.c_str(), (path + ".created").c_str()) != 0 ||
+        ::symlink(g_victim.c_str(), path.c_str()) != 0) {
+      return MakeError(SystemError(errno), "swap failed");
+    }
+    return file;
+  };
+  return c;
+}
+VSTACK_REGISTER_COMPONENT(swapped_raw_test, SwappingFormat());
+
+TEST(NewImage, WritesGoToTheCreatedFileEvenIfThePathIsSwapped) {
+  testing::TempDir dir;
+  g_victim = dir.File("victim");
+  { std::ofstream(g_victim) << std::string(4096, 'v'); }
+  const std::string path = dir.File("new.img");
+  auto image = NewImageFile::Create(path, "swapped_raw_test", 1 << 20);
+  ASSERT_TRUE(image) << image.error().ToString();
+  Fill(image->device(), 0, 4096, 0x5a);
+  ASSERT_TRUE(image->Commit());
+  // The victim the path now points to is untouched; the file created holds the data.
+  std::ifstream victim(g_victim);
+  EXPECT_TRUE(std::string(std::istreambuf_iterator<char>(victim), {}) == std::string(4096, 'v'))
+      << "the file the swapped-in symlink points to was written";
+  std::ifstream created(path + ".created");
+  const std::string data(std::istreambuf_iterator<char>(created), {});
+  ASSERT_GE(data.size(), 4096u);
+  EXPECT_TRUE(data.substr(0, 4096) == std::string(4096, '\x5a'))
+      << "the created file did not receive the writes";
+}
+
+TEST(NewImage, ConvertWritesTheVhdItCreated) {
+  testing::TempDir dir;
+  DevicePtr src = Source();
+  const std::string path = dir.File("out.vhd");
+  auto image = NewImageFile::Create(path, "vhd", kSize);
+  ASSERT_TRUE(image) << image.error().ToString();
+  struct stat created;
+  ASSERT_EQ(::stat(path.c_str(), &created), 0);
+  // Move the new file away and put another file at its path before the copy.
+  ASSERT_EQ(::rename(path.c_str(), dir.File("moved.vhd").c_str()), 0);
+  { std::ofstream(path) << "someone else's"; }
+  ASSERT_TRUE(CopyImage(*src, image->device(), {.dst_reads_zero = true}));
+  ASSERT_TRUE(image->Commit());
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 14);
+  ASSERT_EQ(::stat(dir.File("moved.vhd").c_str(), &st), 0);
+  EXPECT_EQ(st.st_ino, created.st_ino);
+  DevicePtr moved = OpenOrDie(dir.File("moved.vhd"));
+  EXPECT_TRUE(CompareImages(*src, *moved)->identical);
+}
+
+}  // namespace
+}  // namespace vstack
