@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the MetaStore fuzzer's seeds (corpus/metastore/): for each of dedup, zstd and crc32c,
-a 16 MiB device formatted by `vstack convert` from 128 KiB of zeros, duplicates, text and
+a 4 MiB device formatted by `vstack convert` from 128 KiB of zeros, duplicates, text and
 random bytes, kept as its non-zero 4 KiB pages in metastore_fuzz.cc's input format (a layer
 byte, then [u16 page number][4096 bytes] records; metadata pages first, at most 48 pages).
 Usage: make_metastore_seeds.py path/to/vstack. The files are committed; this documents them."""
@@ -13,7 +13,7 @@ import tempfile
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "metastore")
 PAGE = 4096
-LAYERS = {"dedup": (0, "dedup:size=4M"), "zstd": (1, "zstd:size=4M"), "crc32c": (2, "crc32c")}
+LAYERS = {"dedup": (0, "dedup:size=2M"), "zstd": (1, "zstd:size=2M"), "crc32c": (2, "crc32c")}
 
 
 def source(rng):
@@ -35,7 +35,7 @@ def main():
             f.write(source(rng))
         for name, (selector, layer) in LAYERS.items():
             img = os.path.join(tmp, name + ".img")
-            subprocess.run([vstack, "convert", src, f"{layer}+file:{img},create=on,size=16M"],
+            subprocess.run([vstack, "convert", src, f"{layer}+file:{img},create=on,size=4M"],
                            check=True)
             data = open(img, "rb").read()
             pages = [n for n in range(len(data) // PAGE) if any(data[n * PAGE:(n + 1) * PAGE])]

@@ -2,7 +2,7 @@
 // superblock (dedup, zstd, crc32c). The input is compact so that seeds stay small:
 //
 //   u8 layer (0 dedup, 1 zstd, 2 crc32c; taken modulo 3), then records of
-//   [u16 page number][4096 bytes]: that 4 KiB page of a 16 MiB memory device (the rest zero).
+//   [u16 page number][4096 bytes]: that 4 KiB page of a 4 MiB memory device (the rest zero).
 //
 // Each input is opened read-only (loaded, mapped, read in samples, checked), then writable for
 // check (checked with repair, written to, flushed, closed). Any crash, sanitizer report, leak,
@@ -21,7 +21,7 @@ namespace {
 
 using vstack::DevicePtr;
 
-constexpr uint64_t kDeviceBytes = 16 << 20;
+constexpr uint64_t kDeviceBytes = 4 << 20;
 constexpr size_t kPage = 4096;
 
 DevicePtr MemoryWith(const uint8_t* data, size_t size) {
