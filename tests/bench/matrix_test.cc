@@ -123,8 +123,7 @@ TEST(Matrix, SpecsExpandTheScratchDirectoryAndSizesRelativeToTheTarget) {
   // presets format the scratch file they create (format=on on the lowest layer).
   auto plan = ResolveStack("dedup+zstd", BackendChoice{});
   ASSERT_TRUE(plan.has_value());
-  EXPECT_NE(plan->spec.find("zstd:size={size:1.25},format=on+"), std::string::npos)
-      << plan->spec;
+  EXPECT_NE(plan->spec.find("zstd:size={size:1.25},format=on+"), std::string::npos) << plan->spec;
 }
 
 // The Ceph presets run on the images tools/ceph-up creates, and only on request.
