@@ -73,6 +73,14 @@ fuzz_vhd() {
     return 1
   fi
   tail -n 4 "$work/log"
+  echo "== fuzz: metastore (dedup, zstd, crc32c metadata) for 20 s (inputs and any crash in $work)"
+  mkdir -p "$work/metastore"
+  if ! build-fuzz/metastore_fuzz -max_total_time=20 -artifact_prefix="$work/" "$work/metastore" \
+      tests/fuzz/corpus/metastore >"$work/log" 2>&1; then
+    cat "$work/log"
+    return 1
+  fi
+  tail -n 4 "$work/log"
   rm -rf "$work"
 }
 

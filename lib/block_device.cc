@@ -44,6 +44,11 @@ LayerStats BlockDevice::EmptyStats() const {
   return s;
 }
 
+size_t BlockDevice::open_queues() const {
+  std::lock_guard lock(mu_);
+  return queues_.size();
+}
+
 LayerStats BlockDevice::Stats() const {
   std::lock_guard lock(mu_);
   LayerStats out = retired_;

@@ -93,6 +93,12 @@ class BlockDevice {
   virtual std::string Describe() const { return kind_; }
   // The device this one is stacked on, or nullptr for a backend.
   virtual BlockDevice* lower() const { return nullptr; }
+  // True if this open made the device's whole content new, so nothing on it can be lost: a
+  // file that this open created (or found empty and sized), a memory device, a layer over such
+  // a device, a layer that formatted the device below in this open. A layer that keeps
+  // metadata formats a device without a superblock only if it is fresh or the spec asks for it
+  // (format=on): formatting is explicit, like mkfs. The default: false.
+  virtual bool fresh() const { return false; }
 
   // Opens a new queue for the calling thread. Thread-safe. Fails after Close(), and when a
   // second queue is requested from a device without kCapThreadSafe.
@@ -125,8 +131,14 @@ class BlockDevice {
   // Adds what it finds to `out`. With a repair mode, fixes what can be fixed without losing
   // data and counts it in out->repaired. The default has nothing to check. Returns an error
   // only when the check itself could not run (I/O error); corruption goes into `out`.
+  // When Check returns, the layer holds no queue of the device below (it opens one again when
+  // it needs it), so that `vstack check` can go on to check and repair the device below: a
+  // repair that rebuilds a layer's in-memory state refuses to run while any queue of that
+  // layer is open (open_queues()), as such a queue would still point at the old state.
   // REQUIRES: no queue of this device is in use by another thread.
   virtual Status Check(CheckMode mode, CheckResult* out) { return OkStatus(); }
+  // How many queues of this device exist now. Thread-safe.
+  size_t open_queues() const;
 
   // Changes the size of a device with kCapResizable (others: Errc::kNotSupported; read-only
   // devices: Errc::kReadOnly), for an image

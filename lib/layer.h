@@ -21,6 +21,8 @@ namespace vstack {
 class Layer : public BlockDevice {
  public:
   BlockDevice* lower() const override { return lower_.get(); }
+  // A layer over a fresh device is fresh (see BlockDevice::fresh).
+  bool fresh() const override { return lower_->fresh(); }
   BlockDevice& lower_device() const { return *lower_; }
 
  protected:

@@ -62,7 +62,7 @@ void AddCephPresets(std::vector<StackPlan>& v) {
   } ceph[] = {
       {"rbd-replicated", "rbd:rbd/bench-rep", "RBD image, data 2x replicated (tools/ceph-up)"},
       {"rbd-ec", "rbd:rbd/bench-ec", "RBD image, data in EC k=2 m=1 (tools/ceph-up)"},
-      {"dedup+zstd-rbd-ec", "dedup+zstd:size={size:1.25}+rbd:rbd/bench-ec-dz",
+      {"dedup+zstd-rbd-ec", "dedup+zstd:size={size:1.25},format=on+rbd:rbd/bench-ec-dz",
        "dedup+zstd over an RBD image with its data in EC 2+1 (tools/ceph-up)"},
   };
   for (const auto& c : ceph) {
@@ -94,11 +94,14 @@ std::vector<StackPlan> PresetPlans(const BackendChoice& b) {
   for (const char* name : {"dedup", "zstd", "dedup+zstd"}) {
     std::string file = name;
     for (char& c : file) if (c == '+') c = '-';
-    // dedup never trims the grains it frees, so over a thin zstd it touches every physical
-    // grain in time: zstd's virtual size stays below its bins (1.25x of 1.5x), so that it can
-    // store each of them raw and still has room for its own copy-on-write.
-    const std::string layers =
-        std::string(name) == "dedup+zstd" ? "dedup+zstd:size={size:1.25}+" : std::string(name) + "+";
+    // The scratch file is created before the stack opens it, so the layer that formats it is
+    // told to (format=on formats only a device without a superblock: later rounds reopen).
+    // dedup discards the grains it frees only at its commits, and does not yet commit and
+    // retry when the device below runs out of space between them: so zstd's virtual size stays
+    // below its bins (1.25x of 1.5x), so that it can store every grain dedup touches raw.
+    const std::string layers = std::string(name) == "dedup+zstd"
+                                   ? "dedup+zstd:size={size:1.25},format=on+"
+                                   : std::string(name) + ":format=on+";
     v.push_back(Preset(b, name, layers, file + ".img", "raw", "", Prepare::kFill));
     v.back().image_scale = 1.5;  // room for the layer's metadata below its virtual size
   }

@@ -72,9 +72,10 @@ Crc32cDevice::Crc32cDevice(DevicePtr lower, uint32_t grain, Superblock sb, bool 
 }
 
 Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, uint32_t grain, bool grain_given,
-                                     bool read_only) {
+                                     bool read_only, bool format) {
   const std::string who = "crc32c";
-  VSTACK_ASSIGN_OR_RETURN(OpenedBelow below, OpenSuperblock(*lower, kMagic, "crc32c", read_only));
+  VSTACK_ASSIGN_OR_RETURN(OpenedBelow below,
+                          OpenSuperblock(*lower, kMagic, "crc32c", read_only, format));
   read_only = below.read_only;
   const uint64_t lower_size = below.lower_size;
   std::optional<Superblock>& sb = below.sb;
@@ -89,8 +90,14 @@ Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, uint32_t grain, bool grain
     dev->sb_.volume_id = (uint64_t{rd()} << 32) ^ rd();
     dev->io_ = std::make_unique<SyncIo>(dev->lower_device());
     SyncIo& io = *dev->io_;
+    // The tables zeroed and allocated (reserved: a full filesystem cannot fail marking a
+    // region dirty), the data zeroed and unmapped.
     const uint64_t end = dev->sb_.data_offset + dev->geometry().size_bytes;
-    if (std::error_code ec = io.WriteZeroes(kSuperblockBytes, end - kSuperblockBytes, kIoMayUnmap)) {
+    const uint64_t data = dev->sb_.data_offset;
+    if (std::error_code ec = io.WriteZeroes(kSuperblockBytes, data - kSuperblockBytes)) {
+      return MakeError(ec, "crc32c: cannot reserve the metadata area: " + ec.message());
+    }
+    if (std::error_code ec = io.WriteZeroes(data, end - data, kIoMayUnmap)) {
       return MakeError(ec, "crc32c: cannot zero the device below: " + ec.message());
     }
     if (std::error_code ec = io.Flush()) {
@@ -101,6 +108,7 @@ Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, uint32_t grain, bool grain
     VSTACK_RETURN_IF_ERROR(WriteSuperblock(io, first, who));
     VSTACK_RETURN_IF_ERROR(WriteSuperblock(io, dev->sb_, who));
     dev->formatted_ = true;
+    dev->set_formatted_now();
     return owned;
   }
   VSTACK_RETURN_IF_ERROR(ValidateLayout(*sb, lower_size, who));
@@ -144,8 +152,25 @@ Status Crc32cDevice::Load() {
         return MakeError(ec, "crc32c: cannot read metadata at offset " + std::to_string(offset) +
                                  ": " + ec.message());
       }
-      VSTACK_RETURN_IF_ERROR(CheckTablePage(p, sb_.volume_id, t, n, offset, "crc32c"));
+      Status page_ok = CheckTablePage(p, sb_.volume_id, t, n, offset, "crc32c");
       const uint32_t per = d.per_page();
+      if (!page_ok) {
+        // Both tables are overwritten in place, so a crash may tear a page sector by sector.
+        // A torn dirty-flag page: all its regions count as dirty (recomputed from the data,
+        // which is always safe). A torn checksum page (one per region): harmless if its
+        // region is dirty, as the checksums are recomputed; otherwise corruption.
+        if (t == kDirtyTable) {
+          for (uint64_t r = n * per; r < std::min<uint64_t>((n + 1) * per, d.entries); ++r) {
+            dirty_[r] = 1;
+            table_.LoadDirty(r);
+          }
+          ++torn_pages_;
+          continue;
+        }
+        if (!dirty_[n]) return page_ok;
+        ++torn_pages_;
+        continue;
+      }
       for (uint32_t k = 0; k < per && n * per + k < d.entries; ++k) {
         const uint64_t index = n * per + k;
         if (t == kDirtyTable) {
@@ -331,6 +356,7 @@ void Crc32cDevice::Properties(PropertyList& out) const {
   out.push_back({"regions", table_.regions(), ""});
   out.push_back({"dirty_regions", table_.dirty_regions(), ""});
   out.push_back({"recovered_regions", recovered_regions_, ""});
+  out.push_back({"torn_pages", torn_pages_, ""});
   out.push_back({"data_offset", sb_.data_offset, "bytes"});
   out.push_back({"checksum_mismatches", mismatches(), ""});
   if (mismatches()) out.push_back({"last_mismatch_offset", last_mismatch_offset(), ""});
@@ -338,6 +364,14 @@ void Crc32cDevice::Properties(PropertyList& out) const {
 }
 
 Status Crc32cDevice::Check(CheckMode mode, CheckResult* out) {
+  Status s = CheckGrains(mode, out);
+  // Release the metadata queue, so that the device below can be repaired next.
+  std::lock_guard lock(meta_mu_);
+  if (io_) io_ = std::make_unique<SyncIo>(lower_device());
+  return s;
+}
+
+Status Crc32cDevice::CheckGrains(CheckMode mode, CheckResult* out) {
   SyncIo io(lower_device());
   constexpr uint64_t kChunk = 1 << 20;
   const uint64_t size = geometry().size_bytes;
@@ -394,11 +428,12 @@ ComponentInfo Crc32cComponent() {
   c.name = "crc32c";
   c.kind = ComponentKind::kLayer;
   c.summary = "a CRC-32C per grain, stored persistently and verified on every read";
-  c.options = {{"grain", "checksum grain: a power of two from 4K to 64K", "4K"}};
+  c.options = {{"grain", "checksum grain: a power of two from 4K to 64K", "4K"},
+               FormatOptionInfo()};
   c.open_layer = [](DevicePtr lower, const OptionValues& values,
                     const OpenOptions& open) -> Result<DevicePtr> {
     VSTACK_ASSIGN_OR_RETURN(GrainOptions o, ParseGrainOptions(values, 0, "crc32c", false));
-    return Crc32cDevice::Open(std::move(lower), o.grain, o.grain_given, open.read_only);
+    return Crc32cDevice::Open(std::move(lower), o.grain, o.grain_given, open.read_only, o.format);
   };
   return c;
 }

@@ -24,10 +24,11 @@ namespace vstack {
 
 class Crc32cDevice final : public GrainLayer {
  public:
-  // Opens the crc32c metadata on `lower`, formatting a blank device (read-only: a blank device
-  // is presented as empty, all zeros). Recomputes the checksums of regions left dirty by a
-  // crash.
-  static Result<DevicePtr> Open(DevicePtr lower, uint32_t grain, bool grain_given, bool read_only);
+  // Opens the crc32c metadata on `lower`. A blank device is formatted if it is fresh or
+  // `format` (format=on) is given, else refused (OpenSuperblock); read-only, it is presented as
+  // empty, all zeros. Recomputes the checksums of regions left dirty by a crash.
+  static Result<DevicePtr> Open(DevicePtr lower, uint32_t grain, bool grain_given, bool read_only,
+                                bool format);
 
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
@@ -55,6 +56,8 @@ class Crc32cDevice final : public GrainLayer {
  private:
   Crc32cDevice(DevicePtr lower, uint32_t grain, Superblock sb, bool read_only);
 
+  // Check without the release of the metadata queue.
+  Status CheckGrains(CheckMode mode, CheckResult* out);
   Status WriteDirtyPages(const std::vector<uint64_t>& pages, IoFlags flags);
   Status Load();
   Status Recover();
@@ -68,6 +71,7 @@ class Crc32cDevice final : public GrainLayer {
   std::unique_ptr<SyncIo> io_;       // guarded by meta_mu_
   std::vector<uint8_t> dirty_;       // one byte per region, as on disk; guarded by meta_mu_
   uint64_t recovered_regions_ = 0;
+  uint64_t torn_pages_ = 0;  // metadata pages a crash tore, found by Load (and recomputed)
   std::atomic<uint64_t> mismatches_{0};
   std::atomic<uint64_t> last_mismatch_{UINT64_MAX};
 };

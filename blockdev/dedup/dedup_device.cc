@@ -53,6 +53,14 @@ Result<DedupOptions> ParseDedupOptions(const OptionValues& values, uint64_t lowe
   DedupOptions o;
   VSTACK_ASSIGN_OR_RETURN(static_cast<GrainOptions&>(o),
                           ParseGrainOptions(values, lower_size, "dedup", /*with_size=*/true));
+  if (o.size / o.grain > DedupEngine::kMaxVirtualGrains) {
+    return MakeError(Errc::kInvalidArgument,
+                     "dedup: option 'size': " + std::to_string(o.size) + " bytes are " +
+                         std::to_string(o.size / o.grain) + " grains of " +
+                         std::to_string(o.grain) + ", more than the " +
+                         std::to_string(DedupEngine::kMaxVirtualGrains) +
+                         " a 32-bit reference count allows; use a larger grain or give size=");
+  }
   VSTACK_ASSIGN_OR_RETURN(o.verify, values.Bool("verify"));
   return o;
 }
@@ -71,7 +79,8 @@ DedupDevice::DedupDevice(DevicePtr lower, uint32_t grain, bool verify, uint64_t 
 }
 
 Result<DevicePtr> DedupDevice::Open(DevicePtr lower, const DedupOptions& o, bool read_only) {
-  VSTACK_ASSIGN_OR_RETURN(OpenedBelow below, OpenSuperblock(*lower, kMagic, "dedup", read_only));
+  VSTACK_ASSIGN_OR_RETURN(OpenedBelow below,
+                          OpenSuperblock(*lower, kMagic, "dedup", read_only, o.format));
   read_only = below.read_only;
   const uint64_t lower_size = below.lower_size;
   if (!below.sb) {
@@ -82,6 +91,7 @@ Result<DevicePtr> DedupDevice::Open(DevicePtr lower, const DedupOptions& o, bool
     DevicePtr dev(new DedupDevice(std::move(lower), o.grain, o.verify, o.size, layout.units,
                                   std::move(store), layout.sb.data_offset, read_only));
     VSTACK_RETURN_IF_ERROR(static_cast<DedupDevice&>(*dev).Load(/*blank=*/true));
+    if (!read_only) static_cast<DedupDevice&>(*dev).set_formatted_now();
     return dev;
   }
   Superblock& sb = *below.sb;
@@ -95,7 +105,8 @@ Result<DevicePtr> DedupDevice::Open(DevicePtr lower, const DedupOptions& o, bool
     return MakeError(Errc::kCorruption, where + "unknown or truncated dedup fields (version " +
                                             std::to_string(version) + ")");
   }
-  if (!ValidGrain(grain) || size == 0 || size % grain || pgrains == 0 ||
+  if (!ValidGrain(grain) || size == 0 || size % grain ||
+      size / grain > DedupEngine::kMaxVirtualGrains || pgrains == 0 ||
       pgrains > DedupEngine::kMaxPhysicalGrains || sb.tables.size() != 2 ||
       sb.tables[0].entries != size / grain || sb.tables[1].entries != pgrains ||
       sb.tables[0].entry_size != DedupEngine::kMapEntryBytes ||
@@ -206,6 +217,7 @@ ComponentInfo DedupComponent() {
       {"grain", "deduplication grain: a power of two from 4K to 64K", "4K"},
       {"verify", "compare bytes before sharing a grain (safe against hash collisions)", "off"},
       {"size", "virtual size (thin; default: the size of the device below)", ""},
+      FormatOptionInfo(),
   };
   c.open_layer = [](DevicePtr lower, const OptionValues& values,
                     const OpenOptions& open) -> Result<DevicePtr> {

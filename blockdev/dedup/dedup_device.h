@@ -34,8 +34,9 @@ Result<DedupOptions> ParseDedupOptions(const OptionValues& values, uint64_t lowe
 
 class DedupDevice final : public MappedLayer<DedupEngine> {
  public:
-  // Opens the dedup metadata on `lower`, formatting a blank device (unless read-only, in which
-  // case a blank device is presented as empty without writing anything).
+  // Opens the dedup metadata on `lower`, formatting a blank device if it is fresh or
+  // options.format (format=on) is given, else refusing it (OpenSuperblock); read-only, a blank
+  // device is presented as empty without writing anything.
   static Result<DevicePtr> Open(DevicePtr lower, const DedupOptions& options, bool read_only);
 
   std::string Describe() const override;

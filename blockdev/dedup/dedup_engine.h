@@ -46,6 +46,10 @@ class DedupEngine : public GrainMap<DedupEngine, uint32_t> {
   static constexpr uint32_t kZero = 1;
   static constexpr uint32_t kFirstGrain = 2;
   static constexpr uint64_t kMaxPhysicalGrains = 0xFFFFFFFFull - kFirstGrain;
+  // Reference counts are 32-bit and a physical grain has at most one reference per virtual
+  // grain, so capping the virtual grains below 2^32 - 1 means a count can never overflow
+  // (16 TiB - 8 KiB with 4 KiB grains, 256 TiB with 64 KiB grains).
+  static constexpr uint64_t kMaxVirtualGrains = 0xFFFFFFFFull - 1;
 
   // MetaStore tables.
   static constexpr uint32_t kMapTable = 0;    // 4-byte map entries, one per virtual grain

@@ -79,13 +79,19 @@ std::string FsName(int fd) {
 Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams& p) {
   const std::string where = kind + ": '" + p.path + "'";
   int flags = O_CLOEXEC | (p.read_only ? O_RDONLY : O_RDWR);
-  if (p.create) flags |= O_CREAT;
-  if (p.create && p.exclusive) flags |= O_EXCL;
   if (p.direct) flags |= O_DIRECT;
-  int fd = ::open(p.path.c_str(), flags, 0644);
+  bool created = false;
+  int fd = -1;
+  if (p.create) {  // exclusively first, to know whether this open created the file
+    fd = ::open(p.path.c_str(), flags | O_CREAT | O_EXCL, 0644);
+    created = fd >= 0;
+    if (fd < 0 && errno == EEXIST && !p.exclusive) fd = ::open(p.path.c_str(), flags, 0644);
+  } else {
+    fd = ::open(p.path.c_str(), flags, 0644);
+  }
   if (fd < 0 && errno == EINVAL && p.direct) {
     // Find out whether O_DIRECT is the reason.
-    int plain = ::open(p.path.c_str(), flags & ~O_DIRECT, 0644);
+    int plain = ::open(p.path.c_str(), (flags & ~O_DIRECT) | (p.create ? O_CREAT : 0), 0644);
     if (plain >= 0) {
       std::string fs = FsName(plain);
       ::close(plain);
@@ -119,6 +125,7 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
 
   OpenedFile out;
   out.is_block_device = S_ISBLK(st.st_mode);
+  out.created = created || (S_ISREG(st.st_mode) && st.st_size == 0 && p.size != 0);
   if (!out.is_block_device && !S_ISREG(st.st_mode)) {
     return fail(make_error_code(Errc::kInvalidArgument), "not a regular file or block device");
   }
@@ -195,7 +202,8 @@ FileBackedDevice::FileBackedDevice(std::string kind, const OpenedFile& file,
       fd_(file.fd),
       path_(params.path),
       direct_(params.direct),
-      is_block_device_(file.is_block_device) {}
+      is_block_device_(file.is_block_device),
+      created_(file.created) {}
 
 FileBackedDevice::~FileBackedDevice() { ::close(fd_); }
 
@@ -357,6 +365,14 @@ std::error_code FileBackedDevice::WriteZeroesSync(uint64_t offset, uint64_t leng
              ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                          static_cast<off_t>(offset), static_cast<off_t>(length)) == 0) {
     ec = {};  // tmpfs has no ZERO_RANGE, but a hole reads as zeros
+    // Without kIoMayUnmap the range must stay allocated (a layer reserving its metadata
+    // space, so that a full filesystem cannot fail its later writes there).
+    if (!(flags & kIoMayUnmap) &&
+        ::fallocate(fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                    static_cast<off_t>(length)) != 0 &&
+        errno != EOPNOTSUPP) {
+      ec = SystemError(errno);
+    }
   } else if (errno == EOPNOTSUPP) {
     if (flags & kIoFastZero) return make_error_code(Errc::kNotSupported);
     ec = WriteZeroBuffers(offset, length);

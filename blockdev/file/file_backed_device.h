@@ -50,6 +50,8 @@ struct OpenedFile {
   Geometry geometry;
   Capabilities caps = 0;
   bool is_block_device = false;
+  // This open created the file, or found it empty and gave it its size: nothing was on it.
+  bool created = false;
 };
 // Opens the backing file for `params` (create, size, lock); `kind` prefixes error messages.
 Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams& params);
@@ -61,6 +63,7 @@ class FileBackedDevice : public BlockDevice {
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
   Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
+  bool fresh() const override { return created_; }
 
   int fd() const { return fd_; }
   bool is_block_device() const { return is_block_device_; }
@@ -93,6 +96,7 @@ class FileBackedDevice : public BlockDevice {
   std::string path_;
   bool direct_;
   bool is_block_device_;
+  const bool created_;
 };
 
 

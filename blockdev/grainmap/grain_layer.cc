@@ -22,6 +22,7 @@ Result<GrainOptions> ParseGrainOptions(const OptionValues& values, uint64_t lowe
   }
   o.grain = static_cast<uint32_t>(grain);
   o.grain_given = values.Has("grain");
+  VSTACK_ASSIGN_OR_RETURN(o.format, values.Bool("format"));
   if (!with_size) return o;
   o.size_given = values.Has("size");
   if (o.size_given) {
@@ -36,6 +37,13 @@ Result<GrainOptions> ParseGrainOptions(const OptionValues& values, uint64_t lowe
     o.size = lower_size / o.grain * o.grain;
   }
   return o;
+}
+
+OptionInfo FormatOptionInfo() {
+  return {"format",
+          "format the device below if it holds no superblock of this layer (erases its "
+          "content); without it, only a device that this command created is formatted",
+          "off"};
 }
 
 Error FormattedWith(const char* layer, const std::string& option, const std::string& stored,
@@ -65,7 +73,7 @@ Result<UnitLayout> FitUnits(uint64_t lower_size, uint32_t unit_bytes, uint64_t m
 }
 
 Result<OpenedBelow> OpenSuperblock(BlockDevice& lower, const char* magic, const char* layer,
-                                   bool read_only) {
+                                   bool read_only, bool format) {
   const std::string who = layer;
   if (!lower.Has(kCapThreadSafe)) {
     return MakeError(Errc::kNotSupported, who + ": the device below must support several queues");
@@ -81,6 +89,13 @@ Result<OpenedBelow> OpenSuperblock(BlockDevice& lower, const char* magic, const 
     o.sb = std::move(*sb);
   } else if (sb.error().code != make_error_code(Errc::kNotFound)) {
     return std::move(sb).error();
+  } else if (!o.read_only && !format && !lower.fresh()) {
+    return MakeError(Errc::kNotFound,
+                     who + ": the device below (" + lower.Describe() + ") holds no " + who +
+                         " superblock, and this command did not create it, so it is not "
+                         "formatted: its first 8 KiB are zero, which does not make the rest "
+                         "empty. To format it (erasing its content), add format=on to the " +
+                         who + " part of the spec, e.g. '" + who + ":format=on+...'");
   }
   return o;
 }

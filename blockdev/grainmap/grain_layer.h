@@ -8,6 +8,8 @@
 //  - Layout: FitUnits plans superblock, journal and tables for as many stored units (grains,
 //    bins) as the device below holds after the metadata they need.
 //  - Opening: OpenSuperblock checks the device below and reads the superblock (nullopt: blank).
+//    A blank device below is formatted only if it is fresh (BlockDevice::fresh: created by this
+//    open) or the spec says format=on; otherwise the open fails and says how to format.
 //  - GrainLayer: geometry (size, grain as physical block and optimal transfer, 1 MiB transfers)
 //    and capabilities (the layer's own, plus persistence and thread safety from below).
 //  - MappedLayer<Engine> (mapped_layer.h): a layer whose whole state is one engine over a
@@ -36,7 +38,11 @@ struct GrainOptions {
   bool grain_given = false;  // else a formatted device keeps its own grain
   uint64_t size = 0;         // virtual size (thin layers); default: the device below, in grains
   bool size_given = false;
+  bool format = false;  // format=on: format a device below that holds no superblock
 };
+
+// The `format` option every grain layer declares.
+OptionInfo FormatOptionInfo();
 
 // Parses `grain` and, if `with_size`, `size` (a positive multiple of the grain). Errors name
 // `layer` and the option.
@@ -63,19 +69,24 @@ Result<UnitLayout> FitUnits(uint64_t lower_size, uint32_t unit_bytes, uint64_t m
 
 // The start of every grain layer's Open: the device below must be thread-safe; a read-only
 // device below makes the layer read-only; the superblock is read (nullopt: a blank device).
+// A writable open of a blank device that is neither fresh nor opened with `format` (format=on)
+// fails with Errc::kNotFound and a message that says how to format it: the first 8 KiB of a
+// disk being zero does not mean that the rest holds nothing.
 struct OpenedBelow {
   bool read_only = false;
   uint64_t lower_size = 0;
   std::optional<Superblock> sb;
 };
 Result<OpenedBelow> OpenSuperblock(BlockDevice& lower, const char* magic, const char* layer,
-                                   bool read_only);
+                                   bool read_only, bool format);
 
 class GrainLayer : public Layer {
  public:
   uint32_t grain() const { return grain_; }
   // Byte offset on the device below where stored data starts.
   uint64_t data_offset() const { return data_offset_; }
+  // Fresh if this open formatted the device below (its content is new).
+  bool fresh() const override { return formatted_now_; }
 
  protected:
   // Presents `size` bytes in grains of `grain`. Capabilities: `own` (reading), plus `writes`
@@ -85,9 +96,13 @@ class GrainLayer : public Layer {
              uint64_t data_offset, Capabilities own, Capabilities writes, bool read_only,
              Capabilities writes_from_below = 0);
 
+  // Called by Open when it formatted the device below.
+  void set_formatted_now() { formatted_now_ = true; }
+
  private:
   const uint32_t grain_;
   const uint64_t data_offset_;
+  bool formatted_now_ = false;
 };
 
 }  // namespace vstack

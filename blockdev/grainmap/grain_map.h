@@ -78,7 +78,9 @@ class GrainMap {
 
   // ---- Commits (see meta_store.h). TakeSnapshot takes the records of every finished
   // operation; after the commit, FinishCommit frees the units whose release it made durable
-  // (or, if !ok, puts the records back for the next commit).
+  // (or, if !ok, puts the records back for the next commit). With `released`, it hands those
+  // units to the caller instead, to discard them below before it calls FreeUnits: no write
+  // can reuse a unit while its discard is on its way.
   struct Snapshot {
     MetaBatch batch;
     uint64_t epoch = 0;
@@ -90,7 +92,7 @@ class GrainMap {
     s.epoch = reclaim_.Snapshot();
     return s;
   }
-  void FinishCommit(Snapshot snapshot, bool ok) {
+  void FinishCommit(Snapshot snapshot, bool ok, std::vector<uint64_t>* released = nullptr) {
     std::lock_guard lock(mu_);
     if (!ok) {
       if (store_) store_->RestorePending(std::move(snapshot.batch));
@@ -98,7 +100,16 @@ class GrainMap {
     }
     std::vector<uint64_t> freed;
     reclaim_.Committed(snapshot.epoch, &freed);
+    if (released) {
+      *released = std::move(freed);
+      return;
+    }
     for (uint64_t u : freed) self().FreeUnit(u);
+  }
+  // Frees units that FinishCommit handed out.
+  void FreeUnits(const std::vector<uint64_t>& units) {
+    std::lock_guard lock(mu_);
+    for (uint64_t u : units) self().FreeUnit(u);
   }
   // Bytes of metadata records waiting for a commit.
   size_t pending_bytes() const {

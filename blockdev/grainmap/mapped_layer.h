@@ -4,7 +4,8 @@
 // at close, MapExtents and the journal figures of `vstack info`.
 //
 // Engine: LoadEntry(table, index, entry) -> Status; FinishLoad(); TakeSnapshot() -> a Snapshot
-// with a `MetaBatch batch`; FinishCommit(Snapshot, bool); pending_bytes();
+// with a `MetaBatch batch`; FinishCommit(Snapshot, bool, released*); FreeUnits(units);
+// pending_bytes();
 // MapEntries(first, count, std::vector<Entry>*); and map entry constants kUnmapped and kZero.
 #ifndef VSTACK_BLOCKDEV_GRAINMAP_MAPPED_LAYER_H_
 #define VSTACK_BLOCKDEV_GRAINMAP_MAPPED_LAYER_H_
@@ -37,10 +38,21 @@ class MappedLayer : public GrainLayer {
  public:
   Engine& engine() { return *engine_; }
   const Engine& engine() const { return *engine_; }
-  // Commits every finished operation's metadata (group commit; blocks the caller).
+  // Commits every finished operation's metadata (group commit; blocks the caller). The units
+  // whose release the commit made durable are discarded on the device below (if it discards)
+  // before they can be reused, so that a thin device below (zstd, a dynamic VHD, a sparse
+  // file) gets back the space of what was overwritten or discarded here.
   Status Commit() {
     if (!store_ || store_->read_only()) return OkStatus();
-    Status s = CommitEngine(*store_, *engine_);
+    auto lock = store_->LockCommits();
+    auto snap = engine_->TakeSnapshot();
+    Status s = store_->Commit(&snap.batch);
+    std::vector<uint64_t> released;
+    engine_->FinishCommit(std::move(snap), s.has_value(), &released);
+    if (!released.empty()) {
+      DiscardUnits(released);
+      engine_->FreeUnits(released);
+    }
     CountShared(commits_counter_);
     return s;
   }
@@ -103,18 +115,39 @@ class MappedLayer : public GrainLayer {
 
   Status CloseLayer() override {
     if (!store_) return OkStatus();
-    if (!store_->read_only()) CountShared(commits_counter_);
-    return CloseEngine(*store_, *engine_);
+    Status s = Commit();
+    auto lock = store_->LockCommits();
+    Status c = store_->Close();
+    return s ? c : s;
   }
 
   MetaStore* store() const { return store_.get(); }
-  // Commits after Check repaired something (`repaired_before`: out->repaired before it ran).
+  // The end of Check: commits if it repaired something (`repaired_before`: out->repaired
+  // before it ran), then releases the store's queue of the device below (BlockDevice::Check).
   Status CommitRepairs(const CheckResult& out, uint64_t repaired_before) {
-    if (out.repaired > repaired_before && store_ && !store_->read_only()) return Commit();
-    return OkStatus();
+    Status s = OkStatus();
+    if (out.repaired > repaired_before && store_ && !store_->read_only()) s = Commit();
+    if (store_) {
+      auto lock = store_->LockCommits();
+      store_->ReleaseQueue();
+    }
+    return s;
   }
 
  private:
+  // Discards the units (sorted runs merged) on the device below. A failed discard only leaves
+  // their old bytes there. REQUIRES: the commit lock.
+  void DiscardUnits(std::vector<uint64_t>& units) {
+    if (!lower_device().Has(kCapDiscard)) return;
+    std::sort(units.begin(), units.end());
+    for (size_t i = 0; i < units.size();) {
+      size_t j = i + 1;
+      while (j < units.size() && units[j] == units[j - 1] + 1) ++j;
+      store_->Discard(data_offset() + units[i] * grain(), (j - i) * uint64_t{grain()});
+      i = j;
+    }
+  }
+
   std::unique_ptr<MetaStore> store_;  // null on a read-only blank device
   std::unique_ptr<Engine> engine_;
   const size_t commits_counter_;

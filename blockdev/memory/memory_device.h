@@ -31,6 +31,8 @@ class MemoryDevice final : public BlockDevice {
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
   Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
+  // Fresh while no page holds data: there is nothing to lose.
+  bool fresh() const override { return resident_bytes() == 0; }
 
   // Bytes of page memory currently holding data.
   uint64_t resident_bytes() const { return resident_pages_.load() * kPageSize; }

@@ -24,6 +24,8 @@ constexpr size_t kPagesPerChunk = 256;  // table pages read or written per batch
 
 uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
+// The checksum of a transaction's first `bytes` bytes (at least its header); continue it over
+// the rest with Crc32cExtend.
 uint32_t TxnCrc(const uint8_t* txn, size_t bytes, uint64_t volume_id) {
   uint8_t seed[8];
   StoreLE64(seed, volume_id);
@@ -32,6 +34,10 @@ uint32_t TxnCrc(const uint8_t* txn, size_t bytes, uint64_t volume_id) {
   const uint8_t zero[4] = {};
   crc = Crc32cExtend(crc, zero, 4);
   return Crc32cExtend(crc, txn + 8, bytes - 8);
+}
+
+uint64_t TxnBlocks(uint64_t payload) {
+  return (kTxnHeader + payload + kMetaPageSize - 1) / kMetaPageSize;
 }
 
 uint64_t LoadLE48(const uint8_t* p) {
@@ -52,6 +58,57 @@ bool ParseHeader(const uint8_t* block, uint64_t volume_id, TxnHeader* h) {
   h->seq = LoadLE64(block + 8);
   h->blocks = LoadLE32(block + 24);
   h->payload = LoadLE32(block + 28);
+  return true;
+}
+
+// Reads the transaction whose header `h` was found at byte `offset` of the device below, with
+// `room` bytes of journal from there. False if it is torn or forged: its block count disagrees
+// with its payload (a writer never pads), it runs past the journal, or its checksum fails.
+// Memory stays bounded by the journal's real content: the checksum is computed chunk by chunk
+// before the payload the header claims is kept. On success `payload` holds its records.
+Result<bool> ReadTransaction(SyncIo& io, uint64_t offset, uint64_t room, const TxnHeader& h,
+                             uint64_t volume_id, std::vector<uint8_t>* payload,
+                             const std::string& who) {
+  const uint64_t blocks = h.blocks;
+  if (blocks == 0 || blocks != TxnBlocks(h.payload) || blocks > room / kMetaPageSize) return false;
+  const uint64_t bytes = blocks * kMetaPageSize;
+  AlignedBuffer chunk(std::min<uint64_t>(bytes, kPagesPerChunk * kMetaPageSize));
+  const auto* c = reinterpret_cast<const uint8_t*>(chunk.data());
+  uint32_t crc = 0, stored = 0;
+  payload->clear();
+  for (uint64_t at = 0; at < bytes; at += chunk.size()) {
+    const uint64_t n = std::min<uint64_t>(chunk.size(), bytes - at);
+    if (std::error_code ec = io.Read(offset + at, chunk.span().first(n))) {
+      return MakeError(ec, who + ": cannot read the journal at offset " +
+                               std::to_string(offset + at) + ": " + ec.message());
+    }
+    if (at == 0) {
+      stored = LoadLE32(c + 4);
+      crc = TxnCrc(c, n, volume_id);
+    } else {
+      crc = Crc32cExtend(crc, c, n);
+    }
+    if (at == 0 && n == bytes) {  // the usual case: one chunk, kept as read
+      payload->assign(c + kTxnHeader, c + kTxnHeader + h.payload);
+    }
+  }
+  if (crc != stored) return false;
+  if (bytes <= chunk.size()) return true;
+  // Valid and larger than a chunk (a forged header with a matching checksum is bounded by the
+  // journal, itself at most kMaxJournalBytes): now read what it holds.
+  payload->resize(h.payload);
+  for (uint64_t done = 0; done < h.payload;) {
+    const uint64_t first = kTxnHeader + done;  // byte of the transaction
+    const uint64_t from = first / kMetaPageSize * kMetaPageSize;
+    const uint64_t n = std::min<uint64_t>(chunk.size(), bytes - from);
+    if (std::error_code ec = io.Read(offset + from, chunk.span().first(n))) {
+      return MakeError(ec, who + ": cannot read the journal at offset " +
+                               std::to_string(offset + from) + ": " + ec.message());
+    }
+    const uint64_t take = std::min<uint64_t>(h.payload - done, from + n - first);
+    std::memcpy(payload->data() + done, c + (first - from), take);
+    done += take;
+  }
   return true;
 }
 
@@ -80,7 +137,8 @@ Superblock MetaStore::Plan(std::string magic, std::vector<TableDesc> tables,
   sb.generation = 1;
   sb.checkpoint_seq = 1;
   sb.journal_offset = kSuperblockBytes;
-  sb.journal_bytes = RoundUp(std::max<uint64_t>(journal_bytes, 16 * kMetaPageSize), kMetaPageSize);
+  sb.journal_bytes = RoundUp(
+      std::clamp<uint64_t>(journal_bytes, 16 * kMetaPageSize, kMaxJournalBytes), kMetaPageSize);
   uint64_t pos = sb.journal_offset + sb.journal_bytes;
   for (TableDesc& t : tables) {
     t.offset = pos;
@@ -116,7 +174,10 @@ Result<std::unique_ptr<MetaStore>> MetaStore::Format(BlockDevice& lower, Superbl
   }
   const uint64_t zero_from = sb.journal_offset;
   const uint64_t zero_len = sb.data_offset - zero_from;
-  if (std::error_code ec = io.WriteZeroes(zero_from, zero_len, kIoMayUnmap)) {
+  // Zeroed and allocated (no kIoMayUnmap): the metadata area is reserved where the device
+  // below can (fallocate on a file), so that a full filesystem fails data writes, never the
+  // journal or a checkpoint.
+  if (std::error_code ec = io.WriteZeroes(zero_from, zero_len)) {
     return MakeError(ec, who + ": cannot zero the metadata area [" + std::to_string(zero_from) +
                              ", " + std::to_string(sb.data_offset) + "): " + ec.message());
   }
@@ -135,9 +196,11 @@ Result<std::unique_ptr<MetaStore>> MetaStore::Format(BlockDevice& lower, Superbl
 Result<std::unique_ptr<MetaStore>> MetaStore::Attach(BlockDevice& lower, Superblock sb,
                                                      bool read_only, std::string who) {
   VSTACK_RETURN_IF_ERROR(ValidateLayout(sb, lower.geometry().size_bytes, who));
-  if (sb.journal_bytes < 16 * kMetaPageSize) {
+  if (sb.journal_bytes < 16 * kMetaPageSize || sb.journal_bytes > kMaxJournalBytes) {
     return MakeError(Errc::kCorruption, who + ": superblock: journal size " +
-                                            std::to_string(sb.journal_bytes) + " is too small");
+                                            std::to_string(sb.journal_bytes) + " is outside " +
+                                            std::to_string(16 * kMetaPageSize) + ".." +
+                                            std::to_string(kMaxJournalBytes));
   }
   return std::unique_ptr<MetaStore>(new MetaStore(lower, std::move(sb), read_only, std::move(who)));
 }
@@ -146,6 +209,10 @@ Result<std::unique_ptr<MetaStore>> MetaStore::Attach(BlockDevice& lower, Superbl
 // Loading
 
 Status MetaStore::Load(const EntrySink& sink) {
+  // The journal first: the entries it rewrites decide whether a table page with a bad checksum
+  // is a checkpoint write torn by a crash (which the replay repairs) or corruption.
+  VSTACK_RETURN_IF_ERROR(ReadJournal());
+  std::vector<std::pair<uint32_t, uint64_t>> journaled;  // (table, index), sorted; on demand
   SyncIo& io = this->io();
   AlignedBuffer chunk(kPagesPerChunk * kMetaPageSize);
   for (uint32_t t = 0; t < sb_.tables.size(); ++t) {
@@ -161,19 +228,53 @@ Status MetaStore::Load(const EntrySink& sink) {
       for (uint64_t i = 0; i < n; ++i) {
         const uint8_t* page = reinterpret_cast<const uint8_t*>(chunk.data()) + i * kMetaPageSize;
         const uint64_t page_no = first + i;
-        VSTACK_RETURN_IF_ERROR(CheckTablePage(page, sb_.volume_id, t, page_no,
-                                              offset + i * kMetaPageSize, who_));
+        Status page_ok =
+            CheckTablePage(page, sb_.volume_id, t, page_no, offset + i * kMetaPageSize, who_);
+        // A checkpoint overwrites pages in place, so a crash may tear one (sector by sector:
+        // each entry is old or new, one that straddles a sector may be neither). Every entry
+        // the checkpoint changed is in the journal, which it had not yet retired: such a
+        // page is loaded without those entries, and the replay below sets them. A bad page
+        // that the journal does not rewrite is corruption.
+        const auto first_entry = std::make_pair(t, page_no * per);
+        const auto end_entry = std::make_pair(t, (page_no + 1) * per);
+        if (!page_ok) {
+          if (journaled.empty()) journaled = JournaledEntries();
+          auto it = std::lower_bound(journaled.begin(), journaled.end(), first_entry);
+          if (it == journaled.end() || !(*it < end_entry)) return page_ok;
+          torn_pages_.emplace(t, page_no);
+        }
         const uint8_t* e = page + kTablePageHeader;
         for (uint32_t k = 0; k < per; ++k, e += d.entry_size) {
           const uint64_t index = page_no * per + k;
           if (index >= d.entries) break;
           if (IsZero(e, d.entry_size)) continue;
+          if (!page_ok &&
+              std::binary_search(journaled.begin(), journaled.end(), std::make_pair(t, index))) {
+            continue;
+          }
           VSTACK_RETURN_IF_ERROR(sink(t, index, e));
         }
       }
     }
   }
-  return ReplayJournal(sink);
+  // The journal, in commit order, over the tables.
+  for (size_t at = 0; at < since_checkpoint_.size();) {
+    const uint8_t* r = &since_checkpoint_[at];
+    VSTACK_RETURN_IF_ERROR(sink(r[0], LoadLE48(r + 1), r + 7));
+    at += RecordSize(r[0]);
+  }
+  return OkStatus();
+}
+
+std::vector<std::pair<uint32_t, uint64_t>> MetaStore::JournaledEntries() const {
+  std::vector<std::pair<uint32_t, uint64_t>> out;
+  for (size_t at = 0; at < since_checkpoint_.size();) {
+    out.emplace_back(since_checkpoint_[at], LoadLE48(&since_checkpoint_[at + 1]));
+    at += RecordSize(since_checkpoint_[at]);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 Status MetaStore::CheckRecords(const uint8_t* p, size_t n, uint64_t seq, uint64_t offset) const {
@@ -205,6 +306,10 @@ Status MetaStore::CheckRecords(const uint8_t* p, size_t n, uint64_t seq, uint64_
 Result<bool> MetaStore::ValidTransactionAfter(uint64_t pos, uint64_t seq) {
   SyncIo& io = this->io();
   AlignedBuffer block(kMetaPageSize);
+  std::vector<uint8_t> payload;
+  // Headers of later transactions that fail their checksum cost a read each; a journal that
+  // holds more of them than twice its size in bytes is forged, not torn.
+  uint64_t budget = 2 * sb_.journal_bytes;
   for (uint64_t at = pos + kMetaPageSize; at + kMetaPageSize <= sb_.journal_bytes;
        at += kMetaPageSize) {
     if (std::error_code ec = io.Read(sb_.journal_offset + at, block.span())) {
@@ -212,25 +317,24 @@ Result<bool> MetaStore::ValidTransactionAfter(uint64_t pos, uint64_t seq) {
     }
     TxnHeader h;
     const auto* b = reinterpret_cast<const uint8_t*>(block.data());
-    if (!ParseHeader(b, sb_.volume_id, &h) || h.seq <= seq || h.blocks == 0 ||
-        h.blocks > (sb_.journal_bytes - at) / kMetaPageSize) {
-      continue;
-    }
-    AlignedBuffer txn(h.blocks * kMetaPageSize);
-    if (std::error_code ec = io.Read(sb_.journal_offset + at, txn.span())) {
-      return MakeError(ec, who_ + ": cannot read the journal: " + ec.message());
-    }
-    const auto* tb = reinterpret_cast<const uint8_t*>(txn.data());
-    if (LoadLE32(tb + 4) == TxnCrc(tb, txn.size(), sb_.volume_id)) return true;
+    if (!ParseHeader(b, sb_.volume_id, &h) || h.seq <= seq) continue;
+    const uint64_t cost = uint64_t{h.blocks} * kMetaPageSize;
+    if (cost > budget) return true;  // reported as corruption by the caller
+    budget -= cost;
+    VSTACK_ASSIGN_OR_RETURN(bool valid,
+                            ReadTransaction(io, sb_.journal_offset + at, sb_.journal_bytes - at, h,
+                                            sb_.volume_id, &payload, who_));
+    if (valid) return true;
   }
   return false;
 }
 
-Status MetaStore::ReplayJournal(const EntrySink& sink) {
+Status MetaStore::ReadJournal() {
   SyncIo& io = this->io();
   uint64_t pos = 0;
   uint64_t seq = sb_.checkpoint_seq;
   AlignedBuffer block(kMetaPageSize);
+  std::vector<uint8_t> records;
   while (pos + kMetaPageSize <= sb_.journal_bytes) {
     const uint64_t offset = sb_.journal_offset + pos;
     if (std::error_code ec = io.Read(offset, block.span())) {
@@ -242,18 +346,8 @@ Status MetaStore::ReplayJournal(const EntrySink& sink) {
         h.seq != seq) {
       break;  // the end of the journal
     }
-    bool valid = h.blocks > 0 && h.blocks <= (sb_.journal_bytes - pos) / kMetaPageSize &&
-                 h.payload <= h.blocks * kMetaPageSize - kTxnHeader;
-    AlignedBuffer txn;
-    if (valid) {
-      txn = AlignedBuffer(h.blocks * kMetaPageSize);
-      if (std::error_code ec = io.Read(offset, txn.span())) {
-        return MakeError(ec, who_ + ": cannot read the journal at offset " +
-                                 std::to_string(offset) + ": " + ec.message());
-      }
-      const auto* tb = reinterpret_cast<const uint8_t*>(txn.data());
-      valid = LoadLE32(tb + 4) == TxnCrc(tb, txn.size(), sb_.volume_id);
-    }
+    VSTACK_ASSIGN_OR_RETURN(bool valid, ReadTransaction(io, offset, sb_.journal_bytes - pos, h,
+                                                        sb_.volume_id, &records, who_));
     if (!valid) {
       // A torn last transaction ends the journal; a bad one with valid successors is corruption.
       VSTACK_ASSIGN_OR_RETURN(bool later, ValidTransactionAfter(pos, seq));
@@ -261,17 +355,13 @@ Status MetaStore::ReplayJournal(const EntrySink& sink) {
         return MakeError(Errc::kCorruption,
                          who_ + ": journal transaction " + std::to_string(seq) + " at offset " +
                              std::to_string(offset) +
-                             " is corrupt (bad header or checksum) but later transactions exist");
+                             " is corrupt (bad header or checksum) but later transactions exist "
+                             "(or more forged headers than a journal of this size can hold)");
       }
       break;
     }
-    const uint8_t* payload = reinterpret_cast<const uint8_t*>(txn.data()) + kTxnHeader;
+    const uint8_t* payload = records.data();
     VSTACK_RETURN_IF_ERROR(CheckRecords(payload, h.payload, seq, offset));
-    for (size_t at = 0; at < h.payload;) {
-      const uint32_t table = payload[at];
-      VSTACK_RETURN_IF_ERROR(sink(table, LoadLE48(payload + at + 1), payload + at + 7));
-      at += RecordSize(table);
-    }
     since_checkpoint_.insert(since_checkpoint_.end(), payload, payload + h.payload);
     pos += uint64_t{h.blocks} * kMetaPageSize;
     ++seq;
@@ -324,7 +414,7 @@ void MetaStore::RestorePending(MetaBatch batch) {
 // Committing
 
 Status MetaStore::WriteTransaction(const uint8_t* payload, size_t bytes) {
-  const uint64_t blocks = (kTxnHeader + bytes + kMetaPageSize - 1) / kMetaPageSize;
+  const uint64_t blocks = TxnBlocks(bytes);
   AlignedBuffer txn(blocks * kMetaPageSize);
   auto* t = reinterpret_cast<uint8_t*>(txn.data());
   StoreLE32(t, kTxnMagic);
@@ -444,8 +534,10 @@ Status MetaStore::Checkpoint() {
     for (size_t i = 0; i < pages.size(); ++i) {
       auto* page = reinterpret_cast<uint8_t*>(chunk.data()) + i * kMetaPageSize;
       const auto [table, page_no] = pages[i];
-      VSTACK_RETURN_IF_ERROR(
-          CheckTablePage(page, sb_.volume_id, table, page_no, reqs[i].offset, who_));
+      if (!torn_pages_.contains({table, page_no})) {
+        VSTACK_RETURN_IF_ERROR(
+            CheckTablePage(page, sb_.volume_id, table, page_no, reqs[i].offset, who_));
+      }
       const TableDesc& d = sb_.tables[table];
       for (; r + k < end && refs[r + k].table == table && refs[r + k].page == page_no; ++k) {
         const uint8_t* rec = &since_checkpoint_[refs[r + k].at];
@@ -471,6 +563,7 @@ Status MetaStore::Checkpoint() {
   sb_ = std::move(next);
   journal_pos_ = 0;
   since_checkpoint_.clear();
+  torn_pages_.clear();
   ++counters_.checkpoints;
   return OkStatus();
 }

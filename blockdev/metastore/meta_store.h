@@ -15,9 +15,12 @@
 //      checkpoint_seq past them; the journal restarts at its beginning.
 // Table pages therefore only ever hold journaled state. Records carry absolute values, so
 // replaying them over any mix of old and new pages is idempotent and yields the state of the
-// last durable transaction. Load() reads every table page, then replays the journal from
-// checkpoint_seq up to the first transaction that is missing or torn; a bad transaction that is
-// followed by a valid later one is corruption and fails the load.
+// last durable transaction. Load() reads the journal from checkpoint_seq up to the first
+// transaction that is missing or torn (a bad transaction that is followed by a valid later one
+// is corruption and fails the load), then every table page, then applies the journal. A table
+// page with a bad checksum is a checkpoint write that a crash tore (sector by sector) if the
+// journal rewrites at least one of its entries: it is loaded without the entries the journal
+// rewrites. Otherwise it is corruption and fails the load.
 //
 // Threading: Set, EndGroup, TakePending and RestorePending are called with the layer's own
 // mutex held (the store does not lock them). Commit, Checkpoint and Close need the commit lock
@@ -31,8 +34,10 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "blockdev/metastore/superblock.h"
@@ -53,6 +58,9 @@ struct MetaBatch {
 // that points outside the device; the message should name the table and index.
 using EntrySink = std::function<Status(uint32_t table, uint64_t index, const uint8_t* entry)>;
 
+// The largest journal a store accepts (a forged superblock cannot make replay read more).
+inline constexpr uint64_t kMaxJournalBytes = uint64_t{64} << 20;
+
 class MetaStore {
  public:
   struct Counters {
@@ -66,6 +74,7 @@ class MetaStore {
 
   // Lays out superblocks, journal and tables (each table given by entries and entry_size) from
   // offset 0; data_offset is the first 1 MiB boundary after them. generation 1, checkpoint_seq 1.
+  // The journal is at least 64 KiB and at most kMaxJournalBytes.
   static Superblock Plan(std::string magic, std::vector<TableDesc> tables, uint64_t journal_bytes,
                          std::vector<uint8_t> payload);
 
@@ -107,6 +116,14 @@ class MetaStore {
   // Checkpoints and releases the store's queue of the device below (which may then be closed).
   // REQUIRES: the commit lock and nothing pending (commit first).
   Status Close();
+  // Discards [offset, offset + length) of the device below on the store's queue (space the
+  // layer freed with a durable commit); errors are ignored: the bytes merely stay.
+  // REQUIRES: the commit lock.
+  void Discard(uint64_t offset, uint64_t length) { (void)io().Discard(offset, length); }
+  // Releases the store's queue of the device below; the next metadata I/O opens a new one.
+  // For `vstack check`, which repairs the device below next (BlockDevice::Check).
+  // REQUIRES: the commit lock.
+  void ReleaseQueue() { io_.reset(); }
 
   Counters counters() const;  // REQUIRES: the commit lock, or no concurrent commit
   uint64_t journal_used() const { return journal_pos_; }
@@ -116,7 +133,10 @@ class MetaStore {
 
   SyncIo& io();
   Status WriteTransaction(const uint8_t* payload, size_t bytes);
-  Status ReplayJournal(const EntrySink& sink);
+  // Reads the journal from checkpoint_seq into since_checkpoint_ (validated, not applied).
+  Status ReadJournal();
+  // The (table, index) of every journaled record, sorted, without duplicates.
+  std::vector<std::pair<uint32_t, uint64_t>> JournaledEntries() const;
   // True if a valid transaction with a sequence number above `seq` starts after `pos`.
   Result<bool> ValidTransactionAfter(uint64_t pos, uint64_t seq);
   Status CheckRecords(const uint8_t* p, size_t n, uint64_t seq, uint64_t offset) const;
@@ -134,6 +154,8 @@ class MetaStore {
   uint64_t journal_pos_ = 0;       // next transaction's offset in the journal; guarded by commit_mu_
   uint64_t next_seq_ = 1;          // guarded by commit_mu_
   std::vector<uint8_t> since_checkpoint_;  // journaled records not yet in the tables
+  // (table, page) of torn pages that Load found; the next checkpoint rewrites them whole.
+  std::set<std::pair<uint32_t, uint64_t>> torn_pages_;
   Counters counters_;
 };
 
@@ -141,9 +163,9 @@ class MetaStore {
 // Returns the first error. Their callbacks are overwritten.
 std::error_code RunRequests(IoQueue& queue, std::span<IoRequest> reqs);
 
-// The steps a layer whose whole state is one engine over a MetaStore (dedup, zstd) takes the
-// same way. Engine: LoadEntry(table, index, entry) -> Status; FinishLoad(); TakeSnapshot() ->
-// a Snapshot with a `MetaBatch batch`; FinishCommit(Snapshot, bool committed).
+// Loading, the first step a layer whose whole state is one engine over a MetaStore (dedup,
+// zstd) takes the same way (the commits are MappedLayer's). Engine: LoadEntry(table, index,
+// entry) -> Status; FinishLoad().
 
 // Loads `store` into `engine`; errors name `layer`.
 template <class Engine>
@@ -156,25 +178,6 @@ Status LoadEngine(MetaStore& store, Engine& engine, const char* layer) {
   if (!loaded) return loaded;
   engine.FinishLoad();
   return OkStatus();
-}
-
-// Commits every finished operation's metadata (group commit; blocks the caller).
-template <class Engine>
-Status CommitEngine(MetaStore& store, Engine& engine) {
-  auto lock = store.LockCommits();
-  auto snap = engine.TakeSnapshot();
-  Status s = store.Commit(&snap.batch);
-  engine.FinishCommit(std::move(snap), s.has_value());
-  return s;
-}
-
-// Commits what is pending (unless read-only) and closes `store`; the first error wins.
-template <class Engine>
-Status CloseEngine(MetaStore& store, Engine& engine) {
-  Status s = store.read_only() ? OkStatus() : CommitEngine(store, engine);
-  auto lock = store.LockCommits();
-  Status c = store.Close();
-  return s ? c : s;
 }
 
 }  // namespace vstack

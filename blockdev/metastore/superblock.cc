@@ -167,6 +167,13 @@ Result<Superblock> ReadSuperblock(SyncIo& io, std::string_view magic, const std:
   // Report the slot that holds something; if both do, both.
   const bool a_blank = IsZero(slots, kMetaPageSize);
   const bool b_blank = IsZero(slots + kMetaPageSize, kMetaPageSize);
+  // The first write of a format (slot A, generation 0) torn by a crash: a slot's fields all
+  // lie in its first 1 KiB, and the other slot was never written. Nothing was ever stored.
+  if (b_blank && IsZero(slots + 1024, kMetaPageSize - 1024)) {
+    return MakeError(Errc::kNotFound, who +
+                                          ": no superblock (slot A is torn, slot B blank: a "
+                                          "format that never finished)");
+  }
   if (a_blank) return std::move(b).error();
   if (b_blank) return std::move(a).error();
   Error e = a.error();

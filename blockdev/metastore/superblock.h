@@ -59,8 +59,9 @@ Result<Superblock> DecodeSuperblock(const uint8_t* slot, std::string_view magic,
 Status ValidateLayout(const Superblock& sb, uint64_t device_size, const std::string& who);
 
 // Reads both slots through `io` and returns the newer valid one. Returns Errc::kNotFound when
-// both slots are blank (all zeros: never formatted); an error naming each slot's problem when
-// neither is valid but something is written there.
+// both slots are blank (all zeros: never formatted), or when slot B is blank and slot A invalid
+// with nothing past its first 1 KiB (the first write of a format, torn by a crash); an error
+// naming each slot's problem when neither is valid but something else is written there.
 Result<Superblock> ReadSuperblock(SyncIo& io, std::string_view magic, const std::string& who);
 // Writes `sb` to slot sb.generation % 2 with FUA.
 Status WriteSuperblock(SyncIo& io, const Superblock& sb, const std::string& who);

@@ -16,6 +16,7 @@ class NullDevice final : public BlockDevice {
 
   std::string Describe() const override;
   Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
+  bool fresh() const override { return true; }  // it holds nothing
   bool fill_reads() const { return fill_reads_; }
 
  protected:

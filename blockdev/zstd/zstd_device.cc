@@ -77,7 +77,8 @@ ZstdDevice::ZstdDevice(DevicePtr lower, const ZstdOptions& o, uint64_t bins,
 }
 
 Result<DevicePtr> ZstdDevice::Open(DevicePtr lower, const ZstdOptions& opts, bool read_only) {
-  VSTACK_ASSIGN_OR_RETURN(OpenedBelow below, OpenSuperblock(*lower, kMagic, "zstd", read_only));
+  VSTACK_ASSIGN_OR_RETURN(OpenedBelow below,
+                          OpenSuperblock(*lower, kMagic, "zstd", read_only, opts.format));
   read_only = below.read_only;
   const uint64_t lower_size = below.lower_size;
   if (!below.sb) {
@@ -88,6 +89,7 @@ Result<DevicePtr> ZstdDevice::Open(DevicePtr lower, const ZstdOptions& opts, boo
     DevicePtr dev(new ZstdDevice(std::move(lower), opts, layout.units, std::move(store),
                                  layout.sb.data_offset, read_only));
     VSTACK_RETURN_IF_ERROR(static_cast<ZstdDevice&>(*dev).Load(/*blank=*/true));
+    if (!read_only) static_cast<ZstdDevice&>(*dev).set_formatted_now();
     return dev;
   }
   Superblock& sb = *below.sb;
@@ -239,6 +241,7 @@ ComponentInfo ZstdComponent() {
       {"grain", "compression grain: a power of two from 4K to 64K", "4K"},
       {"rule", "stored size: vsan-osa, sector, packed or min-saving=P", "sector"},
       {"size", "virtual size (thin; default: the size of the device below)", ""},
+      FormatOptionInfo(),
   };
   c.open_layer = [](DevicePtr lower, const OptionValues& values,
                     const OpenOptions& open) -> Result<DevicePtr> {

@@ -36,8 +36,9 @@ Result<ZstdOptions> ParseZstdOptions(const OptionValues& values, uint64_t lower_
 
 class ZstdDevice final : public MappedLayer<ZstdEngine> {
  public:
-  // Opens the zstd metadata on `lower`, formatting a blank device (unless read-only: a blank
-  // device is then presented as empty without writing anything).
+  // Opens the zstd metadata on `lower`, formatting a blank device if it is fresh or
+  // options.format (format=on) is given, else refusing it (OpenSuperblock); read-only, a blank
+  // device is presented as empty without writing anything.
   static Result<DevicePtr> Open(DevicePtr lower, const ZstdOptions& options, bool read_only);
 
   std::string Describe() const override;

@@ -158,6 +158,10 @@ Status VhdDevice::Check(CheckMode mode, CheckResult* out) {
     Report(img, below, out);
     return OkStatus();
   }
+  if (open_queues() > 0) {  // they would keep the state that a repair replaces
+    return MakeError(Errc::kBusy, "vhd: cannot repair while " + std::to_string(open_queues()) +
+                                      " queue(s) of the image are open (a layer above holds them)");
+  }
   SyncIo io(lower);
   bool changed = false;
   for (const Finding& f : img.findings) {

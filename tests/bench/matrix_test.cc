@@ -120,10 +120,11 @@ TEST(Matrix, SpecsExpandTheScratchDirectoryAndSizesRelativeToTheTarget) {
             "dedup+zstd:size=" + std::to_string(320ull << 20) + "+uring:/tmp/x/d.img");
   EXPECT_EQ(ExpandSpec("zstd:size={size:0.3}+memory:1G", "/d", 10ull << 20),
             "zstd:size=" + std::to_string(3ull << 20) + "+memory:1G");  // rounded down to a MiB
-  // The preset that needs it: dedup over a zstd that can hold every grain dedup may touch.
+  // The preset that needs it: dedup over a zstd that can hold every grain dedup may touch; the
+  // presets format the scratch file they create (format=on on the lowest layer).
   auto plan = ResolveStack("dedup+zstd", BackendChoice{});
   ASSERT_TRUE(plan.has_value());
-  EXPECT_NE(plan->spec.find("zstd:size={size:1.25}"), std::string::npos) << plan->spec;
+  EXPECT_NE(plan->spec.find("zstd:size={size:1.25},format=on+"), std::string::npos) << plan->spec;
 }
 
 // The Ceph presets run on the images tools/ceph-up creates, and only on request.
@@ -136,7 +137,7 @@ TEST(Matrix, CephPresetsUseTheCephUpImages) {
   EXPECT_EQ(ec->spec, "rbd:rbd/bench-ec");
   auto dz = ResolveStack("dedup+zstd-rbd-ec", BackendChoice{});
   ASSERT_OK(dz);
-  EXPECT_EQ(dz->spec, "dedup+zstd:size={size:1.25}+rbd:rbd/bench-ec-dz");
+  EXPECT_EQ(dz->spec, "dedup+zstd:size={size:1.25},format=on+rbd:rbd/bench-ec-dz");
   EXPECT_EQ(dz->prepare, Prepare::kFill);
   EXPECT_TRUE(MissingComponents(*dz).empty());
 }

@@ -1,8 +1,11 @@
 // Crash consistency of the transform layers (dedup, zstd, crc32c, and stacks of them), by the
 // method of tests/testing/recording_device.h: run a workload of writes, write-zeroes, discards
-// and flushes through the layers over a RecordingDevice, then build the images a power loss
-// could leave at many instants, reopen the layers on each and require that
-//   1. they open (a crash at any point, formatting included, leaves something openable);
+// and flushes through the layers over a RecordingDevice that completes requests late and out of
+// order, then build the image a power loss could leave at every event of the log (every
+// submission and completion), with unflushed writes torn at 512-byte or 4 KiB sectors at a
+// third of them each, reopen the layers on each and require that
+//   1. they open (a crash at any point, formatting included, leaves something openable; the
+//      reopen says format=on, for a crash before the format finished);
 //   2. every block holds a value the contract allows: what it held at the last flush that
 //      completed before the crash, or something written after that flush;
 //   3. Check() finds neither corruption nor leaks.
@@ -45,6 +48,26 @@ struct Step {
   uint64_t start = 0, end = 0;  // recording events before it was submitted, after it completed
 };
 
+// Steps of the workload: about 10 events each (with the layers' metadata I/O), so a few hundred
+// crash points per stack.
+constexpr int kSteps = 40;
+
+// `layers` with format=on given to every layer (a crash before a format finished leaves a
+// blank superblock; formatting is explicit).
+std::string WithFormatOn(const std::string& layers) {
+  std::string out;
+  size_t start = 0;
+  while (start <= layers.size()) {
+    size_t end = layers.find('+', start);
+    if (end == std::string::npos) end = layers.size();
+    const std::string part = layers.substr(start, end - start);
+    if (!out.empty()) out += "+";
+    out += part + (part.find(':') == std::string::npos ? ":" : ",") + "format=on";
+    start = end + 1;
+  }
+  return out;
+}
+
 class TransformCrash : public ::testing::TestWithParam<CrashParam> {};
 
 TEST_P(TransformCrash, EveryCrashPointReopensConsistent) {
@@ -56,7 +79,8 @@ TEST_P(TransformCrash, EveryCrashPointReopensConsistent) {
   for (auto& h : history) h.emplace_back(-1, HashBlock(zero_block.data()));
   std::vector<Step> steps;
 
-  auto* rec = new RecordingDevice(MakeDevice<MemoryDevice>(P.lower_size, 512));
+  auto* rec =
+      new RecordingDevice(MakeDevice<MemoryDevice>(P.lower_size, 512), /*defer_completions=*/true);
   std::vector<RecordedOp> log;
   uint64_t events = 0;
   {
@@ -66,7 +90,7 @@ TEST_P(TransformCrash, EveryCrashPointReopensConsistent) {
     auto q = dev->OpenQueue();
     ASSERT_OK(q);
     WorkloadRng rng(42);
-    for (int i = 0; i < 160; ++i) {
+    for (int i = 0; i < kSteps; ++i) {
       const int step = static_cast<int>(steps.size());
       Step s;
       s.start = rec->events();
@@ -130,22 +154,14 @@ TEST_P(TransformCrash, EveryCrashPointReopensConsistent) {
   }
   const std::vector<unsigned char> base(P.lower_size, 0);
 
-  // Crash points: random ones, and around the end of every flush.
-  Rng pick(7);
-  std::vector<uint64_t> points;
-  for (int i = 0; i < 24; ++i) points.push_back(pick.Below(events + 1));
-  for (const Step& s : steps) {
-    if (s.flush && pick.Below(2)) points.insert(points.end(), {s.end - 1, s.end});
-  }
-  points.push_back(events);
-  std::sort(points.begin(), points.end());
-  points.erase(std::unique(points.begin(), points.end()), points.end());
-
-  for (uint64_t crash : points) {
+  // Every crash point; the last one (events) is the clean close.
+  const std::string reopen_layers = WithFormatOn(P.layers);
+  for (uint64_t crash = 0; crash <= events; ++crash) {
     Rng coin(crash);
+    const uint32_t tear = crash % 3 == 0 ? 0 : crash % 3 == 1 ? 512 : 4096;
     const std::vector<unsigned char> image =
-        CrashImage(base, log, crash, crash == events ? nullptr : &coin);
-    auto reopened = OpenLayersOn(P.layers, MemoryWithImage(image));
+        CrashImage(base, log, crash, crash == events ? nullptr : &coin, tear);
+    auto reopened = OpenLayersOn(reopen_layers, MemoryWithImage(image));
     ASSERT_OK(reopened) << "crash at event " << crash << " of " << events;
     DevicePtr dev = std::move(*reopened);
     // The last flush that completed before the crash: everything before it is durable.

@@ -204,8 +204,9 @@ TEST_P(VhdCrash, EveryPrefixAndSampledReorderingsOpenCheckAndKeepFlushedData) {
       if (completed < crash) durable = state;
     }
     for (int sample = 0; sample < 4; ++sample) {
+      // Samples 1-3 also tear unflushed writes, at 512-byte (odd) or 4 KiB (even) sectors.
       const std::vector<unsigned char> img =
-          CrashImage(base, log, crash, sample == 0 ? nullptr : &rng);
+          CrashImage(base, log, crash, sample == 0 ? nullptr : &rng, sample % 2 ? 512 : 4096);
       ++images;
       WriteSparse(image_path, img);
       auto dev = Open("vhd+file:" + image_path, OpenOptions{.read_only = true});

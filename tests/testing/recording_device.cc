@@ -114,7 +114,7 @@ uint64_t RecordingDevice::events() const {
 
 std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
                                       const std::vector<RecordedOp>& log, uint64_t crash_point,
-                                      Rng* rng) {
+                                      Rng* rng, uint32_t tear) {
   // The newest flush that was submitted and completed before the crash: every write that
   // completed before it was submitted is durable.
   uint64_t barrier = 0;  // writes with completed < barrier are durable
@@ -133,12 +133,25 @@ std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
   std::sort(durable.begin(), durable.end(),
             [](const RecordedOp* a, const RecordedOp* b) { return a->completed < b->completed; });
   std::vector<unsigned char> img = base;
-  auto apply = [&img](const RecordedOp& op, bool discard_zeroes) {
-    if (op.offset + op.length > img.size()) img.resize(op.offset + op.length, 0);
+  // Applies [from, to) of `op` (offsets relative to it).
+  auto apply_part = [&img](const RecordedOp& op, bool discard_zeroes, uint64_t from, uint64_t to) {
+    if (op.offset + to > img.size()) img.resize(op.offset + to, 0);
     if (op.op == Op::kWrite) {
-      std::memcpy(&img[op.offset], op.data.data(), op.length);
+      std::memcpy(&img[op.offset + from], op.data.data() + from, to - from);
     } else if (op.op == Op::kWriteZeroes || discard_zeroes) {
-      std::memset(&img[op.offset], 0, op.length);
+      std::memset(&img[op.offset + from], 0, to - from);
+    }
+  };
+  auto apply = [&](const RecordedOp& op, bool discard_zeroes) {
+    apply_part(op, discard_zeroes, 0, op.length);
+  };
+  // A torn landing: every sector of `tear` bytes (aligned on the device) lands or not.
+  auto apply_torn = [&](const RecordedOp& op, bool discard_zeroes) {
+    for (uint64_t at = 0; at < op.length;) {
+      const uint64_t end =
+          std::min<uint64_t>(op.length, (op.offset + at) / tear * tear + tear - op.offset);
+      if (rng->Below(2)) apply_part(op, discard_zeroes, at, end);
+      at = end;
     }
   };
   for (const RecordedOp* op : durable) apply(*op, rng ? rng->Below(2) : true);
@@ -155,7 +168,11 @@ std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
   };
   for (const RecordedOp* op : maybe) {
     if (superseded(*op)) continue;
-    if (rng == nullptr || rng->Below(2)) apply(*op, rng ? rng->Below(2) : true);
+    if (rng != nullptr && tear != 0 && rng->Below(2)) {
+      apply_torn(*op, rng->Below(2));
+    } else if (rng == nullptr || rng->Below(2)) {
+      apply(*op, rng ? rng->Below(2) : true);
+    }
   }
   return img;
 }

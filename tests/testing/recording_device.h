@@ -67,9 +67,12 @@ class RecordingDevice final : public Layer {
 // (chosen by `rng`; `rng` == nullptr applies all of them), in a random order, except that a
 // write never lands on top of an overlapping durable write submitted after it completed.
 // Discarded ranges are treated like write-zeroes of that range or no-op at random.
+// With `tear` (512 or 4096, and an `rng`), a possibly-persisted write may also land torn, as
+// real devices tear writes at sector granularity: half the time, each `tear`-byte sector of it
+// lands or not independently. Writes that are durable are never torn.
 std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
                                       const std::vector<RecordedOp>& log, uint64_t crash_point,
-                                      Rng* rng);
+                                      Rng* rng, uint32_t tear = 0);
 
 }  // namespace vstack::testing
 
