@@ -74,15 +74,23 @@ std::string FsName(int fd) {
 Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams& p) {
   const std::string where = kind + ": '" + p.path + "'";
   int flags = O_CLOEXEC | (p.read_only ? O_RDONLY : O_RDWR);
-  if (p.create) flags |= O_CREAT;
   if (p.direct) flags |= O_DIRECT;
   int fd = ::open(p.path.c_str(), flags, 0644);
+  // create=on makes the file only if it is missing, and removes it again if the open fails
+  // after that: a failed command leaves nothing behind.
+  bool creating = false, created = false;
+  if (fd < 0 && errno == ENOENT && p.create) {
+    creating = true;
+    fd = ::open(p.path.c_str(), flags | O_CREAT | O_EXCL, 0644);
+    created = fd >= 0;
+  }
   if (fd < 0 && errno == EINVAL && p.direct) {
-    // Find out whether O_DIRECT is the reason.
+    // Find out whether O_DIRECT is the reason (Linux creates the file before it refuses it).
     int plain = ::open(p.path.c_str(), flags & ~O_DIRECT, 0644);
     if (plain >= 0) {
       std::string fs = FsName(plain);
       ::close(plain);
+      if (creating) ::unlink(p.path.c_str());
       return MakeError(SystemError(EINVAL),
                        where + ": O_DIRECT is not supported on this filesystem (" + fs + ")");
     }
@@ -95,6 +103,7 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
                                            (err == ENOENT && !p.create ? " (use create=on,size=N to create it)" : ""));
   }
   auto fail = [&](std::error_code ec, const std::string& msg) -> Error {
+    if (created) ::unlink(p.path.c_str());
     ::close(fd);
     return MakeError(ec, where + ": " + msg);
   };
