@@ -132,7 +132,7 @@ case "${1:-}" in
     # ThreadSanitizer (clang) on the concurrent paths: the library and one test binary only
     # (tests/tsan/tsan_tests.cmake; TSAN_OPTIONS and the suppressions are set per test).
     build build-tsan -DVSTACK_TSAN=ON -DVSTACK_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER=clang++ \
-      -DCMAKE_C_COMPILER=clang -- vstack_tsan_tests
+      -DCMAKE_C_COMPILER=clang -DVSTACK_TSAN_CLI="$PWD/build/vstack" -- vstack_tsan_tests
     run_tests build-tsan
     fuzz_vhd
     echo "== all tests passed"

@@ -28,18 +28,23 @@ add_executable(vstack_tsan_tests
 )
 target_link_libraries(vstack_tsan_tests PRIVATE vstack::all vstack_nbd GTest::gtest
                       GTest::gtest_main)
-# No CLI in this build: a test that runs `vstack` fails loudly instead of finding another one.
-target_compile_definitions(vstack_tsan_tests PRIVATE
-                           VSTACK_CLI="/vstack-cli-is-not-built-with-VSTACK_TSAN")
+# A few VHD tests end with `vstack check` as an oracle. The CLI is not built here (it would
+# double this build's compile time); ./dev.sh points VSTACK_TSAN_CLI at the normal build's.
+set(VSTACK_TSAN_CLI "" CACHE FILEPATH "the vstack CLI that TSan tests run (./dev.sh: build/vstack)")
+if(NOT VSTACK_TSAN_CLI)
+  set(VSTACK_TSAN_CLI "/VSTACK_TSAN_CLI-is-not-set")
+endif()
+target_compile_definitions(vstack_tsan_tests PRIVATE VSTACK_CLI="${VSTACK_TSAN_CLI}")
 target_precompile_headers(vstack_tsan_tests PRIVATE <gtest/gtest.h> <string> <vector> <memory>
                           <functional>)
 set(VSTACK_TSAN_OPTIONS
     "TSAN_OPTIONS=halt_on_error=1 second_deadlock_stack=1 history_size=4 suppressions=${CMAKE_CURRENT_SOURCE_DIR}/tsan/tsan.supp")
 # Of the conformance suite, the test where several threads drive one stack through their own
-# queues; everything else in the binary runs whole.
+# queues; everything else in the binary runs, but for one single-threaded test that takes a
+# minute under TSan (every creator's size rule, on large images).
 gtest_discover_tests(vstack_tsan_tests DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 120
   TEST_FILTER "*/Conformance.ThreadsWithOwnQueuesHammerOneStack/*"
   PROPERTIES TIMEOUT 600 LABELS tsan ENVIRONMENT "${VSTACK_TSAN_OPTIONS}")
 gtest_discover_tests(vstack_tsan_tests DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 120
-  TEST_FILTER "-*/Conformance.*"
+  TEST_FILTER "-*/Conformance.*:VhdDevice.SizeRuleFollowsTheCreator"
   PROPERTIES TIMEOUT 600 LABELS tsan ENVIRONMENT "${VSTACK_TSAN_OPTIONS}")
