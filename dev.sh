@@ -2,7 +2,7 @@
 # The two README commands, on a fresh Debian 12 machine, as root:
 #
 #   ./dev.sh bench   install what is missing, build, run the main job
-#   ./dev.sh test    install what is missing, build (normal and ASan+UBSan), run every test
+#   ./dev.sh test    install what is missing, build (normal, ASan+UBSan, TSan), run every test
 #
 # Both are idempotent: packages already installed are not touched, and the builds are
 # incremental. Extra arguments after `bench` are passed to the main job.
@@ -39,14 +39,17 @@ install_missing() {
   fi
 }
 
-# build DIR [cmake options...]
+# build DIR [cmake options...] [-- targets...]
 build() {
   local dir=$1
   shift
+  local options=() targets=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do options+=("$1"); shift; done
+  [ $# -gt 0 ] && shift && targets=(--target "$@")
   if [ ! -f "$dir/build.ninja" ]; then
-    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${options[@]}"
   fi
-  cmake --build "$dir" -j "$JOBS"
+  cmake --build "$dir" -j "$JOBS" "${targets[@]}"
 }
 
 # The VHD libFuzzer target (tests/fuzz): its own small clang build, and a short run from the
@@ -123,6 +126,9 @@ case "${1:-}" in
     ./build/vstack bench --report-dir build/bench-report "$@"
     ;;
   test)
+    # Every oracle (qemu-img, qemu-io, fio, nbdkit, ...) is installed above: a missing one
+    # fails its test instead of skipping it (tests/testing/test_util.h, ToolsRequired).
+    export VSTACK_REQUIRE_TOOLS=1
     install_missing
     build build
     install_nbdkit_plugin
@@ -131,6 +137,11 @@ case "${1:-}" in
     install_test
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       run_tests build-asan
+    # ThreadSanitizer (clang) on the concurrent paths: the library and one test binary only
+    # (tests/tsan/tsan_tests.cmake; TSAN_OPTIONS and the suppressions are set per test).
+    build build-tsan -DVSTACK_TSAN=ON -DVSTACK_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER=clang++ \
+      -DCMAKE_C_COMPILER=clang -DVSTACK_TSAN_CLI="$PWD/build/vstack" -- vstack_tsan_tests
+    run_tests build-tsan
     fuzz_vhd
     echo "== all tests passed"
     ;;

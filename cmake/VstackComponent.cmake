@@ -124,7 +124,7 @@ function(vstack_finish_components)
     LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/libvstack.map)
   target_link_options(vstack_shared PRIVATE
     -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/libvstack.map)
-  if(VSTACK_SANITIZE)  # a test build: everything in it links the static library
+  if(VSTACK_SANITIZE OR VSTACK_TSAN)  # a test build: everything in it links the static library
     set_target_properties(vstack_shared PROPERTIES EXCLUDE_FROM_ALL ON)
   else()
     target_link_options(vstack_shared PRIVATE -Wl,--no-undefined)

@@ -302,8 +302,15 @@ Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& op
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     const int err = errno;
-    // Text that parses as a spec was probably meant as one: explain what is wrong with it.
-    if (ParseSpec(spec_or_path).has_value()) return Open(spec_or_path, options).error();
+    // Text that parses as a spec, or that starts with a component's name and ':' or '+', was
+    // meant as one: explain what is wrong with it, not that no such file exists.
+    auto parts = ParseSpec(spec_or_path);
+    if (parts) return Open(spec_or_path, options).error();
+    const size_t name_end = path.find_first_of(":+");
+    if (name_end != std::string::npos &&
+        Registry::Global().Find(path.substr(0, name_end)) != nullptr) {
+      return std::move(parts).error();
+    }
     return MakeError(SystemError(err), "cannot open '" + path + "': " + SystemError(err).message());
   }
   SpecPart file_part{"file", path, {}};

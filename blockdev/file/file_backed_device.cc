@@ -80,21 +80,23 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
   const std::string where = kind + ": '" + p.path + "'";
   int flags = O_CLOEXEC | (p.read_only ? O_RDONLY : O_RDWR);
   if (p.direct) flags |= O_DIRECT;
-  bool created = false;
-  int fd = -1;
-  if (p.create) {  // exclusively first, to know whether this open created the file
+  // create=on makes the file only if it is missing (excl=on: it must be missing), and removes
+  // it again if the open fails after that: a failed command leaves nothing behind.
+  const bool exclusive = p.create && p.exclusive;
+  int fd = exclusive ? -1 : ::open(p.path.c_str(), flags, 0644);
+  bool creating = false, created = false;
+  if (exclusive || (fd < 0 && errno == ENOENT && p.create)) {
+    creating = true;
     fd = ::open(p.path.c_str(), flags | O_CREAT | O_EXCL, 0644);
     created = fd >= 0;
-    if (fd < 0 && errno == EEXIST && !p.exclusive) fd = ::open(p.path.c_str(), flags, 0644);
-  } else {
-    fd = ::open(p.path.c_str(), flags, 0644);
   }
   if (fd < 0 && errno == EINVAL && p.direct) {
-    // Find out whether O_DIRECT is the reason.
-    int plain = ::open(p.path.c_str(), (flags & ~O_DIRECT) | (p.create ? O_CREAT : 0), 0644);
+    // Find out whether O_DIRECT is the reason (Linux creates the file before it refuses it).
+    int plain = ::open(p.path.c_str(), flags & ~O_DIRECT, 0644);
     if (plain >= 0) {
       std::string fs = FsName(plain);
       ::close(plain);
+      if (creating) ::unlink(p.path.c_str());
       return MakeError(SystemError(EINVAL),
                        where + ": O_DIRECT is not supported on this filesystem (" + fs + ")");
     }
@@ -111,6 +113,7 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
                                            (err == ENOENT && !p.create ? " (use create=on,size=N to create it)" : ""));
   }
   auto fail = [&](std::error_code ec, const std::string& msg) -> Error {
+    if (created) ::unlink(p.path.c_str());
     ::close(fd);
     return MakeError(ec, where + ": " + msg);
   };

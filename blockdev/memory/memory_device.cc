@@ -157,11 +157,14 @@ void MemoryDevice::ReadInto(uint64_t offset, const iovec* iov, uint32_t iovcnt,
     const uint64_t pos = offset + done;
     const uint64_t in_page = pos % kPageSize;
     const uint64_t n = std::min<uint64_t>(kPageSize - in_page, length - done);
-    const char* page = PageForRead(pos / kPageSize);
-    if (page) {
-      CopyToIov(iov, iovcnt, done, page + in_page, n);
-    } else {
-      ZeroIov(iov, iovcnt, done, n);
+    {
+      std::lock_guard lock(StripeOf(pos / kPageSize));
+      const char* page = PageForRead(pos / kPageSize);
+      if (page) {
+        CopyToIov(iov, iovcnt, done, page + in_page, n);
+      } else {
+        ZeroIov(iov, iovcnt, done, n);
+      }
     }
     done += n;
   }
@@ -174,7 +177,10 @@ void MemoryDevice::WriteFrom(uint64_t offset, const iovec* iov, uint32_t iovcnt,
     const uint64_t pos = offset + done;
     const uint64_t in_page = pos % kPageSize;
     const uint64_t n = std::min<uint64_t>(kPageSize - in_page, length - done);
-    CopyFromIov(iov, iovcnt, done, PageForWrite(pos / kPageSize) + in_page, n);
+    {
+      std::lock_guard lock(StripeOf(pos / kPageSize));
+      CopyFromIov(iov, iovcnt, done, PageForWrite(pos / kPageSize) + in_page, n);
+    }
     done += n;
   }
 }
@@ -185,6 +191,7 @@ void MemoryDevice::Zero(uint64_t offset, uint64_t length) {
     const uint64_t pos = offset + done;
     const uint64_t in_page = pos % kPageSize;
     const uint64_t n = std::min<uint64_t>(kPageSize - in_page, length - done);
+    std::lock_guard lock(StripeOf(pos / kPageSize));
     if (n == kPageSize) {
       DropPage(pos / kPageSize);
     } else {

@@ -3,10 +3,12 @@
 //
 // Spec: memory:SIZE[,block=512|4096]
 //
-// Pages (4 KiB) hang off a radix tree of atomic pointers, so queues on several threads read and
-// write without locks. Discard and write-zeroes drop whole pages (kCapDiscardZeroes); dropped
-// pages go to a free list and are reused, never freed before the device, so a reader racing a
-// discard of the same range sees old data or zeros, never freed memory.
+// Pages (4 KiB) hang off a radix tree of atomic pointers, installed without locks. Copying into
+// or out of a page holds that page's stripe lock (one of kStripes, by page number), so a read
+// racing a write of the same page sees the old or the new page, never a mix (the contract's
+// "old or new data per block"), and a page that a discard drops is no longer being read when it
+// is reused. Discard and write-zeroes drop whole pages (kCapDiscardZeroes); dropped pages go to
+// a free list and are reused, never freed before the device.
 #ifndef VSTACK_BLOCKDEV_MEMORY_MEMORY_DEVICE_H_
 #define VSTACK_BLOCKDEV_MEMORY_MEMORY_DEVICE_H_
 
@@ -61,6 +63,14 @@ class MemoryDevice final : public BlockDevice {
   char* AllocatePage();
   void FreeTree(Node* node, int level);
 
+  // The lock held while a page's bytes (or its slot, when dropped) are accessed.
+  std::mutex& StripeOf(uint64_t page) const { return stripes_[page % kStripes].mu; }
+
+  static constexpr uint64_t kStripes = 64;
+  struct alignas(64) Stripe {
+    std::mutex mu;
+  };
+  mutable Stripe stripes_[kStripes];
   int levels_;
   Node* root_;
   std::atomic<uint64_t> resident_pages_{0};

@@ -24,12 +24,17 @@ Result<SizeRule> ParseSizeRule(std::string_view text) {
     const std::string pct(text.substr(11));
     char* end = nullptr;
     const double p = std::strtod(pct.c_str(), &end);
-    if (pct.empty() || *end != '\0' || !(p >= 0) || p >= 100) {
+    // Kept in basis points: a value with more than two decimals would be rounded into one
+    // that was not asked for (99.999 into 100, which is not even valid), so it is refused.
+    const double bp = p * 100;
+    if (pct.empty() || *end != '\0' || !(p >= 0) || p >= 100 ||
+        std::fabs(bp - std::round(bp)) > 1e-6) {
       return MakeError(Errc::kInvalidArgument,
-                       "rule 'min-saving=" + pct + "': expected a percentage from 0 to below 100");
+                       "rule 'min-saving=" + pct +
+                           "': expected a percentage from 0 to below 100, in steps of 0.01");
     }
     r.kind = SizeRule::kMinSaving;
-    r.min_saving_bp = static_cast<uint32_t>(std::lround(p * 100));
+    r.min_saving_bp = static_cast<uint32_t>(std::lround(bp));
   } else {
     return MakeError(Errc::kInvalidArgument, "rule '" + std::string(text) +
                                                  "' is not one of: vsan-osa, sector, packed, "

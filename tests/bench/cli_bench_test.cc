@@ -207,7 +207,19 @@ TEST(CliBench, CtrlCPrintsPartialResultsAndRemovesTemporaryFiles) {
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // ...and its I/O is under way: the process has made 1000 more read/write system calls.
+  auto syscalls = [pid] {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/io");
+    uint64_t n = 0, total = 0;
+    for (std::string key; in >> key >> n;) {
+      if (key == "syscr:" || key == "syscw:") total += n;
+    }
+    return total;
+  };
+  const uint64_t at_start = syscalls();
+  while (syscalls() < at_start + 1000 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   ASSERT_EQ(kill(pid, SIGINT), 0);
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);

@@ -87,7 +87,8 @@ TEST(Runner, TimedRunCountsEveryThreadAndAgreesWithTheLayers) {
   ASSERT_OK(r);
   EXPECT_TRUE(r->error.empty()) << r->error;
   EXPECT_FALSE(r->interrupted);
-  EXPECT_NEAR(r->seconds, 0.3, 0.15);
+  // The window closes at the first look past the duration (the warm-up is not in it).
+  EXPECT_GE(r->seconds, Short().duration_s);
   ASSERT_EQ(r->threads.size(), 2u);
   const OpTotals total = r->Total();
   ASSERT_GT(total.ios, 100u);
@@ -156,16 +157,18 @@ TEST(Runner, AFullDeviceStopsTheRunAndKeepsWhatWasMeasured) {
   k.write_pct = 100;
   k.warmup_s = 0;
   k.duration_s = 20;  // ends long before: the device fills up
-  const auto start = std::chrono::steady_clock::now();
   auto r = RunWorkload(*dev, k);
   ASSERT_OK(r);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_NE(r->error.find("write at offset"), std::string::npos) << r->error;
   EXPECT_NE(r->error.find("No space left on device"), std::string::npos) << r->error;
   EXPECT_FALSE(r->interrupted);
   EXPECT_GE(r->Write().ios, (2u << 20) / 4096 - 8);
   EXPECT_LE(r->Write().ios, (2u << 20) / 4096);
   EXPECT_GE(r->Write().errors, 1u);
+  // The run stopped at the first error: only what was in flight then failed too (a run that
+  // went on for its 20 s would count hundreds of thousands). A few batches of slack, since the
+  // other thread sees the failure a moment later.
+  EXPECT_LE(r->Write().errors, uint64_t(k.threads * k.queue_depth * 4));
   const Attribution a = Attribute(r->layers);
   ASSERT_FALSE(a.layers.empty());
   ASSERT_FALSE(a.layers[0].counters.empty());
@@ -180,23 +183,25 @@ TEST(Runner, StopFlagInterruptsAndKeepsThePartialWindow) {
   k.duration_s = 30;
   k.warmup_s = 0;
   std::atomic<bool> stop{false};
-  std::thread stopper([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    stop.store(true);
-  });
   RunControl control;
   control.stop = &stop;
   int progress_calls = 0;
+  uint64_t ios_at_stop = 0;
   control.progress_interval_s = 0.05;
   control.on_progress = [&](const Progress& p) {
     ++progress_calls;
     EXPECT_GE(p.elapsed_s, 0.0);
+    if (p.ios > 0 && !stop.load()) {  // the run is measuring: stop it now
+      ios_at_stop = p.ios;
+      stop.store(true);
+    }
   };
   auto r = RunWorkload(**dev, k, control);
-  stopper.join();
   ASSERT_OK(r);
   EXPECT_TRUE(r->interrupted);
-  EXPECT_LT(r->seconds, 2.0);
+  EXPECT_TRUE(stop.load());
+  EXPECT_LT(r->seconds, k.duration_s);  // the flag ended it, not the duration
+  EXPECT_GE(r->Total().ios, ios_at_stop);  // the partial window is kept
   EXPECT_GT(r->Total().ios, 0u);
   EXPECT_GE(progress_calls, 1);
 }

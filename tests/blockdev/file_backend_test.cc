@@ -39,6 +39,7 @@ TEST_P(FileBackend, DirectoryIsRejected) {
 
 TEST_P(FileBackend, CreateNeedsSizeAndBadOptionsCreateNothing) {
   ExpectError(Open(Spec(dir_.File("a.img") + ",create=on")), "is empty; give size=");
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("a.img"))) << "a failed open left its file";
   const std::string b = dir_.File("b.img");
   ExpectError(Open(Spec(b + ",create=on,size=12Q")), "invalid size '12Q'");
   EXPECT_FALSE(std::filesystem::exists(b)) << "a rejected spec must not create files";
@@ -178,6 +179,19 @@ TEST(OpenImage, PathsAreProbedAndSpecsPassThrough) {
 
 namespace vstack {
 namespace {
+
+TEST(OpenImage, MalformedSpecsReportTheParseErrorNotAMissingFile) {
+  for (const char* spec : {"memory:1M++", "memory:1M,block=512,block=512", "zstd+memory:1M+"}) {
+    auto r = OpenImage(spec, {});
+    ASSERT_FALSE(r) << spec;
+    EXPECT_EQ(r.error().message.find("No such file"), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find(spec), std::string::npos) << r.error().message;
+  }
+  ExpectError(OpenImage("memory:1M++", {}), "empty part");
+  ExpectError(OpenImage("memory:1M,block=512,block=512", {}), "option 'block' given twice");
+  // A path that names no component is still a missing file.
+  ExpectError(OpenImage("/nonexistent/x.img", {}), "No such file or directory");
+}
 
 TEST(CreateImage, RawIsSparseAndNeverOverwrites) {
   testing::TempDir dir;

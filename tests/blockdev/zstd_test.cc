@@ -55,6 +55,24 @@ TEST(SizeRule, EveryRuleAtItsBoundaries) {
   EXPECT_FALSE(ParseSizeRule("half"));
 }
 
+// What a rule displays as is what the parser accepts, and means the same rule; a percentage
+// finer than the stored 0.01 % steps is refused rather than rounded (99.999 once became 100).
+TEST(SizeRule, DisplayedFormParsesBackToTheSameRule) {
+  for (const char* t : {"min-saving=0", "min-saving=0.01", "min-saving=12.5", "min-saving=33.33",
+                        "min-saving=99.99", "packed"}) {
+    const SizeRule r = Rule(t);
+    auto again = ParseSizeRule(FormatSizeRule(r));
+    ASSERT_TRUE(again) << t << " -> " << FormatSizeRule(r) << ": " << again.error().ToString();
+    EXPECT_EQ(again->kind, r.kind) << t;
+    EXPECT_EQ(again->min_saving_bp, r.min_saving_bp) << t;
+  }
+  for (const char* t : {"min-saving=99.999", "min-saving=12.345", "min-saving=100"}) {
+    auto r = ParseSizeRule(t);
+    ASSERT_FALSE(r) << t << " parsed as " << FormatSizeRule(*r);
+    EXPECT_NE(r.error().message.find("steps of 0.01"), std::string::npos) << r.error().message;
+  }
+}
+
 TEST(GrainCodec, RoundTripsAndGivesUpOnIncompressibleData) {
   GrainCompressor fast(-5), normal(3);
   GrainDecompressor dec;

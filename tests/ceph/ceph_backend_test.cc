@@ -3,7 +3,6 @@
 // extents. Needs the cluster of tests/ceph/with-cluster ($CEPH_CONF; pools rep, rbd, ec21).
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -14,8 +13,6 @@
 
 namespace vstack::testing {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 std::string Name(const TempDir& dir) { return dir.path().substr(dir.path().find_last_of('/') + 1); }
 
@@ -40,15 +37,15 @@ TEST(CephBackend, UnreachableClusterFailsWithinTheTimeout) {
   std::ofstream(conf) << "[global]\nmon host = v1:127.0.0.1:9\nauth client required = none\n"
                          "ms bind msgr2 = false\nlog file = /dev/null\n";
   for (const std::string spec : {"rbd:rbd/x", "rados:rep"}) {
-    const auto start = Clock::now();
+    // Open returns (a hang is caught by the test's timeout) with the error of the timeout that
+    // was asked for: librados gave up after timeout=2, not after its own default.
     Result<DevicePtr> r = Open(spec + ",conf=" + conf + ",timeout=2");
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     ASSERT_FALSE(r) << spec;
     EXPECT_NE(r.error().message.find("cannot reach the Ceph monitors at"), std::string::npos)
         << r.error().ToString();
     EXPECT_NE(r.error().message.find("127.0.0.1:9"), std::string::npos) << r.error().ToString();
-    // A hang detector, not a speed test: timeout=2 must not turn into minutes.
-    EXPECT_LT(seconds, 60) << spec;
+    EXPECT_NE(r.error().message.find("within 2 s (timeout=)"), std::string::npos)
+        << r.error().ToString();
   }
 }
 

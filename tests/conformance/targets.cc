@@ -131,3 +131,24 @@ VSTACK_CONFORMANCE_TARGETS(dedup, {
 });
 
 }  // namespace vstack::testing
+
+// Reopen coverage for the transforms' less common formats: a non-default rule and grain, and
+// every transform over a device with 4096-byte logical blocks. The reopen spec names no options
+// but the backend's block size: the rest must come from the layer's own superblock.
+namespace vstack::testing {
+
+VSTACK_CONFORMANCE_TARGETS(transform_reopen, {
+    SpecTarget("zstd_min_saving_file",
+               "zstd:grain=64K,size=64M,rule=min-saving=12.5+file:{dir}/t.img,create=on,size=96M",
+               "zstd+file:{dir}/t.img"),
+    SpecTarget("crc32c_grain64k_file", "crc32c:grain=64K+file:{dir}/t.img,create=on,size=72M",
+               "crc32c+file:{dir}/t.img"),
+    SpecTarget("dedup_file_4k", "dedup:size=64M+file:{dir}/t.img,create=on,size=96M,block=4096",
+               "dedup+file:{dir}/t.img,block=4096"),
+    SpecTarget("zstd_file_4k", "zstd:size=64M+file:{dir}/t.img,create=on,size=96M,block=4096",
+               "zstd+file:{dir}/t.img,block=4096"),
+    SpecTarget("crc32c_file_4k", "crc32c+file:{dir}/t.img,create=on,size=72M,block=4096",
+               "crc32c+file:{dir}/t.img,block=4096"),
+});
+
+}  // namespace vstack::testing

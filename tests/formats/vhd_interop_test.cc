@@ -7,6 +7,7 @@
 //  - vstack, qemu-img and libvhdi agree on the virtual size of every image vstack creates.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,7 @@
 #include "tests/formats/libvhdi_file.h"
 #include "tests/formats/vhd_test_util.h"
 #include "tests/testing/test_util.h"
+#include "tests/testing/tools.h"
 
 namespace vstack::testing {
 namespace {
@@ -37,38 +39,58 @@ uint64_t QemuVirtualSize(const std::string& path) {
 class VhdInterop : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* tool : {"qemu-img", "qemu-io"}) {
-      ASSERT_TRUE(HaveProgram(tool)) << tool << " is missing: ./dev.sh installs qemu-utils";
-    }
+    for (const char* tool : {"qemu-img", "qemu-io"}) VSTACK_REQUIRE_PROGRAM(tool, "qemu-utils");
   }
 
-  // qemu-io writes a few patterns: the first sector, a run across a block boundary, an
-  // unaligned-to-4K run, and the last 64 KiB.
+  // qemu-io writes a constant sector first, then random data (each run its own, so that data
+  // read from a wrong offset, inside a run or from another run, cannot match): a run across a
+  // block boundary, a run that is not 4 KiB-aligned, and the last 64 KiB. A constant run at
+  // 4 KiB alignment follows the unaligned one.
   void QemuWrites(const std::string& path, uint64_t size, uint64_t block) {
+    written_.clear();
     std::string cmd = "qemu-io -f vpc -c 'write -P 0xaa 0 512'";
-    if (size > block + 8192) {
-      cmd += " -c 'write -P 0xbb " + std::to_string(block - 4096) + " 12288'";
+    written_.push_back({0, std::vector<unsigned char>(512, 0xaa)});
+    auto random = [&](uint64_t offset, uint64_t length) {
+      std::vector<unsigned char> data(length);
+      rng_.Fill(data.data(), data.size());
+      const std::string source = path + ".random" + std::to_string(written_.size());
+      WriteAll(source, data);
+      cmd += " -c 'write -s " + source + " " + std::to_string(offset) + " " +
+             std::to_string(length) + "'";
+      written_.push_back({offset, std::move(data)});
+    };
+    if (size > block + 8192) random(block - 4608, 13312);
+    if (size > 3 * block) {
+      random(2 * block + 1536, 3072);
+      cmd += " -c 'write -P 0xcc " + std::to_string(2 * block + 8192) + " 4096'";
+      written_.push_back({2 * block + 8192, std::vector<unsigned char>(4096, 0xcc)});
     }
-    if (size > 3 * block)
-      cmd += " -c 'write -P 0xcc " + std::to_string(2 * block + 1536) + " 3072'";
-    if (size >= 65536 * 2) cmd += " -c 'write -P 0xdd " + std::to_string(size - 65536) + " 65536'";
+    if (size >= 65536 * 2) random(size - 65536, 65536);
     Tool(cmd + " " + path);
   }
 
-  // vstack reads exactly what qemu-img convert -O raw reads.
+  // vstack reads exactly what qemu-img convert -O raw reads, and what qemu-io wrote.
   void ExpectSameRaw(const std::string& path) {
     const std::string ours = path + ".vstack.raw", theirs = path + ".qemu.raw";
     Tool("qemu-img convert -f vpc -O raw " + path + " " + theirs);
     CommandResult c = RunVstack("convert -O raw " + path + " " + ours);
     ASSERT_EQ(c.status, 0) << c.output;
     EXPECT_EQ(FileSize(ours), FileSize(theirs)) << path;
-    EXPECT_EQ(ReadAll(ours), ReadAll(theirs)) << path;
+    const std::vector<unsigned char> raw = ReadAll(ours);
+    EXPECT_TRUE(raw == ReadAll(theirs)) << path;
+    for (const auto& [offset, data] : written_) {
+      ASSERT_LE(offset + data.size(), raw.size()) << path;
+      EXPECT_TRUE(std::equal(data.begin(), data.end(), raw.begin() + offset))
+          << path << ": what qemu-io wrote at " << offset << " reads back differently";
+    }
     CommandResult check = RunVstack("check " + path);
     EXPECT_EQ(check.status, 0) << check.output;
     std::remove(ours.c_str());
     std::remove(theirs.c_str());
   }
 
+  std::vector<std::pair<uint64_t, std::vector<unsigned char>>> written_;  // by QemuWrites
+  Rng rng_{17};
   TempDir dir_;
 };
 

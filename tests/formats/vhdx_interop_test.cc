@@ -19,6 +19,7 @@
 #include "tests/formats/vhd_test_util.h"
 #include "tests/formats/vhdx_test_util.h"
 #include "tests/testing/test_util.h"
+#include "tests/testing/tools.h"
 
 namespace vstack::testing {
 namespace {
@@ -32,9 +33,7 @@ CommandResult Tool(const std::string& cmd) {
 class VhdxInterop : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* tool : {"qemu-img", "qemu-io"}) {
-      ASSERT_TRUE(HaveProgram(tool)) << tool << " is missing: ./dev.sh installs qemu-utils";
-    }
+    for (const char* tool : {"qemu-img", "qemu-io"}) VSTACK_REQUIRE_PROGRAM(tool, "qemu-utils");
   }
 
   // qemu-io writes patterns and random data: the first sector, a run across a block

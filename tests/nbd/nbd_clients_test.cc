@@ -21,6 +21,7 @@
 #include "lib/sync_io.h"
 #include "tests/nbd/server_process.h"
 #include "tests/testing/test_util.h"
+#include "tests/testing/tools.h"
 
 namespace vstack::testing {
 namespace {
@@ -84,8 +85,6 @@ std::string Missing(const StackCase& s) {
     }                                                                                       \
   } while (0)
 
-#define REQUIRE_PROGRAM(p) \
-  if (!HaveProgram(p)) GTEST_SKIP() << p << " is not installed (./dev.sh installs it)"
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -128,6 +127,25 @@ FioRun RunFio(const std::string& dir, const std::string& name, const std::string
     r.write_bytes += j["write"]["io_bytes"].get<uint64_t>();
   }
   return r;
+}
+
+// fio's status line ("--eta=always"): "Jobs: 1 (f=1): [w(1)][5.0%][w=45.2MiB/s][w=11.6k IOPS]...".
+constexpr const char* kFioProgress = "--eta=always --eta-newline=250ms --eta-interval=250ms";
+
+// Waits until fio's status lines in `log_path` show a non-zero write rate: fio is connected and
+// its writes are reaching the server. Fails with the log if that does not happen in `timeout_s`.
+::testing::AssertionResult WaitForFioWrites(const std::string& log_path, double timeout_s = 60) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  std::string log;
+  do {
+    log = ReadFile(log_path);
+    for (size_t at = 0; (at = log.find("[w=", at)) != std::string::npos; at += 3) {
+      if (std::strtod(log.c_str() + at + 3, nullptr) > 0) return ::testing::AssertionSuccess();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return ::testing::AssertionFailure() << "fio never reported writes:\n" << log;
 }
 
 // The user-facing verify job (docs/layers/nbd.md), with this test's sizes.
@@ -174,14 +192,22 @@ std::vector<unsigned char> ReadStack(BlockDevice& dev, uint64_t offset, uint64_t
   return ::testing::AssertionSuccess();
 }
 
-class NbdStackTest : public ::testing::TestWithParam<StackCase> {};
+// Every test here serves through nbdkit (`vstack serve` runs it).
+class NbdServe : public ::testing::Test {
+ protected:
+  void SetUp() override { VSTACK_REQUIRE_PROGRAM("nbdkit", "nbdkit"); }
+};
+class NbdStackTest : public ::testing::TestWithParam<StackCase> {
+ protected:
+  void SetUp() override { VSTACK_REQUIRE_PROGRAM("nbdkit", "nbdkit"); }
+};
 
 std::string CaseName(const ::testing::TestParamInfo<StackCase>& info) { return info.param.name; }
 
 // --- negotiation ----------------------------------------------------------------------------
 
-TEST(NbdServe, AdvertisesTheStackToClients) {
-  REQUIRE_PROGRAM("nbdinfo");
+TEST_F(NbdServe, AdvertisesTheStackToClients) {
+  VSTACK_REQUIRE_PROGRAM("nbdinfo", "libnbd-bin");
   TempDir dir;
   auto server = StartVstackServe(dir.path(), "memory:64M,block=4096");
   ASSERT_TRUE(server);
@@ -215,7 +241,7 @@ TEST(NbdServe, AdvertisesTheStackToClients) {
   EXPECT_EQ(ro->Stop(SIGINT), 0) << ro->Log();
 }
 
-TEST(NbdServe, BadSpecsAndOptionsFailClearlyBeforeListening) {
+TEST_F(NbdServe, BadSpecsAndOptionsFailClearlyBeforeListening) {
   TempDir dir;
   CommandResult bad = RunVstack("serve --socket " + ServeSocket(dir.path()) + " nosuch+memory:1M");
   EXPECT_NE(bad.status, 0);
@@ -237,7 +263,7 @@ TEST(NbdServe, BadSpecsAndOptionsFailClearlyBeforeListening) {
 TEST_P(NbdStackTest, FioRandomWritesVerifyWithoutErrors) {
   const StackCase& stack = GetParam();
   SKIP_UNLESS_REGISTERED(stack);
-  REQUIRE_PROGRAM("fio");
+  VSTACK_REQUIRE_PROGRAM("fio", "fio");
   TempDir dir;
   if (stack.prepare) stack.prepare(dir.path());
   auto server = StartVstackServe(dir.path(), stack.first_spec(dir.path()));
@@ -251,9 +277,9 @@ TEST_P(NbdStackTest, FioRandomWritesVerifyWithoutErrors) {
   EXPECT_TRUE(StackIsConsistent(stack.reopen_spec(dir.path())));
 }
 
-TEST(NbdServe, FioVerifyCatchesAStackThatLosesData) {
+TEST_F(NbdServe, FioVerifyCatchesAStackThatLosesData) {
   // The control for the test above: a stack that drops writes must fail the same job.
-  REQUIRE_PROGRAM("fio");
+  VSTACK_REQUIRE_PROGRAM("fio", "fio");
   TempDir dir;
   auto server = StartVstackServe(dir.path(), "null:64M");
   ASSERT_TRUE(server);
@@ -266,7 +292,7 @@ TEST(NbdServe, FioVerifyCatchesAStackThatLosesData) {
 TEST_P(NbdStackTest, SigkillDuringFioWritesKeepsWhatWasFlushed) {
   const StackCase& stack = GetParam();
   SKIP_UNLESS_REGISTERED(stack);
-  REQUIRE_PROGRAM("fio");
+  VSTACK_REQUIRE_PROGRAM("fio", "fio");
   TempDir dir;
   if (stack.prepare) stack.prepare(dir.path());
   const std::string common =
@@ -283,12 +309,13 @@ TEST_P(NbdStackTest, SigkillDuringFioWritesKeepsWhatWasFlushed) {
   std::ofstream(dir.File("region2.fio"))
       << common << "[region2]\noffset=16M\nsize=48M\ntime_based=1\nruntime=60\n";
   FILE* writer = ::popen(("cd " + dir.path() + " && NBD_URI='" + ServeUri(dir.path()) +
-                          "' fio --output=" +
-                          dir.File("region2.out") + " " + dir.File("region2.fio") + " 2>&1")
+                          "' fio " + kFioProgress + " --output=" + dir.File("region2.out") + " " +
+                          dir.File("region2.fio") + " >" + dir.File("region2.log") + " 2>&1")
                              .c_str(),
                          "r");
   ASSERT_NE(writer, nullptr);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Kill the server once fio's writes are reaching it.
+  EXPECT_TRUE(WaitForFioWrites(dir.File("region2.log")));
   EXPECT_EQ(server->Stop(SIGKILL), 128 + SIGKILL);
   const int fio_status = ::pclose(writer);
   EXPECT_NE(fio_status, 0) << "fio should have lost its server mid-run: "
@@ -311,8 +338,8 @@ constexpr const char* kNbdkitDisconnectAbort = "raw_send_socket: Assertion `sock
 TEST_P(NbdStackTest, ClientKilledMidRunLeavesTheStackConsistent) {
   const StackCase& stack = GetParam();
   SKIP_UNLESS_REGISTERED(stack);
-  REQUIRE_PROGRAM("fio");
-  REQUIRE_PROGRAM("qemu-io");
+  VSTACK_REQUIRE_PROGRAM("fio", "fio");
+  VSTACK_REQUIRE_PROGRAM("qemu-io", "qemu-utils");
   TempDir dir;
   if (stack.prepare) stack.prepare(dir.path());
   auto server = StartVstackServe(dir.path(), stack.first_spec(dir.path()));
@@ -320,15 +347,21 @@ TEST_P(NbdStackTest, ClientKilledMidRunLeavesTheStackConsistent) {
   std::ofstream(dir.File("writer.fio"))
       << "[w]\nthread=1\nioengine=nbd\nuri=${NBD_URI}\nrw=randwrite\nbsrange=4k-64k\niodepth=32\n"
          "time_based=1\nruntime=60\n";
-  ServerProcess fio({"fio", "--output=" + dir.File("writer.out"), dir.File("writer.fio")},
+  ServerProcess fio({"fio", "--eta=always", "--eta-newline=250ms", "--eta-interval=250ms",
+                     "--output=" + dir.File("writer.out"), dir.File("writer.fio")},
                     dir.File("writer.log"), {"NBD_URI=" + ServeUri(dir.path())});
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Kill the client while its writes are in flight.
+  EXPECT_TRUE(WaitForFioWrites(dir.File("writer.log")));
   EXPECT_EQ(fio.Stop(SIGKILL), 128 + SIGKILL);
   // The server carries on serving other clients...
   const std::string qemu_io = "qemu-io -f raw '" + ServeUri(dir.path()) +
                               "' -c 'write -P 0x5c 0 64k' -c 'read -P 0x5c 0 64k'";
   CommandResult io = RunCommand(qemu_io);
-  if (io.status != 0) std::this_thread::sleep_for(std::chrono::seconds(1));  // let an abort finish
+  // A failure may be nbdkit aborting (below): its log has the message once the abort is done.
+  for (int i = 0; io.status != 0 && i < 200; ++i) {
+    if (server->Log().find(kNbdkitDisconnectAbort) != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   if (server->Log().find(kNbdkitDisconnectAbort) != std::string::npos) {
     // nbdkit 1.32 (Debian 12) can abort when a client vanishes with replies in flight: a
     // worker sends its reply after another has closed the socket (upstream later dropped that
@@ -351,7 +384,7 @@ TEST_P(NbdStackTest, ClientKilledMidRunLeavesTheStackConsistent) {
 TEST_P(NbdStackTest, QemuIoPatternsAreThereAfterTheServerStops) {
   const StackCase& stack = GetParam();
   SKIP_UNLESS_REGISTERED(stack);
-  REQUIRE_PROGRAM("qemu-io");
+  VSTACK_REQUIRE_PROGRAM("qemu-io", "qemu-utils");
   TempDir dir;
   if (stack.prepare) stack.prepare(dir.path());
   auto server = StartVstackServe(dir.path(), stack.first_spec(dir.path()));
@@ -390,9 +423,9 @@ TEST_P(NbdStackTest, QemuIoPatternsAreThereAfterTheServerStops) {
   EXPECT_TRUE(AllBytesAre(ReadStack(d, (7 << 20) + 512, 512), 0));
 }
 
-TEST(NbdServe, QemuImgConvertOfAServedVhdEqualsVstackConvert) {
+TEST_F(NbdServe, QemuImgConvertOfAServedVhdEqualsVstackConvert) {
   SKIP_UNLESS_REGISTERED(VhdStack());
-  REQUIRE_PROGRAM("qemu-img");
+  VSTACK_REQUIRE_PROGRAM("qemu-img", "qemu-utils");
   if (RunVstack("convert --help").status != 0) {
     GTEST_SKIP() << "`vstack convert` is not in this build; this test runs once it is merged";
   }
@@ -459,7 +492,7 @@ void WriteSparsePatterns(const std::string& spec, SparseImage* out) {
 TEST_P(NbdStackTest, NbdcopyReadsOnlyTheAllocatedExtents) {
   const StackCase& stack = GetParam();
   SKIP_UNLESS_REGISTERED(stack);
-  REQUIRE_PROGRAM("nbdcopy");
+  VSTACK_REQUIRE_PROGRAM("nbdcopy", "libnbd-bin");
   TempDir dir;
   if (stack.prepare) stack.prepare(dir.path());
   SparseImage img;
@@ -499,8 +532,8 @@ INSTANTIATE_TEST_SUITE_P(Stacks, NbdStackTest,
 
 // --- errors ---------------------------------------------------------------------------------
 
-TEST(NbdServe, ErrorsReachTheClientAsNbdErrors) {
-  REQUIRE_PROGRAM("qemu-io");
+TEST_F(NbdServe, ErrorsReachTheClientAsNbdErrors) {
+  VSTACK_REQUIRE_PROGRAM("qemu-io", "qemu-utils");
   TempDir dir;
   // A read-only export says so: qemu refuses to open it for writing.
   auto ro = StartVstackServe(dir.path(), "memory:64M", {"--read-only"});
@@ -534,9 +567,9 @@ TEST(NbdServe, ErrorsReachTheClientAsNbdErrors) {
 
 // --- nbdkit directly ------------------------------------------------------------------------
 
-TEST(NbdServe, NbdkitForksAndReopensARelativeSpec) {
-  REQUIRE_PROGRAM("nbdkit");
-  REQUIRE_PROGRAM("qemu-io");
+TEST_F(NbdServe, NbdkitForksAndReopensARelativeSpec) {
+  VSTACK_REQUIRE_PROGRAM("nbdkit", "nbdkit");
+  VSTACK_REQUIRE_PROGRAM("qemu-io", "qemu-utils");
   BecomeSubreaper();
   TempDir dir;
   const std::string plugin = std::string(VSTACK_BUILD_DIR) + "/nbdkit-vstack-plugin.so";
@@ -565,12 +598,14 @@ TEST(NbdServe, NbdkitForksAndReopensARelativeSpec) {
   EXPECT_TRUE(AllBytesAre(ReadStack(**dev, 1 << 20, 64 << 10), 0x3e));
 }
 
-TEST(NbdServe, NbdkitFindsTheInstalledPluginByShortName) {
-  REQUIRE_PROGRAM("nbdkit");
+TEST_F(NbdServe, NbdkitFindsTheInstalledPluginByShortName) {
+  VSTACK_REQUIRE_PROGRAM("nbdkit", "nbdkit");
   CommandResult dump = RunCommand("nbdkit --dump-plugin vstack");
   if (dump.status != 0 && dump.output.find("cannot open plugin") != std::string::npos) {
-    GTEST_SKIP() << "the plugin is not installed in nbdkit's plugindir; ./dev.sh installs it "
-                    "(cmake --install build --component nbdkit-plugin)";
+    const char* why = "the plugin is not installed in nbdkit's plugindir; ./dev.sh installs it "
+                      "(cmake --install build --component nbdkit-plugin)";
+    if (ToolsRequired()) GTEST_FAIL() << why;
+    GTEST_SKIP() << why;
   }
   ASSERT_EQ(dump.status, 0) << dump.output;
   EXPECT_NE(dump.output.find("name=vstack"), std::string::npos) << dump.output;

@@ -205,31 +205,38 @@ TEST(NbdExport, ExtentsReportHolesAndStopAtTheWindow) {
   EXPECT_FALSE(e->Extents(512, 4ull << 30, &out));
 }
 
+// nbdkit's parallel thread model: several server threads, each with its own queue, on a plain
+// backend and on stacks whose layers share metadata (dedup and zstd commits on the flushes,
+// crc32c's dirty regions). The ThreadSanitizer build runs it too.
 TEST(NbdExport, EveryServerThreadGetsItsOwnQueue) {
-  auto e = Serve("memory:64M");
-  ASSERT_TRUE(e);
-  constexpr int kThreads = 4;
-  std::vector<std::thread> threads;
-  std::vector<int> failures(kThreads, 0);
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      Rng rng(t);
-      std::vector<unsigned char> data(16 << 10), back(16 << 10);
-      for (int i = 0; i < 200; ++i) {
-        rng.Fill(data.data(), data.size());
-        const uint64_t off = (uint64_t(t) << 24) + rng.Below(1000) * 16384;
-        if (e->Write(data.data(), data.size(), off, 0) || e->Read(back.data(), back.size(), off) ||
-            back != data) {
-          ++failures[t];
+  for (const char* spec : {"memory:64M", "dedup:size=64M+zstd+memory:128M", "crc32c+memory:72M"}) {
+    SCOPED_TRACE(spec);
+    auto e = Serve(spec);
+    ASSERT_TRUE(e);
+    constexpr int kThreads = 4;
+    std::vector<std::thread> threads;
+    std::vector<int> failures(kThreads, 0);
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        Rng rng(t);
+        std::vector<unsigned char> data(16 << 10), back(16 << 10);
+        for (int i = 0; i < 200; ++i) {
+          rng.Fill(data.data(), data.size());
+          const uint64_t off = (uint64_t(t) << 24) + rng.Below(1000) * 16384;
+          if (e->Write(data.data(), data.size(), off, 0) ||
+              e->Read(back.data(), back.size(), off) || back != data ||
+              (i % 50 == 49 && e->Flush())) {
+            ++failures[t];
+          }
         }
-      }
-    });
+      });
+    }
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
+    // The threads are gone, and so are their queues: the stack closes cleanly.
+    EXPECT_TRUE(testing::IsOk(e->Close()));
+    EXPECT_EQ(e->device().Stats().of(Op::kWrite).ops, kThreads * 200u);
   }
-  for (auto& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
-  // The threads are gone, and so are their queues: the stack closes cleanly.
-  EXPECT_TRUE(testing::IsOk(e->Close()));
-  EXPECT_EQ(e->device().Stats().of(Op::kWrite).ops, kThreads * 200u);
 }
 
 TEST(NbdExport, ASingleQueueStackServesOneConnectionAtATime) {

@@ -7,9 +7,12 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
+
+#include "tests/testing/tools.h"
 
 namespace vstack::testing {
 
@@ -98,6 +101,14 @@ CommandResult RunVstack(const std::string& args) {
 
 bool HaveProgram(const std::string& program) {
   return RunCommand("command -v " + program + " >/dev/null").status == 0;
+}
+
+bool ToolsRequired() {
+  auto is = [](const char* name, const char* value) {
+    const char* v = std::getenv(name);
+    return v != nullptr && std::strcmp(v, value) == 0;
+  };
+  return is("CI", "true") || is("VSTACK_REQUIRE_TOOLS", "1");
 }
 
 void WriteFile(const std::string& path, uint64_t size, unsigned char byte) {
