@@ -16,6 +16,10 @@ namespace vstack::bench {
 // The devices of a stack, top first.
 std::vector<BlockDevice*> StackLayers(BlockDevice& top);
 
+// Sets the statistics mode of every layer (lib/stats.h): attribution needs kLatency on the
+// whole stack, set before the measured queues are opened.
+void SetStackStatsMode(BlockDevice& top, StatsMode mode);
+
 // Stats() of every layer, top first. Thread-safe while the stack runs.
 std::vector<LayerStats> SnapshotStack(BlockDevice& top);
 
