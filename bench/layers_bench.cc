@@ -65,13 +65,13 @@ void LayerIo(benchmark::State& state, std::string layers, std::string backend, O
     state.SkipWithError(dev.error().ToString().c_str());
     return;
   }
-  SetStackStatsMode(**dev, mode);
   if (backend == "memory") {  // reads find real data; writes overwrite it
     if (Status s = FillDevice(**dev, ContentKnobs(), nullptr); !s) {
       state.SkipWithError(s.error().ToString().c_str());
       return;
     }
   }
+  SetStackStatsMode(**dev, mode);  // after the fill, which measures with latency
   auto q = (*dev)->OpenQueue();
   if (!q) {
     state.SkipWithError(q.error().ToString().c_str());

@@ -185,7 +185,7 @@ struct TimeContext {
   bool linked = false;       // ... and it completed a request of this thread's upper queue
   uint64_t done_ns = 0;      // that lower request's completion time
   uint64_t latency_ns = 0;   // and its latency
-  uint32_t path_ns[kMaxStackDepth] = {};  // and its path (levels up to its own; 0 above)
+  const uint32_t* path_ns = nullptr;  // and its path: kMaxStackDepth levels, 0 above its own
 };
 thread_local TimeContext t_time;
 
@@ -521,10 +521,12 @@ void IoQueue::CompleteTimed(IoRequest& r, uint64_t& batch_now, uint64_t& last, b
     t = batch_now;
   }
   last = std::max(last, t);
+  uint32_t path[kMaxStackDepth] = {};  // lives while the callback runs
   TimeContext ctx;
   ctx.now = t;
   ctx.in_callback = true;
   ctx.done_ns = t;
+  ctx.path_ns = path;
   if (own) {
     const uint64_t latency = r.submit_ns_ != 0 && t >= r.submit_ns_ ? t - r.submit_ns_ : 0;
     stats_.OnLatency(r.op, latency);
@@ -536,10 +538,10 @@ void IoQueue::CompleteTimed(IoRequest& r, uint64_t& batch_now, uint64_t& last, b
     }
     r.path_ns_[level_] = Saturate32(uint64_t{r.path_ns_[level_]} + self);
     ctx.latency_ns = latency;
-    std::copy(r.path_ns_, r.path_ns_ + level_ + 1, ctx.path_ns);
+    std::copy(r.path_ns_, r.path_ns_ + level_ + 1, path);
   } else {  // our own child: pass on what completed it
     ctx.latency_ns = r.below_ns_;
-    std::copy(r.path_ns_, r.path_ns_ + level_, ctx.path_ns);
+    std::copy(r.path_ns_, r.path_ns_ + level_, path);
   }
   const TimeContext saved = t_time;
   t_time = ctx;
@@ -547,7 +549,7 @@ void IoQueue::CompleteTimed(IoRequest& r, uint64_t& batch_now, uint64_t& last, b
   const bool linked = t_time.linked;
   t_time = saved;
   // Nobody above completed from this callback: the request's path ends here.
-  if (own && !linked) stats_.OnPathEnd(ctx.path_ns, level_ + 1, ctx.latency_ns);
+  if (own && !linked) stats_.OnPathEnd(path, level_ + 1, ctx.latency_ns);
 }
 
 size_t IoQueue::Poll(size_t min_completions) {

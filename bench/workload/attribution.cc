@@ -26,8 +26,16 @@ const char* OpPlural(Op op) {
 
 std::string TimeWords(const LayerCost& c, bool timed) {
   if (!timed) return "self time not measured (the stack kept counters only)";
-  return Fmt("%.2f", c.self_us_per_io) + " us per guest I/O (mean; p50 " +
-         Fmt("%.2f", c.self_median_us_per_io) + ", p99 " + Fmt("%.2f", c.self_p99_us_per_io) + ")";
+  std::string s = Fmt("%.2f", c.self_us_per_io) + " us per guest I/O (mean; p50 " +
+                  Fmt("%.2f", c.self_median_us_per_io) + ", p99 " +
+                  Fmt("%.2f", c.self_p99_us_per_io) + ")";
+  if (c.self_p99_us_per_io < 0.005) {
+    // One timestamp covers a batch: CPU spent while submitting counts in the level below.
+    s += ", below the resolution of one timestamp per batch (its CPU shows in CPU per I/O)";
+  } else if (c.self_us_per_io > c.self_p99_us_per_io) {
+    s += ", the mean carried by fewer than 1% of the I/Os";
+  }
+  return s;
 }
 
 std::string Words(const LayerCost& c, bool timed) {
@@ -53,9 +61,10 @@ std::string Words(const LayerCost& c, bool timed) {
   }
   s += "; self " + TimeWords(c, timed);
   if (c.own_requests_per_io > 0) {
-    s += "; its own I/O below: " + Fmt("%.4g", c.own_requests_per_io) + " requests and " +
+    s += "; its own I/O below (off the guest's completion path: metadata, write-back, or I/O "
+         "beside its own wait): " + Fmt("%.4g", c.own_requests_per_io) + " requests and " +
          Fmt("%.2f", c.own_us_per_io) + " us per guest I/O (device " +
-         Fmt("%.2f", c.own_device_us_per_io) + " us), apart from the guest's data I/O";
+         Fmt("%.2f", c.own_device_us_per_io) + " us)";
     if (c.own_overlaps) s += ", overlapped with guest I/O (more than the layer's self time)";
   }
   if (!c.counters.empty()) {

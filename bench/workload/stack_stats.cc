@@ -14,6 +14,17 @@ void SetStackStatsMode(BlockDevice& top, StatsMode mode) {
   for (BlockDevice* d : StackLayers(top)) d->SetStatsMode(mode);
 }
 
+ScopedStackStatsMode::ScopedStackStatsMode(BlockDevice& top, StatsMode mode) {
+  for (BlockDevice* d : StackLayers(top)) {
+    saved_.emplace_back(d, d->stats_mode());
+    d->SetStatsMode(mode);
+  }
+}
+
+ScopedStackStatsMode::~ScopedStackStatsMode() {
+  for (auto& [d, mode] : saved_) d->SetStatsMode(mode);
+}
+
 std::vector<LayerStats> SnapshotStack(BlockDevice& top) {
   std::vector<LayerStats> out;
   for (BlockDevice* d : StackLayers(top)) out.push_back(d->Stats());

@@ -261,7 +261,7 @@ TEST(Attribution, RequestsBytesTimeAndCountersPerGuestIo) {
   EXPECT_NE(f.words.find("allocations 10 (0.01/I/O)"), std::string::npos) << f.words;
   EXPECT_TRUE(a.layers[1].backend);
   EXPECT_DOUBLE_EQ(a.layers[1].self_us_per_io, 8.2);
-  EXPECT_NE(f.words.find("its own I/O below: 0.02 requests"), std::string::npos) << f.words;
+  EXPECT_NE(f.words.find("0.02 requests and 0.60 us per guest I/O (device 0.60 us)"), std::string::npos) << f.words;
   // Own I/O taking longer than the layer's self time ran beside the guest's: said, not hidden.
   below.paths.total_ns = 20 * 300000;
   const LayerCost g = Attribute({top, below}).layers[0];
