@@ -534,7 +534,15 @@ void IoQueue::CompleteTimed(IoRequest& r, uint64_t& batch_now, uint64_t& last, b
     if (latency >= r.below_ns_) {
       self = latency - r.below_ns_;
     } else {
-      stats_.OnNegativeSelf();  // counted, not hidden: the report shows it
+      // The lower request began before this one (it joined work in flight; PathStats counts it in `negative`): only our own
+      // latency is on our path, so scale the levels below to it; the rounding left is ours.
+      stats_.OnNegativeSelf();
+      uint64_t kept = 0;
+      for (int l = 0; l < level_; ++l) {
+        r.path_ns_[l] = static_cast<uint32_t>(double(r.path_ns_[l]) * double(latency) / double(r.below_ns_));
+        kept += r.path_ns_[l];
+      }
+      self = latency > kept ? latency - kept : 0;
     }
     r.path_ns_[level_] = Saturate32(uint64_t{r.path_ns_[level_]} + self);
     ctx.latency_ns = latency;

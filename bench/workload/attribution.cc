@@ -91,7 +91,7 @@ Attribution Attribute(const std::vector<LayerDelta>& layers, double measured_us)
   a.guest_ios = layers.front().total_ops();
   const LayerDelta::Paths& guest = layers.front().paths;
   a.timed = guest.requests != 0;
-  a.negative_self = guest.negative;
+  a.joined = guest.negative;
   // Per guest I/O: the top layer's paths are exactly the guest's requests.
   const double per = double(std::max<uint64_t>(a.timed ? guest.requests : a.guest_ios, 1));
   for (size_t i = 0; i < layers.size(); ++i) {

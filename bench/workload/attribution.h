@@ -70,7 +70,7 @@ struct Attribution {
   double sum_us = 0;           // layers + device (equals end_to_end_us up to rounding)
   double measured_us = 0;      // the workload's own mean latency (0: not given)
   double residual_pct = 0;     // (sum_us - measured_us) / measured_us * 100 (0: not given)
-  uint64_t negative_self = 0;  // self times below zero, counted as 0 (a clock going backwards)
+  uint64_t joined = 0;  // guest requests that joined lower work begun before them (PathStats)
   std::vector<LayerCost> layers;  // top first
 };
 

@@ -43,7 +43,7 @@ TEST(SelfTime, AddsUpToTheMeasuredLatencyWithADelayAtAKnownLayer) {
   ASSERT_TRUE(a.timed);
   ASSERT_EQ(a.layers.size(), 4u);
   EXPECT_EQ(a.guest_ios, uint64_t{kReads});
-  EXPECT_EQ(a.negative_self, 0u);
+  EXPECT_EQ(a.joined, 0u);
   // The paths add up exactly to the top layer's latency; the caller's own measurement adds
   // only its Submit/Poll overhead: the 5% bound.
   EXPECT_NEAR(a.sum_us, a.end_to_end_us, 0.01);

@@ -166,7 +166,7 @@ json AttributionJson(const bench::Attribution& a) {
           {"sum_us", a.sum_us},
           {"measured_us", a.measured_us},
           {"residual_pct", a.residual_pct},
-          {"negative_self", a.negative_self},
+          {"joined", a.joined},
           {"layers", layers}};
 }
 
