@@ -55,7 +55,9 @@ enum class StatsMode : uint8_t {
 struct PathStats {
   uint64_t requests = 0;
   uint64_t total_ns = 0;    // their summed latency at the layer where the path ended
-  uint64_t negative = 0;    // self times below zero (a clock going backwards), counted as 0
+  // Requests whose lower request began before them (they joined work in flight, e.g. an
+  // allocation commit another request started): their path is scaled to their own latency.
+  uint64_t negative = 0;
   std::array<uint64_t, kMaxStackDepth> self_ns{};  // summed self time per level
   std::array<LatencyHistogram, kMaxStackDepth> self;  // self time per request, per level
 
