@@ -29,7 +29,7 @@ std::string TimeWords(const LayerCost& c, bool timed) {
   std::string s = Fmt("%.2f", c.self_us_per_io) + " us per guest I/O (mean; p50 " +
                   Fmt("%.2f", c.self_median_us_per_io) + ", p99 " +
                   Fmt("%.2f", c.self_p99_us_per_io) + ")";
-  if (c.self_p99_us_per_io < 0.005) {
+  if (c.self_us_per_io < 0.005) {
     // One timestamp covers a batch: CPU spent while submitting counts in the level below.
     s += ", below the resolution of one timestamp per batch (its CPU shows in CPU per I/O)";
   } else if (c.self_us_per_io > c.self_p99_us_per_io) {
