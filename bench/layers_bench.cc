@@ -18,6 +18,7 @@
 
 #include "bench/queue_driver.h"
 #include "bench/workload/image_setup.h"
+#include "bench/workload/stack_stats.h"
 #include "bench/workload/write_content.h"
 #include "lib/registry.h"
 #include "lib/spec.h"
@@ -50,7 +51,8 @@ std::string Missing(const std::string& layers) {
   return "";
 }
 
-void LayerIo(benchmark::State& state, std::string layers, std::string backend, Op op) {
+void LayerIo(benchmark::State& state, std::string layers, std::string backend, Op op,
+             StatsMode mode) {
   if (!layers.empty()) {
     if (std::string m = Missing(layers); !m.empty()) {
       state.SkipWithError(("layer '" + m + "' is not in this build").c_str());
@@ -69,6 +71,7 @@ void LayerIo(benchmark::State& state, std::string layers, std::string backend, O
       return;
     }
   }
+  SetStackStatsMode(**dev, mode);  // after the fill, which measures with latency
   auto q = (*dev)->OpenQueue();
   if (!q) {
     state.SkipWithError(q.error().ToString().c_str());
@@ -110,11 +113,21 @@ const bool kRegistered = [] {
       for (Op op : {Op::kRead, Op::kWrite}) {
         const std::string name = std::string("BM_Layer/") + (*layers ? layers : "bare") + "/" +
                                  backend + (op == Op::kRead ? "_read" : "_write");
-        benchmark::RegisterBenchmark(name.c_str(), LayerIo, std::string(layers), std::string(backend), op)
+        benchmark::RegisterBenchmark(name.c_str(), LayerIo, std::string(layers), std::string(backend), op,
+                                     StatsMode::kCounts)
             ->Arg(1)
             ->Arg(32);
       }
     }
+  }
+  // The same with latency statistics on every layer (what `vstack bench` measures with).
+  for (const char* layers : {"", "passthrough", "passthrough+passthrough"}) {
+    const std::string name =
+        std::string("BM_LayerLatencyStats/") + (*layers ? layers : "bare") + "/memory_read";
+    benchmark::RegisterBenchmark(name.c_str(), LayerIo, std::string(layers), std::string("memory"),
+                                 Op::kRead, StatsMode::kLatency)
+        ->Arg(1)
+        ->Arg(32);
   }
   return true;
 }();

@@ -49,10 +49,22 @@ size_t BlockDevice::open_queues() const {
   return queues_.size();
 }
 
-LayerStats BlockDevice::Stats() const {
+LayerStats BlockDevice::Stats() const { return Collect(true); }
+
+LayerStats BlockDevice::Counts() const { return Collect(false); }
+
+LayerStats BlockDevice::Collect(bool histograms) const {
   std::lock_guard lock(mu_);
-  LayerStats out = retired_;
-  for (const IoQueue* q : queues_) q->stats_.AddTo(out);
+  LayerStats out;
+  if (histograms) {
+    out = retired_;
+  } else {
+    out.op = retired_.op;
+    out.in_flight = retired_.in_flight;
+    out.counter_names = retired_.counter_names;
+    out.counters = retired_.counters;
+  }
+  for (const IoQueue* q : queues_) q->stats_.AddTo(out, histograms);
   for (size_t i = 0; i < counter_names_.size(); ++i) {
     out.counters[i] += shared_counters_[i].load(std::memory_order_relaxed);
   }
@@ -169,10 +181,51 @@ constexpr IoFlags AllowedFlags(Op op) {
 
 uint64_t BytesOf(const IoRequest& r) { return r.op == Op::kFlush ? 0 : r.length; }
 
+// The time shared through a stack on this thread (StatsMode::kLatency queues only, see
+// lib/stats.h). Submit and Poll start a fresh context and restore the caller's on return; a
+// Drain sets one around each callback of a completed request.
+struct TimeContext {
+  uint64_t now = 0;          // a timestamp a Submit takes instead of reading the clock (0: read)
+  bool in_callback = false;  // a lower request's callback is running: the fields below are set
+  bool linked = false;       // ... and it completed a request of this thread's upper queue
+  uint64_t done_ns = 0;      // that lower request's completion time
+  uint64_t latency_ns = 0;   // and its latency
+  const uint32_t* path_ns = nullptr;  // and its path: kMaxStackDepth levels, 0 above its own
+};
+thread_local TimeContext t_time;
+
+// Restores the caller's context when a Submit or Poll returns.
+class ScopedTime {
+ public:
+  ScopedTime(bool active, uint64_t now) : active_(active) {
+    if (!active_) return;
+    saved_ = t_time;
+    t_time = TimeContext{};
+    t_time.now = now;
+  }
+  ~ScopedTime() {
+    if (active_) t_time = saved_;
+  }
+
+ private:
+  bool active_;
+  TimeContext saved_;
+};
+
+uint32_t Saturate32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(v); }
+
 }  // namespace
 
+int IoQueue::LevelOf(const BlockDevice& device) {
+  int level = 0;
+  for (const BlockDevice* d = device.lower(); d != nullptr; d = d->lower()) ++level;
+  return std::min(level, kMaxStackDepth - 1);  // deeper levels add up into the last one
+}
+
 IoQueue::IoQueue(BlockDevice& device)
-    : device_(device), stats_(device.counter_names_.size()) {
+    : device_(device),
+      stats_(device.counter_names_.size(), device.stats_mode() == StatsMode::kLatency),
+      level_(LevelOf(device)) {
   device_.AddQueue(this);
 }
 
@@ -329,7 +382,11 @@ void IoQueue::FinishFanout(Fanout* fan) {
 }
 
 void IoQueue::Submit(std::span<IoRequest* const> batch) {
-  const uint64_t now = NowNs();
+  const bool timed = stats_.latency();
+  // One clock read per batch, or none when the caller shares its time (a layer submitting
+  // from its own Submit, or from a completion callback).
+  const uint64_t now = !timed ? 0 : t_time.now != 0 ? t_time.now : NowNs();
+  ScopedTime scope(timed, now);
   // While callbacks run (draining_), new requests are plugged: collected in plugged_ and
   // handed to the device as one batch when the drain runs dry, so a burst of resubmissions
   // from completion callbacks costs one device submission (one io_uring_submit), not one each.
@@ -340,6 +397,9 @@ void IoQueue::Submit(std::span<IoRequest* const> batch) {
     r->internal_ = nullptr;
     r->next_ = nullptr;
     r->submit_ns_ = now;
+    r->done_ns_ = 0;
+    r->below_ns_ = 0;
+    if (timed) std::fill(r->path_ns_, r->path_ns_ + level_ + 1, 0u);
     r->status.clear();
     ++in_flight_;
     stats_.OnSubmit();
@@ -363,11 +423,26 @@ void IoQueue::Submit(std::span<IoRequest* const> batch) {
 
 void IoQueue::Complete(IoRequest& req, std::error_code status) {
   req.status = status;
+  if (stats_.latency() && t_time.in_callback) {
+    // Completed from a lower request's callback: its completion time is ours, its latency is
+    // the time below us, its path continues ours.
+    req.done_ns_ = t_time.done_ns;
+    req.below_ns_ = t_time.latency_ns;
+    std::copy(t_time.path_ns, t_time.path_ns + level_, req.path_ns_);
+    // Levels at or above ours (a lower request from a side chain as deep as we are, such as a
+    // differencing image's parent) count as our own time, so that the path still adds up.
+    uint64_t extra = 0;
+    for (int l = level_; l < kMaxStackDepth; ++l) extra += t_time.path_ns[l];
+    req.path_ns_[level_] = Saturate32(extra);
+    t_time.linked = true;
+  }
   PushCompletion(req);
 }
 
 void IoQueue::PostCompletion(IoRequest& req, std::error_code status) {
   req.status = status;
+  req.done_ns_ = 0;  // completed on another thread: timed when this thread reaps it
+  req.below_ns_ = 0;
   std::lock_guard lock(posted_mu_);
   posted_.push_back(&req);
   has_posted_.store(true, std::memory_order_release);
@@ -397,6 +472,8 @@ size_t IoQueue::Drain() {
   if (draining_) return 0;  // the outer Drain on this stack will pick up new completions
   draining_ = true;
   size_t n = 0;
+  uint64_t batch_now = 0;  // this completion batch's time, read when first needed
+  uint64_t last = 0;       // the latest time this drain used
   for (;;) {
     if (done_head_ == nullptr) {
       if (has_posted_.load(std::memory_order_acquire)) MovePosted();
@@ -407,7 +484,11 @@ size_t IoQueue::Drain() {
       // the done list and the loop goes on.
       std::vector<IoRequest*> batch;
       batch.swap(plugged_);
-      DoSubmit(batch);
+      {
+        ScopedTime scope(stats_.latency(), last);
+        DoSubmit(batch);
+      }
+      batch_now = 0;  // what completes now belongs to the next completion batch
       batch.clear();
       if (batch.capacity() > plugged_.capacity()) plugged_.swap(batch);
       continue;
@@ -417,19 +498,75 @@ size_t IoQueue::Drain() {
     if (done_head_ == nullptr) done_tail_ = nullptr;
     r->next_ = nullptr;
     if (r->internal_ != nullptr) {  // one of our own children
-      r->on_complete(*r);
+      if (stats_.latency()) {
+        // Its parent completes with the child's time, below and path.
+        CompleteTimed(*r, batch_now, last, /*own=*/false);
+      } else {
+        r->on_complete(*r);
+      }
       continue;
     }
     --in_flight_;
-    stats_.OnComplete(r->op, BytesOf(*r), static_cast<bool>(r->status), NowNs() - r->submit_ns_);
+    stats_.OnComplete(r->op, BytesOf(*r), static_cast<bool>(r->status));
     ++n;
-    if (r->on_complete) r->on_complete(*r);
+    if (stats_.latency()) {
+      CompleteTimed(*r, batch_now, last, /*own=*/true);
+    } else if (r->on_complete) {
+      r->on_complete(*r);
+    }
   }
   draining_ = false;
   return n;
 }
 
+void IoQueue::CompleteTimed(IoRequest& r, uint64_t& batch_now, uint64_t& last, bool own) {
+  uint64_t t = r.done_ns_;
+  if (t == 0) {
+    if (batch_now == 0) batch_now = NowNs();
+    t = batch_now;
+  }
+  last = std::max(last, t);
+  uint32_t path[kMaxStackDepth] = {};  // lives while the callback runs
+  TimeContext ctx;
+  ctx.now = t;
+  ctx.in_callback = true;
+  ctx.done_ns = t;
+  ctx.path_ns = path;
+  if (own) {
+    const uint64_t latency = r.submit_ns_ != 0 && t >= r.submit_ns_ ? t - r.submit_ns_ : 0;
+    stats_.OnLatency(r.op, latency);
+    uint64_t self = 0;
+    if (latency >= r.below_ns_) {
+      self = latency - r.below_ns_;
+    } else {
+      // The lower request began before this one (it joined work in flight; PathStats counts it in `negative`): only our own
+      // latency is on our path, so scale the levels below to it; the rounding left is ours.
+      stats_.OnNegativeSelf();
+      uint64_t kept = 0;
+      for (int l = 0; l < level_; ++l) {
+        r.path_ns_[l] = static_cast<uint32_t>(double(r.path_ns_[l]) * double(latency) / double(r.below_ns_));
+        kept += r.path_ns_[l];
+      }
+      self = latency > kept ? latency - kept : 0;
+    }
+    r.path_ns_[level_] = Saturate32(uint64_t{r.path_ns_[level_]} + self);
+    ctx.latency_ns = latency;
+    std::copy(r.path_ns_, r.path_ns_ + level_ + 1, path);
+  } else {  // our own child: pass on what completed it
+    ctx.latency_ns = r.below_ns_;
+    std::copy(r.path_ns_, r.path_ns_ + level_, path);
+  }
+  const TimeContext saved = t_time;
+  t_time = ctx;
+  if (r.on_complete) r.on_complete(r);
+  const bool linked = t_time.linked;
+  t_time = saved;
+  // Nobody above completed from this callback: the request's path ends here.
+  if (own && !linked) stats_.OnPathEnd(path, level_ + 1, ctx.latency_ns);
+}
+
 size_t IoQueue::Poll(size_t min_completions) {
+  ScopedTime scope(stats_.latency(), 0);
   size_t done = Drain();
   if (min_completions == 0) {
     DoPoll(false);

@@ -106,6 +106,14 @@ class BlockDevice {
 
   // A snapshot of this layer's statistics, summed over all its queues, open and closed.
   LayerStats Stats() const;
+  // The same without the latency histograms and paths (counts, bytes, errors, counters): the
+  // cheap query for Space() and similar, which merges no histogram.
+  LayerStats Counts() const;
+
+  // What the queues opened from now on measure (lib/stats.h); kCounts by default. Queues
+  // already open keep their mode. Thread-safe.
+  void SetStatsMode(StatsMode mode) { stats_mode_.store(mode, std::memory_order_relaxed); }
+  StatsMode stats_mode() const { return stats_mode_.load(std::memory_order_relaxed); }
 
   // Layer-specific facts for `vstack info` (VHD type, dedup space figures...). Appends to
   // `out`; the base adds nothing.
@@ -187,8 +195,10 @@ class BlockDevice {
   void AddQueue(IoQueue* q);
   void RemoveQueue(IoQueue* q);
   LayerStats EmptyStats() const;
+  LayerStats Collect(bool histograms) const;
 
   std::string kind_;
+  std::atomic<StatsMode> stats_mode_{StatsMode::kCounts};
   Geometry geometry_;
   Capabilities caps_;
   std::vector<std::string> counter_names_;
@@ -266,6 +276,8 @@ class IoQueue {
   struct Fanout;
 
   std::error_code Validate(const IoRequest& req) const;
+  void CompleteTimed(IoRequest& r, uint64_t& batch_now, uint64_t& last, bool own);
+  static int LevelOf(const BlockDevice& device);
   bool NeedsEmulation(const IoRequest& req) const;
   void Emulate(IoRequest& req, std::vector<IoRequest*>& out);
   void AddSplitChildren(Fanout* fan, IoRequest& req, uint64_t chunk, std::vector<IoRequest*>& out);
@@ -278,6 +290,7 @@ class IoQueue {
 
   BlockDevice& device_;
   QueueStats stats_;
+  const int level_;  // devices below this one (0: a backend), for IoRequest::path_ns_
   uint64_t in_flight_ = 0;
   bool draining_ = false;
   IoRequest* done_head_ = nullptr;  // completed, callbacks pending (FIFO)

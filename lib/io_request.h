@@ -16,6 +16,9 @@ namespace vstack {
 
 enum class Op : uint8_t { kRead, kWrite, kFlush, kDiscard, kWriteZeroes };
 inline constexpr int kOpCount = 5;
+// The deepest stack whose per-layer self times a request carries (lib/stats.h, PathStats);
+// levels are counted from the backend (0).
+inline constexpr int kMaxStackDepth = 8;
 std::string_view OpName(Op op);
 
 // Request flags.
@@ -47,7 +50,14 @@ struct IoRequest {
   std::error_code status;  // valid when on_complete runs
 
   // Owned by the queue while the request is in flight; do not touch.
+  // Latency accounting (lib/stats.h; only when the device keeps latency): when the request
+  // entered the queue, when it completed (carried up from the request below that completed
+  // it, 0 if none), that lower request's latency, and the self time of every level of the
+  // stack on the request's path (the levels below it, then its own).
   uint64_t submit_ns_ = 0;
+  uint64_t done_ns_ = 0;
+  uint64_t below_ns_ = 0;
+  uint32_t path_ns_[kMaxStackDepth] = {};
   IoRequest* next_ = nullptr;
   void* internal_ = nullptr;
 };

@@ -11,7 +11,18 @@ uint64_t LayerStats::counter(const std::string& name) const {
   return 0;
 }
 
+void PathStats::Merge(const PathStats& other) {
+  requests += other.requests;
+  total_ns += other.total_ns;
+  negative += other.negative;
+  for (int l = 0; l < kMaxStackDepth; ++l) {
+    self_ns[l] += other.self_ns[l];
+    self[l].Merge(other.self[l]);
+  }
+}
+
 void LayerStats::Merge(const LayerStats& other) {
+  paths.Merge(other.paths);
   for (int i = 0; i < kOpCount; ++i) {
     op[i].ops += other.op[i].ops;
     op[i].bytes += other.op[i].bytes;
@@ -37,18 +48,44 @@ LayerStats LayerStats::CountsSince(const LayerStats& earlier) const {
     d.op[i].bytes -= earlier.op[i].bytes;
     d.op[i].errors -= earlier.op[i].errors;
   }
+  d.paths.requests -= earlier.paths.requests;
+  d.paths.total_ns -= earlier.paths.total_ns;
+  d.paths.negative -= earlier.paths.negative;
+  for (int l = 0; l < kMaxStackDepth; ++l) d.paths.self_ns[l] -= earlier.paths.self_ns[l];
   for (size_t j = 0; j < d.counter_names.size(); ++j) {
     d.counters[j] -= earlier.counter(d.counter_names[j]);
   }
   return d;
 }
 
-void QueueStats::AddTo(LayerStats& out) const {
+QueueStats::QueueStats(size_t custom_counters, bool latency) : custom_(custom_counters) {
+  if (latency) time_ = std::make_unique<Time>();
+}
+
+void QueueStats::OnPathEnd(const uint32_t* path_ns, int levels, uint64_t total_ns) {
+  time_->requests.Add();
+  time_->total_ns.Add(total_ns);
+  for (int l = 0; l < levels; ++l) {
+    time_->self_ns[l].Add(path_ns[l]);
+    time_->self[l].Record(path_ns[l]);
+  }
+}
+
+void QueueStats::AddTo(LayerStats& out, bool histograms) const {
   for (int i = 0; i < kOpCount; ++i) {
     out.op[i].ops += ops_[i].Get();
     out.op[i].bytes += bytes_[i].Get();
     out.op[i].errors += errors_[i].Get();
-    out.latency[i].Merge(latency_[i]);
+  }
+  if (time_ && histograms) {
+    for (int i = 0; i < kOpCount; ++i) out.latency[i].Merge(time_->latency[i]);
+    out.paths.requests += time_->requests.Get();
+    out.paths.total_ns += time_->total_ns.Get();
+    out.paths.negative += time_->negative.Get();
+    for (int l = 0; l < kMaxStackDepth; ++l) {
+      out.paths.self_ns[l] += time_->self_ns[l].Get();
+      out.paths.self[l].Merge(time_->self[l]);
+    }
   }
   out.in_flight += in_flight_.Get();
   for (size_t j = 0; j < custom_.size() && j < out.counters.size(); ++j) {

@@ -24,11 +24,24 @@ const char* OpPlural(Op op) {
   return "?";
 }
 
-std::string Words(const LayerCost& c) {
+std::string TimeWords(const LayerCost& c, bool timed) {
+  if (!timed) return "self time not measured (the stack kept counters only)";
+  std::string s = Fmt("%.2f", c.self_us_per_io) + " us per guest I/O (mean; p50 " +
+                  Fmt("%.2f", c.self_median_us_per_io) + ", p99 " +
+                  Fmt("%.2f", c.self_p99_us_per_io) + ")";
+  if (c.self_us_per_io < 0.005) {
+    // One timestamp covers a batch: CPU spent while submitting counts in the level below.
+    s += ", below the resolution of one timestamp per batch (its CPU shows in CPU per I/O)";
+  } else if (c.self_us_per_io > c.self_p99_us_per_io) {
+    s += ", the mean carried by fewer than 1% of the I/Os";
+  }
+  return s;
+}
+
+std::string Words(const LayerCost& c, bool timed) {
   if (c.backend) {
-    return c.kind + ": " + Fmt("%.1f", c.self_us_per_io) + " us per guest I/O in the device (median " +
-           Fmt("%.1f", c.self_median_us_per_io) + " us; " + Fmt("%.2f", c.in_total) +
-           " requests, mean latency " + Fmt("%.1f", c.mean_latency_us) + " us)";
+    return c.kind + ": device time " + TimeWords(c, timed) + "; " + Fmt("%.2f", c.in_total) +
+           " requests per guest I/O, mean latency " + Fmt("%.1f", c.mean_latency_us) + " us";
   }
   std::string s = c.kind + ": " + Fmt("%.2f", c.in_total) + " -> " + Fmt("%.2f", c.out_total) +
                   " requests per guest I/O";
@@ -46,8 +59,14 @@ std::string Words(const LayerCost& c) {
   if (c.write_bytes_ratio > 0 && std::fabs(c.write_bytes_ratio - 1) >= 0.005) {
     s += "; write bytes below x" + Fmt("%.2f", c.write_bytes_ratio);
   }
-  s += "; adds " + Fmt("%.2f", c.self_median_us_per_io) + " us of latency per I/O (median; mean " +
-       Fmt("%.2f", c.self_us_per_io) + " us)";
+  s += "; self " + TimeWords(c, timed);
+  if (c.own_requests_per_io > 0) {
+    s += "; its own I/O below (off the guest's completion path: metadata, write-back, or I/O "
+         "beside its own wait): " + Fmt("%.4g", c.own_requests_per_io) + " requests and " +
+         Fmt("%.2f", c.own_us_per_io) + " us per guest I/O (device " +
+         Fmt("%.2f", c.own_device_us_per_io) + " us)";
+    if (c.own_overlaps) s += ", overlapped with guest I/O (more than the layer's self time)";
+  }
   if (!c.counters.empty()) {
     s += "; counters:";
     for (size_t i = 0; i < c.counters.size(); ++i) {
@@ -66,11 +85,15 @@ double LatencySum(const LayerDelta& l) {
 
 }  // namespace
 
-Attribution Attribute(const std::vector<LayerDelta>& layers) {
+Attribution Attribute(const std::vector<LayerDelta>& layers, double measured_us) {
   Attribution a;
   if (layers.empty()) return a;
   a.guest_ios = layers.front().total_ops();
-  const double guest = double(std::max<uint64_t>(a.guest_ios, 1));
+  const LayerDelta::Paths& guest = layers.front().paths;
+  a.timed = guest.requests != 0;
+  a.joined = guest.negative;
+  // Per guest I/O: the top layer's paths are exactly the guest's requests.
+  const double per = double(std::max<uint64_t>(a.timed ? guest.requests : a.guest_ios, 1));
   for (size_t i = 0; i < layers.size(); ++i) {
     const LayerDelta& l = layers[i];
     const LayerDelta* below = i + 1 < layers.size() ? &layers[i + 1] : nullptr;
@@ -78,39 +101,79 @@ Attribution Attribute(const std::vector<LayerDelta>& layers) {
     c.kind = l.kind;
     c.description = l.description;
     c.backend = below == nullptr;
+    c.level = l.level;
     for (int op = 0; op < kOpCount; ++op) {
-      c.in_per_io[op] = double(l.ops[op]) / guest;
+      c.in_per_io[op] = double(l.ops[op]) / per;
       c.in_total += c.in_per_io[op];
       if (below) {
-        c.out_per_io[op] = double(below->ops[op]) / guest;
+        c.out_per_io[op] = double(below->ops[op]) / per;
         c.out_total += c.out_per_io[op];
       }
     }
     const int r = int(Op::kRead), w = int(Op::kWrite);
     if (below && l.bytes[r]) c.read_bytes_ratio = double(below->bytes[r]) / double(l.bytes[r]);
     if (below && l.bytes[w]) c.write_bytes_ratio = double(below->bytes[w]) / double(l.bytes[w]);
-    const double own = LatencySum(l);
     const uint64_t n = l.total_ops();
-    c.mean_latency_us = n ? Us(own / double(n)) : 0;
-    c.self_us_per_io = Us(std::max(0.0, own - (below ? LatencySum(*below) : 0.0)) / guest);
-    for (int op = 0; op < kOpCount; ++op) {
-      if (l.latency[op].total == 0) continue;
-      const double here = l.latency[op].Percentile(50);
-      const double there = below ? below->latency[op].Percentile(50) : 0.0;
-      c.self_median_us_per_io += c.in_per_io[op] * Us(std::max(0.0, here - there));
+    c.mean_latency_us = n ? Us(LatencySum(l) / double(n)) : 0;
+    if (a.timed) {
+      c.self_us_per_io = Us(double(guest.self_ns[c.level]) / per);
+      c.self_median_us_per_io = Us(guest.self[c.level].Percentile(50));
+      c.self_p99_us_per_io = Us(guest.self[c.level].Percentile(99));
+      if (below) {  // paths that ended one level down: this layer's own I/O
+        const LayerDelta::Paths& own = below->paths;
+        c.own_requests_per_io = double(own.requests) / per;
+        c.own_us_per_io = Us(double(own.total_ns) / per);
+        c.own_device_us_per_io = Us(double(own.self_ns[0]) / per);
+        c.own_overlaps = c.own_us_per_io > c.self_us_per_io;
+      }
     }
     for (size_t j = 0; j < l.counter_names.size(); ++j) {
       if (l.counters[j] == 0) continue;
-      c.counters.push_back({l.counter_names[j], l.counters[j], double(l.counters[j]) / guest});
+      c.counters.push_back({l.counter_names[j], l.counters[j], double(l.counters[j]) / per});
     }
-    c.words = Words(c);
-    if (!c.backend) {
+    c.words = Words(c, a.timed);
+    if (c.backend) {
+      a.device_us_per_io = c.self_us_per_io;
+    } else {
       a.layers_us_per_io += c.self_us_per_io;
       a.layers_median_us_per_io += c.self_median_us_per_io;
     }
     a.layers.push_back(std::move(c));
   }
+  if (a.timed) {
+    a.end_to_end_us = Us(double(guest.total_ns) / per);
+    a.sum_us = a.layers_us_per_io + a.device_us_per_io;
+  }
+  if (measured_us > 0 && a.timed) {
+    a.measured_us = measured_us;
+    a.residual_pct = (a.sum_us - measured_us) / measured_us * 100.0;
+  }
   return a;
+}
+
+std::string AttributionSentence(const Attribution& a, const LayerCost& top) {
+  std::string s = " The layers above the device take " + Fmt("%.2f us", a.layers_us_per_io) +
+                  " per I/O (mean self time), most in " + top.kind + " (" +
+                  Fmt("%.2f us", top.self_us_per_io) + ", p50 " +
+                  Fmt("%.2f us", top.self_median_us_per_io) + ")";
+  if (a.measured_us > 0) {
+    s += "; layers + device = " + Fmt("%.1f us", a.sum_us) + " against a measured mean latency of " +
+         Fmt("%.1f us", a.measured_us) + " (residual " + Fmt("%+.1f%%", a.residual_pct) + ")";
+  }
+  return s + ".";
+}
+
+double MeasuredMeanUs(const std::vector<const RunResult*>& runs) {
+  double sum = 0, n = 0;
+  for (const RunResult* r : runs) {
+    for (const ThreadResult& t : r->threads) {
+      for (const OpTotals* o : {&t.read, &t.write, &t.flush}) {
+        sum += double(o->latency.sum());
+        n += double(o->latency.count());
+      }
+    }
+  }
+  return n > 0 ? Us(sum / n) : 0;
 }
 
 std::vector<LayerDelta> MergeLayerDeltas(const std::vector<const RunResult*>& runs) {

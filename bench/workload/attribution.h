@@ -3,19 +3,18 @@
 // amplification, the layer's named counters (allocations, metadata writes, dedup hits ...),
 // and the time spent in the layer - and the same in words.
 //
-// Time in a layer is the latency it adds: its submit-to-completion time minus that of the layer
-// below - the layer's own processing (both directions), its validation by the base class, and
-// the time its requests wait while the rest of their batch is processed (at queue depth N a
-// synchronous layer that costs c per request adds about N x c to each request). For the backend
-// it is the device time. At QD1 it is the layer's per-request cost; the CPU a layer costs shows
-// in the stack's CPU per I/O against the baseline. Two forms:
-//  - mean: the latency sums' difference divided by the guest I/Os. It includes rare costs (an
-//    allocation every 256 writes) but also every preemption that lands inside the layer, which
-//    dominates when threads outnumber free CPUs.
-//  - median: per op, the median latency here minus the median below, weighted by requests per
-//    guest I/O. Robust to preemption; blind to costs paid by fewer than half the requests.
-// When a layer runs several lower requests at once (or the layer below does work no caller
-// waits for), the differences under-count; they are never reported below zero.
+// Time in a layer is its self time (lib/stats.h): from the moment a request enters the layer
+// until the layer hands it on or completes it, excluding the time of the lower request whose
+// completion completed it. Every guest request carries its path's self time per level, so
+// per guest I/O the layers' self times plus the device's time add up exactly to the guest's
+// latency as the stack measured it; `residual_pct` compares that sum with the latency the
+// workload measured itself. Mean, p50 and p99 come from the same per-guest samples, so they
+// never disagree in sign. A layer's waits for its own I/O (a bitmap read, an allocation
+// commit) are part of its self time; that I/O is also shown on its own (own_*), with the
+// device's time serving it, separately from the guest's data I/O. When that I/O takes more
+// time per guest I/O than the layer's self time, it ran overlapped with guest I/O, and the
+// words say so. Without latency statistics (StatsMode::kCounts) there is no time: `timed` is
+// false and the words say so instead of printing 0.
 #ifndef VSTACK_BENCH_WORKLOAD_ATTRIBUTION_H_
 #define VSTACK_BENCH_WORKLOAD_ATTRIBUTION_H_
 
@@ -46,22 +45,45 @@ struct LayerCost {
   double out_total = 0;
   double read_bytes_ratio = 0;            // read bytes below / read bytes here (0: none here)
   double write_bytes_ratio = 0;           // write bytes below / write bytes here
-  double self_us_per_io = 0;              // time in this layer (backend: the device), mean
-  double self_median_us_per_io = 0;       // the same from median latencies
+  int level = 0;                          // devices below (0: the backend)
+  double self_us_per_io = 0;              // self time per guest I/O (backend: the device), mean
+  double self_median_us_per_io = 0;       // the same, median (p50) over guest I/Os
+  double self_p99_us_per_io = 0;          // the same, 99th percentile
   double mean_latency_us = 0;             // mean submit->completion at this layer
+  // The I/O this layer issued for itself (metadata, allocation commits, write-back): requests
+  // whose path ended at the layer below; their latency there and the device's part of it.
+  double own_requests_per_io = 0;
+  double own_us_per_io = 0;
+  double own_device_us_per_io = 0;
+  bool own_overlaps = false;              // own_us_per_io > self_us_per_io: not all waited for
   std::vector<CounterRate> counters;      // the layer's own counters that moved
   std::string words;                      // all of the above in one sentence
 };
 
 struct Attribution {
   uint64_t guest_ios = 0;      // requests completed by the top layer (all ops)
-  double layers_us_per_io = 0; // time in all layers above the backend, per guest I/O (mean)
-  double layers_median_us_per_io = 0;  // the same from median latencies
+  bool timed = false;          // self times were measured (the stack kept latency)
+  double layers_us_per_io = 0; // self time of all layers above the backend, per guest I/O (mean)
+  double layers_median_us_per_io = 0;  // the sum of those layers' medians
+  double device_us_per_io = 0;         // the backend's time on the guest's path, mean
+  double end_to_end_us = 0;    // the guest's mean latency at the top layer
+  double sum_us = 0;           // layers + device (equals end_to_end_us up to rounding)
+  double measured_us = 0;      // the workload's own mean latency (0: not given)
+  double residual_pct = 0;     // (sum_us - measured_us) / measured_us * 100 (0: not given)
+  uint64_t joined = 0;  // guest requests that joined lower work begun before them (PathStats)
   std::vector<LayerCost> layers;  // top first
 };
 
 // REQUIRES: `layers` is top first (as RunResult::layers), summed over any number of windows.
-Attribution Attribute(const std::vector<LayerDelta>& layers);
+// `measured_us`: the mean latency the workload measured for the same requests, or 0.
+Attribution Attribute(const std::vector<LayerDelta>& layers, double measured_us = 0);
+
+// One sentence for a summary: the layers' self time, the largest, and the residual against
+// the measured latency. REQUIRES: `top` is one of a.layers.
+std::string AttributionSentence(const Attribution& a, const LayerCost& top);
+
+// The workload's own mean latency (reads, writes and flushes) over `runs`, in us.
+double MeasuredMeanUs(const std::vector<const RunResult*>& runs);
 
 // Sums the layer deltas of several runs of the same stack.
 std::vector<LayerDelta> MergeLayerDeltas(const std::vector<const RunResult*>& runs);

@@ -71,6 +71,14 @@ void LayerDelta::Merge(const LayerDelta& o) {
     latency_sum_ns[i] += o.latency_sum_ns[i];
     latency[i].Merge(o.latency[i]);
   }
+  level = o.level;
+  paths.requests += o.paths.requests;
+  paths.total_ns += o.paths.total_ns;
+  paths.negative += o.paths.negative;
+  for (int l = 0; l < kMaxStackDepth; ++l) {
+    paths.self_ns[l] += o.paths.self_ns[l];
+    paths.self[l].Merge(o.paths.self[l]);
+  }
   for (size_t j = 0; j < o.counter_names.size(); ++j) {
     auto it = std::find(counter_names.begin(), counter_names.end(), o.counter_names[j]);
     if (it == counter_names.end()) {

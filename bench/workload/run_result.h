@@ -60,6 +60,17 @@ struct LayerDelta {
   std::array<WindowHistogram, kOpCount> latency{};  // submit->completion, this window only
   std::vector<std::string> counter_names;           // the layer's own counters
   std::vector<uint64_t> counters;
+  // The request paths that ended at this layer in this window (lib/stats.h PathStats; empty
+  // unless the stack ran with StatsMode::kLatency): at the top layer the guest's requests,
+  // below it the I/O the layer above issued for itself. Index = level (0: the backend).
+  struct Paths {
+    uint64_t requests = 0;
+    uint64_t total_ns = 0;
+    uint64_t negative = 0;
+    std::array<uint64_t, kMaxStackDepth> self_ns{};
+    std::array<WindowHistogram, kMaxStackDepth> self{};
+  } paths;
+  int level = 0;  // devices below this one
 
   uint64_t total_ops() const;
   void Merge(const LayerDelta& o);  // adds another window of the same layer

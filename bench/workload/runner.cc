@@ -211,6 +211,7 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
                               const RunControl& control) {
   VSTACK_RETURN_IF_ERROR(CheckKnobsAgainstDevice(k, device));
   const uint64_t region = RegionBytes(k, device);
+  ScopedStackStatsMode latency(device, StatsMode::kLatency);  // per-layer time for attribution
 
   Shared shared;
   shared.count_mode = k.io_count != 0;

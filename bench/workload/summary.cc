@@ -105,12 +105,10 @@ std::string Gap(const StackSummary& s, const StackSummary& base) {
   const Attribution& a = s.attribution;
   const LayerCost* top = nullptr;
   for (const LayerCost& c : a.layers) {
-    if (!c.backend && (top == nullptr || c.self_median_us_per_io > top->self_median_us_per_io)) top = &c;
+    if (!c.backend && (top == nullptr || c.self_us_per_io > top->self_us_per_io)) top = &c;
   }
-  if (top != nullptr) {
-    g += " The layers above the device add " + Fmt("%.2f us", a.layers_median_us_per_io) +
-         " of latency per I/O (median; mean " + Fmt("%.2f us", a.layers_us_per_io) + "), most in " +
-         top->kind + " (" + Fmt("%.2f us", top->self_median_us_per_io) + ").";
+  if (top != nullptr && a.timed) {
+    g += AttributionSentence(a, *top);
   }
   if (!a.layers.empty() && !base.attribution.layers.empty()) {
     const LayerCost& dev = a.layers.back();
@@ -235,7 +233,7 @@ MatrixSummary Summarize(const MatrixResult& m) {
       s.others_cpu_pct = MedianOf(ms, [](const RunMetrics& x) { return x.others_cpu_pct; });
       s.iops_per_cpu_s = MedianOf(ms, [](const RunMetrics& x) { return x.iops_per_cpu_s; });
       s.iops_per_cpu_pct = MedianOf(ms, [](const RunMetrics& x) { return x.iops_per_cpu_pct; });
-      s.attribution = Attribute(MergeLayerDeltas(measured));
+      s.attribution = Attribute(MergeLayerDeltas(measured), MeasuredMeanUs(measured));
     }
     s.anchors = SummarizeAnchors(o);
     if (out.baseline.empty() && s.runs > 0) {

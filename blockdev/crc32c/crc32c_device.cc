@@ -339,7 +339,7 @@ std::string Crc32cDevice::Describe() const {
 
 std::optional<SpaceUsage> Crc32cDevice::Space() const {
   SpaceUsage s;
-  const LayerStats st = Stats();
+  const LayerStats st = Counts();  // no histogram merge
   s.grain_bytes = grain();
   s.logical_bytes_written = st.of(Op::kWrite).bytes + st.of(Op::kWriteZeroes).bytes;
   s.logical_bytes_live = geometry().size_bytes;

@@ -147,7 +147,7 @@ std::string DedupDevice::Describe() const {
 
 std::optional<SpaceUsage> DedupDevice::Space() const {
   const DedupEngine::Usage u = engine().usage();
-  const LayerStats st = Stats();
+  const LayerStats st = Counts();  // no histogram merge
   SpaceUsage s;
   s.grain_bytes = grain();
   s.logical_bytes_written = st.of(Op::kWrite).bytes + st.of(Op::kWriteZeroes).bytes;

@@ -174,7 +174,7 @@ SpaceUsage ToSpace(const ZstdEngine::Usage& u, uint32_t grain) {
 
 std::optional<SpaceUsage> ZstdDevice::Space() const {
   SpaceUsage s = ToSpace(engine().usage(), grain());
-  const LayerStats st = Stats();
+  const LayerStats st = Counts();  // no histogram merge
   s.logical_bytes_written = st.of(Op::kWrite).bytes + st.of(Op::kWriteZeroes).bytes;
   s.metadata_bytes = data_offset();
   s.data_offset = data_offset();

@@ -465,6 +465,13 @@ TEST_P(Conformance, ThreadsWithOwnQueuesHammerOneStack) {
 }
 
 TEST_P(Conformance, StatsCountEveryRequestOnce) {
+  // Counters are always on; latency and self-time paths with StatsMode::kLatency, for queues
+  // opened afterwards, on every layer of the stack.
+  q_.reset();
+  for (BlockDevice* d = dev_.get(); d != nullptr; d = d->lower()) d->SetStatsMode(StatsMode::kLatency);
+  auto q = dev_->OpenQueue();
+  ASSERT_OK(q);
+  q_ = std::move(*q);
   std::vector<unsigned char> a(4096, 1);
   for (int i = 0; i < 10; ++i) ASSERT_OK(Write(i * 4096, a.data(), a.size()));
   for (int i = 0; i < 5; ++i) Read(i * 4096, 8192);
@@ -479,6 +486,24 @@ TEST_P(Conformance, StatsCountEveryRequestOnce) {
   EXPECT_EQ(st.of(Op::kFlush).ops, 1u);
   EXPECT_EQ(st.latency_of(Op::kWrite).count(), 10u);
   EXPECT_EQ(st.in_flight, 0u);
+  // Every request's path ended at the top, and its levels' self times add up to its latency.
+  EXPECT_EQ(st.paths.requests, 17u);
+  uint64_t levels = 0, latency = 0;
+  for (uint64_t v : st.paths.self_ns) levels += v;
+  for (int op = 0; op < kOpCount; ++op) latency += st.latency[op].sum();
+  EXPECT_EQ(levels, st.paths.total_ns);
+  EXPECT_EQ(st.paths.total_ns, latency);
+  EXPECT_EQ(st.paths.negative, 0u);
+}
+
+TEST_P(Conformance, CountsModeKeepsCountersAndReadsNoClock) {
+  std::vector<unsigned char> a(4096, 1);
+  ASSERT_OK(Write(0, a.data(), a.size()));
+  const LayerStats st = dev_->Stats();
+  EXPECT_EQ(st.of(Op::kWrite).ops, 1u);
+  EXPECT_EQ(st.latency_of(Op::kWrite).count(), 0u);
+  EXPECT_EQ(st.paths.requests, 0u);
+  EXPECT_EQ(dev_->Counts().of(Op::kWrite).bytes, 4096u);
 }
 
 TEST_P(Conformance, MapExtentsCoversTheRangeInOrder) {

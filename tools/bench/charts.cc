@@ -270,13 +270,13 @@ std::string LayerCostSvg(const BenchReport& r) {
   const int legend = 24 * ((int(kinds.size()) + 3) / 4);
   // The right margin holds the label after the longest device bar ("2271.5 (uring)").
   const int H = T + 50 + legend + row * std::max<int>(1, int(stacks.size())), W = L + 2 * pw + gap + 110;
-  const std::string title = "Latency added per guest I/O (medians): by each layer, and by the device";
+  const std::string title = "Self time per guest I/O (means; they add up to the latency): each layer, and the device";
   if (stacks.empty()) return NoData(W, H, title);
   double max_layers = 0, max_dev = 0;
   for (const auto* s : stacks) {
-    max_layers = std::max(max_layers, s->attribution.layers_median_us_per_io);
+    max_layers = std::max(max_layers, s->attribution.layers_us_per_io);
     if (!s->attribution.layers.empty()) {
-      max_dev = std::max(max_dev, s->attribution.layers.back().self_median_us_per_io);
+      max_dev = std::max(max_dev, s->attribution.layers.back().self_us_per_io);
     }
   }
   const Axis la = NiceAxis(0, max_layers * 1.05), da = NiceAxis(0, max_dev * 1.05);
@@ -284,7 +284,7 @@ std::string LayerCostSvg(const BenchReport& r) {
   max_dev = da.hi;
   std::string svg = Header(W, H, title);
   const double ax = L, bx = L + pw + gap;
-  svg += Text(ax + pw / 2, T - 26, "us added by the layers above the device (stacked)", "middle", 13);
+  svg += Text(ax + pw / 2, T - 26, "us of self time in the layers above the device (stacked)", "middle", 13);
   svg += Text(bx + pw / 2, T - 26, "us in the device (backend), per guest I/O", "middle", 13);
   const double bottom = T + row * double(stacks.size());
   for (double a = 0; a <= la.hi + la.step / 2; a += la.step) {
@@ -307,22 +307,25 @@ std::string LayerCostSvg(const BenchReport& r) {
     double x = ax;
     for (const bench::LayerCost& c : s->attribution.layers) {
       if (c.backend) {
-        const double w = c.self_median_us_per_io / max_dev * pw;
+        const double w = c.self_us_per_io / max_dev * pw;
         svg += Rect(bx, y + 5, w, row - 10, "#888");
         svg += Text(bx + w + 4, y + row / 2.0 + 4,
-                    fmt::format("{:.1f} ({})", c.self_median_us_per_io, c.kind), "start", 10);
+                    fmt::format("{:.1f} ({})", c.self_us_per_io, c.kind), "start", 10);
         continue;
       }
-      const double w = c.self_median_us_per_io / max_layers * pw;
+      const double w = c.self_us_per_io / max_layers * pw;
       svg += Rect(x, y + 5, w, row - 10, kind_color(c.kind));
       if (x > ax) svg += Line(x, y + 5, x, y + row - 5, "white", 2);  // layer boundary
       x += w;
     }
     if (s->attribution.layers.size() > 1) {
-      svg += Text(x + 4, y + row / 2.0 - 2, fmt::format("{:.2f}", s->attribution.layers_median_us_per_io),
+      svg += Text(x + 4, y + row / 2.0 - 2, fmt::format("{:.2f}", s->attribution.layers_us_per_io),
                   "start", 10);
-      svg += Text(x + 4, y + row / 2.0 + 9, fmt::format("mean {:.2f}", s->attribution.layers_us_per_io),
-                  "start", 9, "fill=\"#666\"");
+      if (s->attribution.measured_us > 0) {  // what the bars add up to, against the measurement
+        svg += Text(x + 4, y + row / 2.0 + 9,
+                    fmt::format("residual {:+.1f}%", s->attribution.residual_pct), "start", 9,
+                    "fill=\"#666\"");
+      }
     }
   }
   for (size_t i = 0; i < kinds.size(); ++i) {

@@ -174,6 +174,12 @@ json AttributionJson(const bench::Attribution& a) {
                       {"write_bytes_ratio", c.write_bytes_ratio},
                       {"self_us_per_io", c.self_us_per_io},
                       {"self_median_us_per_io", c.self_median_us_per_io},
+                      {"self_p99_us_per_io", c.self_p99_us_per_io},
+                      {"level", c.level},
+                      {"own_requests_per_io", c.own_requests_per_io},
+                      {"own_us_per_io", c.own_us_per_io},
+                      {"own_device_us_per_io", c.own_device_us_per_io},
+                      {"own_overlaps", c.own_overlaps},
                       {"mean_latency_us", c.mean_latency_us},
                       {"counters", counters},
                       {"words", c.words}});
@@ -181,6 +187,13 @@ json AttributionJson(const bench::Attribution& a) {
   return {{"guest_ios", a.guest_ios},
           {"layers_us_per_io", a.layers_us_per_io},
           {"layers_median_us_per_io", a.layers_median_us_per_io},
+          {"timed", a.timed},
+          {"device_us_per_io", a.device_us_per_io},
+          {"end_to_end_us", a.end_to_end_us},
+          {"sum_us", a.sum_us},
+          {"measured_us", a.measured_us},
+          {"residual_pct", a.residual_pct},
+          {"joined", a.joined},
           {"layers", layers}};
 }
 

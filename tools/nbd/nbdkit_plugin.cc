@@ -100,6 +100,11 @@ int OpenExport() {
     return -1;
   }
   g_export = opened->release();
+  if (!g_config.stats_path.empty()) {  // the stats file reports latency: keep it (lib/stats.h)
+    for (BlockDevice* d = &g_export->device(); d != nullptr; d = d->lower()) {
+      d->SetStatsMode(StatsMode::kLatency);
+    }
+  }
   return 0;
 }
 

@@ -1,0 +1,119 @@
+// Per-layer self time (lib/stats.h paths) and the attribution built on it
+// (bench/workload/attribution.h) on real stacks: the layers' self times and the device's time
+// add up to the latency the caller measured, the time lands at the layer that spends it, and a
+// layer's own metadata I/O shows apart from the guest's data I/O.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "bench/workload/attribution.h"
+#include "bench/workload/stack_stats.h"
+#include "formats/vhd/vhd_create.h"
+#include "formats/vhd/vhd_device.h"
+#include "lib/aligned_buffer.h"
+#include "lib/clock.h"
+#include "lib/registry.h"
+#include "lib/sync_io.h"
+#include "tests/testing/test_util.h"
+
+namespace vstack::bench {
+namespace {
+
+TEST(SelfTime, AddsUpToTheMeasuredLatencyWithADelayAtAKnownLayer) {
+  auto dev = Open("passthrough+delay:read=3ms+passthrough+memory:16M");
+  ASSERT_TRUE(dev) << dev.error().ToString();
+  SetStackStatsMode(**dev, StatsMode::kLatency);
+  const std::vector<LayerStats> before = SnapshotStack(**dev);
+  constexpr int kReads = 12;
+  uint64_t measured_ns = 0;
+  {
+    SyncIo io(**dev);
+    AlignedBuffer buf(4096);
+    for (int i = 0; i < kReads; ++i) {
+      const uint64_t start = NowNs();
+      ASSERT_FALSE(io.Read(uint64_t(i) * 4096, buf.span()));
+      measured_ns += NowNs() - start;
+    }
+  }
+  const std::vector<LayerStats> after = SnapshotStack(**dev);
+  const Attribution a =
+      Attribute(StackDelta(**dev, before, after), Us(double(measured_ns) / kReads));
+  ASSERT_TRUE(a.timed);
+  ASSERT_EQ(a.layers.size(), 4u);
+  EXPECT_EQ(a.guest_ios, uint64_t{kReads});
+  EXPECT_EQ(a.joined, 0u);
+  // The paths add up exactly to the top layer's latency; the caller's own measurement adds
+  // only its Submit/Poll overhead: the 5% bound.
+  EXPECT_NEAR(a.sum_us, a.end_to_end_us, 0.01);
+  EXPECT_LT(std::fabs(a.residual_pct), 5.0) << a.sum_us << " vs " << a.measured_us;
+  // The delay layer holds the time it waits (3 ms per read, at least) and nobody else does.
+  const LayerCost& delay = a.layers[1];
+  EXPECT_EQ(delay.kind, "delay");
+  EXPECT_GE(delay.self_us_per_io, 3000.0);
+  EXPECT_GE(delay.self_median_us_per_io, 3000.0 * 0.968);  // histogram buckets: within 3.2%
+  EXPECT_GT(delay.self_us_per_io, a.sum_us / 2);
+  EXPECT_NE(delay.words.find("self "), std::string::npos) << delay.words;
+  EXPECT_TRUE(a.layers[3].backend);
+}
+
+TEST(SelfTime, CountsModeMeasuresNoTimeAndSaysSo) {
+  auto dev = Open("passthrough+memory:1M");
+  ASSERT_TRUE(dev);
+  const std::vector<LayerStats> before = SnapshotStack(**dev);
+  {
+    SyncIo io(**dev);
+    AlignedBuffer buf(4096);
+    ASSERT_FALSE(io.Read(0, buf.span()));
+  }
+  const std::vector<LayerStats> after = SnapshotStack(**dev);
+  EXPECT_EQ(after[0].of(Op::kRead).ops, 1u);  // counters stay on
+  EXPECT_EQ(after[0].latency_of(Op::kRead).count(), 0u);
+  const Attribution a = Attribute(StackDelta(**dev, before, after));
+  EXPECT_FALSE(a.timed);
+  EXPECT_NE(a.layers[0].words.find("self time not measured"), std::string::npos)
+      << a.layers[0].words;
+}
+
+TEST(SelfTime, AVhdAllocationIsTheLayersOwnIoApartFromTheGuestData) {
+  vhd::CreateParams p;
+  p.requested_size = 16ull << 20;
+  p.dynamic = true;
+  vstack::testing::TempDir dir;  // a file, so that the image can grow as blocks are allocated
+  auto file = Open("file:" + dir.File("d.vhd") + ",create=on,size=" +
+                   std::to_string(vhd::NewImageFileSize(p)));
+  ASSERT_TRUE(file) << file.error().ToString();
+  ASSERT_TRUE(vhd::WriteNewImage(**file, p));
+  auto dev = vhd::VhdDevice::Open(std::move(*file));
+  ASSERT_TRUE(dev) << dev.error().ToString();
+  SetStackStatsMode(**dev, StatsMode::kLatency);
+  const std::vector<LayerStats> before = SnapshotStack(**dev);
+  {
+    SyncIo io(**dev);
+    AlignedBuffer buf(4096);
+    std::memset(buf.data(), 0x5A, 4096);
+    for (int b = 0; b < 4; ++b) {  // four blocks allocated, then overwritten
+      for (int again = 0; again < 2; ++again) {
+        const std::error_code ec = io.Write(uint64_t(b) * (2u << 20), buf.span());
+        ASSERT_FALSE(ec) << ec.message();
+      }
+    }
+  }
+  const std::vector<LayerStats> after = SnapshotStack(**dev);
+  const Attribution a = Attribute(StackDelta(**dev, before, after));
+  ASSERT_TRUE(a.timed);
+  ASSERT_EQ(a.layers.size(), 2u);
+  EXPECT_EQ(a.guest_ios, 8u);
+  EXPECT_NEAR(a.sum_us, a.end_to_end_us, 0.01);
+  // The allocations' metadata writes (BAT, bitmap, footer) are vhd's own I/O: paths that
+  // ended at the file, more than one file request per guest write in all.
+  const LayerCost& v = a.layers[0];
+  EXPECT_GT(v.own_requests_per_io, 0.0);
+  EXPECT_GT(v.out_total, v.in_total);
+  EXPECT_GE(v.own_device_us_per_io, 0.0);
+  EXPECT_NE(v.words.find("its own I/O below"), std::string::npos) << v.words;
+}
+
+}  // namespace
+}  // namespace vstack::bench
