@@ -110,7 +110,9 @@ TEST(Runner, TimedRunCountsEveryThreadAndAgreesWithTheLayers) {
   EXPECT_NEAR(top, double(total.ios), double(total.ios) * 0.05 + 64);
   const Attribution a = Attribute(r->layers);
   ASSERT_EQ(a.layers.size(), 2u);
-  EXPECT_NEAR(a.layers[0].in_total, 1.0, 1e-9);
+  // Requests are counted when submitted and timed paths when completed: the snapshot can fall
+  // between the two for the few requests in flight.
+  EXPECT_NEAR(a.layers[0].in_total, 1.0, 0.01);
   EXPECT_NEAR(a.layers[0].out_total, 1.0, 0.01);  // a passthrough sends one request per request
   EXPECT_NEAR(a.layers[0].write_bytes_ratio, 1.0, 0.01);
   EXPECT_TRUE(a.layers[1].backend);

@@ -43,7 +43,8 @@ ConformanceTarget VhdOnRbdTarget() {
         Open(Fill("rbd:rbd/{name},create=on,data_pool=ec21,size=" + std::to_string(bytes), dir)));
     VSTACK_RETURN_IF_ERROR(vhd::WriteNewImage(*rbd, p));
     VSTACK_RETURN_IF_ERROR(rbd->Close());
-    return Open(Fill("dedup:size=64M+zstd+vhd+rbd:rbd/{name}", dir));
+    // The VHD was written just above: dedup and zstd format it because the spec says so.
+    return Open(Fill("dedup:size=64M,format=on+zstd:format=on+vhd+rbd:rbd/{name}", dir));
   };
   t.reopen = [](const std::string& dir) {
     return Open(Fill("dedup+zstd+vhd+rbd:rbd/{name}", dir));
