@@ -418,13 +418,17 @@ TEST_F(SpaceEstimateCommand, WithoutDedupOnlyTheSampleIsRead) {
   EXPECT_LT(share, 0.08);
   EXPECT_EQ(cost["bytes_hashed"], 0);
   const nlohmann::json exact = Space("--dedup=off" + all);
+  // One run's 95% interval misses the truth one time in twenty (which worker reads which
+  // grain first varies from run to run), so one run cannot assert coverage: the coverage rate
+  // is counted over many seeds in SpaceEstimate. Here the truth must lie within one interval
+  // width of the interval, about six standard errors from the estimate.
   for (size_t i = 2; i < 5; ++i) {
-    EXPECT_LE(est["steps"][i]["ratio_low"].get<double>(),
-              exact["steps"][i]["ratio"].get<double>() * (1 + 1e-9))
-        << i;
-    EXPECT_GE(est["steps"][i]["ratio_high"].get<double>(),
-              exact["steps"][i]["ratio"].get<double>() * (1 - 1e-9))
-        << i;
+    const double low = est["steps"][i]["ratio_low"].get<double>();
+    const double high = est["steps"][i]["ratio_high"].get<double>();
+    const double truth = exact["steps"][i]["ratio"].get<double>();
+    EXPECT_LE(low, high) << i;
+    EXPECT_LE(low - (high - low), truth) << i;
+    EXPECT_GE(high + (high - low), truth) << i;
   }
 }
 
