@@ -1,32 +1,19 @@
 #include "lib/compact.h"
 
-#include <map>
+#include "lib/format_table.h"
 
 namespace vstack {
-namespace {
-
-// Filled by static initialisers, so made on first use (no initialisation-order dependence).
-std::map<std::string, CompactFunction>& Compactors() {
-  static std::map<std::string, CompactFunction> compactors;
-  return compactors;
-}
-
-}  // namespace
 
 bool RegisterCompactor(const std::string& format, CompactFunction compact) {
-  Compactors()[format] = std::move(compact);
-  return true;
+  return FormatTable<CompactFunction>::Get().Set(format, std::move(compact));
 }
 
 const CompactFunction* FindCompactor(const std::string& format) {
-  auto it = Compactors().find(format);
-  return it == Compactors().end() ? nullptr : &it->second;
+  return FormatTable<CompactFunction>::Get().Find(format);
 }
 
 std::vector<std::string> CompactableFormats() {
-  std::vector<std::string> names;
-  for (const auto& [name, compact] : Compactors()) names.push_back(name);
-  return names;
+  return FormatTable<CompactFunction>::Get().Formats();
 }
 
 }  // namespace vstack
