@@ -127,6 +127,73 @@ TEST(Delay, DistributionMeansAreTheConfiguredOnes) {
   EXPECT_NEAR(MeanLatencyNs("exp:80us", 20000), 80'000, 0.02 * 80'000);
 }
 
+// A clock whose sleeps wake up late, as a loaded host's scheduler makes them: by a draw from
+// `lateness` (deterministic). Spins take exactly their time.
+class LateWakeClock final : public Clock {
+ public:
+  explicit LateWakeClock(const std::string& lateness)
+      : lateness_(ServiceTime::Parse("lateness", lateness).value()) {}
+  uint64_t Now() override { return now_; }
+  void SleepUntil(uint64_t deadline_ns) override {
+    now_ = std::max(now_, deadline_ns) + lateness_.Draw(rng_);
+  }
+  void Spin(uint64_t ns) override {
+    now_ += ns;
+    spun_ns += ns;
+  }
+  uint64_t spun_ns = 0;
+
+ private:
+  ServiceTime lateness_;
+  TimingRng rng_{7};
+  uint64_t now_ = 1'000'000'000;
+};
+
+// The mean latency the caller observes over `n` requests of a `delay` device kept `qd` deep,
+// after a warm-up of n / 10 (the compensation learns the host's lateness, as in vstack bench's
+// warm-up).
+double ObservedMeanNs(Clock& clock, const std::string& delay, size_t qd, int n) {
+  DelayConfig c;
+  c.read = ServiceTime::Parse("read", delay).value();
+  DevicePtr dev = MakeDevice<DelayDevice>(Memory(), c, clock);
+  auto q = dev->OpenQueue();
+  Timed t(clock, qd);
+  std::vector<uint64_t> started(qd, clock.Now());
+  (*q)->Submit(t.Ptrs());
+  double sum = 0;
+  int done = 0;
+  const int warmup = n / 10;
+  while (done < warmup + n) {
+    (*q)->Poll(1);
+    for (size_t i = 0; i < qd; ++i) {
+      if (t.done_at[i] == 0) continue;
+      if (++done > warmup) sum += double(t.done_at[i] - started[i]);
+      t.done_at[i] = 0;
+      started[i] = clock.Now();
+      (*q)->Submit(t.reqs[i]);
+    }
+  }
+  (*q)->WaitIdle();
+  return sum / (done - warmup);
+}
+
+TEST(Delay, ObservedMeanIsTheConfiguredDelayAlthoughSleepsWakeLate) {
+  for (const char* delay : {"50us", "1ms", "10ms"}) {
+    for (size_t qd : {1, 32}) {
+      // Every sleep wakes 100-700 us late (mean 400 us: 8x a 50 us delay, 4% of 10 ms).
+      LateWakeClock clock("uniform:100us:700us");
+      const uint64_t t0 = clock.Now();
+      const double configured = double(ParseDurationNs(delay).value());
+      EXPECT_NEAR(ObservedMeanNs(clock, delay, qd, 4000), configured, 0.02 * configured)
+          << delay << " at QD" << qd;
+      if (configured >= 1e6) {
+        EXPECT_LT(double(clock.spun_ns), 0.02 * double(clock.Now() - t0))
+            << "sleeps, spinning only the last stretch: " << delay << " at QD" << qd;
+      }
+    }
+  }
+}
+
 TEST(Delay, BandwidthCapSerialisesTransfers) {
   ManualClock clock;
   DelayConfig c;
@@ -215,8 +282,9 @@ TEST(Hv, AddsLatencyPerOpAndBurnsCpuOnTheSubmittingThread) {
   uint64_t start = clock.Now();
   (*q)->Submit(t.Ptrs());
   (*q)->WaitIdle();
-  // Each request's CPU is burned as it is accepted (10 us each), then its latency runs.
-  EXPECT_EQ(t.done_at[0], start + 10'000 + 373'100);
+  // Each request's CPU is burned as it is accepted (10 us each); the batch then goes down, and
+  // each request's latency runs from its lower completion.
+  EXPECT_EQ(t.done_at[0], start + 20'000 + 373'100);
   EXPECT_EQ(t.done_at[1], start + 20'000 + 117'200);
   EXPECT_EQ(clock.spun_ns(), 20'000u);
   EXPECT_EQ(Counter(*dev, "cpu_ns"), 20'000u);
@@ -224,6 +292,22 @@ TEST(Hv, AddsLatencyPerOpAndBurnsCpuOnTheSubmittingThread) {
   auto bad = Open("hv:preset=vmware+null:1M");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("hyperv-passthrough"), std::string::npos);
+}
+
+TEST(Hv, LatencyAddsToTheLowerDevicesTime) {
+  ManualClock clock;
+  DelayConfig d;
+  d.read = ServiceTime::Fixed(5'406'600);
+  HvConfig c;
+  c.read = ServiceTime::Fixed(363'100);
+  DevicePtr dev =
+      MakeDevice<HvDevice>(MakeDevice<DelayDevice>(Memory(), d, clock), c, clock);
+  auto q = dev->OpenQueue();
+  Timed t(clock, 1);
+  const uint64_t start = clock.Now();
+  (*q)->Submit(t.reqs[0]);
+  (*q)->WaitIdle();
+  EXPECT_EQ(t.done_at[0], start + 5'406'600 + 363'100) << "not the slower of the two";
 }
 
 TEST(StallSchedule, StalledTimeIsTheConfiguredFractionOfWallTime) {
@@ -302,6 +386,7 @@ TEST(QuantumScheduler, CpuReadyStallsEndQuantaEarlyAndAreCounted) {
   // 10 s of work alone would be 2500 yields; every stall (3 ms of a 4 ms quantum) ends a
   // quantum early as well.
   EXPECT_GT(st.yields, 2500u + st.stalls / 2);
+  EXPECT_EQ(st.max_stall_ns, 3'000'000u);
 }
 
 }  // namespace
