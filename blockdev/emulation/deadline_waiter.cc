@@ -10,8 +10,8 @@ constexpr double kMaxLeadNs = 1e9;
 constexpr uint64_t kSpinStepNs = 2'000;
 }  // namespace
 
-uint64_t DeadlineWaiter::DueTime(uint64_t start, uint64_t deadline) const {
-  const uint64_t lead = static_cast<uint64_t>(lead_ns_);
+uint64_t DeadlineWaiter::DueTime(uint64_t start, uint64_t deadline, size_t cls) const {
+  const uint64_t lead = static_cast<uint64_t>(lead_ns_[cls]);
   return deadline - std::min(lead, deadline - start);
 }
 
@@ -30,10 +30,10 @@ void DeadlineWaiter::WaitUntil(uint64_t due) {
   }
 }
 
-void DeadlineWaiter::Delivered(double error_ns, uint64_t n) {
+void DeadlineWaiter::Delivered(double error_ns, uint64_t n, size_t cls) {
   if (n == 0) return;
   const double gain = std::min(0.5, kLeadGain * double(n));
-  lead_ns_ = std::clamp(lead_ns_ + gain * error_ns / double(n), 0.0, kMaxLeadNs);
+  lead_ns_[cls] = std::clamp(lead_ns_[cls] + gain * error_ns / double(n), 0.0, kMaxLeadNs);
 }
 
 }  // namespace vstack

@@ -7,6 +7,8 @@
 namespace vstack {
 namespace {
 enum TimedCounter { kServiceNs, kLateNs, kEarlyNs, kWaitedForSlot };
+// The compensation class of a request (DeadlineWaiter): reads, everything else.
+size_t ClassOf(const IoRequest& req) { return req.op == Op::kRead ? 0 : 1; }
 }  // namespace
 
 void TimedQueue::DoSubmit(std::span<IoRequest* const> batch) {
@@ -53,7 +55,7 @@ void TimedQueue::Start(IoRequest* parent, uint64_t now, std::vector<IoRequest*>&
 
 void TimedQueue::Arm(Entry* e, uint64_t start, uint64_t deadline) {
   e->deadline = deadline;
-  e->due = waiter_.DueTime(start, deadline);
+  e->due = waiter_.DueTime(start, deadline, ClassOf(*e->parent));
   timers_.emplace_back(e->due, e);
   std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
 }
@@ -71,20 +73,24 @@ void TimedQueue::OnLowerDone(IoRequest& req) {
 }
 
 void TimedQueue::Expire(uint64_t now) {
-  double error_ns = 0;  // of the completions the timer delivers now, for the compensation
-  uint64_t delivered = 0;
+  // Of the completions the timer delivers now, per class, for the compensation.
+  double error_ns[DeadlineWaiter::kClasses] = {};
+  uint64_t delivered[DeadlineWaiter::kClasses] = {};
   while (!timers_.empty() && timers_.front().first <= now) {
     std::pop_heap(timers_.begin(), timers_.end(), std::greater<>());
     Entry* e = timers_.back().second;
     timers_.pop_back();
     e->expired = true;
     if (e->lower_done) {
-      error_ns += double(now) - double(e->deadline);
-      ++delivered;
+      const size_t cls = ClassOf(*e->parent);
+      error_ns[cls] += double(now) - double(e->deadline);
+      ++delivered[cls];
       Finish(e, now);
     }
   }
-  waiter_.Delivered(error_ns, delivered);
+  for (size_t cls = 0; cls < DeadlineWaiter::kClasses; ++cls) {
+    waiter_.Delivered(error_ns[cls], delivered[cls], cls);
+  }
 }
 
 void TimedQueue::Finish(Entry* e, uint64_t now) {

@@ -129,13 +129,16 @@ TEST(Delay, DistributionMeansAreTheConfiguredOnes) {
 
 // A clock whose sleeps wake up late, as a loaded host's scheduler makes them: by a draw from
 // `lateness` (deterministic). Spins take exactly their time.
+// `per_sleep_ns` adds that share of the sleep's length (a loaded host's lateness grows with it).
 class LateWakeClock final : public Clock {
  public:
-  explicit LateWakeClock(const std::string& lateness)
-      : lateness_(ServiceTime::Parse("lateness", lateness).value()) {}
+  explicit LateWakeClock(const std::string& lateness, double per_sleep_ns = 0)
+      : lateness_(ServiceTime::Parse("lateness", lateness).value()), per_sleep_(per_sleep_ns) {}
   uint64_t Now() override { return now_; }
   void SleepUntil(uint64_t deadline_ns) override {
-    now_ = std::max(now_, deadline_ns) + lateness_.Draw(rng_);
+    const double slept = deadline_ns > now_ ? double(deadline_ns - now_) : 0;
+    now_ = std::max(now_, deadline_ns) + lateness_.Draw(rng_) +
+           static_cast<uint64_t>(per_sleep_ * slept);
   }
   void Spin(uint64_t ns) override {
     now_ += ns;
@@ -145,6 +148,7 @@ class LateWakeClock final : public Clock {
 
  private:
   ServiceTime lateness_;
+  double per_sleep_;
   TimingRng rng_{7};
   uint64_t now_ = 1'000'000'000;
 };
@@ -192,6 +196,30 @@ TEST(Delay, ObservedMeanIsTheConfiguredDelayAlthoughSleepsWakeLate) {
       }
     }
   }
+}
+
+TEST(Delay, ReadAndWriteMeansHoldWhenLatenessGrowsWithTheSleep) {
+  // The physical LUN of the hyperv-passthrough seed; sleeps wake 20-100 us + 10% late, so a
+  // read is late by ~600 us and a write by ~85 us: each kind needs its own correction.
+  LateWakeClock clock("uniform:20us:100us", 0.1);
+  DelayConfig c;
+  c.read = ServiceTime::Fixed(5'406'600);
+  c.write = ServiceTime::Fixed(254'400);
+  DevicePtr dev = MakeDevice<DelayDevice>(Memory(), c, clock);
+  auto q = dev->OpenQueue();
+  Timed t(clock, 1);
+  double sum[2] = {0, 0}, n[2] = {0, 0};
+  for (int i = 0; i < 4400; ++i) {
+    t.reqs[0].op = i % 3 == 2 ? Op::kWrite : Op::kRead;  // 66/33
+    const uint64_t start = clock.Now();
+    (*q)->Submit(t.reqs[0]);
+    (*q)->WaitIdle();
+    if (i < 400) continue;  // warm-up
+    sum[t.reqs[0].op == Op::kWrite] += double(t.done_at[0] - start);
+    ++n[t.reqs[0].op == Op::kWrite];
+  }
+  EXPECT_NEAR(sum[0] / n[0], 5'406'600, 0.02 * 5'406'600);
+  EXPECT_NEAR(sum[1] / n[1], 254'400, 0.02 * 254'400);
 }
 
 TEST(Delay, BandwidthCapSerialisesTransfers) {
