@@ -8,8 +8,8 @@
 //   that is spun to directly. So the thread sleeps for all but at most kMaxSpinNs per wait: no
 //   core busy-waits per request, and an idle host's wake-up jitter (tens of µs) is absorbed.
 // - Mean lateness: what the spin cannot absorb (a loaded host wakes threads ms late) is fed back
-//   by Delivered(), once per wake-up: DueTime() moves later deliveries earlier by the measured mean lateness
-//   (an integral controller), never before the request started. Individual deliveries then
+//   by Delivered(), once per wake-up: DueTime() moves later deliveries earlier by the measured mean
+//   lateness (an integral controller), never before the request started. Individual deliveries then
 //   scatter around their deadlines, and their mean converges on them; the layer's late_ns and
 //   early_ns counters show by how much each way. Each class of requests (reads, the rest) has
 //   its own correction: a loaded host's lateness grows with the sleep, so a 5 ms read and a
@@ -52,7 +52,7 @@ class DeadlineWaiter {
  private:
   Clock& clock_;
   double lead_ns_[kClasses] = {};  // mean lateness compensated per class, >= 0
-  double wake_ns_ = 0;  // mean overshoot of a sleep
+  double wake_ns_ = 0;             // mean overshoot of a sleep
 };
 
 }  // namespace vstack

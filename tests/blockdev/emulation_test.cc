@@ -328,8 +328,7 @@ TEST(Hv, LatencyAddsToTheLowerDevicesTime) {
   d.read = ServiceTime::Fixed(5'406'600);
   HvConfig c;
   c.read = ServiceTime::Fixed(363'100);
-  DevicePtr dev =
-      MakeDevice<HvDevice>(MakeDevice<DelayDevice>(Memory(), d, clock), c, clock);
+  DevicePtr dev = MakeDevice<HvDevice>(MakeDevice<DelayDevice>(Memory(), d, clock), c, clock);
   auto q = dev->OpenQueue();
   Timed t(clock, 1);
   const uint64_t start = clock.Now();
