@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "bench/workload/quantum_scheduler.h"
+#include "bench/workload/seed_presets.h"
 #include "blockdev/delay/delay_device.h"
 #include "blockdev/emulation/stall_schedule.h"
 #include "blockdev/error/error_device.h"
@@ -414,6 +415,21 @@ TEST(QuantumScheduler, CpuReadyStallsEndQuantaEarlyAndAreCounted) {
   // quantum early as well.
   EXPECT_GT(st.yields, 2500u + st.stalls / 2);
   EXPECT_EQ(st.max_stall_ns, 3'000'000u);
+}
+
+TEST(CpuReadySweep, EachValueGetsItsOwnStallLength) {
+  bench::StackPlan a, b;
+  a.name = "a";
+  b.name = "b";
+  const auto plans = bench::SweepCpuReady({a, b}, {1.2, 28.4}, {"exp:1.7ms", "exp:13.6ms"});
+  ASSERT_EQ(plans.size(), 4u);
+  EXPECT_EQ(plans[1].name, "b RDY 1.2%");
+  EXPECT_EQ(plans[1].ready_stall, "exp:1.7ms");
+  EXPECT_EQ(plans[2].name, "a RDY 28.4%");
+  EXPECT_EQ(plans[2].cpu_ready_pct, 28.4);
+  EXPECT_EQ(plans[2].ready_stall, "exp:13.6ms");
+  EXPECT_EQ(bench::SweepCpuReady({a}, {1.2, 5.1}, {"exp:4ms"})[1].ready_stall, "")
+      << "one stall length for all: the knobs' own";
 }
 
 }  // namespace
