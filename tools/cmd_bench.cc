@@ -21,6 +21,7 @@
 #include "bench/workload/matrix.h"
 #include "bench/workload/seed_presets.h"
 #include "bench/workload/summary.h"
+#include "blockdev/emulation/service_time.h"
 #include "lib/registry.h"
 #include "lib/size.h"
 #include "lib/spec.h"
@@ -59,7 +60,8 @@ struct BenchArgs {
   std::string diskspd, fio_job;
   std::string command_line;
   // Seeds (docs/seeds.md): a seed preset, and CPU Ready with the quantum scheduler.
-  std::string preset, quantum, ready_stall = "exp:4ms";
+  std::string preset, quantum;
+  std::vector<std::string> ready_stall = {"exp:4ms"};  // one, or one per --cpu-ready value
   std::vector<double> cpu_ready;
   uint32_t schedulers = 1;
 };
@@ -129,7 +131,15 @@ Status ApplySchedulerArgs(const BenchArgs& a, bench::WorkloadKnobs* k) {
                        "--cpu-ready: " + fmt::format("{}", v) + " is not a percentage in [0, 100)");
     }
   }
-  k->ready_stall = a.ready_stall;
+  if (a.ready_stall.size() != 1 && a.ready_stall.size() != a.cpu_ready.size()) {
+    return MakeError(Errc::kInvalidArgument,
+                     "--ready-stall: give one stall length, or one per --cpu-ready value (" +
+                         std::to_string(a.cpu_ready.size()) + ")");
+  }
+  for (const std::string& stall : a.ready_stall) {
+    if (auto st = ServiceTime::Parse("--ready-stall", stall); !st) return st.error();
+  }
+  k->ready_stall = a.ready_stall.front();
   k->schedulers = a.schedulers;
   return OkStatus();
 }
@@ -281,7 +291,9 @@ Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
       o.stacks.push_back(std::move(p));
     }
   }
-  if (a.cpu_ready.size() > 1) o.stacks = bench::SweepCpuReady(o.stacks, a.cpu_ready);
+  if (a.cpu_ready.size() > 1) {
+    o.stacks = bench::SweepCpuReady(o.stacks, a.cpu_ready, a.ready_stall);
+  }
   for (bench::StackPlan& p : o.stacks) {
     if (prepare != bench::Prepare::kAuto) p.prepare = prepare;
     if (!p.image.empty() && k.target_size == 0) {
@@ -536,7 +548,9 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--quantum", a->quantum, "cooperative scheduler quantum of wall time (default 4ms "
                                            "with --cpu-ready)");
   cmd->add_option("--ready-stall", a->ready_stall, "CPU Ready stall length: 4ms, exp:MEAN, "
-                                                   "uniform:MIN:MAX, lognormal:MEAN:SD")
+                                                   "uniform:MIN:MAX, lognormal:MEAN:SD; one per "
+                                                   "--cpu-ready value to grow with the load")
+      ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--schedulers", a->schedulers, "schedulers (vCPUs) the threads share")
       ->capture_default_str();

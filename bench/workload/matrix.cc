@@ -107,6 +107,7 @@ class MatrixRun {
   void RunStack(StackOutcome& s, int round, WorkloadKnobs knobs) {
     const StackPlan& p = s.plan;
     if (p.cpu_ready_pct >= 0) knobs.cpu_ready_pct = p.cpu_ready_pct;
+    if (!p.ready_stall.empty()) knobs.ready_stall = p.ready_stall;
     Report(s, round, "preparing");
     if (Status st = MakeImage(p, knobs); !st) {
       s.error = "creating the image: " + st.error().ToString();

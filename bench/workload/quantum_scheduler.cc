@@ -12,6 +12,7 @@ YieldStats YieldStats::Between(const YieldStats& before, const YieldStats& after
   d.signal_wait_ns = after.signal_wait_ns - before.signal_wait_ns;
   d.stalls = after.stalls - before.stalls;
   d.stalled_ns = after.stalled_ns - before.stalled_ns;
+  d.max_stall_ns = after.max_stall_ns;
   return d;
 }
 
@@ -22,6 +23,7 @@ void YieldStats::Merge(const YieldStats& o) {
   signal_wait_ns += o.signal_wait_ns;
   stalls += o.stalls;
   stalled_ns += o.stalled_ns;
+  max_stall_ns = std::max(max_stall_ns, o.max_stall_ns);
 }
 
 QuantumScheduler::QuantumScheduler(const SchedulerOptions& options, Clock& clock)
@@ -70,6 +72,7 @@ bool QuantumScheduler::Checkpoint(uint32_t task) {
       lock.lock();
       ++s.stats.stalls;
       s.stats.stalled_ns += stall;
+      s.stats.max_stall_ns = std::max(s.stats.max_stall_ns, stall);
       now = clock_.Now();
     }
   }
@@ -94,7 +97,7 @@ YieldStats QuantumScheduler::Snapshot(bool reset_max) {
   for (auto& s : schedulers_) {
     std::lock_guard lock(s->mu);
     total.Merge(s->stats);
-    if (reset_max) s->stats.max_wait_ns = 0;
+    if (reset_max) s->stats.max_wait_ns = s->stats.max_stall_ns = 0;
   }
   return total;
 }

@@ -122,6 +122,7 @@ RunMetrics Metrics(const RunResult& r) {
   m.yields = double(r.yields.yields);
   m.yield_wait_ms = double(r.yields.wait_ns) / 1e6;
   m.yield_max_wait_ms = double(r.yields.max_wait_ns) / 1e6;
+  m.ready_max_stall_ms = double(r.yields.max_stall_ns) / 1e6;
   m.signal_wait_ms = double(r.yields.signal_wait_ns) / 1e6;
   if (r.seconds > 0 && r.knobs.schedulers > 0) {
     m.ready_stalled_pct = double(r.yields.stalled_ns) / 1e9 / r.seconds / r.knobs.schedulers * 100;

@@ -114,6 +114,7 @@ struct RunMetrics {
   // The quantum scheduler (0 without one): SOS_SCHEDULER_YIELD's columns, and the CPU Ready
   // injected, as % of the window's scheduler time.
   double yields = 0, yield_wait_ms = 0, yield_max_wait_ms = 0, signal_wait_ms = 0;
+  double ready_max_stall_ms = 0;  // the longest CPU Ready stall injected
   double ready_stalled_pct = 0;
 };
 RunMetrics Metrics(const RunResult& r);

@@ -42,8 +42,11 @@ void ApplySeedKnobs(const SeedPreset& preset, WorkloadKnobs* k);
 
 // A CPU Ready sweep: every plan once per RDY% value (values outer, plans inner), named
 // "<plan> RDY <v>%", each with its own cpu_ready_pct, so the rounds interleave the values.
+// `stalls` is one stall-length distribution for all values, or one per value (stalls that
+// grow with the load: docs/seeds.md).
 std::vector<StackPlan> SweepCpuReady(const std::vector<StackPlan>& plans,
-                                     const std::vector<double>& ready_pcts);
+                                     const std::vector<double>& ready_pcts,
+                                     const std::vector<std::string>& stalls = {});
 
 // The published CPU Ready vs SOS_SCHEDULER_YIELD table (vSphere, SQL Server), one row per RDY%.
 struct PublishedYieldRow {

@@ -45,6 +45,7 @@ struct StackPlan {
   bool raw_file = false;      // the spec is one file/uring backend: fio can run on its file
   std::string note;           // shown with the results
   double cpu_ready_pct = -1;  // >= 0: this plan's --cpu-ready (a sweep); -1: the knobs'
+  std::string ready_stall;    // this plan's --ready-stall (a sweep); "": the knobs'
   // Differencing-VHD presets: `image` is the top of a chain of this many differencing levels
   // over a dynamic VHD that is created and filled once; the levels are made anew (empty) every
   // round, so reads go down the chain and first writes allocate in the top.

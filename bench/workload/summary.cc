@@ -222,6 +222,7 @@ MatrixSummary Summarize(const MatrixResult& m) {
       s.yields = MedianOf(ms, [](const RunMetrics& x) { return x.yields; });
       s.yield_wait_ms = MedianOf(ms, [](const RunMetrics& x) { return x.yield_wait_ms; });
       s.yield_max_wait_ms = MedianOf(ms, [](const RunMetrics& x) { return x.yield_max_wait_ms; });
+      s.ready_max_stall_ms = MedianOf(ms, [](const RunMetrics& x) { return x.ready_max_stall_ms; });
       s.signal_wait_ms = MedianOf(ms, [](const RunMetrics& x) { return x.signal_wait_ms; });
       s.ready_stalled_pct = MedianOf(ms, [](const RunMetrics& x) { return x.ready_stalled_pct; });
       s.cpu_ready_pct = measured.front()->knobs.cpu_ready_pct;

@@ -59,6 +59,7 @@ struct StackSummary {
   double iops_per_cpu_s = 0, iops_per_cpu_pct = 0;
   double cpu_ready_pct = 0;      // as configured for this stack
   double yields = 0, yield_wait_ms = 0, yield_max_wait_ms = 0, signal_wait_ms = 0;
+  double ready_max_stall_ms = 0;
   double ready_stalled_pct = 0;  // CPU Ready injected (medians over rounds)
   Spread iops_vs_base;           // per-round IOPS ratios to the baseline (min, median, max)
   // Against the baseline, paired round by round (paired_stats.h): IOPS, CPU per I/O, efficiency

@@ -15,8 +15,9 @@ struct YieldStats {
   uint64_t signal_wait_ns = 0;  // signal_wait_time
   uint64_t stalls = 0;          // CPU-Ready stalls injected on the schedulers
   uint64_t stalled_ns = 0;      // their total length
+  uint64_t max_stall_ns = 0;    // the longest (of the window, as max_wait_ns)
 
-  // Counts of `after` minus `before`; max_wait_ns is `after`'s (reset at the window's start).
+  // Counts of `after` minus `before`; the maxima are `after`'s (reset at the window's start).
   static YieldStats Between(const YieldStats& before, const YieldStats& after);
   void Merge(const YieldStats& o);  // sums; max of the maxima
 };

@@ -5,6 +5,11 @@
 #include <thread>
 
 namespace vstack {
+namespace {
+enum TimedCounter { kServiceNs, kLateNs, kEarlyNs, kWaitedForSlot };
+// The compensation class of a request (DeadlineWaiter): reads, everything else.
+size_t ClassOf(const IoRequest& req) { return req.op == Op::kRead ? 0 : 1; }
+}  // namespace
 
 void TimedQueue::DoSubmit(std::span<IoRequest* const> batch) {
   std::vector<IoRequest*> children;
@@ -13,7 +18,7 @@ void TimedQueue::DoSubmit(std::span<IoRequest* const> batch) {
     OnAccepted(*parent);  // may spend CPU time: service starts after it
     if (options_.max_in_service != 0 && in_service_ >= options_.max_in_service) {
       waiting_.push_back(parent);
-      Count(2);
+      Count(kWaitedForSlot);
     } else {
       Start(parent, clock_.Now(), children);
     }
@@ -29,43 +34,68 @@ void TimedQueue::Start(IoRequest* parent, uint64_t now, std::vector<IoRequest*>&
   e->parent = parent;
   e->queue = this;
   e->lower_done = e->expired = false;
-  const uint64_t service = ServiceNs(*parent);
-  Count(0, service);
-  e->deadline = now + service;
-  if (options_.bytes_per_s != 0 && (parent->op == Op::kRead || parent->op == Op::kWrite)) {
-    const uint64_t transfer =
-        static_cast<uint64_t>(double(parent->length) * 1e9 / double(options_.bytes_per_s));
-    wire_free_ns_ = std::max(wire_free_ns_, now) + transfer;
-    e->deadline = std::max(e->deadline, wire_free_ns_);
+  e->service = ServiceNs(*parent);
+  Count(kServiceNs, e->service);
+  if (!options_.after_lower) {
+    uint64_t deadline = now + e->service;
+    if (options_.bytes_per_s != 0 && (parent->op == Op::kRead || parent->op == Op::kWrite)) {
+      const uint64_t transfer =
+          static_cast<uint64_t>(double(parent->length) * 1e9 / double(options_.bytes_per_s));
+      wire_free_ns_ = std::max(wire_free_ns_, now) + transfer;
+      deadline = std::max(deadline, wire_free_ns_);
+    }
+    Arm(e, now, deadline);
   }
   ++in_service_;
-  timers_.emplace_back(e->deadline, e);
-  std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
   ForwardRequest(*parent, &e->req);
   e->req.on_complete = &TimedQueue::OnLowerDone;
   e->req.user_data = e;
   out.push_back(&e->req);
 }
 
+void TimedQueue::Arm(Entry* e, uint64_t start, uint64_t deadline) {
+  e->deadline = deadline;
+  e->due = waiter_.DueTime(start, deadline, ClassOf(*e->parent));
+  timers_.emplace_back(e->due, e);
+  std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
+}
+
 void TimedQueue::OnLowerDone(IoRequest& req) {
   Entry* e = static_cast<Entry*>(req.user_data);
+  TimedQueue* q = e->queue;
   e->lower_done = true;
-  if (e->expired) e->queue->Finish(e);
+  if (q->options_.after_lower) {
+    const uint64_t now = q->clock_.Now();
+    q->Arm(e, now, now + e->service);
+  } else if (e->expired) {
+    q->Finish(e, q->clock_.Now());
+  }
 }
 
 void TimedQueue::Expire(uint64_t now) {
+  // Of the completions the timer delivers now, per class, for the compensation.
+  double error_ns[DeadlineWaiter::kClasses] = {};
+  uint64_t delivered[DeadlineWaiter::kClasses] = {};
   while (!timers_.empty() && timers_.front().first <= now) {
     std::pop_heap(timers_.begin(), timers_.end(), std::greater<>());
     Entry* e = timers_.back().second;
     timers_.pop_back();
     e->expired = true;
-    if (e->lower_done) Finish(e);
+    if (e->lower_done) {
+      const size_t cls = ClassOf(*e->parent);
+      error_ns[cls] += double(now) - double(e->deadline);
+      ++delivered[cls];
+      Finish(e, now);
+    }
+  }
+  for (size_t cls = 0; cls < DeadlineWaiter::kClasses; ++cls) {
+    waiter_.Delivered(error_ns[cls], delivered[cls], cls);
   }
 }
 
-void TimedQueue::Finish(Entry* e) {
-  const uint64_t now = clock_.Now();
-  if (now > e->deadline) Count(1, now - e->deadline);
+void TimedQueue::Finish(Entry* e, uint64_t now) {
+  if (now > e->deadline) Count(kLateNs, now - e->deadline);
+  if (now < e->deadline) Count(kEarlyNs, e->deadline - now);
   Complete(*e->parent, e->req.status);
   pool_.Put(e);
   --in_service_;
@@ -94,7 +124,7 @@ void TimedQueue::DoPoll(bool wait) {
     // A lower request is still running: its completion is what we wait for first.
     lower().Poll(1);
   } else if (!timers_.empty()) {
-    clock_.SleepUntil(timers_.front().first);
+    waiter_.WaitUntil(timers_.front().first);
   } else {
     std::this_thread::yield();
   }

@@ -6,11 +6,15 @@
 // now + ServiceNs(request), later if a bandwidth cap says the transfer ends later. The caller's
 // request completes when both its lower request has completed and its deadline has passed, so
 // the modelled service time overlaps the lower device's own time (over null or memory it is the
-// whole latency; over a slower device the slower of the two wins).
+// whole latency; over a slower device the slower of the two wins). With `after_lower` the
+// service time starts when the lower request completes instead: it adds to the lower device's
+// time (hv:, whose exit and completion interrupt surround the device's work).
 //
-// No busy-waiting: deadlines sit in a min-heap; DoPoll(wait) sleeps on the Clock until the
-// earliest one (or blocks on the lower queue while it has requests in flight). Limits and
-// bandwidth are per queue, i.e. per thread: a workload of T threads sees T x the limit.
+// No busy-waiting: deadlines sit in a min-heap; DoPoll(wait) waits for the earliest one with a
+// DeadlineWaiter (sleeps, spins at most its last 100 µs, and compensates the host's measured
+// wake-up lateness so the mean delivery time is the deadline), or blocks on the lower queue
+// while it has requests in flight. The time is read once per expiry pass. Limits and bandwidth
+// are per queue, i.e. per thread: a workload of T threads sees T x the limit.
 //
 // The forwarding part (one child per parent, same op and buffers) is kept to Start() and
 // OnLowerDone() so that it can move onto a shared forwarding helper later.
@@ -22,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "blockdev/emulation/deadline_waiter.h"
 #include "lib/clock.h"
 #include "lib/layer.h"
 
@@ -30,17 +35,19 @@ namespace vstack {
 struct TimedQueueOptions {
   uint32_t max_in_service = 0;  // requests served at a time; 0 = no limit
   uint64_t bytes_per_s = 0;     // transfer rate of reads and writes; 0 = no cap
+  bool after_lower = false;     // service starts when the lower request completes (adds)
 };
 
 class TimedQueue : public LayerQueue {
  public:
   // The counters every device using a TimedQueue declares first, in this order (its own
-  // counters follow): summed service time drawn, summed lateness of delivered completions past
-  // their deadline (timer accuracy), requests that waited for a service slot.
+  // counters follow): summed service time drawn; summed lateness past their deadline and summed
+  // earliness before it of the completions delivered by the timer (its accuracy: the mean
+  // delivery error is (late_ns - early_ns) / requests); requests that waited for a service slot.
   static std::vector<std::string> CounterNames() {
-    return {"service_ns", "late_ns", "waited_for_slot"};
+    return {"service_ns", "late_ns", "early_ns", "waited_for_slot"};
   }
-  static constexpr size_t kFirstOwnCounter = 3;
+  static constexpr size_t kFirstOwnCounter = 4;
 
  protected:
   TimedQueue(BlockDevice& device, std::unique_ptr<IoQueue> lower, Clock& clock,
@@ -63,20 +70,25 @@ class TimedQueue : public LayerQueue {
     IoRequest req;
     IoRequest* parent = nullptr;
     TimedQueue* queue = nullptr;
-    uint64_t deadline = 0;
+    uint64_t service = 0;
+    uint64_t deadline = 0;  // when the model says it completes
+    uint64_t due = 0;       // when it is delivered: the deadline, compensated (DeadlineWaiter)
     bool lower_done = false;
     bool expired = false;
   };
-  using Timer = std::pair<uint64_t, Entry*>;  // (deadline, entry), a min-heap by deadline
+  using Timer = std::pair<uint64_t, Entry*>;  // (due, entry), a min-heap by due time
 
   void Start(IoRequest* parent, uint64_t now, std::vector<IoRequest*>& out);
   void StartWaiting();
+  void Arm(Entry* e, uint64_t start, uint64_t deadline);
   void Expire(uint64_t now);
-  void Finish(Entry* e);
+  // Delivers `e`'s completion at `now`.
+  void Finish(Entry* e, uint64_t now);
   static void OnLowerDone(IoRequest& req);
 
   Clock& clock_;
   const TimedQueueOptions options_;
+  DeadlineWaiter waiter_{clock_};
   std::vector<Timer> timers_;
   std::deque<IoRequest*> waiting_;  // accepted, waiting for a service slot
   uint32_t in_service_ = 0;

@@ -2,8 +2,9 @@
 // exit, the VMBus or virtio round trip, the completion interrupt), separately for reads and
 // writes, and CPU burned per request on the submitting thread (real work, so CPU accounting and
 // the whitepaper's IOPS per %CPU move). Presets name the published measurement they come from.
-// Built on TimedQueue without a service limit: the added latency overlaps the lower device's
-// time only as far as the lower device is faster (over delay:/null it simply adds).
+// Built on TimedQueue without a service limit, its latency starting when the lower request
+// completes: it adds to the lower device's time, as the exit and the completion path surround
+// the device's work.
 // docs/layers/hv.md.
 //
 // Spec: hv:preset=hyperv-passthrough+delay:read=5.4066ms,write=254.4us+null:1G

@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "bench/workload/quantum_scheduler.h"
+#include "bench/workload/seed_presets.h"
 #include "blockdev/delay/delay_device.h"
 #include "blockdev/emulation/stall_schedule.h"
 #include "blockdev/error/error_device.h"
@@ -127,6 +128,101 @@ TEST(Delay, DistributionMeansAreTheConfiguredOnes) {
   EXPECT_NEAR(MeanLatencyNs("exp:80us", 20000), 80'000, 0.02 * 80'000);
 }
 
+// A clock whose sleeps wake up late, as a loaded host's scheduler makes them: by a draw from
+// `lateness` (deterministic). Spins take exactly their time.
+// `per_sleep_ns` adds that share of the sleep's length (a loaded host's lateness grows with it).
+class LateWakeClock final : public Clock {
+ public:
+  explicit LateWakeClock(const std::string& lateness, double per_sleep_ns = 0)
+      : lateness_(ServiceTime::Parse("lateness", lateness).value()), per_sleep_(per_sleep_ns) {}
+  uint64_t Now() override { return now_; }
+  void SleepUntil(uint64_t deadline_ns) override {
+    const double slept = deadline_ns > now_ ? double(deadline_ns - now_) : 0;
+    now_ = std::max(now_, deadline_ns) + lateness_.Draw(rng_) +
+           static_cast<uint64_t>(per_sleep_ * slept);
+  }
+  void Spin(uint64_t ns) override {
+    now_ += ns;
+    spun_ns += ns;
+  }
+  uint64_t spun_ns = 0;
+
+ private:
+  ServiceTime lateness_;
+  double per_sleep_;
+  TimingRng rng_{7};
+  uint64_t now_ = 1'000'000'000;
+};
+
+// The mean latency the caller observes over `n` requests of a `delay` device kept `qd` deep,
+// after a warm-up of n / 10 (the compensation learns the host's lateness, as in vstack bench's
+// warm-up).
+double ObservedMeanNs(Clock& clock, const std::string& delay, size_t qd, int n) {
+  DelayConfig c;
+  c.read = ServiceTime::Parse("read", delay).value();
+  DevicePtr dev = MakeDevice<DelayDevice>(Memory(), c, clock);
+  auto q = dev->OpenQueue();
+  Timed t(clock, qd);
+  std::vector<uint64_t> started(qd, clock.Now());
+  (*q)->Submit(t.Ptrs());
+  double sum = 0;
+  int done = 0;
+  const int warmup = n / 10;
+  while (done < warmup + n) {
+    (*q)->Poll(1);
+    for (size_t i = 0; i < qd; ++i) {
+      if (t.done_at[i] == 0) continue;
+      if (++done > warmup) sum += double(t.done_at[i] - started[i]);
+      t.done_at[i] = 0;
+      started[i] = clock.Now();
+      (*q)->Submit(t.reqs[i]);
+    }
+  }
+  (*q)->WaitIdle();
+  return sum / (done - warmup);
+}
+
+TEST(Delay, ObservedMeanIsTheConfiguredDelayAlthoughSleepsWakeLate) {
+  for (const char* delay : {"50us", "1ms", "10ms"}) {
+    for (size_t qd : {1, 32}) {
+      // Every sleep wakes 100-700 us late (mean 400 us: 8x a 50 us delay, 4% of 10 ms).
+      LateWakeClock clock("uniform:100us:700us");
+      const uint64_t t0 = clock.Now();
+      const double configured = double(ParseDurationNs(delay).value());
+      EXPECT_NEAR(ObservedMeanNs(clock, delay, qd, 4000), configured, 0.02 * configured)
+          << delay << " at QD" << qd;
+      if (configured >= 1e6) {
+        EXPECT_LT(double(clock.spun_ns), 0.02 * double(clock.Now() - t0))
+            << "sleeps, spinning only the last stretch: " << delay << " at QD" << qd;
+      }
+    }
+  }
+}
+
+TEST(Delay, ReadAndWriteMeansHoldWhenLatenessGrowsWithTheSleep) {
+  // The physical LUN of the hyperv-passthrough seed; sleeps wake 20-100 us + 10% late, so a
+  // read is late by ~600 us and a write by ~85 us: each kind needs its own correction.
+  LateWakeClock clock("uniform:20us:100us", 0.1);
+  DelayConfig c;
+  c.read = ServiceTime::Fixed(5'406'600);
+  c.write = ServiceTime::Fixed(254'400);
+  DevicePtr dev = MakeDevice<DelayDevice>(Memory(), c, clock);
+  auto q = dev->OpenQueue();
+  Timed t(clock, 1);
+  double sum[2] = {0, 0}, n[2] = {0, 0};
+  for (int i = 0; i < 4400; ++i) {
+    t.reqs[0].op = i % 3 == 2 ? Op::kWrite : Op::kRead;  // 66/33
+    const uint64_t start = clock.Now();
+    (*q)->Submit(t.reqs[0]);
+    (*q)->WaitIdle();
+    if (i < 400) continue;  // warm-up
+    sum[t.reqs[0].op == Op::kWrite] += double(t.done_at[0] - start);
+    ++n[t.reqs[0].op == Op::kWrite];
+  }
+  EXPECT_NEAR(sum[0] / n[0], 5'406'600, 0.02 * 5'406'600);
+  EXPECT_NEAR(sum[1] / n[1], 254'400, 0.02 * 254'400);
+}
+
 TEST(Delay, BandwidthCapSerialisesTransfers) {
   ManualClock clock;
   DelayConfig c;
@@ -215,8 +311,9 @@ TEST(Hv, AddsLatencyPerOpAndBurnsCpuOnTheSubmittingThread) {
   uint64_t start = clock.Now();
   (*q)->Submit(t.Ptrs());
   (*q)->WaitIdle();
-  // Each request's CPU is burned as it is accepted (10 us each), then its latency runs.
-  EXPECT_EQ(t.done_at[0], start + 10'000 + 373'100);
+  // Each request's CPU is burned as it is accepted (10 us each); the batch then goes down, and
+  // each request's latency runs from its lower completion.
+  EXPECT_EQ(t.done_at[0], start + 20'000 + 373'100);
   EXPECT_EQ(t.done_at[1], start + 20'000 + 117'200);
   EXPECT_EQ(clock.spun_ns(), 20'000u);
   EXPECT_EQ(Counter(*dev, "cpu_ns"), 20'000u);
@@ -224,6 +321,21 @@ TEST(Hv, AddsLatencyPerOpAndBurnsCpuOnTheSubmittingThread) {
   auto bad = Open("hv:preset=vmware+null:1M");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("hyperv-passthrough"), std::string::npos);
+}
+
+TEST(Hv, LatencyAddsToTheLowerDevicesTime) {
+  ManualClock clock;
+  DelayConfig d;
+  d.read = ServiceTime::Fixed(5'406'600);
+  HvConfig c;
+  c.read = ServiceTime::Fixed(363'100);
+  DevicePtr dev = MakeDevice<HvDevice>(MakeDevice<DelayDevice>(Memory(), d, clock), c, clock);
+  auto q = dev->OpenQueue();
+  Timed t(clock, 1);
+  const uint64_t start = clock.Now();
+  (*q)->Submit(t.reqs[0]);
+  (*q)->WaitIdle();
+  EXPECT_EQ(t.done_at[0], start + 5'406'600 + 363'100) << "not the slower of the two";
 }
 
 TEST(StallSchedule, StalledTimeIsTheConfiguredFractionOfWallTime) {
@@ -302,6 +414,22 @@ TEST(QuantumScheduler, CpuReadyStallsEndQuantaEarlyAndAreCounted) {
   // 10 s of work alone would be 2500 yields; every stall (3 ms of a 4 ms quantum) ends a
   // quantum early as well.
   EXPECT_GT(st.yields, 2500u + st.stalls / 2);
+  EXPECT_EQ(st.max_stall_ns, 3'000'000u);
+}
+
+TEST(CpuReadySweep, EachValueGetsItsOwnStallLength) {
+  bench::StackPlan a, b;
+  a.name = "a";
+  b.name = "b";
+  const auto plans = bench::SweepCpuReady({a, b}, {1.2, 28.4}, {"exp:1.7ms", "exp:13.6ms"});
+  ASSERT_EQ(plans.size(), 4u);
+  EXPECT_EQ(plans[1].name, "b RDY 1.2%");
+  EXPECT_EQ(plans[1].ready_stall, "exp:1.7ms");
+  EXPECT_EQ(plans[2].name, "a RDY 28.4%");
+  EXPECT_EQ(plans[2].cpu_ready_pct, 28.4);
+  EXPECT_EQ(plans[2].ready_stall, "exp:13.6ms");
+  EXPECT_EQ(bench::SweepCpuReady({a}, {1.2, 5.1}, {"exp:4ms"})[1].ready_stall, "")
+      << "one stall length for all: the knobs' own";
 }
 
 }  // namespace

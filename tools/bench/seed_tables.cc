@@ -159,11 +159,13 @@ std::string CpuReadyText(const BenchReport& r) {
   std::string out =
       "\nCPU Ready and the quantum scheduler (SOS_SCHEDULER_YIELD, as sys.dm_os_wait_stats; "
       "medians of rounds)\n\n";
-  TextTable t({"stack", "RDY% set", "RDY% injected", "yields", "wait ms", "max wait ms",
-               "signal wait ms", "signal %", "duration s", "p50 us", "p99 us", "p99.9 us"},
-              {false, true, true, true, true, true, true, true, true, true, true, true});
+  TextTable t({"stack", "RDY% set", "RDY% injected", "max stall ms", "yields", "wait ms",
+               "max wait ms", "signal wait ms", "signal %", "duration s", "p50 us", "p99 us",
+               "p99.9 us"},
+              {false, true, true, true, true, true, true, true, true, true, true, true, true});
   for (const StackSummary* s : rows) {
-    t.AddRow({s->name, Num(s->cpu_ready_pct, 1), Num(s->ready_stalled_pct, 1), Num(s->yields),
+    t.AddRow({s->name, Num(s->cpu_ready_pct, 1), Num(s->ready_stalled_pct, 1),
+              Num(s->ready_max_stall_ms, 1), Num(s->yields),
               Num(s->yield_wait_ms, 1), Num(s->yield_max_wait_ms, 1), Num(s->signal_wait_ms, 1),
               Pct(Ratio(s->signal_wait_ms, s->yield_wait_ms)), Num(MedianSeconds(r, s->name), 2),
               Num(s->p50_us, 1), Num(s->p99_us, 1), Num(s->p999_us, 1)});
@@ -206,6 +208,7 @@ json CpuReadyJson(const BenchReport& r) {
         {{"stack", s->name},
          {"cpu_ready_pct", s->cpu_ready_pct},
          {"ready_injected_pct", s->ready_stalled_pct},
+         {"max_stall_ms", s->ready_max_stall_ms},
          {"yields", s->yields},
          {"wait_ms", s->yield_wait_ms},
          {"max_wait_ms", s->yield_max_wait_ms},
