@@ -305,12 +305,9 @@ Status VhdxDevice::CommitGroup(IoQueue& q, std::span<Allocation* const> group) {
     uint64_t offset = old;
     if (!reuse) {
       offset = file_end_;
-      if (offset + bs > lower_device().size_bytes()) {
-        if (!growable_) {
-          a.status = Errc::kNoSpace;
-          continue;
-        }
-        VSTACK_RETURN_IF_ERROR(lower_device().Resize(offset + bs));
+      if (!growable_ && offset + bs > lower_device().size_bytes()) {
+        a.status = Errc::kNoSpace;
+        continue;
       }
       file_end_ = offset + bs;
     }
@@ -332,6 +329,11 @@ Status VhdxDevice::CommitGroup(IoQueue& q, std::span<Allocation* const> group) {
     }
   }
   if (zero_filled) VSTACK_RETURN_IF_ERROR(FlushQueue(q));
+  // New blocks at the end of a file: it grows once for the whole group, before any write to
+  // them is submitted.
+  if (growable_ && file_end_ > lower_device().size_bytes()) {
+    VSTACK_RETURN_IF_ERROR(lower_device().Resize(file_end_));
+  }
   // The file was grown to each new block's end; a write reaching it makes that length durable
   // with the next flush (a length set by truncation alone may not be, and readers refuse blocks
   // that end past the file). Write-zeroes might not extend the file. Only past the group's own
