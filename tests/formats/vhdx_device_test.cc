@@ -184,9 +184,10 @@ TEST_F(Vhdx, LogWrapsAfterAFlushAndEveryBlockSurvives) {
 }
 
 TEST_F(Vhdx, ABatchOfAllocationsIsGroupCommittedInOneLogEntry) {
-  // 49 writes submitted together: 40 new blocks whose entries share BAT page 0, three of them
-  // written twice (one write reaching the block's end, one ending 1 KiB short of it: the zeros
-  // that carry the file's length must not overlap it), and 6 blocks in BAT page 1.
+  // 50 writes submitted together: 40 new blocks whose entries share BAT page 0, three of them
+  // written twice (one write reaching the block's end, one ending 1 KiB short of it), and 6
+  // blocks in BAT page 1, the last of them (the file's new end) written twice too, ending 1 KiB
+  // short of its end: the zeros that carry the file's length must not overlap that write.
   const std::string path = dir_.File("g.vhdx");
   ASSERT_OK(CreateImage("vhdx", path, 600 << 20, "block_size=1M"));
   std::vector<std::pair<uint64_t, uint64_t>> writes;  // offset, length
@@ -195,6 +196,7 @@ TEST_F(Vhdx, ABatchOfAllocationsIsGroupCommittedInOneLogEntry) {
   writes.push_back({(7 << 20) + (1 << 20) - 4096, 4096});
   writes.push_back({(9 << 20) + (1 << 20) - 2048, 1024});  // in the last 4 KiB, short of the end
   for (uint64_t b = 520; b < 526; ++b) writes.push_back({b << 20, 512});
+  writes.push_back({(525 << 20) + (1 << 20) - 2048, 1024});
   {
     auto dev = Open("vhdx+" + Q(path));
     ASSERT_OK(dev);
