@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 
+#include "lib/format_table.h"
 #include "lib/forwarding_queue.h"
 #include "lib/iovec.h"
 #include "lib/layer.h"
@@ -73,21 +73,14 @@ Result<std::unique_ptr<IoQueue>> ProbeGuard::DoOpenQueue() {
   return std::unique_ptr<IoQueue>(new ProbeGuardQueue(*this, std::move(lower)));
 }
 
-std::map<std::string, ProbeDetails>& Details() {
-  static std::map<std::string, ProbeDetails> details;
-  return details;
-}
-
 }  // namespace
 
 bool RegisterProbeDetails(const std::string& format, ProbeDetails details) {
-  Details()[format] = std::move(details);
-  return true;
+  return FormatTable<ProbeDetails>::Get().Set(format, std::move(details));
 }
 
 const ProbeDetails* FindProbeDetails(const std::string& format) {
-  auto it = Details().find(format);
-  return it == Details().end() ? nullptr : &it->second;
+  return FormatTable<ProbeDetails>::Get().Find(format);
 }
 
 DevicePtr GuardProbedRaw(DevicePtr raw, std::vector<ProbeSignature> signatures) {

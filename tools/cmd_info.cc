@@ -1,10 +1,10 @@
 // vstack info [--output=json] [--backing-chain] SPEC|FILE: geometry, capabilities and the
 // layer chain of a stack, with each layer's own facts (Properties); with --backing-chain, the
-// same for every image of a differencing-VHD chain, top first (qemu-img info --backing-chain).
+// same for every image of a differencing-VHD chain, top first (qemu-img info --backing-chain;
+// BackingChain, imagetools/map.h).
 #include <fmt/format.h>
 
-#include "formats/vhd/vhd_chain.h"
-#include "formats/vhd/vhd_chain_tools.h"
+#include "imagetools/map.h"
 #include "lib/registry.h"
 #include "lib/spec.h"
 #include "lib/size.h"
@@ -19,21 +19,6 @@ struct InfoArgs {
   OutputFormat output = OutputFormat::kText;
   bool backing_chain = false;
 };
-
-// The images to show: the stack, then (--backing-chain) each parent of a VHD chain, with a
-// spec naming it.
-std::vector<std::pair<std::string, BlockDevice*>> Images(const std::string& spec, BlockDevice& top,
-                                                         bool backing_chain) {
-  std::vector<std::pair<std::string, BlockDevice*>> out = {{spec, &top}};
-  if (!backing_chain) return out;
-  const auto levels = vhd::ChainLevels(top);
-  for (size_t i = 1; i < levels.size(); ++i) {
-    auto* level = const_cast<vhd::VhdDevice*>(levels[i]);
-    const std::string path = vhd::DevicePath(*level->lower());
-    out.emplace_back(path.empty() ? level->Describe() : "vhd+file:" + path, level);
-  }
-  return out;
-}
 
 std::string Limit(uint64_t v) { return v ? std::to_string(v) + " (" + FormatSize(v) + ")" : "unlimited"; }
 
@@ -106,20 +91,21 @@ void AddInfoCommand(CLI::App& app) {
     open.read_only = !AsksToCreate(args->target);
     auto dev = OpenImage(args->target, open, &spec);
     if (!dev) Fail("info", dev.error().ToString());
-    const auto images = Images(spec, **dev, args->backing_chain);
+    std::vector<ChainImage> images = {{spec, dev->get()}};
+    if (args->backing_chain) images = BackingChain(spec, **dev);
     if (args->output == OutputFormat::kJson) {
       if (!args->backing_chain) {
         fmt::print("{}\n", Json(spec, **dev).dump(2));
         return;
       }
       nlohmann::json arr = nlohmann::json::array();
-      for (const auto& [s, d] : images) arr.push_back(Json(s, *d));
+      for (const ChainImage& image : images) arr.push_back(Json(image.spec, *image.device));
       fmt::print("{}\n", arr.dump(2));
       return;
     }
     for (size_t i = 0; i < images.size(); ++i) {
       if (i > 0) fmt::print("\n");
-      PrintText(images[i].first, *images[i].second);
+      PrintText(images[i].spec, *images[i].device);
     }
   });
 }

@@ -1,11 +1,11 @@
 // vstack map [--output=json] FILE|SPEC: the allocation of the virtual disk (MapExtents), as
 // extents of data, zeros (allocated, reading as zeros) and holes (not allocated; reading as
 // zeros), like qemu-img map. For a differencing-VHD chain each extent also names the level
-// (0 = the top image) and file that holds it, as qemu-img map's "depth".
+// (0 = the top image) and file that holds it, as qemu-img map's "depth" (MapImage,
+// imagetools/map.h).
 #include <fmt/format.h>
 
-#include "formats/vhd/vhd_chain.h"
-#include "formats/vhd/vhd_chain_tools.h"
+#include "imagetools/map.h"
 #include "lib/registry.h"
 #include "lib/size.h"
 #include "tools/command.h"
@@ -34,24 +34,11 @@ void AddMapCommand(CLI::App& app) {
     std::string spec;
     auto dev = OpenImage(*target, ro, &spec);
     if (!dev) Fail("map", dev.error().ToString());
-    std::vector<vhd::LevelExtent> extents;
-    const auto levels = vhd::ChainLevels(**dev);
-    const bool chain = levels.size() > 1;
-    Status s;
-    if (chain) {
-      s = vhd::MapLevels(levels, 0, (*dev)->geometry().size_bytes, &extents);
-    } else {
-      std::vector<Extent> plain;
-      s = (*dev)->MapExtents(0, (*dev)->geometry().size_bytes, &plain);
-      for (const Extent& e : plain) extents.push_back({e.offset, e.length, e.flags, 0});
-    }
-    if (!s) Fail("map", s.error().ToString());
-    auto file_of = [&](int level) -> std::string {
-      if (level < 0 || !chain) return "";
-      return vhd::DevicePath(*levels[static_cast<size_t>(level)]->lower());
-    };
-    uint64_t data = 0;
-    for (const auto& e : extents) data += e.flags ? 0 : e.length;
+    Result<ImageMap> map = MapImage(**dev);
+    if (!map) Fail("map", map.error().ToString());
+    const bool chain = map->chain;
+    const std::vector<ImageExtent>& extents = map->extents;
+    const uint64_t data = map->data_bytes();
     if (*output == OutputFormat::kJson) {
       nlohmann::json arr = nlohmann::json::array();
       for (const auto& e : extents) {
@@ -63,7 +50,7 @@ void AddMapCommand(CLI::App& app) {
                             {"hole", (e.flags & kExtentHole) != 0}};
         if (chain) {
           j["depth"] = e.level;
-          j["file"] = file_of(e.level);
+          j["file"] = e.file;
         }
         arr.push_back(j);
       }
@@ -82,7 +69,7 @@ void AddMapCommand(CLI::App& app) {
                                       fmt::format("{:#x}", e.length), TypeOf(e.flags)};
       if (chain) {
         row.push_back(e.level < 0 ? "-" : std::to_string(e.level));
-        row.push_back(file_of(e.level));
+        row.push_back(e.file);
       }
       table.AddRow(row);
     }

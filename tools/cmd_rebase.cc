@@ -1,11 +1,12 @@
-// vstack rebase [-u] -b NEWPARENT CHILD: gives a differencing VHD a new parent, like qemu-img
-// rebase. Safe mode copies into the child what would otherwise change; -u only rewrites the
-// link (formats/vhd/vhd_chain_tools.h).
+// vstack rebase [-u] [-p] -b NEWPARENT CHILD: gives a differencing VHD a new parent, like
+// qemu-img rebase (RebaseImage, imagetools/rebase.h). Safe mode copies into the child what
+// would otherwise change; -u only rewrites the link.
 #include <fmt/format.h>
 
-#include "formats/vhd/vhd_chain_tools.h"
+#include "imagetools/rebase.h"
 #include "lib/size.h"
 #include "tools/command.h"
+#include "tools/progress.h"
 
 namespace vstack::cli {
 namespace {
@@ -13,8 +14,8 @@ namespace {
 struct RebaseArgs {
   std::string child;
   std::string backing;
-  std::string backing_format = "vhd";
-  bool unsafe = false;
+  RebaseOptions options;
+  bool progress = false;
 };
 
 }  // namespace
@@ -26,21 +27,26 @@ void AddRebaseCommand(CLI::App& app) {
   cmd->add_option("-b,--backing", args->backing,
                   "the new parent (relative to CHILD's directory)")
       ->required();
-  cmd->add_option("-F,--backing-format", args->backing_format, "the new parent's format: vhd");
-  cmd->add_flag("-u,--unsafe", args->unsafe,
+  cmd->add_option("-F,--backing-format", args->options.backing_format,
+                  "the new parent's format: vhd");
+  cmd->add_flag("-u,--unsafe", args->options.unsafe,
                 "only rewrite the link; the child's content may change");
+  cmd->add_flag("-p,--progress", args->progress, "show a progress bar (safe mode)");
   cmd->add_option("child", args->child, "the differencing image")->required();
   cmd->callback([args] {
-    if (args->backing_format != "vhd" && args->backing_format != "vpc") {
-      Fail("rebase", "a VHD's parent must be a VHD, not '" + args->backing_format + "'");
-    }
-    uint64_t bytes = 0;
-    Status s = vhd::RebaseImage(args->child, args->backing, args->unsafe, &bytes);
-    if (!s) Fail("rebase", s.error().ToString());
+    std::unique_ptr<Progress> bar;
+    RebaseOptions options = args->options;
+    options.progress = [&](uint64_t done, uint64_t total) {
+      if (!bar) bar = std::make_unique<Progress>("rebase: compare", total, args->progress);
+      bar->Set(done);
+    };
+    Result<uint64_t> bytes = RebaseImage(args->child, args->backing, options);
+    bar.reset();
+    if (!bytes) Fail("rebase", bytes.error().ToString());
     fmt::print("Rebased '{}' onto '{}'{}\n", args->child, args->backing,
-               args->unsafe ? " (unsafe: link only)"
-                            : fmt::format("; {} ({} bytes) copied into the child",
-                                          FormatSize(bytes), bytes));
+               options.unsafe ? " (unsafe: link only)"
+                              : fmt::format("; {} ({} bytes) copied into the child",
+                                            FormatSize(*bytes), *bytes));
   });
 }
 

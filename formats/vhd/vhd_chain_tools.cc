@@ -26,14 +26,32 @@ Error IoError(std::error_code ec, const std::string& what, uint64_t offset) {
                            ec.message());
 }
 
-// Copies [offset, offset + length) from `from` to `to`, through `buf`.
-Status Copy(SyncIo& from, SyncIo& to, uint64_t offset, uint64_t length, AlignedBuffer& buf) {
+// Counts bytes done of a fixed total and reports each step to a ChainProgress (if any).
+class ProgressCounter {
+ public:
+  ProgressCounter(const ChainProgress& progress, uint64_t total)
+      : progress_(progress), total_(total) {}
+  void Add(uint64_t n) {
+    done_ += n;
+    if (progress_) progress_(done_, total_);
+  }
+
+ private:
+  const ChainProgress& progress_;
+  const uint64_t total_;
+  uint64_t done_ = 0;
+};
+
+// Copies [offset, offset + length) from `from` to `to`, through `buf`, counting each chunk.
+Status Copy(SyncIo& from, SyncIo& to, uint64_t offset, uint64_t length, AlignedBuffer& buf,
+            ProgressCounter& counter) {
   for (uint64_t done = 0; done < length;) {
     const uint64_t n = std::min<uint64_t>(kChunk, length - done);
     std::span<std::byte> s = buf.span().first(static_cast<size_t>(n));
     if (std::error_code ec = from.Read(offset + done, s)) return IoError(ec, "read", offset + done);
     if (std::error_code ec = to.Write(offset + done, s)) return IoError(ec, "write", offset + done);
     done += n;
+    counter.Add(n);
   }
   return OkStatus();
 }
@@ -174,8 +192,8 @@ Status MapLevels(const std::vector<const VhdDevice*>& levels, uint64_t offset, u
   return OkStatus();
 }
 
-Status CommitImage(const std::string& child_path, uint64_t* bytes) {
-  *bytes = 0;
+Result<uint64_t> CommitImage(const std::string& child_path, const ChainProgress& progress) {
+  uint64_t bytes = 0;
   OpenOptions ro;
   ro.read_only = true;
   std::string parent_path;
@@ -193,7 +211,9 @@ Status CommitImage(const std::string& child_path, uint64_t* bytes) {
   std::vector<Extent> extents;
   VSTACK_RETURN_IF_ERROR(child->MapExtents(0, child->geometry().size_bytes, &extents));
   const uint64_t parent_size = parent->geometry().size_bytes;
+  uint64_t total = 0;
   for (const Extent& e : extents) {
+    if (e.flags == 0) total += e.length;
     if (e.flags == 0 && e.offset + e.length > parent_size) {
       return MakeError(Errc::kNoSpace, "vhd: the child holds data at offset " +
                                            std::to_string(e.offset) + ", past the end of its " +
@@ -204,21 +224,23 @@ Status CommitImage(const std::string& child_path, uint64_t* bytes) {
   {
     SyncIo from(*child), to(*parent);
     AlignedBuffer buf(kChunk, 4096);
+    ProgressCounter counter(progress, total);
     for (const Extent& e : extents) {
       if (e.flags != 0) continue;
-      VSTACK_RETURN_IF_ERROR(Copy(from, to, e.offset, e.length, buf));
-      *bytes += e.length;
+      VSTACK_RETURN_IF_ERROR(Copy(from, to, e.offset, e.length, buf, counter));
+      bytes += e.length;
     }
     if (std::error_code ec = to.Flush()) return IoError(ec, "flush of the parent", 0);
   }
   VSTACK_RETURN_IF_ERROR(parent->Close());
-  return child->Close();
+  VSTACK_RETURN_IF_ERROR(child->Close());
+  return bytes;
 }
 
-Status RebaseImage(const std::string& child_path, const std::string& new_parent_path,
-                   bool unsafe, uint64_t* bytes) {
+Result<uint64_t> RebaseImage(const std::string& child_path, const std::string& new_parent_path,
+                             bool unsafe, const ChainProgress& progress) {
   namespace fs = std::filesystem;
-  *bytes = 0;
+  uint64_t bytes = 0;
   fs::path np(new_parent_path);
   if (np.is_relative()) {
     const fs::path dir = fs::path(child_path).parent_path();
@@ -239,6 +261,9 @@ Status RebaseImage(const std::string& child_path, const std::string& new_parent_
     SyncIo& new_io = *new_io_holder;
     AlignedBuffer a(kChunk, 4096), b(kChunk, 4096);
     const uint64_t new_size = parent->geometry().size_bytes;
+    uint64_t total = 0;
+    for (const Extent& e : own) total += e.flags == 0 ? 0 : e.length;
+    ProgressCounter counter(progress, total);
     for (const Extent& e : own) {
       if (e.flags == 0) continue;  // the child's own data stays
       for (uint64_t pos = e.offset; pos < e.offset + e.length;) {
@@ -266,10 +291,11 @@ Status RebaseImage(const std::string& child_path, const std::string& new_parent_
           if (std::error_code ec = old_io.Write(pos + s, sa.subspan(s, t - s))) {
             return IoError(ec, "write", pos + s);
           }
-          *bytes += t - s;
+          bytes += t - s;
           s = t;
         }
         pos += n;
+        counter.Add(n);
       }
     }
     if (std::error_code ec = old_io.Flush()) return IoError(ec, "flush", 0);
@@ -278,7 +304,8 @@ Status RebaseImage(const std::string& child_path, const std::string& new_parent_
     VSTACK_RETURN_IF_ERROR(child->Close());
   }
   VSTACK_RETURN_IF_ERROR(parent->Close());
-  return RewriteLink(child_path, np.string(), parent_footer);
+  VSTACK_RETURN_IF_ERROR(RewriteLink(child_path, np.string(), parent_footer));
+  return bytes;
 }
 
 }  // namespace vstack::vhd

@@ -4,6 +4,7 @@
 #define VSTACK_FORMATS_VHD_VHD_CHAIN_TOOLS_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,20 +27,25 @@ struct LevelExtent {
 Status MapLevels(const std::vector<const VhdDevice*>& levels, uint64_t offset, uint64_t length,
                  std::vector<LevelExtent>* out);
 
-// `vstack commit CHILD`: copies every sector the differencing disk at `child_path` holds into
-// its parent (opened for writing; the child is opened alone, read-only), then flushes the
-// parent. The child is left as it is (it still reads the same). `bytes` receives the bytes
-// copied. The child's data must lie within the parent's size.
-Status CommitImage(const std::string& child_path, uint64_t* bytes);
+// `progress(done, total)`: `done` of `total` bytes (fixed for the call) copied or compared so
+// far, after each chunk of up to 1 MiB; may be empty.
+using ChainProgress = std::function<void(uint64_t done, uint64_t total)>;
 
-// `vstack rebase -b NEW CHILD`: makes the VHD at `new_parent_path` (relative to the child's
-// directory) the parent of the differencing disk at `child_path`. Safe mode first copies into
-// the child every sector it does not hold whose content differs between the old chain and the
-// new parent, so the child reads the same afterwards; `unsafe` (-u) only rewrites the link.
-// The link (header and locators) is rewritten in place: locator data first, flushed, then the
-// header. `bytes` receives the bytes copied.
-Status RebaseImage(const std::string& child_path, const std::string& new_parent_path,
-                   bool unsafe, uint64_t* bytes);
+// `vstack commit CHILD` (CommitImage in <vstack/imagetools/commit.h>): copies every sector the
+// differencing disk at `child_path` holds into its parent (opened for writing; the child is
+// opened alone, read-only), then flushes the parent. The child is left as it is (it still reads
+// the same). Returns the bytes copied. The child's data must lie within the parent's size.
+Result<uint64_t> CommitImage(const std::string& child_path, const ChainProgress& progress);
+
+// `vstack rebase -b NEW CHILD` (RebaseImage in <vstack/imagetools/rebase.h>): makes the VHD at
+// `new_parent_path` (relative to the child's directory) the parent of the differencing disk at
+// `child_path`. Safe mode first copies into the child every sector it does not hold whose
+// content differs between the old chain and the new parent, so the child reads the same
+// afterwards (progress counts the bytes compared); `unsafe` (-u) only rewrites the link. The
+// link (header and locators) is rewritten in place: locator data first, flushed, then the
+// header. Returns the bytes copied.
+Result<uint64_t> RebaseImage(const std::string& child_path, const std::string& new_parent_path,
+                             bool unsafe, const ChainProgress& progress);
 
 }  // namespace vstack::vhd
 

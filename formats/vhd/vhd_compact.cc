@@ -202,4 +202,6 @@ Result<CompactReport> CompactImage(BlockDevice& file, const CompactProgress& pro
   return Compactor(file, std::move(img), progress).Run();
 }
 
+static const bool registered [[maybe_unused]] = RegisterCompactor("vhd", &CompactImage);
+
 }  // namespace vstack::vhd

@@ -8,31 +8,15 @@
 #ifndef VSTACK_FORMATS_VHD_VHD_COMPACT_H_
 #define VSTACK_FORMATS_VHD_VHD_COMPACT_H_
 
-#include <cstdint>
-#include <functional>
-
 #include "lib/block_device.h"
+#include "lib/compact.h"
 
 namespace vstack::vhd {
 
-struct CompactReport {
-  uint64_t blocks_before = 0;
-  uint64_t zero_blocks_freed = 0;
-  uint64_t blocks_moved = 0;
-  uint64_t file_size_before = 0;
-  uint64_t file_size_after = 0;
-};
-
-// The two stages of a compaction, in order: every allocated block is read to find the all-zero
-// ones, then blocks at the end of the file are moved into holes.
-enum class CompactStage { kScan, kMove };
-// `progress(stage, done, total)`: `done` of the stage's `total` blocks (fixed for the stage)
-// are scanned or moved; the last call of a stage has done == total.
-using CompactProgress = std::function<void(CompactStage stage, uint64_t done, uint64_t total)>;
-
 // Compacts the dynamic VHD held by `file` (the device below a vhd layer, with no vhd layer
-// open on it). Refuses images with corruption (run `vstack check -r all` first) and fixed
-// images.
+// open on it), reporting the stages and figures of lib/compact.h (space_released and
+// log_entries stay 0). Refuses images with corruption (run `vstack check -r all` first) and
+// fixed images. Registered as the "vhd" compaction (RegisterCompactor).
 Result<CompactReport> CompactImage(BlockDevice& file, const CompactProgress& progress);
 
 }  // namespace vstack::vhd

@@ -243,4 +243,6 @@ Result<CompactReport> CompactImage(BlockDevice& file, const CompactProgress& pro
   return Compactor(file, *q, std::move(image), progress).Run();
 }
 
+static const bool registered [[maybe_unused]] = RegisterCompactor("vhdx", &CompactImage);
+
 }  // namespace vstack::vhdx

@@ -12,32 +12,16 @@
 #ifndef VSTACK_FORMATS_VHDX_VHDX_COMPACT_H_
 #define VSTACK_FORMATS_VHDX_VHDX_COMPACT_H_
 
-#include <cstdint>
-#include <functional>
-
 #include "lib/block_device.h"
+#include "lib/compact.h"
 
 namespace vstack::vhdx {
 
-struct CompactReport {
-  uint64_t blocks_before = 0;      // FULLY_PRESENT payload blocks before
-  uint64_t zero_blocks_freed = 0;  // present blocks that read as zeros, made NOT_PRESENT
-  uint64_t space_released = 0;     // ZERO/UNMAPPED blocks whose reserved space was released
-  uint64_t blocks_moved = 0;
-  uint64_t log_entries = 0;
-  uint64_t file_size_before = 0;
-  uint64_t file_size_after = 0;
-};
-
-// The two stages, in order: every present block is read to find the all-zero ones, then
-// blocks at the end of the file are moved into holes.
-enum class CompactStage { kScan, kMove };
-// `progress(stage, done, total)`: `done` of the stage's `total` blocks are scanned or moved;
-// the last call of a stage has done == total.
-using CompactProgress = std::function<void(CompactStage stage, uint64_t done, uint64_t total)>;
-
 // Compacts the dynamic VHDX held by `file` (the device below a vhdx layer, with no vhdx layer
-// open on it). A dirty log is replayed first. Refuses fixed images and images with errors.
+// open on it), reporting the stages and figures of lib/compact.h: blocks_before counts
+// FULLY_PRESENT payload blocks, zero_blocks_freed those made NOT_PRESENT. A dirty log is replayed
+// first. Refuses fixed images and images with errors. Registered as the "vhdx" compaction
+// (RegisterCompactor).
 Result<CompactReport> CompactImage(BlockDevice& file, const CompactProgress& progress);
 
 }  // namespace vstack::vhdx

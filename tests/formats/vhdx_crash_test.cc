@@ -223,7 +223,7 @@ TEST(VhdxCrash, CompactionCrashAtAnyPointKeepsTheContents) {
     ASSERT_OK(file);
     auto* rec = new RecordingDevice(std::move(*file));
     DevicePtr owner(rec);
-    auto report = vhdx::CompactImage(*rec, [](vhdx::CompactStage, uint64_t, uint64_t) {});
+    auto report = vhdx::CompactImage(*rec, [](CompactStage, uint64_t, uint64_t) {});
     ASSERT_OK(report);
     EXPECT_EQ(report->zero_blocks_freed, 3u);
     EXPECT_GT(report->blocks_moved, 0u);

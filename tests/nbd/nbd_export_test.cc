@@ -1,7 +1,7 @@
 // NbdExport in-process: the NBD semantics on a stack (flags, block sizes, errors, extents,
 // per-thread queues, close), without a server. tests/nbd/nbd_clients_test.cc drives the same
 // code through nbdkit with real clients.
-#include "tools/nbd/nbd_export.h"
+#include "nbd/nbd_export.h"
 
 #include <gtest/gtest.h>
 

@@ -26,7 +26,7 @@ add_executable(vstack_tsan_tests
   blockdev/crc32c_test.cc
   nbd/nbd_export_test.cc
 )
-target_link_libraries(vstack_tsan_tests PRIVATE vstack::all vstack_nbd GTest::gtest
+target_link_libraries(vstack_tsan_tests PRIVATE vstack::all GTest::gtest
                       GTest::gtest_main)
 # A few VHD tests end with `vstack check` as an oracle. The CLI is not built here (it would
 # double this build's compile time); ./dev.sh points VSTACK_TSAN_CLI at the normal build's.

@@ -3,7 +3,7 @@
 //   nbdkit vstack spec=vhd+file:/var/tmp/d.vhd           (installed in nbdkit's plugindir)
 //   nbdkit /path/to/build/nbdkit-vstack-plugin.so memory:1G   (spec= is the magic key)
 //
-// Every callback is a thin mapping onto one NbdExport (tools/nbd/nbd_export.h), which owns the
+// Every callback is a thin mapping onto one NbdExport (nbd/nbd_export.h), which owns the
 // stack, the per-thread queues and the NBD semantics. The stack is opened in config_complete,
 // so a bad spec is reported before nbdkit starts listening and the thread model can follow the
 // stack: parallel when it is thread_safe, one connection at a time otherwise.
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "lib/registry.h"
-#include "tools/nbd/nbd_export.h"
+#include "nbd/nbd_export.h"
 #include "tools/nbd/serve_report.h"
 
 #if defined(__SANITIZE_ADDRESS__)

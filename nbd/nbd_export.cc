@@ -1,4 +1,4 @@
-#include "tools/nbd/nbd_export.h"
+#include "nbd/nbd_export.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,6 +1,9 @@
-// Serving one vstack stack over NBD: everything an NBD server needs to know about vstack, and
-// nothing about the server itself. nbdkit_plugin.cc maps nbdkit's plugin callbacks onto one
-// NbdExport; the tests drive an NbdExport in-process as well as through real clients.
+// Serving one vstack stack over NBD: everything an NBD server needs to know about vstack (the
+// NBD semantics of a stack: block sizes, transmission flags, errno values, per-thread queues,
+// block status), and nothing about the server itself, its sockets or its protocol framing.
+// `vstack serve` runs nbdkit with a plugin (tools/nbd/nbdkit_plugin.cc) that maps each nbdkit
+// callback onto one NbdExport call; a program with an NBD server of its own can do the same.
+// The tests drive an NbdExport in-process as well as through real clients.
 //
 // Threading: an NbdExport is shared by every server thread. The data methods (Read, Write,
 // Flush, Trim, Zero, Extents) may be called from any number of threads at once when parallel()
@@ -9,8 +12,8 @@
 // thread exits, until that thread calls ReleaseThreadQueue(), or until Close(). A stack without
 // thread_safe (parallel() false) allows one queue at a time, so the server must run one
 // connection at a time on one thread and call ReleaseThreadQueue() when the connection ends.
-#ifndef VSTACK_TOOLS_NBD_NBD_EXPORT_H_
-#define VSTACK_TOOLS_NBD_NBD_EXPORT_H_
+#ifndef VSTACK_NBD_NBD_EXPORT_H_
+#define VSTACK_NBD_NBD_EXPORT_H_
 
 #include <cstdint>
 #include <memory>
@@ -20,8 +23,10 @@
 
 #include "lib/block_device.h"
 #include "lib/errors.h"
+#include "lib/export.h"
 #include "lib/extent.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack::nbd {
 
 namespace internal {
@@ -120,5 +125,6 @@ class NbdExport {
 };
 
 }  // namespace vstack::nbd
+VSTACK_PUBLIC_END
 
-#endif  // VSTACK_TOOLS_NBD_NBD_EXPORT_H_
+#endif  // VSTACK_NBD_NBD_EXPORT_H_
