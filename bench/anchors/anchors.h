@@ -36,7 +36,7 @@ Status CreateWithQemuImg(const StackPlan& plan, const std::string& path, uint64_
                          const std::atomic<bool>* stop);
 
 // The stride qemu-img bench uses to scatter a random workload over `blocks` blocks of `bs`
-// bytes: a multiple of bs, coprime (in blocks) with `blocks`.
+// bytes: a multiple of bs, coprime (in blocks) with `blocks`, below 2 GiB (qemu's limit).
 uint64_t ScatterStride(uint64_t blocks, uint32_t bs);
 
 }  // namespace vstack::bench

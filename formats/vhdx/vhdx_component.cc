@@ -1,8 +1,10 @@
 // Registers the `vhdx` layer: the probe that lets OpenImage open a plain path as
-// vhdx+file:PATH (the "vhdxfile" identifier), and the create hook behind
-// CreateImage("vhdx", ...) and `vstack create -f vhdx`.
+// vhdx+file:PATH (the "vhdxfile" identifier and a valid header), the signature the raw guard
+// keeps guests from writing, and the create hook behind CreateImage("vhdx", ...) and
+// `vstack create -f vhdx`.
 #include "formats/vhdx/vhdx_create.h"
 #include "formats/vhdx/vhdx_device.h"
+#include "lib/probe_guard.h"
 #include "lib/registry.h"
 
 namespace vstack::vhdx {
@@ -29,8 +31,23 @@ ComponentInfo VhdxComponent() {
   return c;
 }
 
+// What OpenImage needs to keep a probed format fixed (docs/stack-spec.md): the file identifier
+// at offset 0, and why a file that has it is not a valid VHDX.
+ProbeDetails VhdxProbeDetails() {
+  ProbeDetails d;
+  d.signatures = {{0, "vhdxfile", "vhdx"}};
+  d.problem = [](BlockDevice& device) {
+    std::string problem;
+    ProbeImage(device, &problem);
+    return problem;
+  };
+  return d;
+}
+
 }  // namespace
 
 VSTACK_REGISTER_COMPONENT(vhdx, VhdxComponent());
+static const bool vhdx_probe_details [[maybe_unused]] =
+    RegisterProbeDetails("vhdx", VhdxProbeDetails());
 
 }  // namespace vstack::vhdx

@@ -305,12 +305,9 @@ Status VhdxDevice::CommitGroup(IoQueue& q, std::span<Allocation* const> group) {
     uint64_t offset = old;
     if (!reuse) {
       offset = file_end_;
-      if (offset + bs > lower_device().size_bytes()) {
-        if (!growable_) {
-          a.status = Errc::kNoSpace;
-          continue;
-        }
-        VSTACK_RETURN_IF_ERROR(lower_device().Resize(offset + bs));
+      if (!growable_ && offset + bs > lower_device().size_bytes()) {
+        a.status = Errc::kNoSpace;
+        continue;
       }
       file_end_ = offset + bs;
     }
@@ -332,24 +329,32 @@ Status VhdxDevice::CommitGroup(IoQueue& q, std::span<Allocation* const> group) {
     }
   }
   if (zero_filled) VSTACK_RETURN_IF_ERROR(FlushQueue(q));
-  // The file was grown to each new block's end; a write reaching it makes that length durable
-  // with the next flush (a length set by truncation alone may not be, and readers refuse blocks
-  // that end past the file). Write-zeroes might not extend the file. Only past the group's own
-  // writes to the block, so that no two requests overlap.
+  // New blocks at the end of a file: it grows once for the whole group, before any write to
+  // them is submitted.
+  if (growable_ && file_end_ > lower_device().size_bytes()) {
+    VSTACK_RETURN_IF_ERROR(lower_device().Resize(file_end_));
+  }
+  // The file's new length must be carried by a write that the next flush makes durable (a
+  // length set by truncation alone may not be, and readers refuse blocks that end past the
+  // file; write-zeroes might not extend the file). The group's last new block ends the file, so
+  // one write reaching its end carries the length for every block of the group: zeros from
+  // the end of the group's own writes to that block (at most 4 KiB), so that no two requests
+  // overlap, unless those writes reach the end already.
   AlignedBuffer zeros(kLogSector);
-  std::vector<IoRequest> tails(tail_end.size());
-  std::vector<iovec> tail_iov(tail_end.size());
-  size_t t = 0;
-  for (const auto& [index, end] : tail_end) {
-    if (end >= bs) continue;
-    const uint64_t start = std::max(end, bs - kLogSector);
-    tail_iov[t] = {zeros.data(), bs - start};
-    tails[t].op = Op::kWrite;
-    tails[t].offset = EntryOffset(assigned[index]) + start;
-    tails[t].length = bs - start;
-    tails[t].iov = &tail_iov[t];
-    tails[t].iovcnt = 1;
-    with.push_back(&tails[t++]);
+  IoRequest tail;
+  iovec tail_iov{};
+  const auto last = std::max_element(tail_end.begin(), tail_end.end(), [&](auto& a, auto& b) {
+    return EntryOffset(assigned[a.first]) < EntryOffset(assigned[b.first]);
+  });
+  if (last != tail_end.end() && last->second < bs) {
+    const uint64_t from = std::max(last->second, bs - kLogSector);
+    tail_iov = {zeros.data(), bs - from};
+    tail.op = Op::kWrite;
+    tail.offset = EntryOffset(assigned[last->first]) + from;
+    tail.length = bs - from;
+    tail.iov = &tail_iov;
+    tail.iovcnt = 1;
+    with.push_back(&tail);
   }
   if (assigned.empty()) return RunAll(q, with);
   // Every changed BAT page, logged (with the data), then written in place.

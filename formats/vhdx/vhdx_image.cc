@@ -253,14 +253,31 @@ Result<VhdxImage> LoadImage(BlockDevice& device, IoQueue& q, bool writable, bool
   return image;
 }
 
-bool ProbeImage(BlockDevice& device) {
-  if (device.size_bytes() < kPrologueSize) return false;
+bool ProbeImage(BlockDevice& device, std::string* problem) {
+  const uint64_t size = device.size_bytes();
+  const uint32_t sector = device.geometry().logical_block;
+  if (size < sector || sector > kHeaderOffset[0]) return false;
   SyncIo io(device);
   IoQueue* q = io.queue();
   if (q == nullptr) return false;
-  std::vector<uint8_t> first(device.geometry().logical_block);
-  if (!ReadAt(*q, 0, first)) return false;
-  return std::memcmp(first.data(), "vhdxfile", 8) == 0;
+  std::vector<uint8_t> first(sector);
+  if (!ReadAt(*q, 0, first) || std::memcmp(first.data(), "vhdxfile", 8) != 0) return false;
+  // The identifier alone is a magic string: a VHDX also needs a header with a valid CRC-32C.
+  std::string seen;
+  if (size < kPrologueSize) {
+    seen = "the file (" + std::to_string(size) + " bytes) is too small for the VHDX headers";
+  }
+  for (size_t i = 0; i < 2 && size >= kPrologueSize; ++i) {
+    std::vector<uint8_t> bytes(kHeaderSize);
+    Status read = ReadAt(*q, kHeaderOffset[i], bytes);
+    if (!read) return false;  // an I/O error is no finding about the contents
+    Result<Header> h = DecodeHeader(
+        std::span<const uint8_t, kHeaderSize>(bytes.data(), kHeaderSize), kHeaderOffset[i], size);
+    if (h) return true;
+    seen += (i == 0 ? "" : "; ") + h.error().message;
+  }
+  if (problem != nullptr) *problem = "'vhdxfile' identifier at offset 0, but " + seen;
+  return false;
 }
 
 }  // namespace vstack::vhdx

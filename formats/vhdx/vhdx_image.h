@@ -49,8 +49,11 @@ Result<VhdxImage> LoadImage(BlockDevice& device, IoQueue& q, bool writable, bool
 // flushing after each, and updates image->header and header_slot.
 Status WriteHeaders(IoQueue& q, VhdxImage* image, const Header& h);
 
-// True if the device starts with the "vhdxfile" identifier.
-bool ProbeImage(BlockDevice& device);
+// True if the device holds a VHDX: the "vhdxfile" identifier at offset 0 and at least one of
+// the two headers valid (signature, CRC-32C, versions, log placement). A device with the
+// identifier but no valid header is not one: `problem` (if given) then receives why, naming
+// the offsets, so that OpenImage reports it instead of guessing (docs/stack-spec.md).
+bool ProbeImage(BlockDevice& device, std::string* problem = nullptr);
 
 }  // namespace vstack::vhdx
 

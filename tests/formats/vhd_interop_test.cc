@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/aligned_buffer.h"
+#include "lib/iovec.h"
 #include "lib/spec.h"
 #include "lib/sync_io.h"
 #include "tests/formats/libvhdi_file.h"
@@ -349,6 +350,55 @@ TEST_F(VhdInterop, VstackChainsReadIdenticallyByLibvhdi) {
       EXPECT_EQ(RunVstack("check " + child).status, 0);
     }
   }
+}
+
+// qemu reads a vstack child as a dynamic disk of its own: `qemu-img info` shows no backing
+// file, and `qemu-img convert` gives exactly the child's own sectors with the parent's as
+// zeros (vstack's `parent=none` view), not the chain's contents (vstack's and libvhdi's).
+TEST_F(VhdInterop, QemuReadsAVstackChildWithoutItsParent) {
+  const std::string base = dir_.File("rb.vhd"), child = dir_.File("rc.vhd");
+  ASSERT_OK(CreateImage("vhd", base, 8 << 20));
+  Rng rng(5);
+  {
+    auto dev = OpenImage(base);
+    ASSERT_OK(dev);
+    std::vector<unsigned char> data((*dev)->geometry().size_bytes);
+    rng.Fill(data.data(), data.size());
+    WriteBytes(**dev, 0, data);
+    ASSERT_OK((*dev)->Close());
+  }
+  CommandResult c = RunVstack("create -f vhd -b rb.vhd -F vhd " + child);
+  ASSERT_EQ(c.status, 0) << c.output;
+  {
+    auto dev = OpenImage(child);
+    ASSERT_OK(dev);
+    for (uint64_t off : {uint64_t{1536}, uint64_t{3} << 20, (uint64_t{5} << 20) + 4096}) {
+      std::vector<unsigned char> data(6144);
+      rng.Fill(data.data(), data.size());
+      WriteBytes(**dev, off, data);
+    }
+    ASSERT_OK((*dev)->Close());
+  }
+  const auto info = nlohmann::json::parse(
+      Tool("qemu-img info -f vpc --output=json --backing-chain " + child).output);
+  ASSERT_EQ(info.size(), 1u) << "qemu sees a chain of one: " << info.dump();
+  EXPECT_EQ(info[0]["format"], "vpc");
+  EXPECT_FALSE(info[0].contains("backing-filename")) << info.dump();
+
+  const std::string qemu = dir_.File("rc.qemu.raw"), own = dir_.File("rc.own.raw"),
+                    flat = dir_.File("rc.flat.raw");
+  Tool("qemu-img convert -f vpc -O raw " + child + " " + qemu);
+  ASSERT_EQ(RunVstack("convert -O raw vhd:parent=none+file:" + child + " " + own).status, 0);
+  ASSERT_EQ(RunVstack("convert -O raw " + child + " " + flat).status, 0);
+  const auto q = ReadAll(qemu), o = ReadAll(own), f = ReadAll(flat);
+  EXPECT_TRUE(q == o) << "qemu reads the child's own sectors, the parent's as zeros";
+  ASSERT_EQ(q.size(), f.size());
+  EXPECT_FALSE(q == f) << "if qemu learns differencing VHDs, read chains with it here";
+  EXPECT_TRUE(IsZero(q.data(), 1536)) << "sectors before the child's write are the parent's";
+  EXPECT_FALSE(IsZero(f.data(), 512));
+  EXPECT_TRUE(
+      std::equal(q.begin() + (3 << 20), q.begin() + (3 << 20) + 6144, f.begin() + (3 << 20)))
+      << "the child's own data reads the same";
 }
 
 // qemu-io writes whole blocks of random content into a vstack child (qemu treats it as a

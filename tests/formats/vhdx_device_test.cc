@@ -184,9 +184,10 @@ TEST_F(Vhdx, LogWrapsAfterAFlushAndEveryBlockSurvives) {
 }
 
 TEST_F(Vhdx, ABatchOfAllocationsIsGroupCommittedInOneLogEntry) {
-  // 49 writes submitted together: 40 new blocks whose entries share BAT page 0, three of them
-  // written twice (one write reaching the block's end, one ending 1 KiB short of it: the zeros
-  // that carry the file's length must not overlap it), and 6 blocks in BAT page 1.
+  // 50 writes submitted together: 40 new blocks whose entries share BAT page 0, three of them
+  // written twice (one write reaching the block's end, one ending 1 KiB short of it), and 6
+  // blocks in BAT page 1, the last of them (the file's new end) written twice too, ending 1 KiB
+  // short of its end: the zeros that carry the file's length must not overlap that write.
   const std::string path = dir_.File("g.vhdx");
   ASSERT_OK(CreateImage("vhdx", path, 600 << 20, "block_size=1M"));
   std::vector<std::pair<uint64_t, uint64_t>> writes;  // offset, length
@@ -195,6 +196,7 @@ TEST_F(Vhdx, ABatchOfAllocationsIsGroupCommittedInOneLogEntry) {
   writes.push_back({(7 << 20) + (1 << 20) - 4096, 4096});
   writes.push_back({(9 << 20) + (1 << 20) - 2048, 1024});  // in the last 4 KiB, short of the end
   for (uint64_t b = 520; b < 526; ++b) writes.push_back({b << 20, 512});
+  writes.push_back({(525 << 20) + (1 << 20) - 2048, 1024});
   {
     auto dev = Open("vhdx+" + Q(path));
     ASSERT_OK(dev);
@@ -312,6 +314,85 @@ TEST_F(VhdxBadInput, NotAVhdx) {
   EXPECT_NE(OpenError(path).find("vhdxfile"), std::string::npos);
   WriteFile(dir_.File("tiny"), 4096, 0);
   EXPECT_NE(OpenError(dir_.File("tiny")).find("too small"), std::string::npos);
+}
+
+// Probing (docs/stack-spec.md, "Probing and writable opens"): the identifier alone is not a
+// VHDX; one valid header is. An identifier without one is reported, not guessed.
+TEST_F(VhdxBadInput, ProbeNeedsAValidHeaderAndReportsAnIdentifierWithoutOne) {
+  const std::string path = Make();
+  for (bool read_only : {true, false}) {
+    auto dev = OpenImage(path, OpenOptions{.read_only = read_only});
+    ASSERT_OK(dev);
+    EXPECT_EQ((*dev)->kind(), "vhdx");
+  }
+  auto b = ReadAll(path);
+  b[(64 << 10) + 100] ^= 1;  // one header bad: the other still makes it a VHDX
+  WriteAll(path, b);
+  auto one = OpenImage(path, OpenOptions{.read_only = true});
+  ASSERT_OK(one);
+  EXPECT_EQ((*one)->kind(), "vhdx");
+  one->reset();
+  b[(128 << 10) + 100] ^= 1;
+  WriteAll(path, b);
+  for (bool read_only : {true, false}) {
+    auto dev = OpenImage(path, OpenOptions{.read_only = read_only});
+    ASSERT_FALSE(dev) << "neither a VHDX nor raw";
+    EXPECT_NE(dev.error().message.find("looks like a vhdx image but is not a valid one "
+                                       "('vhdxfile' identifier at offset 0, but vhdx: header "
+                                       "checksum"),
+              std::string::npos)
+        << dev.error().message;
+    EXPECT_NE(dev.error().message.find("at offset 0x20004"), std::string::npos)
+        << "both headers named: " << dev.error().message;
+    EXPECT_NE(dev.error().message.find("name the format"), std::string::npos);
+  }
+  EXPECT_OK(Open(Q(path))) << "named, it opens raw";
+  auto check = RunVstack("check " + path);
+  EXPECT_EQ(check.status, 2) << "a read-only check opens it as a VHDX to report it: "
+                             << check.output;
+  EXPECT_NE(RunVstack("check -r all " + path).status, 0) << "repair needs the format named";
+  // An identifier in a file too small for headers is reported too.
+  const std::string tiny = dir_.File("tiny");
+  WriteAll(tiny, std::vector<unsigned char>(b.begin(), b.begin() + 8192));
+  auto dev = OpenImage(tiny, OpenOptions{.read_only = true});
+  ASSERT_FALSE(dev);
+  EXPECT_NE(dev.error().message.find("too small for the VHDX headers"), std::string::npos)
+      << dev.error().message;
+}
+
+// A raw image opened writable by path keeps its format: a guest cannot write the "vhdxfile"
+// identifier (in its sector, or with a whole VHDX prologue behind it) at offset 0.
+TEST_F(VhdxBadInput, RawGuardRefusesTheIdentifierAtOffsetZero) {
+  const std::string vhdx = Make();
+  const auto image = ReadAll(vhdx);
+  const std::string raw = dir_.File("disk.raw");
+  ASSERT_OK(CreateImage("raw", raw, 4 << 20));
+  {
+    auto dev = OpenImage(raw);
+    ASSERT_OK(dev);
+    EXPECT_EQ((*dev)->kind(), "raw-guard");
+    auto bytes = [](const unsigned char* p, size_t n) {
+      return std::span<const std::byte>(reinterpret_cast<const std::byte*>(p), n);
+    };
+    SyncIo io(**dev);
+    EXPECT_EQ(io.Write(0, bytes(image.data(), 1 << 20)), make_error_code(Errc::kReadOnly))
+        << "a whole VHDX prologue";
+    EXPECT_EQ(io.Write(0, bytes(image.data(), 4096)), make_error_code(Errc::kReadOnly));
+    std::vector<unsigned char> sector(4096, 0);
+    std::memcpy(sector.data(), "vhdXfile", 8);  // other bytes there go through
+    EXPECT_FALSE(io.Write(0, bytes(sector.data(), 4096)));
+    EXPECT_FALSE(io.Write(4096, bytes(image.data(), 4096))) << "the identifier elsewhere";
+  }
+  std::string spec;
+  auto again = OpenImage(raw, OpenOptions{.read_only = true}, &spec);
+  ASSERT_OK(again);
+  EXPECT_EQ(spec.rfind("file:", 0), 0u) << spec;
+  again->reset();
+  // Named, the file takes any bytes.
+  auto named = Open(Q(raw));
+  ASSERT_OK(named);
+  WriteBytes(**named, 0, std::vector<unsigned char>(image.begin(), image.begin() + 4096));
+  ASSERT_OK((*named)->Close());
 }
 
 TEST_F(VhdxBadInput, OneCorruptHeaderFallsBackToTheOtherBothCorruptIsAnError) {
