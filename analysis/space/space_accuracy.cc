@@ -105,9 +105,7 @@ Result<AccuracyResult> CheckAccuracy(std::vector<SpaceImage>& images, const Spac
     for (const auto& [fp, g] : distinct) {
       if (SampleHash(fp, seed) % so.modulus == 0) kept.push_back(g);
     }
-    std::sort(kept.begin(), kept.end(), [](const SampledGrain& a, const SampledGrain& b) {
-      return a.fp.hi != b.fp.hi ? a.fp.hi < b.fp.hi : a.fp.lo < b.fp.lo;
-    });
+    SortByFingerprint(&kept);
     AddSample(&s, std::move(kept));
     r.mean_sample += double(s.sample.size()) / double(seeds);
     if (seed == 1) {

@@ -32,10 +32,9 @@ struct SketchWorker::Impl {
   const SpaceOptions& o;
   GrainCompressor compressor;
   std::vector<unsigned char> out;
-  uint32_t shift = 0;
   std::unordered_map<Fingerprint, std::pair<uint32_t, uint32_t>, FingerprintHash> sample;
-  uint64_t used = 0, zero = 0, sampled = 0, sampled_zero = 0;
-  SizeSums stored, compressed;
+  // This worker's counts, position sample and shift, as a sketch part (its sample is `sample`).
+  SpaceSketch part;
 
   // The compressed and stored sizes of a non-zero grain; false if the codec finds it all zeros.
   bool Encode(const std::byte* g, uint32_t* comp, uint32_t* stored_bytes) {
@@ -56,23 +55,23 @@ SketchWorker::~SketchWorker() = default;
 
 void SketchWorker::Grain(const std::byte* g) {
   Impl& m = *impl_;
-  ++m.used;
+  ++m.part.used_grains;
   cost_.bytes_hashed += m.o.grain;
   Fingerprint fp;
   if (!ClassifyGrain(g, m.o.grain, &fp)) {
-    ++m.zero;
+    ++m.part.zero_grains;
     return;
   }
   ++cost_.nonzero_grains;
-  if (SampleHash(fp, m.o.seed) % (m.o.modulus << m.shift) != 0) return;
+  if (SampleHash(fp, m.o.seed) % (m.o.modulus << m.part.shift) != 0) return;
   if (m.sample.contains(fp)) return;
   uint32_t comp = 0, stored = 0;
   m.Encode(g, &comp, &stored);
   if (m.o.compress) cost_.bytes_compressed += m.o.grain;
   m.sample.emplace(fp, std::make_pair(comp, stored));
   if (m.o.cap && m.sample.size() > m.o.cap) {
-    ++m.shift;
-    const uint64_t mod = m.o.modulus << m.shift;
+    ++m.part.shift;
+    const uint64_t mod = m.o.modulus << m.part.shift;
     std::erase_if(m.sample,
                   [&](const auto& kv) { return SampleHash(kv.first, m.o.seed) % mod != 0; });
   }
@@ -81,36 +80,29 @@ void SketchWorker::Grain(const std::byte* g) {
 
 void SketchWorker::SampledGrain(const std::byte* g) {
   Impl& m = *impl_;
-  ++m.sampled;
+  ++m.part.sampled_grains;
   cost_.bytes_read += m.o.grain;
   uint32_t comp = 0, stored = 0;
   const bool nonzero = m.o.compress ? m.Encode(g, &comp, &stored) : !IsZero(g, m.o.grain);
   if (m.o.compress) cost_.bytes_compressed += m.o.grain;
   if (!nonzero) {
-    ++m.sampled_zero;
+    ++m.part.sampled_zero;
     return;
   }
   if (!m.o.compress) comp = stored = m.o.grain;
-  m.stored.Add(stored);
-  m.compressed.Add(comp);
+  m.part.stored.Add(stored);
+  m.part.compressed.Add(comp);
 }
 
 void SketchWorker::AddTo(SpaceSketch* s) {
   Impl& m = *impl_;
-  s->used_grains += m.used;
-  s->zero_grains += m.zero;
-  s->sampled_grains += m.sampled;
-  s->sampled_zero += m.sampled_zero;
-  s->stored += m.stored;
-  s->compressed += m.compressed;
-  std::vector<vstack::SampledGrain> run;
-  run.reserve(m.sample.size());
-  for (const auto& [fp, sizes] : m.sample) run.push_back({fp, sizes.first, sizes.second});
-  std::sort(run.begin(), run.end(), [](const auto& a, const auto& b) {
-    return a.fp.hi != b.fp.hi ? a.fp.hi < b.fp.hi : a.fp.lo < b.fp.lo;
-  });
-  s->shift = std::max(s->shift, m.shift);
-  AddSample(s, std::move(run));
+  SpaceSketch part = m.part;
+  part.params = s->params;
+  part.sample.reserve(m.sample.size());
+  for (const auto& [fp, sizes] : m.sample) part.sample.push_back({fp, sizes.first, sizes.second});
+  SortByFingerprint(&part.sample);
+  // The parameters are equal, so the merge cannot fail.
+  (void)Merge(s, part);
 }
 
 SketchParams ParamsOf(const SpaceOptions& o) {

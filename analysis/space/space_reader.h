@@ -1,6 +1,7 @@
 // The read side shared by the exact scan and the estimate of `vstack space`: every data range of
-// the images (SpaceImage::used; zero extents are never read) cut into jobs and read by worker
-// threads, each job handed to a visitor as whole grains.
+// the images (SpaceImage::used; zero extents are never read) cut into jobs of 4 MiB, read ahead
+// by reader threads into a few buffers per worker, and handed to the visitor on worker threads
+// as whole grains, so reads overlap hashing and compression.
 #ifndef VSTACK_ANALYSIS_SPACE_READER_H_
 #define VSTACK_ANALYSIS_SPACE_READER_H_
 
@@ -18,8 +19,10 @@ namespace vstack {
 using GrainVisitor = std::function<void(unsigned worker, const SpaceJob& job, const std::byte* data,
                                         uint64_t grains)>;
 
-// Reads every data range of `images` with `workers` threads (see WorkerCount). The first read
-// error stops the work and is returned, naming the image and offset.
+// Reads every data range of `images` with `workers` reader threads (see WorkerCount) at most
+// three jobs per worker ahead of `workers` visiting threads. Jobs reach the visitor in no
+// particular order. The first read error stops the work and is returned, naming the image and
+// offset.
 Status ReadImageGrains(std::vector<SpaceImage>& images, unsigned workers, uint32_t grain,
                        const GrainVisitor& visit, const SpaceProgress& progress);
 

@@ -1,9 +1,6 @@
 #include "analysis/space/space_scan.h"
 
-#include <array>
-#include <mutex>
-#include <unordered_set>
-
+#include "analysis/space/space_fingerprint_set.h"
 #include "analysis/space/space_reader.h"
 #include "blockdev/dedup/fingerprint.h"
 #include "blockdev/zstd/grain_codec.h"
@@ -11,27 +8,6 @@
 
 namespace vstack {
 namespace {
-
-// The fingerprints of one dedup domain, sharded so workers rarely contend.
-class FingerprintSet {
- public:
-  // True if `fp` was not in the set.
-  bool Insert(const Fingerprint& fp) {
-    Shard& s = shards_[fp.hi % shards_.size()];
-    std::lock_guard lock(s.mu);
-    return s.set.insert(fp).second;
-  }
-
- private:
-  struct Hash {
-    size_t operator()(const Fingerprint& fp) const { return static_cast<size_t>(fp.lo); }
-  };
-  struct Shard {
-    std::mutex mu;
-    std::unordered_set<Fingerprint, Hash> set;
-  };
-  std::array<Shard, 64> shards_;
-};
 
 // Counts one grain as the replay stack would store it: through dedup's own first step
 // (ClassifyGrain) and index, then zstd's own pipeline (EncodeGrain), in the stack's order.

@@ -80,6 +80,10 @@ uint64_t PositionHash(const std::string& image, uint64_t grain_index, uint64_t s
   return Mix(Mix(h ^ Mix(seed)) + grain_index);
 }
 
+void SortByFingerprint(std::vector<SampledGrain>* grains) {
+  std::sort(grains->begin(), grains->end(), ByFingerprint);
+}
+
 void AddSample(SpaceSketch* s, std::vector<SampledGrain> more) {
   std::vector<SampledGrain> merged;
   merged.reserve(s->sample.size() + more.size());

@@ -85,6 +85,9 @@ uint64_t SampleHash(const Fingerprint& fp, uint64_t seed);
 // The sampling hash of a grain position (dedup off).
 uint64_t PositionHash(const std::string& image, uint64_t grain_index, uint64_t seed);
 
+// Sorts sampled grains by fingerprint, the order of SpaceSketch::sample.
+void SortByFingerprint(std::vector<SampledGrain>* grains);
+
 // Adds `more` (a sorted, distinct run of sampled grains) to `s`'s sample and raises the shift
 // while the sample is over the cap.
 void AddSample(SpaceSketch* s, std::vector<SampledGrain> more);
