@@ -159,7 +159,7 @@ class BinPacker {
   const uint32_t max_active_;
   const size_t max_holes_;
   const uint32_t min_fragment_;
-  std::vector<Active> active_;             // in the order they were activated
+  std::vector<Active> active_;               // in the order they were activated
   std::multimap<uint32_t, uint32_t> holes_;  // free bytes -> bin; equal keys in insertion order
 };
 

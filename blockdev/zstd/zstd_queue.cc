@@ -76,12 +76,12 @@ class ZstdQueue final : public MappedQueue<ZstdDevice> {
     uint32_t bin = 0;
     uint32_t fill = 0;  // bytes placed (the packer decides where)
     bool closed = false;
-    bool to_hole = false;  // closed: retire it to the holes rather than seal it
-    bool writing = false;  // a write or the tail read is in flight
-    uint32_t tail = 0;     // the tail read: the bytes [tail, tail_end) of the bin, the
+    bool to_hole = false;   // closed: retire it to the holes rather than seal it
+    bool writing = false;   // a write or the tail read is in flight
+    uint32_t tail = 0;      // the tail read: the bytes [tail, tail_end) of the bin, the
     uint32_t tail_end = 0;  // fragments in the block its free space started in
     AlignedBuffer image;
-    AlignedBuffer* wbuf = nullptr;  // the copy being written (or the tail being read)
+    AlignedBuffer* wbuf = nullptr;   // the copy being written (or the tail being read)
     std::vector<GrainOp*> waiting;   // placed, not yet written
     std::vector<GrainOp*> in_write;  // covered by the write in flight
     IoRequest lower;

@@ -53,9 +53,9 @@ uint32_t BinsFor(const std::vector<uint32_t>& sizes, uint32_t max_active, size_t
 TEST(BinPacker, BestFitBeatsArrivalOrderOnACraftedStream) {
   // Three large fragments, then three small ones that each fit beside a large one.
   const std::vector<uint32_t> sizes = {3000, 3000, 3000, 1000, 1000, 1000};
-  EXPECT_EQ(BinsFor(sizes, 1, 0), 4u);  // one open bin, arrival order: the old layer
+  EXPECT_EQ(BinsFor(sizes, 1, 0), 4u);   // one open bin, arrival order: the old layer
   EXPECT_EQ(BinsFor(sizes, 1, 64), 3u);  // one active bin, the others kept as holes
-  EXPECT_EQ(BinsFor(sizes, 4, 0), 3u);  // four active bins
+  EXPECT_EQ(BinsFor(sizes, 4, 0), 3u);   // four active bins
 }
 
 TEST(BinPacker, ChoosesTheTightestBinAndRetiresTheFullestFirst) {
