@@ -155,7 +155,8 @@ nlohmann::json CostJson(const EstimateCost& c, const SpaceSketch& s, double seco
 // Prints a report in the chosen form (and the chart, if asked).
 void Print(const SpaceArgs& a, const SpaceReport& report, const SpaceOptions& o,
            const std::vector<SpaceImage>& images, size_t image_count, const std::string& note,
-           const nlohmann::json& estimate, const std::string& estimate_text) {
+           const nlohmann::json& estimate, const std::string& estimate_text,
+           const ReplayPhysical* physical = nullptr) {
   if (!a.svg.empty()) {
     std::ofstream f(a.svg);
     f << SpaceSvg(report, o, image_count);
@@ -165,9 +166,11 @@ void Print(const SpaceArgs& a, const SpaceReport& report, const SpaceOptions& o,
     nlohmann::json j = SpaceJson(report, o, images);
     j["notes"] = note.empty() ? nlohmann::json::array() : nlohmann::json::array({note});
     if (!estimate.is_null()) j["estimate"] = estimate;
+    if (physical) j["physical"] = ReplayPhysicalJson(*physical);
     fmt::print("{}\n", j.dump(2));
   } else {
-    fmt::print("{}{}", SpaceText(report, o, image_count), estimate_text);
+    fmt::print("{}{}{}", SpaceText(report, o, image_count), estimate_text,
+               physical ? ReplayPhysicalText(*physical) : "");
   }
 }
 
@@ -252,15 +255,17 @@ void Run(const SpaceArgs& a) {
           CostText(cost, *sketch, seconds));
     return;
   }
-  Result<SpaceCounts> counts = o->mode == SpaceOptions::Mode::kScan
-                                   ? ScanImages(*images, *o, on_bytes)
-                                   : ReplayImages(*images, *o, a.replay_dir, on_bytes);
+  const bool replay = o->mode == SpaceOptions::Mode::kReplay;
+  ReplayPhysical physical;
+  Result<SpaceCounts> counts = replay ? ReplayImages(*images, *o, a.replay_dir, on_bytes, &physical)
+                                      : ScanImages(*images, *o, on_bytes);
   progress.Finish();
   if (!counts && counts.error().code == make_error_code(Errc::kInvalidArgument)) {
     FailUsage("space", counts.error().message);  // options that do not go together
   }
   if (!counts) Fail("space", counts.error().ToString());
-  Print(a, BuildReport(*counts, *o), *o, *images, images->size(), note, nullptr, "");
+  Print(a, BuildReport(*counts, *o), *o, *images, images->size(), note, nullptr, "",
+        replay ? &physical : nullptr);
 }
 
 }  // namespace

@@ -149,6 +149,21 @@ nlohmann::json SpaceJson(const SpaceReport& r, const SpaceOptions& o,
   return j;
 }
 
+std::string ReplayPhysicalText(const ReplayPhysical& p) {
+  return fmt::format(
+      "\nphysical (replay): the layers hold the stored data in {} ({} B), the model {} ({} B): "
+      "{:+.1f}%\n",
+      FormatSize(p.physical_bytes), p.physical_bytes, FormatSize(p.modelled_bytes),
+      p.modelled_bytes, p.difference() * 100);
+}
+
+nlohmann::json ReplayPhysicalJson(const ReplayPhysical& p) {
+  return {{"modelled_bytes", p.modelled_bytes},
+          {"physical_bytes", p.physical_bytes},
+          {"difference_bytes", int64_t(p.physical_bytes) - int64_t(p.modelled_bytes)},
+          {"difference", p.difference()}};
+}
+
 namespace {
 
 // A round tick step (1, 2 or 5 times a power of ten of a power of 1024, or the next power of

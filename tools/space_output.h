@@ -10,6 +10,7 @@
 
 #include "analysis/space/space_images.h"
 #include "analysis/space/space_model.h"
+#include "analysis/space/space_replay.h"
 
 namespace vstack::cli {
 
@@ -19,6 +20,11 @@ std::string DescribeSpaceRun(const SpaceOptions& o, size_t images);
 std::string SpaceText(const SpaceReport& r, const SpaceOptions& o, size_t images);
 nlohmann::json SpaceJson(const SpaceReport& r, const SpaceOptions& o,
                          const std::vector<SpaceImage>& images);
+// A replay's physical bytes against the modelled ones: a text paragraph, and the JSON object
+// `vstack space --mode=replay --output=json` puts under "physical".
+std::string ReplayPhysicalText(const ReplayPhysical& p);
+nlohmann::json ReplayPhysicalJson(const ReplayPhysical& p);
+
 // The chart's vertical axis: ticks every `step` bytes up to `clip`, the plot's top at `max`.
 // The provisioned bar is cut (drawn up to `clip` with a zigzag) only when it is over 3x every
 // other bar; then no tick is above `clip`. Uncut, every bar and its label fit under `max`.

@@ -19,7 +19,7 @@ uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
 
-std::optional<SpaceCounts> StackSpace(const BlockDevice& top) {
+std::optional<SpaceCounts> StackSpace(const BlockDevice& top, uint64_t* physical_bytes) {
   const BlockDevice* upper = &top;
   std::optional<SpaceUsage> u;
   for (; upper != nullptr && !(u = upper->Space()); upper = upper->lower()) {
@@ -31,6 +31,7 @@ std::optional<SpaceCounts> StackSpace(const BlockDevice& top) {
   c.unique_grains = u->unique_grains;
   c.compressed_bytes = u->compressed_bytes;
   c.stored_bytes = u->stored_bytes;
+  if (physical_bytes) *physical_bytes = u->physical_bytes_used;
   // A compressing layer right below (dedup over zstd): its figures for the upper layer's data
   // area, so the upper layer's metadata pages do not count as the images' data.
   if (const BlockDevice* below = upper->lower()) {
@@ -39,6 +40,7 @@ std::optional<SpaceCounts> StackSpace(const BlockDevice& top) {
       if (auto b = below->SpaceOf(u->data_offset, size - u->data_offset)) {
         c.compressed_bytes = b->compressed_bytes;
         c.stored_bytes = b->stored_bytes;
+        if (physical_bytes) *physical_bytes = b->physical_bytes_used;
       }
     }
   }
@@ -56,7 +58,8 @@ std::string ReplayLayers(const SpaceOptions& o, uint64_t virtual_size) {
 }
 
 Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOptions& o,
-                                 const std::string& dir, const SpaceProgress& progress) {
+                                 const std::string& dir, const SpaceProgress& progress,
+                                 ReplayPhysical* physical) {
   if (!o.dedup && !o.compress) {
     return MakeError(Errc::kInvalidArgument,
                      "--mode=replay needs a layer to replay through: dedup, or a codec");
@@ -130,8 +133,10 @@ Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOpt
   for (auto& t : threads) t.join();
 
   SpaceCounts total;
+  ReplayPhysical bytes;
   for (uint32_t d = 0; d < domains && !failed; ++d) {
-    std::optional<SpaceCounts> found = StackSpace(*stacks[d]);
+    uint64_t domain_physical = 0;
+    std::optional<SpaceCounts> found = StackSpace(*stacks[d], &domain_physical);
     if (!found) {
       failed = true;
       error = MakeError(Errc::kNotSupported,
@@ -139,6 +144,8 @@ Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOpt
       break;
     }
     SpaceCounts c = *found;
+    bytes.modelled_bytes += c.stored_bytes;
+    bytes.physical_bytes += domain_physical;
     for (size_t i = 0; i < images.size(); ++i) {
       if (DomainOf(o, i, images.size()) != d) continue;
       c.provisioned_bytes += images[i].size;
@@ -152,6 +159,7 @@ Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOpt
   stacks.clear();  // closes them
   for (const std::string& f : files) ::unlink(f.c_str());
   if (failed) return error;
+  if (physical) *physical = bytes;
   return total;
 }
 

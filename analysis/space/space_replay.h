@@ -22,12 +22,28 @@ std::string ReplayLayers(const SpaceOptions& o, uint64_t virtual_size);
 // zero and unique grains; if the layer right below it answers SpaceOf() for the upper layer's
 // data area (zstd under dedup), that gives the compressed and stored bytes, so the upper
 // layer's metadata pages are left out. nullopt if no layer of the stack keeps space
-// accounting. Metadata and provisioned bytes are left zero.
-std::optional<SpaceCounts> StackSpace(const BlockDevice& top);
+// accounting. Metadata and provisioned bytes are left zero. With `physical_bytes`, also the
+// bytes of the device below that hold that data: the compressing layer's bins that hold its
+// fragments (a bin shared with the upper layer's metadata counts whole), else the top layer's
+// physical bytes.
+std::optional<SpaceCounts> StackSpace(const BlockDevice& top, uint64_t* physical_bytes = nullptr);
+
+// What the replay stacks really used for the images' data, next to what the model stores: the
+// model counts each grain at its stored size, the layers fill whole bins.
+struct ReplayPhysical {
+  uint64_t modelled_bytes = 0;  // the counts' stored_bytes (sizes under the rule)
+  uint64_t physical_bytes = 0;  // bytes below that hold them (StackSpace), over every domain
+  // physical / modelled - 1 (0 when nothing is stored).
+  double difference() const {
+    return modelled_bytes ? double(physical_bytes) / double(modelled_bytes) - 1 : 0;
+  }
+};
 
 // `dir` empty: the stacks sit on sparse memory; else on sparse files in `dir` (removed after).
+// `physical` (if not null) gets the physical bytes next to the modelled ones.
 Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOptions& o,
-                                 const std::string& dir, const SpaceProgress& progress);
+                                 const std::string& dir, const SpaceProgress& progress,
+                                 ReplayPhysical* physical = nullptr);
 
 }  // namespace vstack
 

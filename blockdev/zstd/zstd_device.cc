@@ -60,6 +60,9 @@ Result<ZstdOptions> ParseZstdOptions(const OptionValues& values, uint64_t lower_
   Result<SizeRule> rule = ParseSizeRule(values.Get("rule"));
   if (!rule) return Annotate(std::move(rule).error(), "zstd: option 'rule'");
   o.rule = *rule;
+  VSTACK_ASSIGN_OR_RETURN(int64_t open_bins,
+                          values.Int("open_bins", 1, ZstdOptions::kMaxOpenBins));
+  o.open_bins = static_cast<uint32_t>(open_bins);
   return o;
 }
 
@@ -71,9 +74,11 @@ ZstdDevice::ZstdDevice(DevicePtr lower, const ZstdOptions& o, uint64_t bins,
                                                         s);
                   },
                   read_only, kCommits),
-      level_(o.level) {
+      level_(o.level),
+      open_bins_(o.open_bins) {
   DeclareCounters({"compressed_grains", "raw_grains", "zero_grains", "rmw_reads",
-                   "decompress_errors", "retries", "commits"});
+                   "decompress_errors", "retries", "commits", "sealed_bins",
+                   "sealed_free_bytes", "tail_reads"});
 }
 
 Result<DevicePtr> ZstdDevice::Open(DevicePtr lower, const ZstdOptions& opts, bool read_only) {
@@ -190,6 +195,7 @@ void ZstdDevice::Properties(PropertyList& out) const {
   out.push_back({"level", int64_t{level_}, ""});
   out.push_back({"grain", uint64_t{grain()}, "bytes"});
   out.push_back({"rule", FormatSizeRule(rule()), ""});
+  out.push_back({"open_bins", uint64_t{open_bins_}, ""});
   out.push_back({"virtual_grains", engine().virtual_grains(), ""});
   out.push_back({"bins", engine().bins(), ""});
   out.push_back({"data_offset", data_offset(), "bytes"});
@@ -240,6 +246,8 @@ ComponentInfo ZstdComponent() {
       {"level", "zstd level; negative levels are the fast modes", "1"},
       {"grain", "compression grain: a power of two from 4K to 64K", "4K"},
       {"rule", "stored size: vsan-osa, sector, packed or min-saving=P", "sector"},
+      {"open_bins", "open bins per queue the packer fits fragments into (best fit), 1 to 64",
+       "16"},
       {"size", "virtual size (thin; default: the size of the device below)", ""},
       FormatOptionInfo(),
   };

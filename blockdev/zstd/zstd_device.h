@@ -1,11 +1,13 @@
 // zstd: per-grain compression with libzstd, with a policy for the stored size.
 //
-// Spec: zstd[:level=1,grain=4K,rule=sector|vsan-osa|packed|min-saving=P,size=N]+<lower>
+// Spec: zstd[:level=1,grain=4K,rule=sector|vsan-osa|packed|min-saving=P,open_bins=16,size=N]
+//       +<lower>
 //
 // Each grain (4 KiB by default, up to 64 KiB) is compressed on its own; a partial-grain write is
 // a read-modify-write. An all-zero grain is a map entry and costs nothing. A grain that does not
 // compress, or that the stored-size rule (size_rule.h) does not keep compressed, is stored raw
-// in a bin of its own; compressed fragments are packed into bins, one open bin per queue.
+// in a bin of its own; compressed fragments are packed into bins, best fit among up to
+// `open_bins` open bins per queue (bin_packer.h).
 // Compression runs on the caller's thread, so queues on several threads compress in parallel.
 // Metadata (map, bin table, journal) lives at the start of the device below. See
 // docs/layers/zstd.md.
@@ -20,11 +22,13 @@
 
 namespace vstack {
 
-// grain and size (grain_layer.h), level and rule.
+// grain and size (grain_layer.h), level, rule and the packer's open bins per queue.
 struct ZstdOptions : GrainOptions {
+  static constexpr uint32_t kMaxOpenBins = 64;
   int level = 1;
   SizeRule rule;
   bool rule_given = false;
+  uint32_t open_bins = 16;
 };
 
 // Bytes of zstd table pages that map `stored_grains` grains into `bins` bins (what
@@ -53,6 +57,8 @@ class ZstdDevice final : public MappedLayer<ZstdEngine> {
   std::optional<SpaceUsage> SpaceOf(uint64_t offset, uint64_t length) const override;
 
   int level() const { return level_; }
+  // Open bins per queue the packer chooses from (not stored: may change at every open).
+  uint32_t open_bins() const { return open_bins_; }
   const SizeRule& rule() const { return engine().rule(); }
 
   enum Counter : size_t {
@@ -63,6 +69,9 @@ class ZstdDevice final : public MappedLayer<ZstdEngine> {
     kDecompressErrors,
     kRetries,
     kCommits,
+    kSealedBins,       // bins the packer closed (full, to make room, or at the queue's close)
+    kSealedFreeBytes,  // the bytes they left unused
+    kTailReads,        // lower blocks read back to add to a hole (bin_packer.h)
   };
 
  protected:
@@ -73,6 +82,7 @@ class ZstdDevice final : public MappedLayer<ZstdEngine> {
              std::unique_ptr<MetaStore> store, uint64_t data_offset, bool read_only);
 
   const int level_;
+  const uint32_t open_bins_;
 };
 
 // The queue of a ZstdDevice (zstd_queue.cc).

@@ -168,7 +168,14 @@ ZstdEngine::Usage ZstdEngine::usage() const {
 ZstdEngine::Usage ZstdEngine::UsageOf(uint64_t first, uint64_t count) const {
   std::lock_guard lock(mu_);
   Usage u;
-  for (uint64_t v = first; v < first + count && v < map_.size(); ++v) Account(u, map_.Get(v), +1);
+  std::vector<uint32_t> bins;  // of the fragments in the range
+  for (uint64_t v = first; v < first + count && v < map_.size(); ++v) {
+    const uint64_t e = map_.Get(v);
+    Account(u, e, +1);
+    if (IsFragment(e)) bins.push_back(Decode(e).bin);
+  }
+  std::sort(bins.begin(), bins.end());
+  u.allocated_bins = static_cast<uint64_t>(std::unique(bins.begin(), bins.end()) - bins.begin());
   return u;
 }
 

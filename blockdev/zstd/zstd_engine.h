@@ -3,8 +3,8 @@
 // table updates; compression runs outside it, in parallel on every queue's thread.
 //
 // Physical space is cut into bins of one grain. A grain is stored raw in a bin of its own, or
-// as a compressed fragment packed with others into a bin that one queue fills at a time (its
-// open bin). State:
+// as a compressed fragment packed with others into a bin that one queue fills at a time (one of
+// its open bins). State:
 //  - the map: one 64-bit entry per virtual grain: kUnmapped, kZero, or a fragment
 //    {bin, offset in the bin, compressed length; length 0 = raw};
 //  - the bin table: per bin, the number of live fragments in it;
@@ -91,7 +91,8 @@ class ZstdEngine : public GrainMap<ZstdEngine, uint64_t> {
     uint64_t allocated_bins = 0;
   };
   Usage usage() const;
-  // The same figures for virtual grains [first, first+count) only (allocated_bins: 0).
+  // The same figures for virtual grains [first, first+count) only; allocated_bins: the bins
+  // that hold at least one of their fragments (whole, even if they share them with others).
   Usage UsageOf(uint64_t first, uint64_t count) const;
   uint32_t grain() const { return grain_; }
   const SizeRule& rule() const { return rule_; }

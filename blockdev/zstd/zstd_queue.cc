@@ -1,21 +1,28 @@
 // The zstd data path. A grain operation is a small state machine:
 //
 //   write, whole grain:   lock -> zero test -> compress (this thread) -> stored-size rule ->
-//                         raw: write a bin of its own | compressed: pack into the open bin
+//                         raw: write a bin of its own | compressed: pack into an open bin
 //   write, partial grain: lock + read the old grain and decompress it -> merge -> as above
 //   write-zeroes/discard: whole grains are remapped to zero; partial grains merge zeros
 //   read:                 look up (pinning) -> raw grains: one lower read per run of
 //                         consecutive bins | fragments: read, decompress into the caller's buffer
 //
-// The open bin: fragments are appended to an in-memory image of the bin and written with the
-// lower blocks that hold them; while one write of the bin is in flight, newly placed fragments
-// wait and go down together in the next one (so two writes never overlap a shared block).
+// Packing (bin_packer.h): each fragment goes into the bin with free space that fits it most
+// tightly: one of the queue's active bins (at most the device's `open_bins`, each with an
+// in-memory image), or a hole (a bin retired from the active ones with room left, known by
+// number and free bytes only), which is activated again: the lower block its free space starts
+// in is read back first (tail read). A fragment is appended to the image of its bin and written
+// with the lower blocks that hold it; while one write (or the tail read) of a bin is in flight,
+// newly placed fragments wait and go down together in the next write (so two writes never
+// overlap a shared block). Every fragment is written before its write completes, so whether its
+// bin is still open does not matter to durability.
 // An operation that finds its grain locked by another write parks; DoPoll retries it.
 #include <cassert>
 #include <cstring>
 
 #include "blockdev/metastore/grain_io.h"
 #include "blockdev/grainmap/grain_queue.h"
+#include "blockdev/zstd/bin_packer.h"
 #include "blockdev/zstd/grain_codec.h"
 #include "blockdev/zstd/zstd_device.h"
 #include "lib/aligned_buffer.h"
@@ -31,14 +38,20 @@ class ZstdQueue final : public MappedQueue<ZstdDevice> {
   ZstdQueue(ZstdDevice& dev, std::unique_ptr<IoQueue> lower)
       : MappedQueue(dev, std::move(lower), ZstdDevice::kRetries),
         lower_block_(dev.lower_device().geometry().logical_block),
-        compressor_(dev.level()) {}
+        compressor_(dev.level()),
+        packer_(grain_, dev.open_bins(), kMaxHoles, ApplySizeRule(dev.rule(), grain_, 1).slot) {}
 
   ~ZstdQueue() override {
-    if (open_) CloseBin(open_);
+    for (Bin* b : packer_.TakeActive()) Seal(b, grain_ - b->fill);
+    for (const Hole& h : packer_.TakeHoles()) SealHole(h);
   }
 
  private:
   struct Bin;
+  using Packer = BinPacker<Bin*>;
+  using Hole = Packer::Hole;
+  // Holes kept per queue: an index entry each (no image), about 48 bytes.
+  static constexpr size_t kMaxHoles = 65536;
   enum class Step { kStart, kRmwRead, kStore, kRawWrite, kPacked };
 
   // One grain of a write, write-zeroes or discard.
@@ -56,15 +69,19 @@ class ZstdQueue final : public MappedQueue<ZstdDevice> {
     std::vector<iovec> iov;
   };
 
-  // A bin this queue packs fragments into (open), or a closed one with a write in flight.
+  // An active bin this queue packs fragments into, or one leaving (closed: sealed, or retired
+  // to the holes) with a write in flight.
   struct Bin {
     ZstdQueue* q = nullptr;
     uint32_t bin = 0;
-    uint32_t fill = 0;
+    uint32_t fill = 0;  // bytes placed (the packer decides where)
     bool closed = false;
-    bool writing = false;
+    bool to_hole = false;   // closed: retire it to the holes rather than seal it
+    bool writing = false;   // a write or the tail read is in flight
+    uint32_t tail = 0;      // the tail read: the bytes [tail, tail_end) of the bin, the
+    uint32_t tail_end = 0;  // fragments in the block its free space started in
     AlignedBuffer image;
-    AlignedBuffer wbuf;
+    AlignedBuffer* wbuf = nullptr;   // the copy being written (or the tail being read)
     std::vector<GrainOp*> waiting;   // placed, not yet written
     std::vector<GrainOp*> in_write;  // covered by the write in flight
     IoRequest lower;
@@ -98,8 +115,16 @@ class ZstdQueue final : public MappedQueue<ZstdDevice> {
   void Merge(GrainOp* op, std::vector<IoRequest*>& out);
   void NoSpace(GrainOp* op);
   void Pack(GrainOp* op, std::vector<IoRequest*>& out);
+  // Makes `bin` (`fill` bytes used) active, retiring the fullest active bin if needed.
+  Bin* Activate(uint32_t bin, uint32_t fill, std::vector<IoRequest*>& out);
   void WriteBin(Bin* b, std::vector<IoRequest*>& out);
-  void CloseBin(Bin* b);
+  // After a bin's write or tail read: writes what waits, or lets a closed bin go.
+  void Settle(Bin* b, std::vector<IoRequest*>& out);
+  // Takes `b` out of packing for good (it left `free` bytes unused) and closes it.
+  void Seal(Bin* b, uint32_t free);
+  void SealHole(const Hole& h);
+  // Takes `b` out of the active bins into the holes (once its writes are done).
+  void Retire(Bin* b);
   void Finish(GrainOp* op, std::error_code status);
   void Retry(Waiter* w, std::vector<IoRequest*>& out) override {
     Run(static_cast<GrainOp*>(w), out);
@@ -108,6 +133,7 @@ class ZstdQueue final : public MappedQueue<ZstdDevice> {
                     uint64_t iov_off, std::vector<IoRequest*>& out);
   static void OnGrainIo(IoRequest& r);
   static void OnBinWritten(IoRequest& r);
+  static void OnTailRead(IoRequest& r);
   static void OnFragment(IoRequest& r);
 
   const uint32_t lower_block_;
@@ -116,7 +142,7 @@ class ZstdQueue final : public MappedQueue<ZstdDevice> {
   RequestPool<GrainOp> ops_;
   RequestPool<FragmentRead> fragments_;
   RequestPool<Bin> bins_;
-  Bin* open_ = nullptr;
+  Packer packer_;
 };
 
 void ZstdQueue::StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) {
@@ -242,6 +268,10 @@ void ZstdQueue::Store(GrainOp* op, std::vector<IoRequest*>& out) {
 }
 
 void ZstdQueue::NoSpace(GrainOp* op) {
+  if (!op->commit_tried) {
+    // Holes keep their bins open, even when every fragment in them died: give them up.
+    for (const Hole& h : packer_.TakeHoles()) SealHole(h);
+  }
   if (!op->commit_tried && eng_.pending_frees() > 0) {
     // Bins released since the last commit become free once it is durable: commit, retry.
     op->commit_tried = true;
@@ -254,37 +284,62 @@ void ZstdQueue::NoSpace(GrainOp* op) {
 }
 
 void ZstdQueue::Pack(GrainOp* op, std::vector<IoRequest*>& out) {
-  if (open_ && open_->fill + op->slot > grain_) {
-    CloseBin(open_);
-    open_ = nullptr;
-  }
-  if (!open_) {
+  const Packer::Choice c = packer_.Choose(op->slot);
+  Bin* b = c.active;
+  if (c.kind == Packer::Choice::kHole) {
+    b = Activate(c.hole.bin, grain_ - c.hole.free, out);
+  } else if (c.kind == Packer::Choice::kNew) {
     std::optional<uint32_t> bin = eng_.AllocateBin(true);
     if (!bin) return NoSpace(op);
-    Bin* b = bins_.Get();
-    b->q = this;
-    b->bin = *bin;
-    b->fill = 0;
-    b->closed = b->writing = false;
-    if (b->image.size() != grain_) {
-      b->image = AlignedBuffer(grain_, align_);
-      b->wbuf = AlignedBuffer(grain_, align_);
-    }
-    std::memset(b->image.data(), 0, grain_);
-    open_ = b;
+    b = Activate(*bin, 0, out);
   }
-  Bin* b = open_;
-  std::byte* at = b->image.data() + b->fill;
+  bool full = false;
+  const uint32_t offset = packer_.Place(b, op->slot, &full);
+  std::byte* at = b->image.data() + offset;
   std::memcpy(at, op->cbuf->data(), op->clen);
   std::memset(at + op->clen, 0, op->slot - op->clen);
-  op->entry = ZstdEngine::Encode(Fragment{b->bin, b->fill, op->clen});
+  op->entry = ZstdEngine::Encode(Fragment{b->bin, offset, op->clen});
   op->bin = b->bin;
   op->step = Step::kPacked;
-  b->fill += op->slot;
+  b->fill = offset + op->slot;
   PutBuffer(op->cbuf);
   PutBuffer(op->buf);
   b->waiting.push_back(op);
   if (!b->writing) WriteBin(b, out);
+  if (full) Seal(b, grain_ - b->fill);
+}
+
+ZstdQueue::Bin* ZstdQueue::Activate(uint32_t bin, uint32_t fill, std::vector<IoRequest*>& out) {
+  uint32_t free = 0;
+  if (std::optional<Bin*> fullest = packer_.MakeRoom(&free)) Retire(*fullest);
+  Bin* b = bins_.Get();
+  b->q = this;
+  b->bin = bin;
+  b->fill = fill;
+  b->closed = b->to_hole = b->writing = false;
+  if (b->image.size() != grain_) b->image = AlignedBuffer(grain_, align_);
+  std::memset(b->image.data(), 0, grain_);
+  packer_.Activate(b, grain_ - fill);
+  const uint32_t lo = AlignDown(fill);
+  if (lo == fill) return b;
+  // The lower block the free space starts in holds earlier fragments: its next write must
+  // carry them again, so read it back first; fragments placed meanwhile wait.
+  Count(ZstdDevice::kTailReads);
+  b->writing = true;
+  b->tail = lo;
+  b->tail_end = fill;
+  b->wbuf = GetBuffer();
+  b->iov = iovec{b->wbuf->data(), lower_block_};
+  b->lower = IoRequest{};
+  b->lower.op = Op::kRead;
+  b->lower.offset = BinOffset(bin) + lo;
+  b->lower.length = lower_block_;
+  b->lower.iov = &b->iov;
+  b->lower.iovcnt = 1;
+  b->lower.on_complete = &ZstdQueue::OnTailRead;
+  b->lower.user_data = b;
+  out.push_back(&b->lower);
+  return b;
 }
 
 // Writes the lower blocks of `b` that hold its waiting fragments, from a copy of the image.
@@ -293,11 +348,12 @@ void ZstdQueue::WriteBin(Bin* b, std::vector<IoRequest*>& out) {
   const Fragment last = ZstdEngine::Decode(b->waiting.back()->entry);
   const uint32_t lo = AlignDown(first.offset);
   const uint32_t hi = AlignUp(last.offset + last.length);
-  std::memcpy(b->wbuf.data(), b->image.data() + lo, hi - lo);
+  b->wbuf = GetBuffer();
+  std::memcpy(b->wbuf->data(), b->image.data() + lo, hi - lo);
   b->in_write.swap(b->waiting);
   b->waiting.clear();
   b->writing = true;
-  b->iov = iovec{b->wbuf.data(), hi - lo};
+  b->iov = iovec{b->wbuf->data(), hi - lo};
   b->lower = IoRequest{};
   b->lower.op = Op::kWrite;
   b->lower.offset = BinOffset(b->bin) + lo;
@@ -309,10 +365,34 @@ void ZstdQueue::WriteBin(Bin* b, std::vector<IoRequest*>& out) {
   out.push_back(&b->lower);
 }
 
-void ZstdQueue::CloseBin(Bin* b) {
+void ZstdQueue::Seal(Bin* b, uint32_t free) {
+  Count(ZstdDevice::kSealedBins);
+  Count(ZstdDevice::kSealedFreeBytes, free);
   b->closed = true;
-  if (b->writing || !b->waiting.empty()) return;  // OnBinWritten closes it
-  eng_.CloseBin(b->bin);
+  std::vector<IoRequest*> none;
+  if (!b->writing && b->waiting.empty()) Settle(b, none);  // else once its I/O is done
+}
+
+void ZstdQueue::SealHole(const Hole& h) {
+  Count(ZstdDevice::kSealedBins);
+  Count(ZstdDevice::kSealedFreeBytes, h.free);
+  eng_.CloseBin(h.bin);
+}
+
+void ZstdQueue::Retire(Bin* b) {
+  b->closed = b->to_hole = true;
+  std::vector<IoRequest*> none;
+  if (!b->writing && b->waiting.empty()) Settle(b, none);  // else once its I/O is done
+}
+
+void ZstdQueue::Settle(Bin* b, std::vector<IoRequest*>& out) {
+  if (!b->waiting.empty()) return WriteBin(b, out);
+  if (!b->closed) return;
+  if (!b->to_hole) {
+    eng_.CloseBin(b->bin);
+  } else if (std::optional<Hole> sealed = packer_.Retire(b->bin, grain_ - b->fill)) {
+    SealHole(*sealed);
+  }
   bins_.Put(b);
 }
 
@@ -321,7 +401,9 @@ void ZstdQueue::OnBinWritten(IoRequest& r) {
   ZstdQueue* q = b->q;
   std::vector<GrainOp*> done;
   done.swap(b->in_write);
-  b->writing = false;
+  q->PutBuffer(b->wbuf);
+  // Finishing an operation may submit more (re-entrantly): until they are all finished, `b`
+  // stays busy, so what is placed in it waits and `b` is not retired or sealed under us.
   for (GrainOp* op : done) {
     if (r.status) {
       q->eng_.Unlock(op->v);  // the fragment's space in the bin stays unused
@@ -331,12 +413,38 @@ void ZstdQueue::OnBinWritten(IoRequest& r) {
     op->locked = false;
     q->Finish(op, r.status);
   }
+  b->writing = false;
   std::vector<IoRequest*> out;
-  if (!b->waiting.empty()) {
-    q->WriteBin(b, out);
-  } else if (b->closed) {
-    q->eng_.CloseBin(b->bin);
-    q->bins_.Put(b);
+  q->Settle(b, out);
+  q->SubmitLower(out);
+}
+
+void ZstdQueue::OnTailRead(IoRequest& r) {
+  Bin* b = static_cast<Bin*>(r.user_data);
+  ZstdQueue* q = b->q;
+  b->writing = false;
+  if (!r.status) {
+    std::memcpy(b->image.data() + b->tail, b->wbuf->data(), b->tail_end - b->tail);
+  }
+  q->PutBuffer(b->wbuf);
+  std::vector<GrainOp*> failed;
+  if (r.status) {
+    // The bin cannot be added to: the fragments placed in it fail, and it is sealed.
+    failed.swap(b->waiting);
+    if (!b->closed) q->packer_.Remove(b);
+    if (!b->closed || b->to_hole) {
+      q->Count(ZstdDevice::kSealedBins);
+      q->Count(ZstdDevice::kSealedFreeBytes, q->grain_ - b->fill);
+    }
+    b->closed = true;
+    b->to_hole = false;
+  }
+  std::vector<IoRequest*> out;
+  q->Settle(b, out);
+  for (GrainOp* op : failed) {
+    q->eng_.Unlock(op->v);
+    op->locked = false;
+    q->Finish(op, r.status);
   }
   q->SubmitLower(out);
 }

@@ -206,7 +206,7 @@ INSTANTIATE_TEST_SUITE_P(
                       CrashParam{"dedup_grain16k_verify", "dedup:grain=16K,verify=on,size=2M",
                                  4 << 20, 1 << 20},
                       CrashParam{"zstd", "zstd:size=2M", 4 << 20, 1 << 20},
-                      CrashParam{"zstd_packed", "zstd:size=2M,rule=packed", 4 << 20, 1 << 20},
+                      CrashParam{"zstd_packed", "zstd:size=2M,rule=packed,open_bins=2", 4 << 20, 1 << 20},
                       CrashParam{"zstd_grain16k_vsan", "zstd:grain=16K,size=2M,rule=vsan-osa",
                                  4 << 20, 1 << 20},
                       CrashParam{"crc32c", "crc32c", 3 << 20, 1 << 20},

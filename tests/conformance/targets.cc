@@ -81,7 +81,7 @@ VSTACK_CONFORMANCE_TARGETS(emulation, {
 
 VSTACK_CONFORMANCE_TARGETS(zstd, {
     SpecTarget("zstd_memory", "zstd:size=64M+memory:96M"),
-    SpecTarget("zstd_memory_4k_packed", "zstd:size=64M,rule=packed+memory:96M,block=4096"),
+    SpecTarget("zstd_memory_4k_packed", "zstd:size=64M,rule=packed,open_bins=2+memory:96M,block=4096"),
     SpecTarget("zstd_vsan_osa_fast", "zstd:size=64M,rule=vsan-osa,level=-5+memory:96M"),
     SpecTarget("zstd_grain64k_min_saving", "zstd:grain=64K,size=64M,rule=min-saving=12.5+memory:96M"),
     SpecTarget("zstd_file", "zstd:size=64M+file:{dir}/t.img,create=on,size=96M",

@@ -121,6 +121,12 @@ TEST_P(SpaceAgreement, ScanAndReplayAgreeOnEveryDataset) {
     const nlohmann::json replay = Space(opts + " --mode=replay" + data);
     EXPECT_EQ(scan["counts"], replay["counts"]) << opts << " on" << data;
     EXPECT_EQ(scan["steps"], replay["steps"]) << opts << " on" << data;
+    // The replay also states what the layers really hold (whole bins): never below the model.
+    EXPECT_FALSE(scan.contains("physical"));
+    EXPECT_EQ(replay["physical"]["modelled_bytes"], replay["counts"]["stored_bytes"]);
+    EXPECT_GE(replay["physical"]["physical_bytes"].get<uint64_t>(),
+              replay["counts"]["stored_bytes"].get<uint64_t>())
+        << opts << " on" << data;
   }
 }
 
