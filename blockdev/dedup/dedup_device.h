@@ -57,6 +57,8 @@ class DedupDevice final : public MappedLayer<DedupEngine> {
     kCollisions,
     kRetries,
     kCommits,
+    kDiscards,        // discard requests sent below (runs of freed units)
+    kDiscardedBytes,
     kCounterCount
   };
 

@@ -73,7 +73,7 @@ ZstdDevice::ZstdDevice(DevicePtr lower, const ZstdOptions& o, uint64_t bins,
                   read_only, kCommits),
       level_(o.level) {
   DeclareCounters({"compressed_grains", "raw_grains", "zero_grains", "rmw_reads",
-                   "decompress_errors", "retries", "commits"});
+                   "decompress_errors", "retries", "commits", "discards", "discarded_bytes"});
 }
 
 Result<DevicePtr> ZstdDevice::Open(DevicePtr lower, const ZstdOptions& opts, bool read_only) {

@@ -63,6 +63,8 @@ class ZstdDevice final : public MappedLayer<ZstdEngine> {
     kDecompressErrors,
     kRetries,
     kCommits,
+    kDiscards,        // discard requests sent below (runs of freed units)
+    kDiscardedBytes,
   };
 
  protected:
