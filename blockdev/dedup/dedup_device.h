@@ -57,7 +57,7 @@ class DedupDevice final : public MappedLayer<DedupEngine> {
     kCollisions,
     kRetries,
     kCommits,
-    kDiscards,        // discard requests sent below (runs of freed units)
+    kDiscards,  // discard requests sent below (runs of freed units)
     kDiscardedBytes,
     kCounterCount
   };

@@ -42,7 +42,7 @@ class DedupQueue final : public MappedQueue<DedupDevice> {
     bool zero = false;
     Fingerprint fp;
     uint32_t pgrain = 0;     // the old grain (RMW read), candidate (verify) or target (write)
-    bool room_tried = false;  // retried once after the device below ran out of space
+    bool room_tried = false;        // retried once after the device below ran out of space
     AlignedBuffer* buf = nullptr;   // the grain's new content, when not the caller's buffer
     AlignedBuffer* vbuf = nullptr;  // the candidate's content (verify)
     IoRequest lower;

@@ -53,7 +53,9 @@ class BitmapAllocator {
   uint64_t memory_bytes() const;
 
  private:
-  static bool Bit(const std::vector<uint64_t>& w, uint64_t u) { return (w[u / 64] >> (u % 64)) & 1; }
+  static bool Bit(const std::vector<uint64_t>& w, uint64_t u) {
+    return (w[u / 64] >> (u % 64)) & 1;
+  }
   std::optional<uint64_t> FindFree() const;
   std::optional<uint64_t> PopStale();
   // Takes the stale units among `candidates` (in any order, duplicates allowed) into `out`.

@@ -63,7 +63,7 @@ class ZstdDevice final : public MappedLayer<ZstdEngine> {
     kDecompressErrors,
     kRetries,
     kCommits,
-    kDiscards,        // discard requests sent below (runs of freed units)
+    kDiscards,  // discard requests sent below (runs of freed units)
     kDiscardedBytes,
   };
 
