@@ -61,6 +61,8 @@ class DedupDevice final : public MappedLayer<DedupEngine> {
     kDiscardedBytes,
     kCounterCount
   };
+  // MappedLayer counts discards in the two counters after kCommits.
+  static_assert(kDiscards == kCommits + 1 && kDiscardedBytes == kCommits + 2);
 
  protected:
   Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;

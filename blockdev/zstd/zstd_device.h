@@ -66,6 +66,8 @@ class ZstdDevice final : public MappedLayer<ZstdEngine> {
     kDiscards,  // discard requests sent below (runs of freed units)
     kDiscardedBytes,
   };
+  // MappedLayer counts discards in the two counters after kCommits.
+  static_assert(kDiscards == kCommits + 1 && kDiscardedBytes == kCommits + 2);
 
  protected:
   Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
