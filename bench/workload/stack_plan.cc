@@ -96,12 +96,7 @@ std::vector<StackPlan> PresetPlans(const BackendChoice& b) {
     for (char& c : file) if (c == '+') c = '-';
     // The scratch file is created before the stack opens it, so the layer that formats it is
     // told to (format=on formats only a device without a superblock: later rounds reopen).
-    // dedup discards the grains it frees only at its commits, and does not yet commit and
-    // retry when the device below runs out of space between them: so zstd's virtual size stays
-    // below its bins (1.25x of 1.5x), so that it can store every grain dedup touches raw.
-    const std::string layers = std::string(name) == "dedup+zstd"
-                                   ? "dedup+zstd:size={size:1.25},format=on+"
-                                   : std::string(name) + ":format=on+";
+    const std::string layers = std::string(name) + ":format=on+";
     v.push_back(Preset(b, name, layers, file + ".img", "raw", "", Prepare::kFill));
     v.back().image_scale = 1.5;  // room for the layer's metadata below its virtual size
   }

@@ -75,7 +75,7 @@ DedupDevice::DedupDevice(DevicePtr lower, uint32_t grain, bool verify, uint64_t 
                   read_only, kCommits),
       verify_(verify) {
   DeclareCounters({"dedup_hits", "unique_writes", "zero_grains", "rmw_reads", "verify_reads",
-                   "collisions", "retries", "commits"});
+                   "collisions", "retries", "commits", "discards", "discarded_bytes"});
 }
 
 Result<DevicePtr> DedupDevice::Open(DevicePtr lower, const DedupOptions& o, bool read_only) {

@@ -57,8 +57,12 @@ class DedupDevice final : public MappedLayer<DedupEngine> {
     kCollisions,
     kRetries,
     kCommits,
+    kDiscards,  // discard requests sent below (runs of freed units)
+    kDiscardedBytes,
     kCounterCount
   };
+  // MappedLayer counts discards in the two counters after kCommits.
+  static_assert(kDiscards == kCommits + 1 && kDiscardedBytes == kCommits + 2);
 
  protected:
   Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;

@@ -9,7 +9,10 @@
 //
 // A claim that finds its grain locked by another write, or an identical grain still being
 // written, parks the operation; DoPoll retries parked operations. Flush commits the metadata
-// (MetaStore) synchronously, as fdatasync does in the file backend.
+// (MetaStore) synchronously, as fdatasync does in the file backend. A data write that the
+// device below refuses for lack of space (ENOSPC: a thin device below is full) is parked too:
+// DoPoll commits, which frees and discards below every grain this layer no longer uses, and
+// writes the grain again, once; if that fails as well, the write fails with the error below.
 #include <cassert>
 #include <cstring>
 
@@ -39,6 +42,7 @@ class DedupQueue final : public MappedQueue<DedupDevice> {
     bool zero = false;
     Fingerprint fp;
     uint32_t pgrain = 0;     // the old grain (RMW read), candidate (verify) or target (write)
+    bool room_tried = false;        // retried once after the device below ran out of space
     AlignedBuffer* buf = nullptr;   // the grain's new content, when not the caller's buffer
     AlignedBuffer* vbuf = nullptr;  // the candidate's content (verify)
     IoRequest lower;
@@ -71,6 +75,7 @@ void DedupQueue::StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) {
     op->q = this;
     op->step = Step::kStart;
     op->zero = false;
+    op->room_tried = false;
     op->buf = op->vbuf = nullptr;
     Run(op, out);
   });
@@ -229,6 +234,16 @@ void DedupQueue::Continue(GrainOp* op, std::error_code status) {
     case Step::kWrite:
       eng_.FinishWrite(op->v, op->pgrain, op->fp, !status);
       op->locked = false;
+      if (status == std::errc::no_space_on_device && !op->room_tried) {
+        // The device below is full (a thin device): commit, which frees what this layer
+        // released and discards every free grain below, then write this grain again, once.
+        op->room_tried = true;
+        RequestCommit(/*make_room=*/true);
+        op->step = Step::kStart;
+        PutBuffer(op->buf);
+        Park(op);
+        break;
+      }
       Finish(op, status);
       break;
     default:

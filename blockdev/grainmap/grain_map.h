@@ -1,8 +1,9 @@
 // GrainMap: the state every mapping engine (dedup's, zstd's) has, and the methods that use
 // only it. A map entry per virtual grain (of type Entry) either names a stored unit (a
-// physical grain, a bin) or not (unmapped, zero); units come from a next-fit allocator and go
-// back to it through copy-on-write reuse (unit_reclaimer.h); a write holds its virtual grain's
-// lock; every persistent change goes to the MetaStore (if any).
+// physical grain, a bin) or not (unmapped, zero); units come from an allocator that reuses
+// freed units first (bitmap_allocator.h) and go back to it through copy-on-write reuse
+// (unit_reclaimer.h); a write holds its virtual grain's lock; every persistent change goes to
+// the MetaStore (if any).
 //
 // The engine derives from GrainMap<Engine, Entry> (CRTP, so nothing here is a virtual call)
 // and supplies:
@@ -78,9 +79,11 @@ class GrainMap {
 
   // ---- Commits (see meta_store.h). TakeSnapshot takes the records of every finished
   // operation; after the commit, FinishCommit frees the units whose release it made durable
-  // (or, if !ok, puts the records back for the next commit). With `released`, it hands those
-  // units to the caller instead, to discard them below before it calls FreeUnits: no write
-  // can reuse a unit while its discard is on its way.
+  // (or, if !ok, puts the records back for the next commit). Freed units are stale (their old
+  // bytes are still below) and are what the allocator reuses first (bitmap_allocator.h).
+  // With `discard`, FinishCommit also hands out the units that stayed free and unused since the
+  // previous commit, if more than `keep` are stale: they stay unusable until FinishDiscard, so
+  // no write can reuse a unit while its discard below is on its way.
   struct Snapshot {
     MetaBatch batch;
     uint64_t epoch = 0;
@@ -92,7 +95,8 @@ class GrainMap {
     s.epoch = reclaim_.Snapshot();
     return s;
   }
-  void FinishCommit(Snapshot snapshot, bool ok, std::vector<uint64_t>* released = nullptr) {
+  void FinishCommit(Snapshot snapshot, bool ok, std::vector<uint64_t>* discard = nullptr,
+                    uint64_t keep = 0) {
     std::lock_guard lock(mu_);
     if (!ok) {
       if (store_) store_->RestorePending(std::move(snapshot.batch));
@@ -100,16 +104,18 @@ class GrainMap {
     }
     std::vector<uint64_t> freed;
     reclaim_.Committed(snapshot.epoch, &freed);
-    if (released) {
-      *released = std::move(freed);
-      return;
-    }
     for (uint64_t u : freed) self().FreeUnit(u);
+    alloc_.TakeAged(discard, keep);
   }
-  // Frees units that FinishCommit handed out.
-  void FreeUnits(const std::vector<uint64_t>& units) {
+  // Hands out every stale unit for a discard (at close, or to make room below).
+  void TakeStale(std::vector<uint64_t>* discard) {
     std::lock_guard lock(mu_);
-    for (uint64_t u : units) self().FreeUnit(u);
+    alloc_.TakeStale(discard);
+  }
+  // Frees the units FinishCommit or TakeStale handed out, once their discard has completed.
+  void FinishDiscard(const std::vector<uint64_t>& units) {
+    std::lock_guard lock(mu_);
+    alloc_.FreeDiscarded(units);
   }
   // Bytes of metadata records waiting for a commit.
   size_t pending_bytes() const {

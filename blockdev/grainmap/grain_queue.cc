@@ -50,8 +50,10 @@ void GrainQueue::DoSubmit(std::span<IoRequest* const> batch) {
 
 void GrainQueue::DoPoll(bool wait) {
   if (need_commit_) {
-    need_commit_ = false;
-    (void)CommitForFlush();  // frees units released before it; failures surface as kNoSpace
+    const bool room = make_room_;
+    need_commit_ = make_room_ = false;
+    // Frees units released before it; failures surface as kNoSpace.
+    (void)(room ? CommitToMakeRoom() : CommitForFlush());
   }
   if (!parked_.empty()) {
     std::vector<Waiter*> retry;

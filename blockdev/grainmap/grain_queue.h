@@ -97,6 +97,9 @@ class GrainQueue : public LayerQueue {
   virtual void BeforeBatch() {}
   // Makes every completed write's metadata durable (the flush).
   virtual Status CommitForFlush() = 0;
+  // Commits and gives back to the device below the space of everything this layer has freed
+  // (after a write below failed for lack of space). The default: CommitForFlush.
+  virtual Status CommitToMakeRoom() { return CommitForFlush(); }
   virtual void StartRead(IoRequest* parent, std::vector<IoRequest*>& out) = 0;
   // kWrite, kWriteZeroes and kDiscard.
   virtual void StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) = 0;
@@ -158,8 +161,12 @@ class GrainQueue : public LayerQueue {
 
   // Parks `w` until the next DoPoll.
   void Park(Waiter* w) { parked_.push_back(w); }
-  // Asks the next DoPoll to commit first (units released since the last commit come back).
-  void RequestCommit() { need_commit_ = true; }
+  // Asks the next DoPoll to commit first (units released since the last commit come back);
+  // with `make_room`, through CommitToMakeRoom (the device below ran out of space).
+  void RequestCommit(bool make_room = false) {
+    need_commit_ = true;
+    make_room_ = make_room_ || make_room;
+  }
   // Commits if asked to, retries every parked operation, then polls the device below.
   void DoPoll(bool wait) override;
 
@@ -188,6 +195,7 @@ class GrainQueue : public LayerQueue {
   RequestPool<ReadRun> runs_;
   std::vector<Waiter*> parked_;
   bool need_commit_ = false;
+  bool make_room_ = false;
 };
 
 // The queue of a MappedLayer (dedup, zstd): commits through the device, before a batch when
@@ -202,6 +210,7 @@ class MappedQueue : public GrainQueue {
 
   void BeforeBatch() override { dev_.CommitIfDue(); }
   Status CommitForFlush() override { return dev_.Commit(); }
+  Status CommitToMakeRoom() override { return dev_.Commit(/*discard_all=*/true); }
 
   // Reads `parent`: looks its grains up (pinning their units), then for each grain
   // whole_unit(entry, &unit) says whether it is stored whole in `unit` (read with one lower

@@ -4,8 +4,8 @@
 // at close, MapExtents and the journal figures of `vstack info`.
 //
 // Engine: LoadEntry(table, index, entry) -> Status; FinishLoad(); TakeSnapshot() -> a Snapshot
-// with a `MetaBatch batch`; FinishCommit(Snapshot, bool, released*); FreeUnits(units);
-// pending_bytes();
+// with a `MetaBatch batch`; FinishCommit(Snapshot, bool, discard*, keep); TakeStale(discard*);
+// FinishDiscard(units); pending_bytes();
 // MapEntries(first, count, std::vector<Entry>*); and map entry constants kUnmapped and kZero.
 #ifndef VSTACK_BLOCKDEV_GRAINMAP_MAPPED_LAYER_H_
 #define VSTACK_BLOCKDEV_GRAINMAP_MAPPED_LAYER_H_
@@ -39,20 +39,31 @@ class MappedLayer : public GrainLayer {
   Engine& engine() { return *engine_; }
   const Engine& engine() const { return *engine_; }
   // Commits every finished operation's metadata (group commit; blocks the caller). The units
-  // whose release the commit made durable are discarded on the device below (if it discards)
-  // before they can be reused, so that a thin device below (zstd, a dynamic VHD, a sparse
-  // file) gets back the space of what was overwritten or discarded here.
-  Status Commit() {
+  // whose release it made durable become free at once and are reused first (no discard needed:
+  // they are about to be rewritten). Units that then stay free and unused for a whole commit
+  // interval are discarded on the device below (if it discards), so that a thin device below
+  // (zstd, a dynamic VHD, a sparse file) gets back the space of what was overwritten or
+  // discarded here: at the next commit, in merged runs submitted together, and only once more
+  // than 4 MiB of free units hold old bytes below. With `discard_all` (close; a write that the
+  // device below refused for lack of space), every such unit is discarded. A unit being
+  // discarded cannot be allocated until its discard has completed.
+  Status Commit(bool discard_all = false) {
     if (!store_ || store_->read_only()) return OkStatus();
     auto lock = store_->LockCommits();
+    const bool discards = lower_device().Has(kCapDiscard);
+    std::vector<uint64_t> units;
+    if (discards && discard_all) {
+      // First what is free already: the commit's own journal write may need that room below.
+      engine_->TakeStale(&units);
+      if (!units.empty()) DiscardUnits(units);
+      units.clear();
+    }
     auto snap = engine_->TakeSnapshot();
     Status s = store_->Commit(&snap.batch);
-    std::vector<uint64_t> released;
-    engine_->FinishCommit(std::move(snap), s.has_value(), &released);
-    if (!released.empty()) {
-      DiscardUnits(released);
-      engine_->FreeUnits(released);
-    }
+    engine_->FinishCommit(std::move(snap), s.has_value(), discards ? &units : nullptr,
+                          kKeepStaleBytes / grain());
+    if (discards && discard_all) engine_->TakeStale(&units);
+    if (!units.empty()) DiscardUnits(units);
     CountShared(commits_counter_);
     return s;
   }
@@ -90,7 +101,9 @@ class MappedLayer : public GrainLayer {
 
  protected:
   // `store` is null on a read-only blank device; make_engine(store) makes the engine over
-  // it. `commits_counter`: the layer's counter of commits.
+  // it. `commits_counter`: the layer's counter of commits, followed by its counters of
+  // discard requests sent below ("discards") and of the bytes they discarded
+  // ("discarded_bytes").
   template <class MakeEngine>
   MappedLayer(std::string kind, DevicePtr lower, uint32_t grain, uint64_t size,
               uint64_t data_offset, std::unique_ptr<MetaStore> store, MakeEngine make_engine,
@@ -115,7 +128,7 @@ class MappedLayer : public GrainLayer {
 
   Status CloseLayer() override {
     if (!store_) return OkStatus();
-    Status s = Commit();
+    Status s = Commit(/*discard_all=*/true);
     auto lock = store_->LockCommits();
     Status c = store_->Close();
     return s ? c : s;
@@ -135,17 +148,23 @@ class MappedLayer : public GrainLayer {
   }
 
  private:
-  // Discards the units (sorted runs merged) on the device below. A failed discard only leaves
-  // their old bytes there. REQUIRES: the commit lock.
+  static constexpr uint64_t kKeepStaleBytes = 4 << 20;  // free units left for reuse
+
+  // Discards the units (handed out by the engine) on the device below, in merged runs, then
+  // frees them. REQUIRES: the commit lock.
   void DiscardUnits(std::vector<uint64_t>& units) {
-    if (!lower_device().Has(kCapDiscard)) return;
     std::sort(units.begin(), units.end());
+    std::vector<std::pair<uint64_t, uint64_t>> runs;
     for (size_t i = 0; i < units.size();) {
       size_t j = i + 1;
       while (j < units.size() && units[j] == units[j - 1] + 1) ++j;
-      store_->Discard(data_offset() + units[i] * grain(), (j - i) * uint64_t{grain()});
+      runs.emplace_back(data_offset() + units[i] * grain(), (j - i) * uint64_t{grain()});
       i = j;
     }
+    const uint64_t bytes = store_->Discard(runs);
+    engine_->FinishDiscard(units);
+    CountShared(commits_counter_ + 1, runs.size());
+    CountShared(commits_counter_ + 2, bytes);
   }
 
   std::unique_ptr<MetaStore> store_;  // null on a read-only blank device

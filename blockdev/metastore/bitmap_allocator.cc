@@ -1,24 +1,35 @@
 #include "blockdev/metastore/bitmap_allocator.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace vstack {
 
-BitmapAllocator::BitmapAllocator(uint64_t units) : units_(units), words_((units + 63) / 64, 0) {
+BitmapAllocator::BitmapAllocator(uint64_t units)
+    : units_(units), used_words_((units + 63) / 64, 0), stale_words_((units + 63) / 64, 0) {
   // Bits past the end are permanently "used" so searches never return them.
-  if (units % 64) words_.back() = ~uint64_t{0} << (units % 64);
+  if (units % 64) used_words_.back() = ~uint64_t{0} << (units % 64);
 }
 
 std::optional<uint64_t> BitmapAllocator::FindFree() const {
   if (used_ == units_) return std::nullopt;
-  const uint64_t nwords = words_.size();
+  const uint64_t nwords = used_words_.size();
   uint64_t w = cursor_ / 64;
   // The cursor's own word, from the cursor bit on.
-  uint64_t bits = words_[w] | ((uint64_t{1} << (cursor_ % 64)) - 1);
+  uint64_t bits = used_words_[w] | ((uint64_t{1} << (cursor_ % 64)) - 1);
   for (uint64_t scanned = 0; scanned <= nwords; ++scanned) {
     if (bits != ~uint64_t{0}) return w * 64 + static_cast<uint64_t>(__builtin_ctzll(~bits));
     w = (w + 1 == nwords) ? 0 : w + 1;
-    bits = words_[w];
+    bits = used_words_[w];
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> BitmapAllocator::PopStale() {
+  while (stale_ > 0 && !reuse_.empty()) {
+    const uint64_t u = reuse_.back();
+    reuse_.pop_back();
+    if (IsStale(u)) return u;
   }
   return std::nullopt;
 }
@@ -29,7 +40,9 @@ std::optional<uint64_t> BitmapAllocator::Allocate() {
 }
 
 std::optional<uint64_t> BitmapAllocator::AllocateRun(uint64_t max, uint64_t* count) {
-  std::optional<uint64_t> first = FindFree();
+  std::optional<uint64_t> first = PopStale();
+  const bool reused = first.has_value();
+  if (!first) first = FindFree();
   if (!first) return std::nullopt;
   uint64_t n = 0;
   while (n < max && *first + n < units_ && !IsUsed(*first + n)) {
@@ -37,20 +50,83 @@ std::optional<uint64_t> BitmapAllocator::AllocateRun(uint64_t max, uint64_t* cou
     ++n;
   }
   *count = n;
-  cursor_ = *first + n == units_ ? 0 : *first + n;
+  if (!reused) cursor_ = *first + n == units_ ? 0 : *first + n;
   return first;
+}
+
+void BitmapAllocator::ClearStale(uint64_t unit) {
+  stale_words_[unit / 64] &= ~(uint64_t{1} << (unit % 64));
+  --stale_;
 }
 
 void BitmapAllocator::MarkUsed(uint64_t unit) {
   assert(unit < units_ && !IsUsed(unit));
-  words_[unit / 64] |= uint64_t{1} << (unit % 64);
+  if (IsStale(unit)) ClearStale(unit);
+  used_words_[unit / 64] |= uint64_t{1} << (unit % 64);
   ++used_;
 }
 
 void BitmapAllocator::Free(uint64_t unit) {
   assert(unit < units_ && IsUsed(unit));
-  words_[unit / 64] &= ~(uint64_t{1} << (unit % 64));
+  used_words_[unit / 64] &= ~(uint64_t{1} << (unit % 64));
   --used_;
+  stale_words_[unit / 64] |= uint64_t{1} << (unit % 64);
+  ++stale_;
+  reuse_.push_back(unit);
+  freed_this_round_.push_back(unit);
+  if (reuse_.size() > 2 * stale_ + 1024) {
+    // Mostly entries of units reused since: keep each stale unit once.
+    std::erase_if(reuse_, [&](uint64_t u) { return !IsStale(u); });
+    std::sort(reuse_.begin(), reuse_.end());
+    reuse_.erase(std::unique(reuse_.begin(), reuse_.end()), reuse_.end());
+  }
+}
+
+void BitmapAllocator::Take(std::vector<uint64_t>& candidates, std::vector<uint64_t>* out) {
+  std::sort(candidates.begin(), candidates.end());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const uint64_t u = candidates[i];
+    if ((i > 0 && candidates[i - 1] == u) || !IsStale(u)) continue;
+    MarkUsed(u);  // clears its stale bit; its entry in reuse_ is skipped from now on
+    out->push_back(u);
+  }
+}
+
+void BitmapAllocator::TakeAged(std::vector<uint64_t>* out, uint64_t keep) {
+  std::vector<uint64_t> aged;
+  aged.swap(freed_last_round_);
+  freed_last_round_.swap(freed_this_round_);
+  if (out == nullptr) return;
+  if (stale_ > keep) {
+    Take(aged, out);
+    return;
+  }
+  // A small pool stays for reuse; its units remain candidates (each once).
+  std::erase_if(aged, [&](uint64_t u) { return !IsStale(u); });
+  std::sort(aged.begin(), aged.end());
+  aged.erase(std::unique(aged.begin(), aged.end()), aged.end());
+  freed_last_round_.insert(freed_last_round_.end(), aged.begin(), aged.end());
+}
+
+void BitmapAllocator::TakeStale(std::vector<uint64_t>* out) {
+  Take(reuse_, out);
+  reuse_.clear();
+  freed_this_round_.clear();
+  freed_last_round_.clear();
+}
+
+void BitmapAllocator::FreeDiscarded(const std::vector<uint64_t>& units) {
+  for (uint64_t u : units) {
+    assert(u < units_ && IsUsed(u));
+    used_words_[u / 64] &= ~(uint64_t{1} << (u % 64));
+    --used_;
+  }
+}
+
+uint64_t BitmapAllocator::memory_bytes() const {
+  return (used_words_.capacity() + stale_words_.capacity() + reuse_.capacity() +
+          freed_this_round_.capacity() + freed_last_round_.capacity()) *
+         sizeof(uint64_t);
 }
 
 }  // namespace vstack

@@ -1,7 +1,14 @@
-// A next-fit allocator of numbered units (dedup's physical grains, zstd's bins) over a bitmap:
-// it searches from where the previous allocation ended, so sequential writes land on
-// consecutive units, and it reuses freed units when the search wraps around. 1 bit per unit.
-// Not thread-safe: callers hold their own lock.
+// An allocator of numbered units (dedup's physical grains, zstd's bins) over a bitmap, 1 bit per
+// unit. A free unit is either clean (never written, or discarded on the device below) or stale:
+// freed, but its old bytes still take space on the device below (a thin device: zstd, a dynamic
+// VHD, a sparse file). Allocation reuses stale units first, most recently freed first: reusing
+// one needs no discard (it is about to be rewritten) and keeps what the layer occupies below
+// small. Only when none is stale does it search the clean ones, next fit from where the
+// previous search ended, so sequential writes land on consecutive units.
+//
+// Discarding stale units (the layer's part): TakeAged or TakeStale hand units out for a discard
+// below and mark them used, so no allocation can return them while their discard is on its way;
+// FreeDiscarded gives them back clean. Not thread-safe: callers hold their own lock.
 #ifndef VSTACK_BLOCKDEV_METASTORE_BITMAP_ALLOCATOR_H_
 #define VSTACK_BLOCKDEV_METASTORE_BITMAP_ALLOCATOR_H_
 
@@ -15,29 +22,56 @@ class BitmapAllocator {
  public:
   explicit BitmapAllocator(uint64_t units = 0);
 
-  // Allocates one free unit, or nullopt when every unit is in use.
+  // Allocates one free unit (a stale one if any), or nullopt when every unit is in use.
   std::optional<uint64_t> Allocate();
-  // Allocates up to `max` consecutive units starting with the next free one; returns the first
-  // and sets *count (>= 1), or nullopt when every unit is in use.
+  // Allocates up to `max` consecutive units starting with the unit Allocate would return;
+  // returns the first and sets *count (>= 1), or nullopt when every unit is in use.
   std::optional<uint64_t> AllocateRun(uint64_t max, uint64_t* count);
-  // Marks `unit` used (loading) or free. REQUIRES: unit < units(), and for Free, that it is used.
+  // Marks `unit` used (loading). REQUIRES: unit < units(), free.
   void MarkUsed(uint64_t unit);
+  // Frees a used unit; it is stale (its bytes below are whatever was last written there).
   void Free(uint64_t unit);
-  bool IsUsed(uint64_t unit) const { return (words_[unit / 64] >> (unit % 64)) & 1; }
+  bool IsUsed(uint64_t unit) const { return Bit(used_words_, unit); }
+  bool IsStale(uint64_t unit) const { return Bit(stale_words_, unit); }
+
+  // ---- Discarding stale units. A round is the time between two TakeAged calls (a layer's
+  // commits). TakeAged appends to `out` the units that have stayed stale for a whole round
+  // (freed in an earlier round and not reused since) and marks them used, unless at most `keep`
+  // units are stale: then they stay candidates for the next call. With `out` null (nothing is
+  // discarded below) it only starts a new round. TakeStale takes every stale unit. Both append
+  // in increasing order.
+  void TakeAged(std::vector<uint64_t>* out, uint64_t keep = 0);
+  void TakeStale(std::vector<uint64_t>* out);
+  // Frees units that TakeAged/TakeStale handed out, clean (their discard is done or failed).
+  void FreeDiscarded(const std::vector<uint64_t>& units);
 
   uint64_t units() const { return units_; }
   uint64_t used() const { return used_; }
   uint64_t free() const { return units_ - used_; }
-  // Bytes of memory the bitmap takes.
-  uint64_t memory_bytes() const { return words_.capacity() * sizeof(uint64_t); }
+  uint64_t stale() const { return stale_; }
+  // Bytes of memory the allocator takes (bitmaps and the lists of stale units).
+  uint64_t memory_bytes() const;
 
  private:
+  static bool Bit(const std::vector<uint64_t>& w, uint64_t u) {
+    return (w[u / 64] >> (u % 64)) & 1;
+  }
   std::optional<uint64_t> FindFree() const;
+  std::optional<uint64_t> PopStale();
+  // Takes the stale units among `candidates` (in any order, duplicates allowed) into `out`.
+  void Take(std::vector<uint64_t>& candidates, std::vector<uint64_t>* out);
+  void ClearStale(uint64_t unit);
 
   uint64_t units_;
   uint64_t used_ = 0;
-  uint64_t cursor_ = 0;  // where the next search starts
-  std::vector<uint64_t> words_;
+  uint64_t cursor_ = 0;  // where the next search for a clean unit starts
+  std::vector<uint64_t> used_words_;
+  std::vector<uint64_t> stale_words_;
+  uint64_t stale_ = 0;
+  // Every stale unit is in `reuse_` (a stack: the most recently freed on top). Entries whose
+  // unit is no longer stale, and duplicates, are skipped when popped and dropped by Compact.
+  std::vector<uint64_t> reuse_;
+  std::vector<uint64_t> freed_this_round_, freed_last_round_;
 };
 
 }  // namespace vstack

@@ -130,6 +130,25 @@ std::error_code RunRequests(IoQueue& queue, std::span<IoRequest> reqs) {
   return {};
 }
 
+uint64_t MetaStore::Discard(std::span<const std::pair<uint64_t, uint64_t>> ranges) {
+  constexpr size_t kBatch = 256;
+  IoQueue* queue = io().queue();
+  if (queue == nullptr) return 0;
+  uint64_t done = 0;
+  std::vector<IoRequest> reqs;
+  for (size_t i = 0; i < ranges.size(); i += kBatch) {
+    reqs.assign(std::min(kBatch, ranges.size() - i), IoRequest{});
+    for (size_t k = 0; k < reqs.size(); ++k) {
+      reqs[k].op = Op::kDiscard;
+      reqs[k].offset = ranges[i + k].first;
+      reqs[k].length = ranges[i + k].second;
+    }
+    (void)RunRequests(*queue, reqs);
+    for (const IoRequest& r : reqs) done += r.status ? 0 : r.length;
+  }
+  return done;
+}
+
 Superblock MetaStore::Plan(std::string magic, std::vector<TableDesc> tables,
                            uint64_t journal_bytes, std::vector<uint8_t> payload) {
   Superblock sb;

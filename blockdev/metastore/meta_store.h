@@ -116,10 +116,11 @@ class MetaStore {
   // Checkpoints and releases the store's queue of the device below (which may then be closed).
   // REQUIRES: the commit lock and nothing pending (commit first).
   Status Close();
-  // Discards [offset, offset + length) of the device below on the store's queue (space the
-  // layer freed with a durable commit); errors are ignored: the bytes merely stay.
-  // REQUIRES: the commit lock.
-  void Discard(uint64_t offset, uint64_t length) { (void)io().Discard(offset, length); }
+  // Discards the byte ranges {offset, length} of the device below (space the layer freed with a
+  // durable commit) on the store's queue: submitted together, in batches of up to 256, and
+  // reaped before it returns. Returns the bytes discarded; a failed discard only leaves its
+  // bytes where they were. REQUIRES: the commit lock.
+  uint64_t Discard(std::span<const std::pair<uint64_t, uint64_t>> ranges);
   // Releases the store's queue of the device below; the next metadata I/O opens a new one.
   // For `vstack check`, which repairs the device below next (BlockDevice::Check).
   // REQUIRES: the commit lock.

@@ -77,8 +77,8 @@ ZstdDevice::ZstdDevice(DevicePtr lower, const ZstdOptions& o, uint64_t bins,
       level_(o.level),
       open_bins_(o.open_bins) {
   DeclareCounters({"compressed_grains", "raw_grains", "zero_grains", "rmw_reads",
-                   "decompress_errors", "retries", "commits", "sealed_bins",
-                   "sealed_free_bytes", "tail_reads"});
+                   "decompress_errors", "retries", "commits", "discards", "discarded_bytes",
+                   "sealed_bins", "sealed_free_bytes", "tail_reads"});
 }
 
 Result<DevicePtr> ZstdDevice::Open(DevicePtr lower, const ZstdOptions& opts, bool read_only) {

@@ -69,10 +69,14 @@ class ZstdDevice final : public MappedLayer<ZstdEngine> {
     kDecompressErrors,
     kRetries,
     kCommits,
+    kDiscards,  // discard requests sent below (runs of freed units)
+    kDiscardedBytes,
     kSealedBins,       // bins the packer closed (full, to make room, or at the queue's close)
     kSealedFreeBytes,  // the bytes they left unused
     kTailReads,        // lower blocks read back to add to a hole (bin_packer.h)
   };
+  // MappedLayer counts discards in the two counters after kCommits.
+  static_assert(kDiscards == kCommits + 1 && kDiscardedBytes == kCommits + 2);
 
  protected:
   Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;

@@ -227,13 +227,49 @@ TEST(BitmapAllocator, NextFitRunsWrapAndReuse) {
   EXPECT_EQ(n, 10u);
   EXPECT_EQ(*a.Allocate(), 10u);  // next fit: after the last allocation
   a.Free(3);
-  for (uint64_t i = 11; i < 130; ++i) EXPECT_EQ(*a.Allocate(), i);
-  EXPECT_EQ(*a.Allocate(), 3u);  // wraps around to the freed unit
+  EXPECT_EQ(*a.Allocate(), 3u);  // a freed (stale) unit is reused first
+  a.Free(5);
+  a.Free(4);
+  EXPECT_EQ(*a.Allocate(), 4u);  // the most recently freed first
+  EXPECT_EQ(*a.Allocate(), 5u);
+  EXPECT_EQ(a.stale(), 0u);
+  for (uint64_t i = 11; i < 130; ++i) EXPECT_EQ(*a.Allocate(), i);  // then next fit again
   EXPECT_FALSE(a.Allocate());
   EXPECT_EQ(a.used(), 130u);
   a.Free(129);
   EXPECT_EQ(*a.AllocateRun(5, &n), 129u);
   EXPECT_EQ(n, 1u);  // runs stop at the end
+}
+
+// Discarding: only units that stayed free for a whole round are taken (unless few are stale),
+// and a taken unit cannot be allocated until its discard is done.
+TEST(BitmapAllocator, AgedStaleUnitsAreTakenForDiscardAndNotAllocatedMeanwhile) {
+  BitmapAllocator a(8);
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(a.Allocate());
+  a.Free(1);
+  a.Free(2);
+  std::vector<uint64_t> out;
+  a.TakeAged(&out);  // end of the round in which 1 and 2 were freed: not aged yet
+  EXPECT_TRUE(out.empty());
+  a.Free(6);
+  EXPECT_EQ(*a.Allocate(), 6u);  // reused, so it never needs a discard
+  a.Free(5);
+  a.TakeAged(&out, /*keep=*/8);  // 1 and 2 are aged, but at most 8 are stale: kept
+  EXPECT_TRUE(out.empty());
+  a.TakeAged(&out);  // now 1, 2 (carried) and 5 are aged
+  EXPECT_EQ(out, (std::vector<uint64_t>{1, 2, 5}));
+  EXPECT_EQ(a.stale(), 0u);
+  EXPECT_FALSE(a.Allocate()) << "a unit being discarded was handed out";
+  a.FreeDiscarded({1, 2});
+  EXPECT_EQ(a.stale(), 0u);  // discarded units are clean
+  EXPECT_EQ(*a.Allocate(), 1u);
+  a.Free(7);
+  a.Free(0);
+  out.clear();
+  a.TakeStale(&out);  // everything stale, at once (close, or to make room below)
+  EXPECT_EQ(out, (std::vector<uint64_t>{0, 7}));
+  EXPECT_EQ(*a.Allocate(), 2u);
+  EXPECT_FALSE(a.Allocate());
 }
 
 TEST(UnitReclaimer, FreesOnlyCommittedReleasesAndWaitsForReaders) {
