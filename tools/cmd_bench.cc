@@ -287,7 +287,11 @@ Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
     for (const std::string& text : a.stacks) {
       VSTACK_ASSIGN_OR_RETURN(const std::string s, StackOrPath(text));
       VSTACK_ASSIGN_OR_RETURN(bench::StackPlan p, bench::ResolveStack(s, backend));
-      if (p.image.empty()) VSTACK_RETURN_IF_ERROR(CheckWriteTargets(a, prepare, &p));
+      // A preset writes only into images made for it (under {dir}, or tools/ceph-up's).
+      const bool preset_plan = p.name != p.spec;
+      if (p.image.empty() && !preset_plan) {
+        VSTACK_RETURN_IF_ERROR(CheckWriteTargets(a, prepare, &p));
+      }
       o.stacks.push_back(std::move(p));
     }
   }

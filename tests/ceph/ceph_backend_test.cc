@@ -164,5 +164,19 @@ TEST(CephBackend, RbdGeometryAndExtents) {
   EXPECT_LT(data_bytes, 16u << 20) << "a never-written range was reported as data";
 }
 
+// The bench presets write into the images tools/ceph-up made for them without --allow-write:
+// they fill their image first, so even a read-only workload writes.
+TEST(CephBackend, BenchPresetsFillAndWriteTheirImages) {
+  const std::string run =
+      "bench --stack rbd-replicated --bs 4K --qd 4 --threads 1 --ios 200 --rounds 1 "
+      "--size 8M --warmup 0 --quiet ";
+  for (const char* mix : {"--write-pct 0", "--write-pct 100"}) {
+    CommandResult r = RunVstack(run + mix);
+    EXPECT_EQ(r.status, 0) << mix << "\n" << r.output;
+    EXPECT_EQ(r.output.find("read-only"), std::string::npos) << mix << "\n" << r.output;
+    EXPECT_EQ(r.output.find("did not create"), std::string::npos) << mix << "\n" << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace vstack::testing
