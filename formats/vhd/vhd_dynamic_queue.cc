@@ -53,16 +53,20 @@ bool DynamicQueue::StartDirect(IoRequest& parent) {
   }
   Count(kCounterBatLookups);
   if (parent.op == Op::kRead) Count(kCounterDataReads);
-  LowerOp* op = NewOp(Kind::kDirect);
+  // NewOp(Kind::kDirect), setting each field once: a kDirect op uses no other field.
+  LowerOp* op = ops_.Get();
+  op->queue = this;
+  op->kind = Kind::kDirect;
   op->parent = &parent;
   op->req.op = parent.op;
   op->req.flags = parent.flags & (kIoMayUnmap | kIoFastZero);
   op->req.offset = uint64_t{entry} * kSectorSize + st_.bitmap_bytes + in_block;
   op->req.length = parent.length;
-  if (parent.op != Op::kWriteZeroes) {  // the caller's buffers, as they are
-    op->req.iov = parent.iov;
-    op->req.iovcnt = parent.iovcnt;
-  }
+  const bool buffers = parent.op != Op::kWriteZeroes;  // the caller's, as they are
+  op->req.iov = buffers ? parent.iov : nullptr;
+  op->req.iovcnt = buffers ? parent.iovcnt : 0;
+  op->req.on_complete = &DynamicQueue::OnLowerDone;
+  op->req.user_data = op;
   Issue(op);
   return true;
 }
