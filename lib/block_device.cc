@@ -225,7 +225,12 @@ int IoQueue::LevelOf(const BlockDevice& device) {
 IoQueue::IoQueue(BlockDevice& device)
     : device_(device),
       stats_(device.counter_names_.size(), device.stats_mode() == StatsMode::kLatency),
-      level_(LevelOf(device)) {
+      level_(LevelOf(device)),
+      block_mask_(device.geometry().logical_block - 1),
+      mem_mask_(device.geometry().mem_alignment - 1),
+      max_transfer_(device.geometry().max_transfer ? device.geometry().max_transfer : UINT64_MAX),
+      write_flags_(device.Has(kCapFua) ? kIoFua : 0),
+      writable_(device.Has(kCapWrite)) {
   device_.AddQueue(this);
 }
 
@@ -266,6 +271,23 @@ std::error_code IoQueue::Validate(const IoRequest& r) const {
   }
   if (total != r.length) return Errc::kInvalidArgument;
   return {};
+}
+
+inline bool IoQueue::IsPlain(const IoRequest& r, bool forwarded) const {
+  if (r.op == Op::kRead) {
+    if (r.flags != 0) return false;
+  } else if (r.op != Op::kWrite || !writable_ || (r.flags & ~write_flags_) != 0) {
+    return false;  // other ops, read-only, flags to refuse or emulate: the full path
+  }
+  const uint64_t size = device_.size_bytes();
+  if (r.length == 0 || r.length > max_transfer_ || ((r.offset | r.length) & block_mask_) ||
+      r.offset > size || r.length > size - r.offset) {
+    return false;
+  }
+  if (forwarded) return true;  // the buffers were checked above, by a rule as strict
+  if (r.iovcnt != 1 || r.iov == nullptr) return false;
+  return ((reinterpret_cast<uintptr_t>(r.iov->iov_base) | r.iov->iov_len) & mem_mask_) == 0 &&
+         r.iov->iov_len == r.length;
 }
 
 bool IoQueue::NeedsEmulation(const IoRequest& r) const {
@@ -381,7 +403,9 @@ void IoQueue::FinishFanout(Fanout* fan) {
   Complete(*parent, error);
 }
 
-void IoQueue::Submit(std::span<IoRequest* const> batch) {
+void IoQueue::Submit(std::span<IoRequest* const> batch) { SubmitBatch(batch, false); }
+
+void IoQueue::SubmitBatch(std::span<IoRequest* const> batch, bool forwarded) {
   const bool timed = stats_.latency();
   // One clock read per batch, or none when the caller shares its time (a layer submitting
   // from its own Submit, or from a completion callback).
@@ -390,53 +414,53 @@ void IoQueue::Submit(std::span<IoRequest* const> batch) {
   // While callbacks run (draining_), new requests are plugged: collected in plugged_ and
   // handed to the device as one batch when the drain runs dry, so a burst of resubmissions
   // from completion callbacks costs one device submission (one io_uring_submit), not one each.
-  // Otherwise reuse scratch_ without assuming we are its only user.
+  // Nothing below runs a callback or submits to this queue until DoSubmit, so plugged_ is
+  // filled in place; otherwise reuse scratch_ without assuming we are its only user.
   std::vector<IoRequest*> ready;
-  ready.swap(draining_ ? plugged_ : scratch_);
+  if (!draining_) ready.swap(scratch_);
+  std::vector<IoRequest*>& out = draining_ ? plugged_ : ready;
   for (IoRequest* r : batch) {
+    // Only the fields this queue reads back: next_ is set when the request completes, status
+    // by Complete, the time fields only when this queue keeps time.
     r->internal_ = nullptr;
-    r->next_ = nullptr;
-    r->submit_ns_ = now;
-    r->done_ns_ = 0;
-    r->below_ns_ = 0;
-    if (timed) std::fill(r->path_ns_, r->path_ns_ + level_ + 1, 0u);
-    r->status.clear();
+    if (timed) {
+      r->submit_ns_ = now;
+      r->done_ns_ = 0;
+      r->below_ns_ = 0;
+      std::fill(r->path_ns_, r->path_ns_ + level_ + 1, 0u);
+    }
     ++in_flight_;
     stats_.OnSubmit();
-    if (std::error_code ec = Validate(*r)) {
+    if (IsPlain(*r, forwarded)) {
+      out.push_back(r);
+    } else if (std::error_code ec = Validate(*r)) {
       Complete(*r, ec);
     } else if (NeedsEmulation(*r)) {
-      Emulate(*r, ready);
+      Emulate(*r, out);
     } else {
-      ready.push_back(r);
+      out.push_back(r);
     }
   }
-  if (draining_) {
-    plugged_.swap(ready);  // the running Drain submits them
-    return;
-  }
+  if (draining_) return;  // the running Drain submits plugged_
   if (!ready.empty()) DoSubmit(ready);
   ready.clear();
   if (ready.capacity() > scratch_.capacity()) scratch_.swap(ready);
   Drain();
 }
 
-void IoQueue::Complete(IoRequest& req, std::error_code status) {
-  req.status = status;
-  if (stats_.latency() && t_time.in_callback) {
-    // Completed from a lower request's callback: its completion time is ours, its latency is
-    // the time below us, its path continues ours.
-    req.done_ns_ = t_time.done_ns;
-    req.below_ns_ = t_time.latency_ns;
-    std::copy(t_time.path_ns, t_time.path_ns + level_, req.path_ns_);
-    // Levels at or above ours (a lower request from a side chain as deep as we are, such as a
-    // differencing image's parent) count as our own time, so that the path still adds up.
-    uint64_t extra = 0;
-    for (int l = level_; l < kMaxStackDepth; ++l) extra += t_time.path_ns[l];
-    req.path_ns_[level_] = Saturate32(extra);
-    t_time.linked = true;
-  }
-  PushCompletion(req);
+void IoQueue::LinkTime(IoRequest& req) {
+  if (!t_time.in_callback) return;
+  // Completed from a lower request's callback: its completion time is ours, its latency is
+  // the time below us, its path continues ours.
+  req.done_ns_ = t_time.done_ns;
+  req.below_ns_ = t_time.latency_ns;
+  std::copy(t_time.path_ns, t_time.path_ns + level_, req.path_ns_);
+  // Levels at or above ours (a lower request from a side chain as deep as we are, such as a
+  // differencing image's parent) count as our own time, so that the path still adds up.
+  uint64_t extra = 0;
+  for (int l = level_; l < kMaxStackDepth; ++l) extra += t_time.path_ns[l];
+  req.path_ns_[level_] = Saturate32(extra);
+  t_time.linked = true;
 }
 
 void IoQueue::PostCompletion(IoRequest& req, std::error_code status) {
@@ -446,16 +470,6 @@ void IoQueue::PostCompletion(IoRequest& req, std::error_code status) {
   std::lock_guard lock(posted_mu_);
   posted_.push_back(&req);
   has_posted_.store(true, std::memory_order_release);
-}
-
-void IoQueue::PushCompletion(IoRequest& req) {
-  req.next_ = nullptr;
-  if (done_tail_) {
-    done_tail_->next_ = &req;
-  } else {
-    done_head_ = &req;
-  }
-  done_tail_ = &req;
 }
 
 void IoQueue::MovePosted() {
@@ -496,7 +510,6 @@ size_t IoQueue::Drain() {
     IoRequest* r = done_head_;
     done_head_ = r->next_;
     if (done_head_ == nullptr) done_tail_ = nullptr;
-    r->next_ = nullptr;
     if (r->internal_ != nullptr) {  // one of our own children
       if (stats_.latency()) {
         // Its parent completes with the child's time, below and path.

@@ -18,7 +18,10 @@
 //
 // Checks: IoQueue::Submit validates every request (op, flags, bounds, block alignment, buffer
 // alignment, read-only) before the device sees it, and completes a bad request with a vstack::Errc
-// code. Devices may therefore trust every request that reaches DoSubmit.
+// code. Devices may therefore trust every request that reaches DoSubmit. Buffers are walked
+// once: a layer that forwards a read or write unchanged (LayerQueue::SubmitForwarded) has the
+// queue below re-check its op, flags, range and block alignment but not its buffers, when the
+// buffer alignment below divides its own (ForwardedChecksSuffice in lib/layer.h).
 #ifndef VSTACK_LIB_BLOCK_DEVICE_H_
 #define VSTACK_LIB_BLOCK_DEVICE_H_
 
@@ -111,8 +114,19 @@ class BlockDevice {
   LayerStats Counts() const;
 
   // What the queues opened from now on measure (lib/stats.h); kCounts by default. Queues
-  // already open keep their mode. Thread-safe.
-  void SetStatsMode(StatsMode mode) { stats_mode_.store(mode, std::memory_order_relaxed); }
+  // already open keep their mode. A device whose mode the stack spec chose (`stats=`,
+  // PinStatsMode) keeps it: SetStatsMode then does nothing, so a tool that asks for latency on
+  // a whole stack (`vstack bench`) leaves such a layer as the spec says. Thread-safe.
+  void SetStatsMode(StatsMode mode) {
+    if (!stats_mode_pinned_.load(std::memory_order_relaxed)) {
+      stats_mode_.store(mode, std::memory_order_relaxed);
+    }
+  }
+  // Sets the mode for good (the spec's `stats=` option, lib/registry.cc).
+  void PinStatsMode(StatsMode mode) {
+    stats_mode_.store(mode, std::memory_order_relaxed);
+    stats_mode_pinned_.store(true, std::memory_order_relaxed);
+  }
   StatsMode stats_mode() const { return stats_mode_.load(std::memory_order_relaxed); }
 
   // Layer-specific facts for `vstack info` (VHD type, dedup space figures...). Appends to
@@ -199,6 +213,7 @@ class BlockDevice {
 
   std::string kind_;
   std::atomic<StatsMode> stats_mode_{StatsMode::kCounts};
+  std::atomic<bool> stats_mode_pinned_{false};
   Geometry geometry_;
   Capabilities caps_;
   std::vector<std::string> counter_names_;
@@ -262,7 +277,13 @@ class IoQueue {
 
   // Completes `req` with `status`. Owner thread only. The callback runs later in this
   // Submit/Poll call, never inside Complete itself.
-  void Complete(IoRequest& req, std::error_code status);
+  void Complete(IoRequest& req, std::error_code status) {
+    req.status = status;
+    if (stats_.latency()) LinkTime(req);
+    PushCompletion(req);
+  }
+  // Completes `req` successfully (the same as Complete(req, {}), without constructing the code).
+  void Complete(IoRequest& req) { Complete(req, NoError()); }
   // Completes `req` from another thread (e.g. a group commit done by another queue's thread).
   // The callback runs on the owner thread during its next Poll.
   void PostCompletion(IoRequest& req, std::error_code status);
@@ -275,7 +296,18 @@ class IoQueue {
   struct Child;
   struct Fanout;
 
+  friend class LayerQueue;  // SubmitForwarded
+
+  // Submit; `forwarded`: the requests come unchanged from a layer above whose buffer checks
+  // imply this device's (LayerQueue::SubmitForwarded): their buffers are not walked again.
+  void SubmitBatch(std::span<IoRequest* const> batch, bool forwarded);
+  // The common request, checked inline: a read or write (with one buffer, unless `forwarded`)
+  // that Validate accepts and that needs no emulation. False sends it down the full path
+  // (Validate, NeedsEmulation), which decides.
+  bool IsPlain(const IoRequest& r, bool forwarded) const;
   std::error_code Validate(const IoRequest& req) const;
+  // Complete()'s latency part: takes the time of the lower request whose callback is running.
+  void LinkTime(IoRequest& req);
   void CompleteTimed(IoRequest& r, uint64_t& batch_now, uint64_t& last, bool own);
   static int LevelOf(const BlockDevice& device);
   bool NeedsEmulation(const IoRequest& req) const;
@@ -284,13 +316,28 @@ class IoQueue {
   Child* NewChild(Fanout* fan, Op op, IoFlags flags, uint64_t offset, uint64_t length);
   static void OnChildDone(IoRequest& child);
   void FinishFanout(Fanout* fan);
-  void PushCompletion(IoRequest& req);
+  void PushCompletion(IoRequest& req) {
+    req.next_ = nullptr;
+    if (done_tail_) {
+      done_tail_->next_ = &req;
+    } else {
+      done_head_ = &req;
+    }
+    done_tail_ = &req;
+  }
   void MovePosted();
   size_t Drain();
 
   BlockDevice& device_;
   QueueStats stats_;
   const int level_;  // devices below this one (0: a backend), for IoRequest::path_ns_
+  // The device's fixed rules, for IsPlain (geometry and capabilities do not change while a
+  // queue exists; only the size does).
+  const uint64_t block_mask_;    // logical_block - 1
+  const uint64_t mem_mask_;      // mem_alignment - 1
+  const uint64_t max_transfer_;  // UINT64_MAX if unlimited
+  const IoFlags write_flags_;    // flags a plain write may carry: kIoFua if native, else none
+  const bool writable_;
   uint64_t in_flight_ = 0;
   bool draining_ = false;
   IoRequest* done_head_ = nullptr;  // completed, callbacks pending (FIFO)

@@ -50,6 +50,13 @@ inline std::error_code SystemError(int err) noexcept {
   return {err, std::system_category()};
 }
 
+// Success, std::error_code{}, for the data path: a value-initialised error_code calls into
+// libstdc++ (system_category() is not inline); this copies one made once.
+inline const std::error_code& NoError() noexcept {
+  static const std::error_code ok;
+  return ok;
+}
+
 // An error with a human-readable message giving context. `code` is what callers branch on;
 // `message` is what users read.
 struct Error {

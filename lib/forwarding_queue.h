@@ -15,6 +15,8 @@
 //    queue's Submit or Poll; they must not block.
 //  - Wrappers come from a per-queue pool: no allocation per request once warm.
 // Per-request cost over a hand-written copy: one virtual call to Translate (and OnLowerDone).
+// A plain ForwardingQueue (not a subclass: it has no hooks) calls neither, and its requests go
+// down with LayerQueue::SubmitForwarded, so the queue below does not check their buffers again.
 //
 // A layer that needs several lower requests per request (splitting, read-modify-write) uses
 // LayerQueue directly, with PendingParent (lib/parent_completion.h) to complete the caller's
@@ -43,7 +45,7 @@ class ForwardingQueue : public LayerQueue {
  protected:
   // The hook: turns `down` (a copy of `req`) into what the device below must see. Returns an
   // error to complete `req` with instead of forwarding it. The default changes nothing.
-  virtual std::error_code Translate(const IoRequest& req, IoRequest* down) { return {}; }
+  virtual std::error_code Translate(const IoRequest& req, IoRequest* down) { return NoError(); }
   // Runs when `down` has completed on behalf of `req`; returns the status `req` completes with.
   // The default passes the lower status up.
   virtual std::error_code OnLowerDone(const IoRequest& req, const IoRequest& down) {
@@ -62,6 +64,7 @@ class ForwardingQueue : public LayerQueue {
 
   RequestPool<Child> pool_;
   std::vector<IoRequest*> children_;
+  int8_t plain_ = -1;  // this object is a ForwardingQueue itself (no hooks); -1: not known yet
 };
 
 }  // namespace vstack

@@ -11,6 +11,10 @@ Status Layer::DoClose() {
   return below;
 }
 
+bool ForwardedChecksSuffice(const BlockDevice& upper, const BlockDevice& lower) {
+  return upper.geometry().mem_alignment % lower.geometry().mem_alignment == 0;
+}
+
 void LayerQueue::DoPoll(bool wait) {
   if (lower_->in_flight() > 0) {
     lower_->Poll(wait ? 1 : 0);

@@ -44,6 +44,12 @@ class Layer : public BlockDevice {
   DevicePtr lower_;
 };
 
+// True if the buffers of a request valid for `upper` suit `lower` too: `lower`'s buffer
+// alignment divides `upper`'s. Then a layer over `lower` that forwards `upper`'s reads and
+// writes unchanged need not have their buffers walked again (IoQueue re-checks the op, flags,
+// range and block alignment, which are cheap and may differ).
+bool ForwardedChecksSuffice(const BlockDevice& upper, const BlockDevice& lower);
+
 class LayerQueue : public IoQueue {
  public:
   void RegisterBuffers(std::span<const iovec> buffers) override {
@@ -52,9 +58,18 @@ class LayerQueue : public IoQueue {
 
  protected:
   LayerQueue(BlockDevice& device, std::unique_ptr<IoQueue> lower)
-      : IoQueue(device), lower_(std::move(lower)) {}
+      : IoQueue(device),
+        lower_(std::move(lower)),
+        forward_checked_(ForwardedChecksSuffice(device, lower_->device())) {}
 
   IoQueue& lower() { return *lower_; }
+
+  // lower().Submit(batch) for requests that are copies of requests this queue was given (same
+  // op, flags, offset, length and buffers: ForwardRequest): when ForwardedChecksSuffice, the
+  // queue below does not walk their buffers again, since this queue validated them.
+  void SubmitForwarded(std::span<IoRequest* const> batch) {
+    lower_->SubmitBatch(batch, forward_checked_);
+  }
 
   // Polls the lower queue; if it has nothing in flight (our requests wait on something else,
   // e.g. another thread's metadata commit), yields the CPU instead of spinning hard.
@@ -62,6 +77,7 @@ class LayerQueue : public IoQueue {
 
  private:
   std::unique_ptr<IoQueue> lower_;
+  const bool forward_checked_;
 };
 
 // Copies what a layer forwards unchanged: op, flags, offset, length and the data buffers.

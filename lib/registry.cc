@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "lib/probe_guard.h"
 #include "lib/new_file.h"
@@ -141,6 +142,9 @@ std::string Registry::Names(ComponentKind kind) const {
 
 namespace {
 
+// The option every part of a spec takes: what the part's device measures (lib/stats.h).
+constexpr std::string_view kStatsOption = "stats";
+
 // Checks one part against its component; returns the component.
 Result<const ComponentInfo*> Resolve(const SpecPart& part, bool is_last) {
   const Registry& reg = Registry::Global();
@@ -173,17 +177,36 @@ Result<const ComponentInfo*> Resolve(const SpecPart& part, bool is_last) {
                                                  part.positional + "'");
   }
   for (const SpecOption& o : part.options) {
+    if (o.key == kStatsOption) continue;  // every part takes it (TakeStatsOption)
     const bool known = std::any_of(info->options.begin(), info->options.end(),
                                    [&](const OptionInfo& d) { return d.name == o.key; });
     if (!known) {
       std::string valid;
-      for (const OptionInfo& d : info->options) valid += (valid.empty() ? "" : ", ") + d.name;
-      return MakeError(Errc::kInvalidArgument,
-                       "unknown option '" + o.key + "' for '" + part.name + "'; valid options: " +
-                           (valid.empty() ? "(none)" : valid));
+      for (const OptionInfo& d : info->options) valid += d.name + ", ";
+      return MakeError(Errc::kInvalidArgument, "unknown option '" + o.key + "' for '" +
+                                                   part.name + "'; valid options: " + valid +
+                                                   std::string(kStatsOption) + " (every part)");
     }
   }
   return info;
+}
+
+// Removes the `stats=counts|latency` option, which every part takes, from `part`: the mode
+// that part's device keeps (PinStatsMode), or nullopt if the spec does not say.
+Result<std::optional<StatsMode>> TakeStatsOption(SpecPart& part) {
+  auto it = std::find_if(part.options.begin(), part.options.end(),
+                         [](const SpecOption& o) { return o.key == kStatsOption; });
+  if (it == part.options.end()) return std::optional<StatsMode>();
+  std::optional<StatsMode> mode;
+  if (it->value == "counts") mode = StatsMode::kCounts;
+  if (it->value == "latency") mode = StatsMode::kLatency;
+  if (!mode) {
+    return MakeError(Errc::kInvalidArgument, "option 'stats' of '" + part.name +
+                                                 "' must be counts or latency, not '" +
+                                                 it->value + "'");
+  }
+  part.options.erase(it);
+  return mode;
 }
 
 }  // namespace
@@ -191,9 +214,12 @@ Result<const ComponentInfo*> Resolve(const SpecPart& part, bool is_last) {
 Result<DevicePtr> Open(std::string_view spec, const OpenOptions& options) {
   VSTACK_ASSIGN_OR_RETURN(std::vector<SpecPart> parts, ParseSpec(spec));
   std::vector<const ComponentInfo*> infos;
+  std::vector<std::optional<StatsMode>> stats;
   for (size_t i = 0; i < parts.size(); ++i) {
     VSTACK_ASSIGN_OR_RETURN(const ComponentInfo* info, Resolve(parts[i], i + 1 == parts.size()));
     infos.push_back(info);
+    VSTACK_ASSIGN_OR_RETURN(std::optional<StatsMode> mode, TakeStatsOption(parts[i]));
+    stats.push_back(mode);
   }
   // Build from the backend up.
   DevicePtr device;
@@ -204,6 +230,7 @@ Result<DevicePtr> Open(std::string_view spec, const OpenOptions& options) {
                                     : infos[k]->open_backend(values, options);
     if (!next) return std::move(next).error();
     device = std::move(*next);
+    if (stats[k]) device->PinStatsMode(*stats[k]);
   }
   return device;
 }

@@ -31,7 +31,7 @@ class MemoryQueue final : public IoQueue {
         case Op::kWriteZeroes: dev_.Zero(r->offset, r->length); break;
         case Op::kFlush: break;  // nothing is volatile beyond memory itself
       }
-      Complete(*r, {});
+      Complete(*r);
     }
   }
 

@@ -15,7 +15,7 @@ class NullQueue final : public IoQueue {
   void DoSubmit(std::span<IoRequest* const> batch) override {
     for (IoRequest* r : batch) {
       if (r->op == Op::kRead && fill_) ZeroIov(r->iov, r->iovcnt, 0, r->length);
-      Complete(*r, {});
+      Complete(*r);
     }
   }
 

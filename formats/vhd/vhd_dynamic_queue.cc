@@ -12,7 +12,9 @@ namespace vstack::vhd {
 
 void DynamicQueue::DoSubmit(std::span<IoRequest* const> batch) {
   DrainInbox();
-  for (IoRequest* parent : batch) Start(*parent);
+  for (IoRequest* parent : batch) {
+    if (!StartDirect(*parent)) Start(*parent);
+  }
   AfterWork();
 }
 
@@ -35,9 +37,43 @@ void DynamicQueue::DoPoll(bool wait) {
   if (DrainInbox()) AfterWork();
 }
 
+bool DynamicQueue::StartDirect(IoRequest& parent) {
+  if (parent.op != Op::kRead && parent.op != Op::kWrite && parent.op != Op::kWriteZeroes) {
+    return false;
+  }
+  const uint64_t in_block = parent.offset % st_.block_size;
+  if (parent.length > st_.block_size - in_block) return false;  // more than one piece
+  const auto block = static_cast<uint32_t>(parent.offset / st_.block_size);
+  // Translate's lock-free test: the entry, then the flags published before it.
+  const uint32_t entry = st_.bat.entry(block);
+  if (entry == kUnallocated) return false;
+  const uint8_t flags = st_.bat.flags(block);
+  if ((flags & Bat::kUnusable) || !((flags & Bat::kFull) || parent.op == Op::kWriteZeroes)) {
+    return false;
+  }
+  Count(kCounterBatLookups);
+  if (parent.op == Op::kRead) Count(kCounterDataReads);
+  // NewOp(Kind::kDirect), setting each field once: a kDirect op uses no other field.
+  LowerOp* op = ops_.Get();
+  op->queue = this;
+  op->kind = Kind::kDirect;
+  op->parent = &parent;
+  op->req.op = parent.op;
+  op->req.flags = parent.flags & (kIoMayUnmap | kIoFastZero);
+  op->req.offset = uint64_t{entry} * kSectorSize + st_.bitmap_bytes + in_block;
+  op->req.length = parent.length;
+  const bool buffers = parent.op != Op::kWriteZeroes;  // the caller's, as they are
+  op->req.iov = buffers ? parent.iov : nullptr;
+  op->req.iovcnt = buffers ? parent.iovcnt : 0;
+  op->req.on_complete = &DynamicQueue::OnLowerDone;
+  op->req.user_data = op;
+  Issue(op);
+  return true;
+}
+
 void DynamicQueue::Start(IoRequest& parent) {
   if (parent.op == Op::kFlush) {
-    LowerOp* op = NewOp(Kind::kFlush);
+    LowerOp* op = NewOp(Kind::kDirect);
     op->parent = &parent;
     op->req.op = Op::kFlush;
     Issue(op);
@@ -62,7 +98,7 @@ void DynamicQueue::Start(IoRequest& parent) {
   // (on this or another thread) before the loop is done.
   r->done.Start(&parent, static_cast<uint32_t>(r->pieces.size()) + 1);
   for (Piece& p : r->pieces) Translate(&p);
-  Finish(r, {});
+  Finish(r, NoError());
 }
 
 Request* DynamicQueue::NewRequest() {
@@ -290,9 +326,14 @@ void DynamicQueue::IssueData(Piece* p, uint32_t entry, uint32_t first, uint32_t 
   op->req.flags = parent.flags & (kIoMayUnmap | kIoFastZero);
   op->req.offset = uint64_t{entry} * kSectorSize + st_.bitmap_bytes + uint64_t{first} * kSectorSize;
   op->req.length = uint64_t{count} * kSectorSize;
-  if (parent.op != Op::kWriteZeroes) {
-    IovSlice(parent.iov, parent.iovcnt, p->buf_offset + uint64_t{first - p->first} * kSectorSize,
-             op->req.length, &op->iov);
+  const uint64_t buf_offset = p->buf_offset + uint64_t{first - p->first} * kSectorSize;
+  if (parent.op == Op::kWriteZeroes) {
+    // no buffers
+  } else if (buf_offset == 0 && op->req.length == parent.length) {
+    op->req.iov = parent.iov;  // the whole of the caller's buffers
+    op->req.iovcnt = parent.iovcnt;
+  } else {
+    IovSlice(parent.iov, parent.iovcnt, buf_offset, op->req.length, &op->iov);
     op->req.iov = op->iov.data();
     op->req.iovcnt = static_cast<uint32_t>(op->iov.size());
   }
@@ -446,26 +487,6 @@ bool DynamicQueue::DrainInbox() {
   return !items.empty() || kick;
 }
 
-void DynamicQueue::AfterWork() {
-  MaybeStartCommit();
-  FlushOutgoing();
-}
-
-DynamicQueue::LowerOp* DynamicQueue::NewOp(Kind kind) {
-  LowerOp* op = ops_.Get();
-  op->req = IoRequest{};
-  op->req.on_complete = &DynamicQueue::OnLowerDone;
-  op->req.user_data = op;
-  op->iov.clear();
-  op->queue = this;
-  op->kind = kind;
-  op->request = nullptr;
-  op->piece = nullptr;
-  op->next = nullptr;
-  op->parent = nullptr;
-  return op;
-}
-
 void DynamicQueue::SetPayload(LowerOp* op, Op rw, uint64_t offset, const void* src, size_t len) {
   if (op->buf.size() < len) op->buf = AlignedBuffer(len, 4096);
   if (src != nullptr) std::memcpy(op->buf.data(), src, len);
@@ -479,18 +500,29 @@ void DynamicQueue::SetPayload(LowerOp* op, Op rw, uint64_t offset, const void* s
 
 void DynamicQueue::FlushOutgoing() {
   while (!outgoing_.empty() || !parent_outgoing_.empty()) {
-    std::vector<IoRequest*> batch;
-    batch.swap(outgoing_);
-    if (!batch.empty()) lower().Submit(batch);
-    batch.clear();
-    batch.swap(parent_outgoing_);
-    if (!batch.empty()) parent_->Submit(batch);
+    SubmitPending(outgoing_, lower());
+    SubmitPending(parent_outgoing_, *parent_);
   }
+}
+
+void DynamicQueue::SubmitPending(std::vector<IoRequest*>& pending, IoQueue& queue) {
+  if (pending.empty()) return;
+  std::vector<IoRequest*> batch;
+  batch.swap(pending);  // callbacks run by Submit may issue more into `pending`
+  queue.Submit(batch);
+  batch.clear();
+  if (pending.empty()) pending.swap(batch);
 }
 
 void DynamicQueue::OnLowerDone(IoRequest& req) {
   LowerOp* op = static_cast<LowerOp*>(req.user_data);
   DynamicQueue* q = op->queue;
+  if (op->kind == Kind::kDirect) {  // the common case first: nothing else to do
+    q->Complete(*op->parent, req.status);
+    q->ops_.Put(op);
+    q->AfterWork();
+    return;
+  }
   const std::error_code ec = req.status;
   switch (op->kind) {
     case Kind::kPiece:
@@ -507,8 +539,7 @@ void DynamicQueue::OnLowerDone(IoRequest& req) {
         q->Issue(op->next);
       }
       break;
-    case Kind::kFlush:
-      q->Complete(*op->parent, ec);
+    case Kind::kDirect:  // above
       break;
     case Kind::kBitmapRead:
       q->OnBitmapRead(op, ec);

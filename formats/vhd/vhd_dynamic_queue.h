@@ -84,7 +84,7 @@ class DynamicQueue final : public LayerQueue {
   enum class Kind : uint8_t {
     kPiece,
     kPartialData,  // data of a write into a partially written block: its bits follow
-    kFlush,
+    kDirect,  // serves a caller's request whole: a flush, or a request in one full block
     kBitmapRead,
     kBitmapFlush,  // makes the data durable before the bitmap write `next`
     kBitmapWrite,
@@ -102,7 +102,7 @@ class DynamicQueue final : public LayerQueue {
     Request* request = nullptr;   // kPiece: the unit it finishes
     Piece* piece = nullptr;       // kPartialData
     LowerOp* next = nullptr;      // kBitmapFlush: the bitmap write it precedes
-    IoRequest* parent = nullptr;  // kFlush
+    IoRequest* parent = nullptr;  // kDirect
     uint32_t block = 0;           // bitmap I/O
   };
 
@@ -137,6 +137,10 @@ class DynamicQueue final : public LayerQueue {
   // Splits a caller's request into per-block pieces and translates each (flush: one flush
   // below).
   void Start(IoRequest& parent);
+  // The common case, without pieces: a read, write or write-zeroes within one block that is
+  // allocated and full (or zeroing an allocated one) goes down as one request, which completes
+  // it. Returns false if `parent` is not such a request.
+  bool StartDirect(IoRequest& parent);
   Request* NewRequest();
   // Finishes one unit of `r`; the last one completes the caller's request, here or, for
   // another queue's request, with PostCompletion.
@@ -221,11 +225,34 @@ class DynamicQueue final : public LayerQueue {
   // Runs what other queues handed over. Returns true if there was work.
   bool DrainInbox();
   // Starts a commit if one is due and submits what was issued, as one batch.
-  void AfterWork();
+  void AfterWork() {
+    if (want_commit_) MaybeStartCommit();
+    if (!outgoing_.empty() || !parent_outgoing_.empty()) FlushOutgoing();
+  }
 
   // ---- lower requests ----
 
-  LowerOp* NewOp(Kind kind);
+  LowerOp* NewOp(Kind kind) {
+    LowerOp* op = ops_.Get();
+    // The caller's fields of the request; the queue below sets its own when it is submitted
+    // (assigning IoRequest{} would also construct a std::error_code, a call into libstdc++).
+    op->req.op = Op::kRead;
+    op->req.flags = 0;
+    op->req.offset = 0;
+    op->req.length = 0;
+    op->req.iov = nullptr;
+    op->req.iovcnt = 0;
+    op->req.on_complete = &DynamicQueue::OnLowerDone;
+    op->req.user_data = op;
+    op->iov.clear();
+    op->queue = this;
+    op->kind = kind;
+    op->request = nullptr;
+    op->piece = nullptr;
+    op->next = nullptr;
+    op->parent = nullptr;
+    return op;
+  }
   // Makes `op` a read or write of `len` metadata bytes at `offset` through its own buffer,
   // filled from `src` (a write; nullptr leaves it for the caller to fill).
   void SetPayload(LowerOp* op, Op rw, uint64_t offset, const void* src, size_t len);
@@ -233,6 +260,8 @@ class DynamicQueue final : public LayerQueue {
   void Issue(LowerOp* op) { outgoing_.push_back(&op->req); }
   void IssueToParent(LowerOp* op) { parent_outgoing_.push_back(&op->req); }
   void FlushOutgoing();
+  // Submits what `pending` holds to `queue`, keeping the vector's capacity for the next batch.
+  static void SubmitPending(std::vector<IoRequest*>& pending, IoQueue& queue);
   static void OnLowerDone(IoRequest& req);
 
   struct Run {

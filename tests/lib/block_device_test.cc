@@ -9,7 +9,10 @@
 #include <thread>
 
 #include "blockdev/memory/memory_device.h"
+#include "lib/aligned_buffer.h"
+#include "lib/forwarding_queue.h"
 #include "lib/layer.h"
+#include "lib/registry.h"
 #include "lib/sync_io.h"
 #include "tests/testing/test_util.h"
 
@@ -236,6 +239,71 @@ TEST(BlockDeviceStats, SnapshotIncludesClosedQueues) {
   EXPECT_EQ(st.of(Op::kWrite).ops, 1u);
   EXPECT_EQ(st.of(Op::kWrite).bytes, 1024u);
   EXPECT_EQ(st.of(Op::kRead).ops, 1u);
+}
+
+// A layer that forwards every request unchanged (a plain ForwardingQueue) but asks for
+// buffers aligned to `mem_alignment`.
+class AlignedLayer final : public Layer {
+ public:
+  AlignedLayer(DevicePtr lower, uint32_t mem_alignment) : Layer("aligned", std::move(lower)) {
+    mutable_geometry().mem_alignment = mem_alignment;
+  }
+
+ protected:
+  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override {
+    VSTACK_ASSIGN_OR_RETURN(auto lower, lower_device().OpenQueue());
+    return std::unique_ptr<IoQueue>(new ForwardingQueue(*this, std::move(lower)));
+  }
+};
+
+// Buffers are checked once only where the layer above checked them by a rule as strict: a
+// layer accepting any buffer over one that needs 4 KiB alignment still has the lower one
+// refuse a misaligned buffer, and an aligned one goes through.
+TEST(IoQueueValidation, ForwardedRequestsAreCheckedWhereTheRulesBelowAreStricter) {
+  DevicePtr dev = MakeDevice<AlignedLayer>(
+      MakeDevice<AlignedLayer>(MakeDevice<MemoryDevice>(1 << 20, 512), 4096), 1);
+  EXPECT_FALSE(ForwardedChecksSuffice(*dev, *dev->lower()));
+  EXPECT_TRUE(ForwardedChecksSuffice(*dev->lower(), *dev->lower()->lower()));
+  AlignedBuffer buf(8192, 4096);
+  SyncIo io(*dev);
+  EXPECT_EQ(io.Read(0, std::span<std::byte>(buf.data() + 512, 4096)),
+            make_error_code(Errc::kBadBufferAlignment));
+  ASSERT_OK(io.Read(0, std::span<std::byte>(buf.data(), 4096)));
+  EXPECT_EQ(dev->lower()->Stats().of(Op::kRead).errors, 1u);  // the aligned layer refused it
+  EXPECT_EQ(dev->lower()->lower()->Stats().of(Op::kRead).ops, 1u);  // only one reached memory
+}
+
+// `stats=` in a spec chooses what a layer keeps, and the choice stays when a tool later sets a
+// mode on the whole stack (as `vstack bench` sets latency).
+TEST(BlockDeviceStats, SpecOptionChoosesWhatALayerKeeps) {
+  auto dev = Open("passthrough:stats=counts+passthrough:stats=latency+memory:1M");
+  ASSERT_TRUE(dev) << dev.error().ToString();
+  for (BlockDevice* d = dev->get(); d != nullptr; d = d->lower()) {
+    d->SetStatsMode(StatsMode::kLatency);
+  }
+  {
+    SyncIo io(**dev);
+    std::vector<std::byte> b(4096);
+    ASSERT_OK(io.Read(0, b));
+  }
+  BlockDevice* top = dev->get();
+  BlockDevice* middle = top->lower();
+  BlockDevice* memory = middle->lower();
+  EXPECT_EQ(top->stats_mode(), StatsMode::kCounts);
+  EXPECT_EQ(middle->stats_mode(), StatsMode::kLatency);
+  EXPECT_EQ(memory->stats_mode(), StatsMode::kLatency);  // no stats= in the spec
+  // Counts everywhere; a latency histogram only where latency is kept.
+  EXPECT_EQ(top->Stats().of(Op::kRead).ops, 1u);
+  EXPECT_EQ(top->Stats().latency_of(Op::kRead).count(), 0u);
+  EXPECT_EQ(middle->Stats().of(Op::kRead).ops, 1u);
+  EXPECT_EQ(middle->Stats().latency_of(Op::kRead).count(), 1u);
+  EXPECT_EQ(memory->Stats().latency_of(Op::kRead).count(), 1u);
+
+  auto bad = Open("passthrough:stats=always+memory:1M");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("'stats' of 'passthrough' must be counts or latency"),
+            std::string::npos)
+      << bad.error().message;
 }
 
 }  // namespace
