@@ -5,6 +5,7 @@
 // alone (parent=none), and their locators decoded into parent candidates. The image is also
 // opened over a growable file (a memfd, through the file backend), so that allocations that
 // grow the file, the reservation trim at close and the tail repair of check are fuzzed too.
+// Under libFuzzer each input runs one of these four ways (fuzz_mode.h); the seed replay runs all.
 // Build and run: see tests/fuzz/CMakeLists.txt.
 #include <sys/mman.h>
 #include <unistd.h>
@@ -20,10 +21,13 @@
 #include "lib/aligned_buffer.h"
 #include "lib/registry.h"
 #include "lib/sync_io.h"
+#include "tests/fuzz/fuzz_exercise.h"
+#include "tests/fuzz/fuzz_mode.h"
 
 namespace {
 
 using vstack::DevicePtr;
+using vstack::fuzz::Exercise;
 
 DevicePtr MemoryWith(const uint8_t* data, size_t size) {
   const uint64_t dev_size = std::max<uint64_t>(512, (size + 511) / 512 * 512);
@@ -34,30 +38,6 @@ DevicePtr MemoryWith(const uint8_t* data, size_t size) {
   std::memcpy(buf.data(), data, size);
   if (io.Write(0, buf.span())) return nullptr;
   return std::move(*mem);
-}
-
-void Exercise(vstack::BlockDevice& dev, bool write) {
-  const uint64_t size = dev.geometry().size_bytes;
-  vstack::SyncIo io(dev);
-  vstack::AlignedBuffer buf(64 << 10, 4096);
-  auto read = [&](uint64_t off, uint64_t len) {
-    len = std::min<uint64_t>({len, size - std::min(off, size), buf.size()});
-    if (len >= 512) (void)io.Read(off, buf.span().first(len / 512 * 512));
-  };
-  read(0, 64 << 10);
-  if (size > (64 << 10)) read(size - (64 << 10), 64 << 10);
-  std::vector<vstack::Extent> extents;
-  if (dev.MapExtents(0, size, &extents)) {
-    for (size_t i = 0; i < extents.size() && i < 256; ++i) read(extents[i].offset, 4096);
-  }
-  if (write) {
-    std::memset(buf.data(), 0x5A, 8192);
-    (void)io.Write(0, buf.span().first(std::min<uint64_t>(8192, size / 512 * 512)));
-    if (size > 16384) (void)io.Write(size / 2 / 512 * 512, buf.span().first(4096));
-    (void)io.WriteZeroes(0, 512);
-    (void)io.Flush();
-    read(0, 16384);
-  }
 }
 
 // The image in a memfd, opened with the file backend: a resizable device like a real file.
@@ -74,11 +54,20 @@ DevicePtr GrowableWith(const uint8_t* data, size_t size, int* fd) {
   return std::move(*file);
 }
 
+enum Mode { kStrict, kForCheck, kGrowable, kDifferencing, kModes };
+
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  vstack::fuzz::SetOneModePerInput();  // fuzz_mode.h
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > (8 << 20)) return 0;
+  auto runs = [&](Mode m) { return vstack::fuzz::RunsMode(data, size, m, kModes); };
   for (bool for_check : {false, true}) {
+    if (!runs(for_check ? kForCheck : kStrict)) continue;
     DevicePtr mem = MemoryWith(data, size);
     if (!mem) return 0;
     vstack::vhd::VhdOptions options;
@@ -98,7 +87,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)(*dev)->Close();
   }
   // Over a growable file: writes allocate past the end footer, check -r all moves it back.
-  if (size <= (1 << 20)) {
+  if (size <= (1 << 20) && runs(kGrowable)) {
     int fd = -1;
     if (DevicePtr file = GrowableWith(data, size, &fd)) {
       vstack::vhd::VhdOptions options;
@@ -115,6 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (fd >= 0) ::close(fd);
   }
   // Differencing: the locators, and the image alone.
+  if (!runs(kDifferencing)) return 0;
   if (DevicePtr mem = MemoryWith(data, size)) {
     auto img = vstack::vhd::LoadImage(*mem, /*lenient=*/true);
     if (img && img->footer.is_differencing()) {

@@ -1,7 +1,7 @@
 // libFuzzer target: arbitrary bytes as a VHDX image on a memory device, opened writable (which
-// replays a log) and for check; read in samples (start, end, every extent), mapped,
-// checked and written to. Any crash, sanitizer report, leak or out-of-range access below is a
-// bug; errors are fine. Build and run: see tests/fuzz/CMakeLists.txt.
+// replays a log) and for check; read in samples (start, end, every extent), mapped, checked and
+// written to; under libFuzzer, one of the two opens per input (fuzz_mode.h). Any crash, sanitizer
+// report, leak or out-of-range access below is a bug; errors are fine. Build and run: see tests/fuzz/CMakeLists.txt.
 //
 // A VHDX keeps its structures megabytes apart (log at 1 MiB, metadata and BAT after it), so an
 // input is not the image itself but a sparse description of it, which keeps seeds a few KiB and
@@ -19,10 +19,13 @@
 #include "lib/aligned_buffer.h"
 #include "lib/registry.h"
 #include "lib/sync_io.h"
+#include "tests/fuzz/fuzz_exercise.h"
+#include "tests/fuzz/fuzz_mode.h"
 
 namespace {
 
 using vstack::DevicePtr;
+using vstack::fuzz::Exercise;
 
 constexpr uint32_t kPage = 4096;
 constexpr uint32_t kMaxPages = 8192;  // 32 MiB: every structure of a small image fits
@@ -59,35 +62,16 @@ DevicePtr MemoryWith(const uint8_t* data, size_t size) {
   return std::move(*mem);
 }
 
-void Exercise(vstack::BlockDevice& dev, bool write) {
-  const uint64_t size = dev.geometry().size_bytes;
-  const uint64_t sector = dev.geometry().logical_block;
-  vstack::SyncIo io(dev);
-  vstack::AlignedBuffer buf(64 << 10, 4096);
-  auto read = [&](uint64_t off, uint64_t len) {
-    off = off / sector * sector;
-    len = std::min<uint64_t>({len, size - std::min(off, size), buf.size()});
-    if (len >= sector) (void)io.Read(off, buf.span().first(len / sector * sector));
-  };
-  read(0, 64 << 10);
-  if (size > (64 << 10)) read(size - (64 << 10), 64 << 10);
-  std::vector<vstack::Extent> extents;
-  if (dev.MapExtents(0, size, &extents)) {
-    for (size_t i = 0; i < extents.size() && i < 256; ++i) read(extents[i].offset, 4096);
-  }
-  if (write && size >= 8192) {
-    std::memset(buf.data(), 0x5A, 8192);
-    (void)io.Write(0, buf.span().first(8192));
-    if (size > 16384) (void)io.Write(size / 2 / 4096 * 4096, buf.span().first(4096));
-    (void)io.Flush();
-    read(0, 16384);
-  }
-}
-
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  vstack::fuzz::SetOneModePerInput();  // fuzz_mode.h
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int mode = 0; mode < 2; ++mode) {
+    if (!vstack::fuzz::RunsMode(data, size, mode, 2)) continue;
     DevicePtr mem = MemoryWith(data, size);
     if (!mem) return 0;
     vstack::vhdx::VhdxOptions options;
