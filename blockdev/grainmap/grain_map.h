@@ -96,7 +96,7 @@ class GrainMap {
     return s;
   }
   void FinishCommit(Snapshot snapshot, bool ok, std::vector<uint64_t>* discard = nullptr,
-                    uint64_t keep = 0) {
+                    uint64_t keep = 0, uint64_t min_run = 1) {
     std::lock_guard lock(mu_);
     if (!ok) {
       if (store_) store_->RestorePending(std::move(snapshot.batch));
@@ -105,7 +105,7 @@ class GrainMap {
     std::vector<uint64_t> freed;
     reclaim_.Committed(snapshot.epoch, &freed);
     for (uint64_t u : freed) self().FreeUnit(u);
-    alloc_.TakeAged(discard, keep);
+    alloc_.TakeAged(discard, keep, min_run);
   }
   // Hands out every stale unit for a discard (at close, or to make room below).
   void TakeStale(std::vector<uint64_t>* discard) {

@@ -43,10 +43,10 @@ class MappedLayer : public GrainLayer {
   // they are about to be rewritten). Units that then stay free and unused for a whole commit
   // interval are discarded on the device below (if it discards), so that a thin device below
   // (zstd, a dynamic VHD, a sparse file) gets back the space of what was overwritten or
-  // discarded here: at the next commit, in merged runs submitted together, and only once more
-  // than 4 MiB of free units hold old bytes below. With `discard_all` (close; a write that the
-  // device below refused for lack of space), every such unit is discarded. A unit being
-  // discarded cannot be allocated until its discard has completed.
+  // discarded here: at the next commit, in merged runs of at least 32 KiB submitted together,
+  // and only once more than 4 MiB of free units hold old bytes below. With `discard_all`
+  // (close; a write that the device below refused for lack of space), every such unit is
+  // discarded. A unit being discarded cannot be allocated until its discard has completed.
   Status Commit(bool discard_all = false) {
     if (!store_ || store_->read_only()) return OkStatus();
     auto lock = store_->LockCommits();
@@ -61,7 +61,8 @@ class MappedLayer : public GrainLayer {
     auto snap = engine_->TakeSnapshot();
     Status s = store_->Commit(&snap.batch);
     engine_->FinishCommit(std::move(snap), s.has_value(), discards ? &units : nullptr,
-                          kKeepStaleBytes / grain());
+                          kKeepStaleBytes / grain(),
+                          std::max<uint64_t>(1, kMinDiscardRunBytes / grain()));
     if (discards && discard_all) engine_->TakeStale(&units);
     if (!units.empty()) DiscardUnits(units);
     CountShared(commits_counter_);
@@ -149,6 +150,13 @@ class MappedLayer : public GrainLayer {
 
  private:
   static constexpr uint64_t kKeepStaleBytes = 4 << 20;  // free units left for reuse
+  // Between closes, only runs of free units at least this long are discarded (as OpenZFS's
+  // autotrim skips extents below `zfs_trim_extent_bytes_min`, 32 KiB by default): a lone 4 KiB
+  // unit is likely reused soon, and a hole punch in a file costs the file about one I/O
+  // (ext4 waits for the file's direct I/O in flight), so discarding scattered units one by
+  // one cost random overwrites most of their speed. Shorter runs stay stale: reused first,
+  // discarded at close or when the device below runs out of space.
+  static constexpr uint64_t kMinDiscardRunBytes = 32 << 10;
 
   // Discards the units (handed out by the engine) on the device below, in merged runs, then
   // frees them. REQUIRES: the commit lock.

@@ -82,23 +82,31 @@ void BitmapAllocator::Free(uint64_t unit) {
   }
 }
 
-void BitmapAllocator::Take(std::vector<uint64_t>& candidates, std::vector<uint64_t>* out) {
+void BitmapAllocator::Take(std::vector<uint64_t>& candidates, std::vector<uint64_t>* out,
+                           uint64_t min_run) {
   std::sort(candidates.begin(), candidates.end());
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const uint64_t u = candidates[i];
-    if ((i > 0 && candidates[i - 1] == u) || !IsStale(u)) continue;
-    MarkUsed(u);  // clears its stale bit; its entry in reuse_ is skipped from now on
-    out->push_back(u);
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  std::erase_if(candidates, [&](uint64_t u) { return !IsStale(u); });
+  for (size_t i = 0; i < candidates.size();) {
+    size_t j = i + 1;
+    while (j < candidates.size() && candidates[j] == candidates[j - 1] + 1) ++j;
+    if (j - i >= min_run) {
+      for (size_t k = i; k < j; ++k) {
+        MarkUsed(candidates[k]);  // clears its stale bit; its entry in reuse_ is skipped now
+        out->push_back(candidates[k]);
+      }
+    }
+    i = j;
   }
 }
 
-void BitmapAllocator::TakeAged(std::vector<uint64_t>* out, uint64_t keep) {
+void BitmapAllocator::TakeAged(std::vector<uint64_t>* out, uint64_t keep, uint64_t min_run) {
   std::vector<uint64_t> aged;
   aged.swap(freed_last_round_);
   freed_last_round_.swap(freed_this_round_);
   if (out == nullptr) return;
   if (stale_ > keep) {
-    Take(aged, out);
+    Take(aged, out, min_run);
     return;
   }
   // A small pool stays for reuse; its units remain candidates (each once).

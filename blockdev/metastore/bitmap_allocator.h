@@ -37,10 +37,12 @@ class BitmapAllocator {
   // ---- Discarding stale units. A round is the time between two TakeAged calls (a layer's
   // commits). TakeAged appends to `out` the units that have stayed stale for a whole round
   // (freed in an earlier round and not reused since) and marks them used, unless at most `keep`
-  // units are stale: then they stay candidates for the next call. With `out` null (nothing is
-  // discarded below) it only starts a new round. TakeStale takes every stale unit. Both append
-  // in increasing order.
-  void TakeAged(std::vector<uint64_t>* out, uint64_t keep = 0);
+  // units are stale: then they stay candidates for the next call. Only aged units in runs of at
+  // least `min_run` consecutive units are taken; the others stay stale, for reuse or for
+  // TakeStale (a discard of a lone unit costs the device below about what the unit is worth).
+  // With `out` null (nothing is discarded below) it only starts a new round. TakeStale takes
+  // every stale unit. Both append in increasing order.
+  void TakeAged(std::vector<uint64_t>* out, uint64_t keep = 0, uint64_t min_run = 1);
   void TakeStale(std::vector<uint64_t>* out);
   // Frees units that TakeAged/TakeStale handed out, clean (their discard is done or failed).
   void FreeDiscarded(const std::vector<uint64_t>& units);
@@ -58,8 +60,9 @@ class BitmapAllocator {
   }
   std::optional<uint64_t> FindFree() const;
   std::optional<uint64_t> PopStale();
-  // Takes the stale units among `candidates` (in any order, duplicates allowed) into `out`.
-  void Take(std::vector<uint64_t>& candidates, std::vector<uint64_t>* out);
+  // Takes the stale units among `candidates` (in any order, duplicates allowed) that lie in
+  // runs of at least `min_run` consecutive candidates into `out`.
+  void Take(std::vector<uint64_t>& candidates, std::vector<uint64_t>* out, uint64_t min_run = 1);
   void ClearStale(uint64_t unit);
 
   uint64_t units_;

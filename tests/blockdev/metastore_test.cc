@@ -272,6 +272,25 @@ TEST(BitmapAllocator, AgedStaleUnitsAreTakenForDiscardAndNotAllocatedMeanwhile) 
   EXPECT_FALSE(a.Allocate());
 }
 
+// Between closes only runs of aged units are discarded; lone units stay stale (reused first,
+// or discarded by TakeStale).
+TEST(BitmapAllocator, AgedUnitsInShortRunsStayForReuse) {
+  BitmapAllocator a(16);
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(a.Allocate());
+  for (uint64_t u : {1, 4, 5, 6, 7, 10}) a.Free(u);
+  std::vector<uint64_t> out;
+  a.TakeAged(&out, /*keep=*/0, /*min_run=*/3);  // freed this round: not aged yet
+  EXPECT_TRUE(out.empty());
+  a.TakeAged(&out, /*keep=*/0, /*min_run=*/3);
+  EXPECT_EQ(out, (std::vector<uint64_t>{4, 5, 6, 7})) << "only the run of 4 is discarded";
+  EXPECT_EQ(a.stale(), 2u);  // 1 and 10 stay stale
+  a.TakeAged(&out, /*keep=*/0, /*min_run=*/3);
+  EXPECT_EQ(out.size(), 4u) << "a short run left stale is not offered again every round";
+  out.clear();
+  a.TakeStale(&out);
+  EXPECT_EQ(out, (std::vector<uint64_t>{1, 10}));
+}
+
 TEST(UnitReclaimer, FreesOnlyCommittedReleasesAndWaitsForReaders) {
   UnitReclaimer r;
   r.Released(1);
