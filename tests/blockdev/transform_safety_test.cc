@@ -296,7 +296,9 @@ TEST(DedupDiscard, OverwritesReuseFreedGrainsInsteadOfDiscardingThem) {
     for (int i = 0; i < 8192; ++i) {  // 32 MiB of 4 KiB random overwrites, a flush every 64
       AlignedBuffer b = RandomBuffer(rng, 4096);
       ASSERT_OK(io.Write(rng.Below(kRegion / 4096) * 4096, b.span()));
-      if (i % 64 == 63) ASSERT_OK(io.Flush());
+      if (i % 64 == 63) {
+        ASSERT_OK(io.Flush());
+      }
     }
     const LayerStats st = (*dev)->Stats();
     EXPECT_EQ(st.counter("unique_writes"), kRegion / 4096 + 8192);
