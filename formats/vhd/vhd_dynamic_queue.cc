@@ -501,7 +501,7 @@ void DynamicQueue::SetPayload(LowerOp* op, Op rw, uint64_t offset, const void* s
 void DynamicQueue::FlushOutgoing() {
   while (!outgoing_.empty() || !parent_outgoing_.empty()) {
     SubmitPending(outgoing_, lower());
-    SubmitPending(parent_outgoing_, *parent_);
+    if (!parent_outgoing_.empty()) SubmitPending(parent_outgoing_, *parent_);  // only with a parent
   }
 }
 
