@@ -89,8 +89,8 @@ Result<SpaceOptions> Options(const SpaceArgs& a) {
   VSTACK_RETURN_IF_ERROR(ParseProtection(a.protection, &o));
   o.checksum = a.checksum == "on";
   o.mode = a.mode == "replay" ? SpaceOptions::Mode::kReplay
-           : a.mode == "ceph"   ? SpaceOptions::Mode::kCeph
-                                : SpaceOptions::Mode::kScan;
+           : a.mode == "ceph" ? SpaceOptions::Mode::kCeph
+                              : SpaceOptions::Mode::kScan;
   if (o.mode != SpaceOptions::Mode::kCeph && !a.ceph.pools.empty()) {
     return MakeError(Errc::kInvalidArgument, "--pool needs --mode=ceph");
   }
@@ -113,8 +113,8 @@ Result<SpaceOptions> Options(const SpaceArgs& a) {
   if (!a.estimate) return o;
   o.estimate = true;
   if (o.mode != SpaceOptions::Mode::kScan) {
-    return MakeError(Errc::kInvalidArgument, "--estimate and --mode=" + a.mode +
-                                                 " do not go together");
+    return MakeError(Errc::kInvalidArgument,
+                     "--estimate and --mode=" + a.mode + " do not go together");
   }
   if (!a.fraction.empty() && !a.accuracy.empty()) {
     return MakeError(Errc::kInvalidArgument, "give --fraction or --accuracy, not both");

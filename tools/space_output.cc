@@ -207,8 +207,8 @@ std::string CephMeasureText(const CephSpaceResult& r, const SpaceOptions& o) {
       "{} of image data; BlueStore allocation unit {}):\n",
       r.layers.empty() ? "rbd: alone" : r.layers + "+rbd:", FormatSize(r.logical_bytes),
       r.min_alloc_size ? FormatSize(r.min_alloc_size) : "unknown");
-  TextTable t({"pool", "scheme", "written", "STORED +", "USED +", "USED/STORED", "modelled",
-               "gap", "overall", "overall modelled"},
+  TextTable t({"pool", "scheme", "written", "STORED +", "USED +", "USED/STORED", "modelled", "gap",
+               "overall", "overall modelled"},
               {false, false, true, true, true, true, false, true, true, true});
   for (const CephPoolMeasure& m : r.pools) {
     const std::string vsan = VsanCounterpart(m.pool);
@@ -223,8 +223,9 @@ std::string CephMeasureText(const CephSpaceResult& r, const SpaceOptions& o) {
               fmt::format("{:.2f}x", e.modelled)});
   }
   out += t.Render("  ");
-  out += "  (written: the stack's data on the image; STORED +, USED +: the pool's change; "
-         "overall: used / USED, the model's with the pool's factor)\n";
+  out +=
+      "  (written: the stack's data on the image; STORED +, USED +: the pool's change; "
+      "overall: used / USED, the model's with the pool's factor)\n";
   for (const CephPoolMeasure& m : r.pools) {
     out += fmt::format("why {} differs from {:.2f}x{}:\n", m.pool.name, m.modelled_factor(),
                        m.kept ? " (image " + m.image + " kept)" : "");
@@ -235,7 +236,7 @@ std::string CephMeasureText(const CephSpaceResult& r, const SpaceOptions& o) {
 
 nlohmann::json CephMeasureJson(const CephSpaceResult& r, const SpaceOptions& o) {
   auto delta = [](const PoolDelta& d) {
-    return nlohmann::json{{"stored", d.stored},         {"stored_data", d.stored_data},
+    return nlohmann::json{{"stored", d.stored},           {"stored_data", d.stored_data},
                           {"stored_omap", d.stored_omap}, {"used", d.used},
                           {"used_data", d.used_data},     {"used_omap", d.used_omap},
                           {"objects", d.objects}};
@@ -243,27 +244,26 @@ nlohmann::json CephMeasureJson(const CephSpaceResult& r, const SpaceOptions& o) 
   nlohmann::json pools = nlohmann::json::array();
   for (const CephPoolMeasure& m : r.pools) {
     const EndToEnd e = EndToEndOf(r, m, o);
-    nlohmann::json j = {{"pool", m.pool.name},
-                        {"scheme", m.pool.Scheme()},
-                        {"erasure", m.pool.erasure},
-                        {"size", m.pool.size},
-                        {"data_chunks", m.pool.data_chunks},
-                        {"stripe_unit", m.pool.stripe_unit},
-                        {"image", m.image},
-                        {"kept", m.kept},
-                        {"written_bytes", m.written_bytes},
-                        {"delta", delta(m.data)},
-                        {"measured_factor", m.measured_factor()},
-                        {"measured_data_factor", m.measured_data_factor()},
-                        {"modelled_factor", m.modelled_factor()},
-                        {"vsan_counterpart", VsanCounterpart(m.pool)},
-                        {"gap", m.modelled_factor() > 0
-                                    ? m.measured_factor() / m.modelled_factor() - 1
-                                    : 0.0},
-                        {"used_total", m.used_total()},
-                        {"measured_overall", e.measured},
-                        {"modelled_overall", e.modelled},
-                        {"why", ExplainGap(m, r.min_alloc_size)}};
+    nlohmann::json j = {
+        {"pool", m.pool.name},
+        {"scheme", m.pool.Scheme()},
+        {"erasure", m.pool.erasure},
+        {"size", m.pool.size},
+        {"data_chunks", m.pool.data_chunks},
+        {"stripe_unit", m.pool.stripe_unit},
+        {"image", m.image},
+        {"kept", m.kept},
+        {"written_bytes", m.written_bytes},
+        {"delta", delta(m.data)},
+        {"measured_factor", m.measured_factor()},
+        {"measured_data_factor", m.measured_data_factor()},
+        {"modelled_factor", m.modelled_factor()},
+        {"vsan_counterpart", VsanCounterpart(m.pool)},
+        {"gap", m.modelled_factor() > 0 ? m.measured_factor() / m.modelled_factor() - 1 : 0.0},
+        {"used_total", m.used_total()},
+        {"measured_overall", e.measured},
+        {"modelled_overall", e.modelled},
+        {"why", ExplainGap(m, r.min_alloc_size)}};
     if (m.metadata_apart) j["metadata_pool_delta"] = delta(m.metadata);
     pools.push_back(std::move(j));
   }

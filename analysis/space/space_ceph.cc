@@ -87,7 +87,10 @@ Result<CephSpaceResult> MeasureOnCeph(std::vector<SpaceImage>& images, const Spa
 
   CephSpaceResult result;
   result.min_alloc_size = reader->MinAllocSize();
-  result.layers = o.dedup && o.compress ? "dedup+zstd" : o.dedup ? "dedup" : o.compress ? "zstd" : "";
+  result.layers = o.dedup && o.compress ? "dedup+zstd"
+                  : o.dedup             ? "dedup"
+                  : o.compress          ? "zstd"
+                                        : "";
   for (const SpaceImage& img : images) result.logical_bytes += img.data_bytes();
   for (size_t n = 0; n < c.pools.size(); ++n) {
     const std::string& name = c.pools[n];
@@ -104,7 +107,8 @@ Result<CephSpaceResult> MeasureOnCeph(std::vector<SpaceImage>& images, const Spa
     const std::string prefix = "vstack-space-" + std::to_string(::getpid()) + "-" + name;
     auto backend = [&](uint32_t domain, uint64_t bytes) {
       made.push_back(domain == 0 ? prefix : prefix + "-" + std::to_string(domain));
-      SpecPart part{"rbd", meta_pool + "/" + made.back(),
+      SpecPart part{"rbd",
+                    meta_pool + "/" + made.back(),
                     {{"create", "on"}, {"size", std::to_string(bytes)}}};
       if (before.erasure) part.options.push_back({"data_pool", name});
       if (!c.conf.empty()) part.options.push_back({"conf", c.conf});
@@ -168,23 +172,26 @@ std::vector<std::string> ExplainGap(const CephPoolMeasure& m, uint64_t min_alloc
   const int64_t beyond = m.data.stored_data - int64_t(m.written_bytes);
   if (m.pool.erasure) {
     const uint64_t width = uint64_t(m.pool.stripe_unit) * m.pool.data_chunks;
-    why.push_back("no holes, whole stripes: an EC object is stored without holes and in whole "
-                  "stripes of " + FormatSize(width) + " (" + std::to_string(m.pool.data_chunks) +
-                  " x " + FormatSize(m.pool.stripe_unit) +
-                  " chunks, plus parity): a write past an object's end fills the gap with "
-                  "zeros, a partial stripe is padded, and STORED counts both; it is " +
-                  Bytes(beyond) + " beyond the " + Bytes(m.written_bytes) +
-                  " of data the stack wrote (those zeros and padding, plus the layers' own "
-                  "metadata if any), and USED pays the pool's factor on it");
+    why.push_back(
+        "no holes, whole stripes: an EC object is stored without holes and in whole "
+        "stripes of " +
+        FormatSize(width) + " (" + std::to_string(m.pool.data_chunks) + " x " +
+        FormatSize(m.pool.stripe_unit) +
+        " chunks, plus parity): a write past an object's end fills the gap with "
+        "zeros, a partial stripe is padded, and STORED counts both; it is " +
+        Bytes(beyond) + " beyond the " + Bytes(m.written_bytes) +
+        " of data the stack wrote (those zeros and padding, plus the layers' own "
+        "metadata if any), and USED pays the pool's factor on it");
   } else {
     why.push_back("STORED is " + Bytes(beyond) + " beyond the " + Bytes(m.written_bytes) +
                   " of data the stack wrote: the layers' own metadata if any, the image's "
                   "object map");
   }
   if (m.metadata_apart) {
-    why.push_back("metadata: the image header, id and object map sit in the replicated "
-                  "metadata pool, omap included: " +
-                  Bytes(m.metadata.used) + " USED there, not in this pool's factor");
+    why.push_back(
+        "metadata: the image header, id and object map sit in the replicated "
+        "metadata pool, omap included: " +
+        Bytes(m.metadata.used) + " USED there, not in this pool's factor");
   } else {
     why.push_back("omap: the image header's keys (RBD keeps them in omap, in this pool): " +
                   Bytes(m.data.used_omap) + " USED for " + Bytes(m.data.stored_omap) +

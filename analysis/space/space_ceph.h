@@ -20,13 +20,13 @@
 namespace vstack {
 
 struct CephSpaceOptions {
-  std::vector<std::string> pools;      // where the data goes; replicated or EC (with overwrites)
-  std::string metadata_pool = "rbd";   // replicated pool for the image headers of EC targets
-  std::string conf;                    // ceph.conf ("" = $CEPH_CONF, then the default search)
-  std::string id;                      // client id ("" = admin)
+  std::vector<std::string> pools;     // where the data goes; replicated or EC (with overwrites)
+  std::string metadata_pool = "rbd";  // replicated pool for the image headers of EC targets
+  std::string conf;                   // ceph.conf ("" = $CEPH_CONF, then the default search)
+  std::string id;                     // client id ("" = admin)
   // Reaching the monitors; waiting for the OSDs' statistics to reach them takes at most 12x.
   int timeout_s = 10;
-  bool keep = false;                   // keep the RBD images (else removed after measuring)
+  bool keep = false;  // keep the RBD images (else removed after measuring)
 };
 
 // One pool's change in `ceph df detail` over the replay.
@@ -38,11 +38,11 @@ struct PoolDelta {
 };
 
 struct CephPoolMeasure {
-  ceph::PoolUsage pool;      // the data pool, after (its shape: scheme, k, stripe unit)
-  std::string image;         // POOL/IMAGE written
-  bool kept = false;         // the image is still there
+  ceph::PoolUsage pool;        // the data pool, after (its shape: scheme, k, stripe unit)
+  std::string image;           // POOL/IMAGE written
+  bool kept = false;           // the image is still there
   uint64_t written_bytes = 0;  // bytes the stack holds on the image: the replay's physical bytes
-  PoolDelta data;            // the data pool's delta
+  PoolDelta data;              // the data pool's delta
   // The image's metadata (header, id, object map) in the metadata pool, for an EC data pool;
   // for a replicated pool it is in `data` (its omap part).
   PoolDelta metadata;
@@ -57,11 +57,11 @@ struct CephPoolMeasure {
 };
 
 struct CephSpaceResult {
-  SpaceCounts counts;          // as replay reports them (the model's input)
-  ReplayPhysical physical;     // the stack's physical bytes against the modelled ones
-  uint64_t logical_bytes = 0;  // the images' written data (used bytes)
-  uint64_t min_alloc_size = 0; // BlueStore's allocation unit on the OSDs (0 if unknown)
-  std::string layers;          // the replay layers: "dedup+zstd", "dedup", "zstd", "" (rbd: alone)
+  SpaceCounts counts;           // as replay reports them (the model's input)
+  ReplayPhysical physical;      // the stack's physical bytes against the modelled ones
+  uint64_t logical_bytes = 0;   // the images' written data (used bytes)
+  uint64_t min_alloc_size = 0;  // BlueStore's allocation unit on the OSDs (0 if unknown)
+  std::string layers;           // the replay layers: "dedup+zstd", "dedup", "zstd", "" (rbd: alone)
   std::vector<CephPoolMeasure> pools;
 };
 

@@ -162,8 +162,8 @@ Result<SpaceCounts> ReplayImagesOnto(std::vector<SpaceImage>& images, const Spac
       std::optional<SpaceCounts> found = StackSpace(*stacks[d], &domain_physical);
       if (!found) {
         failed = true;
-        error = MakeError(Errc::kNotSupported, "replay stack '" + stacks[d]->Describe() +
-                                                   "' keeps no space accounting");
+        error = MakeError(Errc::kNotSupported,
+                          "replay stack '" + stacks[d]->Describe() + "' keeps no space accounting");
         break;
       }
       c = *found;
@@ -196,7 +196,8 @@ Result<SpaceCounts> ReplayImagesOnto(std::vector<SpaceImage>& images, const Spac
   // Closing flushes every layer's metadata down to the backends.
   for (DevicePtr& s : stacks) {
     Status closed = s->Close();
-    if (!closed && !failed.exchange(true)) error = Annotate(closed.error(), "closing the replay stack");
+    if (!closed && !failed.exchange(true))
+      error = Annotate(closed.error(), "closing the replay stack");
   }
   stacks.clear();
   if (failed) return error;

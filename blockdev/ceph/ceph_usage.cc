@@ -20,7 +20,8 @@ using Json = nlohmann::json;
 Result<Json> Parse(const std::string& text, const std::string& what) {
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
-    return MakeError(Errc::kIo, "ceph: unexpected answer to '" + what + "': " + text.substr(0, 200));
+    return MakeError(Errc::kIo,
+                     "ceph: unexpected answer to '" + what + "': " + text.substr(0, 200));
   }
   return j;
 }
@@ -29,7 +30,8 @@ uint64_t U64(const Json& j, const char* key) {
   const auto it = j.find(key);
   if (it == j.end()) return 0;
   if (it->is_number_unsigned()) return it->get<uint64_t>();
-  if (it->is_number_integer()) return static_cast<uint64_t>(std::max<int64_t>(0, it->get<int64_t>()));
+  if (it->is_number_integer())
+    return static_cast<uint64_t>(std::max<int64_t>(0, it->get<int64_t>()));
   if (it->is_number()) return static_cast<uint64_t>(std::max(0.0, it->get<double>()));
   if (it->is_string()) return std::strtoull(it->get<std::string>().c_str(), nullptr, 10);
   return 0;
@@ -114,11 +116,10 @@ Result<ClusterUsage> UsageReader::Read() const {
       if (!pu.erasure) break;
       const std::string profile = l.value("erasure_code_profile", std::string());
       if (!profile_k.count(profile)) {
-        VSTACK_ASSIGN_OR_RETURN(
-            std::string ec_text,
-            cluster_->MonCommand(
-                Json{{"prefix", "osd erasure-code-profile get"}, {"name", profile}, {"format", "json"}}
-                    .dump()));
+        VSTACK_ASSIGN_OR_RETURN(std::string ec_text, cluster_->MonCommand(Json{
+                                                         {"prefix", "osd erasure-code-profile get"},
+                                                         {"name", profile},
+                                                         {"format", "json"}}.dump()));
         VSTACK_ASSIGN_OR_RETURN(Json ec, Parse(ec_text, "osd erasure-code-profile get"));
         profile_k[profile] = static_cast<uint32_t>(U64(ec, "k"));
       }
@@ -151,10 +152,10 @@ Result<ClusterUsage> UsageReader::Settled(int timeout_s) const {
           cluster_->MonCommand(Json{{"prefix", "osd last-stat-seq"}, {"id", id}}.dump()));
       if (Seq(got) >= seq) break;
       if (std::chrono::steady_clock::now() > deadline) {
-        return MakeError(SystemError(ETIMEDOUT),
-                         "ceph: the monitors did not get osd." + std::to_string(id) +
-                             "'s statistics within " + std::to_string(timeout_s) +
-                             " s (is the ceph-mgr running?)");
+        return MakeError(SystemError(ETIMEDOUT), "ceph: the monitors did not get osd." +
+                                                     std::to_string(id) + "'s statistics within " +
+                                                     std::to_string(timeout_s) +
+                                                     " s (is the ceph-mgr running?)");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }

@@ -5,10 +5,10 @@
 // and ec21); CephSpaceRefusal runs on the `ceph` entry's cluster, which has no mgr.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -18,18 +18,17 @@
 namespace vstack::testing {
 namespace {
 
-// Writes `length` bytes from `rng` at `offset` of the sparse file `path` of `size` bytes.
+// Writes `length` bytes from a seeded Rng at `offset` of the sparse file `path` of `size` bytes.
 void PutRandom(const std::string& path, uint64_t size, uint64_t offset, size_t length,
                uint64_t seed) {
   std::vector<char> data(length);
-  Rng rng(seed);
-  rng.Fill(data.data(), data.size());
-  const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY, 0644);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(size)), 0);
-  ASSERT_EQ(::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset)),
-            static_cast<ssize_t>(data.size()));
-  ::close(fd);
+  Rng(seed).Fill(data.data(), data.size());
+  if (!std::filesystem::exists(path)) std::ofstream(path, std::ios::binary);
+  std::filesystem::resize_file(path, size);
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(data.data(), static_cast<std::streamsize>(data.size()));
+  ASSERT_TRUE(f.flush()) << path;
 }
 
 class CephSpace : public ::testing::Test {

@@ -224,8 +224,8 @@ TEST_F(SpaceCommand, CephModeWithoutAClusterFailsWithinTheTimeout) {
   const std::string conf = dir_.File("ceph.conf");
   std::ofstream(conf) << "[global]\nmon host = v1:127.0.0.1:9\nauth client required = none\n"
                          "ms bind msgr2 = false\nlog file = /dev/null\n";
-  testing::CommandResult r = RunVstack("space --mode=ceph --pool rbd --ceph-timeout 2 --ceph-conf " +
-                                       conf + vms_);
+  testing::CommandResult r =
+      RunVstack("space --mode=ceph --pool rbd --ceph-timeout 2 --ceph-conf " + conf + vms_);
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("cannot reach the Ceph monitors at 'v1:127.0.0.1:9' within 2 s"),
             std::string::npos)
