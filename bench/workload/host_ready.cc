@@ -65,10 +65,9 @@ HostReady HostReadyBetween(const SchedSnapshot& before, const SchedSnapshot& aft
   h.measured = true;
   for (const auto& [tid, s] : after.threads) {
     auto it = before.threads.find(tid);
-    const uint64_t start =
-        it == before.threads.end() || it->second.run_queue_ns > s.run_queue_ns ? 0
-                                                                               : it->second.run_queue_ns;
-    h.run_queue_ns += s.run_queue_ns - start;
+    const bool counts_from_zero =
+        it == before.threads.end() || it->second.run_queue_ns > s.run_queue_ns;
+    h.run_queue_ns += s.run_queue_ns - (counts_from_zero ? 0 : it->second.run_queue_ns);
     ++h.threads;
   }
   return h;

@@ -130,11 +130,13 @@ void CpuTable(const RunResult& run, std::string& out) {
                        "per I/O\n", c.threads_s, m.cpu_us_per_io);
   }
   const bench::HostReady& h = run.host_ready;
-  out += h.measured
-             ? fmt::format("  host CPU Ready: {} threads waited {:.3f} s on a run queue = {} of their "
-                           "wall time (host RDY%)\n",
-                           h.threads, double(h.run_queue_ns) / 1e9, Pct(h.Pct()))
-             : std::string("  host CPU Ready: n/a (the kernel gives no schedstat for the threads)\n");
+  if (!h.measured) {
+    out += "  host CPU Ready: n/a (the kernel gives no schedstat for the threads)\n";
+    return;
+  }
+  out += fmt::format("  host CPU Ready: {} threads waited {:.3f} s on a run queue = {} of their "
+                     "wall time (host RDY%)\n",
+                     h.threads, double(h.run_queue_ns) / 1e9, Pct(h.Pct()));
 }
 
 // One diskspd-style table: a row per thread, then the total.
