@@ -410,6 +410,9 @@ void RunBench(const BenchArgs& args) {
       report.result.auto_rounds && !w.empty()) {
     std::fprintf(stderr, "vstack bench: warning: %s\n", w.c_str());
   }
+  if (const std::string w = CpuReadyWarning(report); !w.empty()) {
+    std::fprintf(stderr, "vstack bench: warning: %s\n", w.c_str());
+  }
   if (!args.report_dir.empty() && !args.no_report) {
     const std::string dir = args.report_dir;
     if (Status st = WriteReportDir(dir, report); !st) {

@@ -57,17 +57,27 @@ CpuUsage CpuBetween(const CpuSnapshot& before, const CpuSnapshot& after, double 
   return u;
 }
 
+std::vector<int> IoUringWorkerThreads() {
+  std::vector<int> tids;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream f(e.path() / "comm");
+    std::string comm;
+    if (std::getline(f, comm) && comm.rfind("iou-", 0) == 0) {
+      tids.push_back(std::atoi(e.path().filename().c_str()));
+    }
+  }
+  return tids;
+}
+
 std::map<int, double> IoUringWorkerCpu() {
   std::map<int, double> out;
-  std::error_code ec;
   const double tick = 1.0 / double(std::max(1L, sysconf(_SC_CLK_TCK)));
-  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
-    std::ifstream f(e.path() / "stat");
+  for (int tid : IoUringWorkerThreads()) {
+    std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
     std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    const size_t open = stat.find('('), close = stat.rfind(')');
-    if (open == std::string::npos || close == std::string::npos) continue;
-    const std::string comm = stat.substr(open + 1, close - open - 1);
-    if (comm.rfind("iou-", 0) != 0) continue;
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 > stat.size()) continue;  // it exited meanwhile
     // Fields after the comm: state(3) ... utime(14) stime(15).
     std::istringstream rest(stat.substr(close + 2));
     std::string field;
@@ -76,7 +86,7 @@ std::map<int, double> IoUringWorkerCpu() {
       if (i == 14) utime = std::strtod(field.c_str(), nullptr);
       if (i == 15) stime = std::strtod(field.c_str(), nullptr);
     }
-    out[std::atoi(e.path().filename().c_str())] = (utime + stime) * tick;
+    out[tid] = (utime + stime) * tick;
   }
   return out;
 }

@@ -31,6 +31,9 @@ struct CpuSnapshot {
 // Reads the process and per-CPU counters. Never fails: missing /proc gives empty cpus.
 CpuSnapshot TakeCpuSnapshot();
 
+// The thread ids of this process's io_uring kernel workers (threads named iou-wrk-* and
+// iou-sqp-* in /proc/self/task): the queues' helper threads, with their own CPU and wait.
+std::vector<int> IoUringWorkerThreads();
 // CPU seconds (user + system) of each io_uring kernel worker of this process (threads named
 // iou-wrk-* and iou-sqp-* in /proc/self/task), by thread id. Clock-tick resolution.
 std::map<int, double> IoUringWorkerCpu();

@@ -127,6 +127,7 @@ RunMetrics Metrics(const RunResult& r) {
   if (r.seconds > 0 && r.knobs.schedulers > 0) {
     m.ready_stalled_pct = double(r.yields.stalled_ns) / 1e9 / r.seconds / r.knobs.schedulers * 100;
   }
+  m.host_ready_pct = r.host_ready.Pct();
   m.p50_us = Us(double(total.latency.Percentile(50)));
   m.p99_us = Us(double(total.latency.Percentile(99)));
   m.p999_us = Us(double(total.latency.Percentile(99.9)));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/workload/cpu_usage.h"
+#include "bench/workload/host_ready.h"
 #include "bench/workload/knobs.h"
 #include "bench/workload/yield_stats.h"
 #include "lib/export.h"
@@ -85,6 +86,7 @@ struct RunResult {
   double seconds = 0;  // the measured window
   std::vector<ThreadResult> threads;
   CpuUsage cpu;
+  HostReady host_ready;            // the threads' run-queue wait on this machine (host_ready.h)
   std::vector<LayerDelta> layers;  // top first
   YieldStats yields;               // the quantum scheduler's, when knobs.quantum_ns != 0
   bool interrupted = false;        // stopped early by the user
@@ -116,6 +118,9 @@ struct RunMetrics {
   double yields = 0, yield_wait_ms = 0, yield_max_wait_ms = 0, signal_wait_ms = 0;
   double ready_max_stall_ms = 0;  // the longest CPU Ready stall injected
   double ready_stalled_pct = 0;
+  // The host's own CPU Ready: the benchmark threads' run-queue wait, % of their wall time;
+  // < 0 when not available (no schedstat).
+  double host_ready_pct = -1;
 };
 RunMetrics Metrics(const RunResult& r);
 

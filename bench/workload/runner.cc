@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "bench/workload/depth_driver.h"
+#include "bench/workload/host_ready.h"
 #include "bench/workload/offsets.h"
 #include "bench/workload/quantum_scheduler.h"
 #include "bench/workload/stack_stats.h"
@@ -60,6 +61,7 @@ class Worker {
 
   void Run() {
     if (pthread_getcpuclockid(pthread_self(), &cpu_clock) != 0) cpu_clock = -1;
+    tid = gettid();
     auto queue = device_.OpenQueue();
     if (!queue) {
       open_error = queue.error().ToString();
@@ -85,6 +87,7 @@ class Worker {
     }
     queue->reset();
     exit_cpu_s = ClockSeconds(CLOCK_THREAD_CPUTIME_ID);
+    exit_sched = ReadSchedStat(kOwnSchedStatPath);
     finished.store(true, std::memory_order_release);
   }
 
@@ -92,6 +95,13 @@ class Worker {
   double CpuSeconds() const {
     if (finished.load(std::memory_order_acquire)) return exit_cpu_s;
     return ClockSeconds(cpu_clock);
+  }
+  // Its scheduling counters so far, likewise (nullopt: the kernel keeps none).
+  std::optional<SchedStat> SchedNow() const {
+    if (finished.load(std::memory_order_acquire)) return exit_sched;
+    auto s = ReadSchedStat(ThreadSchedStatPath(tid));
+    if (!s && finished.load(std::memory_order_acquire)) return exit_sched;  // it just ended
+    return s;
   }
 
   ThreadResult result;
@@ -102,6 +112,8 @@ class Worker {
   uint64_t last_measured_ns = 0;      // completion time of the last measured request
   clockid_t cpu_clock = -1;           // this thread's CPU clock (set before `opened`)
   double exit_cpu_s = 0;              // its CPU time when it finished (before `finished`)
+  int tid = 0;                        // its thread id (set before `opened`)
+  std::optional<SchedStat> exit_sched;  // its schedstat when it finished (before `finished`)
 
  public:
   // The DepthDriver's source.
@@ -270,6 +282,16 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
     for (auto& w : workers) sum += w->CpuSeconds();
     return sum;
   };
+  // The host's CPU Ready: run-queue wait of the workload threads and the io_uring workers.
+  auto add_workers_sched = [&](SchedSnapshot& s) {
+    for (auto& w : workers) s.Add(w->tid, w->SchedNow(), /*required=*/true);
+  };
+  auto add_uring_sched = [](SchedSnapshot& s) {
+    for (int tid : IoUringWorkerThreads()) {
+      s.Add(tid, ReadSchedStat(ThreadSchedStatPath(tid)), /*required=*/false);
+    }
+  };
+  SchedSnapshot sched_before;
   YieldStats yields_before;
   uint64_t window_start = 0;
   auto begin_window = [&] {
@@ -278,6 +300,9 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
     cpu_before = TakeCpuSnapshot();
     threads_before = threads_cpu();
     uring_before = IoUringWorkerCpu();
+    sched_before = SchedSnapshot{};
+    add_workers_sched(sched_before);
+    add_uring_sched(sched_before);
     window_start = NowNs();
     shared.phase.store(kMeasure, std::memory_order_release);
   };
@@ -333,11 +358,14 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
   // are read now, before they go with the queues.
   double threads_after = 0;
   const std::map<int, double> uring_after = IoUringWorkerCpu();
+  SchedSnapshot sched_after;
+  add_uring_sched(sched_after);
   if (!count_complete) {
     if (scheduler) yields_after = scheduler->Snapshot();
     stats_after = SnapshotStack(device);
     cpu_after = TakeCpuSnapshot();
     threads_after = threads_cpu();
+    add_workers_sched(sched_after);
     window_end = NowNs();
   }
   shared.phase.store(kStop, std::memory_order_release);
@@ -347,6 +375,7 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
     stats_after = SnapshotStack(device);
     cpu_after = TakeCpuSnapshot();
     threads_after = threads_cpu();
+    add_workers_sched(sched_after);
     for (auto& w : workers) window_end = std::max(window_end, w->last_measured_ns);
     window_end = std::max(window_end, window_start);
   }
@@ -355,6 +384,7 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
   result.cpu = CpuBetween(cpu_before, cpu_after, result.seconds);
   result.cpu.threads_s =
       std::max(0.0, threads_after - threads_before) + IoUringWorkerCpuBetween(uring_before, uring_after);
+  result.host_ready = HostReadyBetween(sched_before, sched_after, result.seconds);
   if (double load[1]; getloadavg(load, 1) == 1) result.cpu.load_average = load[0];
   result.layers = StackDelta(device, stats_before, stats_after);
   if (scheduler) result.yields = YieldStats::Between(yields_before, yields_after);

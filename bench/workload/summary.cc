@@ -25,6 +25,16 @@ double MedianOf(const std::vector<RunMetrics>& ms, F f) {
   return Median(v);
 }
 
+// The median of the values that are known (>= 0); -1 when none is.
+template <typename F>
+double MedianOfKnown(const std::vector<RunMetrics>& ms, F f) {
+  std::vector<double> v;
+  for (const RunMetrics& m : ms) {
+    if (f(m) >= 0) v.push_back(f(m));
+  }
+  return v.empty() ? -1 : Median(v);
+}
+
 std::vector<AnchorSummary> SummarizeAnchors(const StackOutcome& o) {
   std::map<std::string, AnchorSummary> by_tool;
   std::vector<std::string> order;
@@ -167,6 +177,7 @@ static std::vector<RoundNoise> NoisePerRound(const MatrixResult& m) {
     n.round = round;
     n.others_cpu_pct = MedianOf(ms, [](const RunMetrics& x) { return x.others_cpu_pct; });
     n.steal_pct = MedianOf(ms, [](const RunMetrics& x) { return x.steal_pct; });
+    n.host_ready_pct = MedianOfKnown(ms, [](const RunMetrics& x) { return x.host_ready_pct; });
     n.load_average = -1;
     for (const RunMetrics& x : ms) n.load_average = std::max(n.load_average, x.load_average);
     out.push_back(n);
@@ -226,6 +237,7 @@ MatrixSummary Summarize(const MatrixResult& m) {
       s.signal_wait_ms = MedianOf(ms, [](const RunMetrics& x) { return x.signal_wait_ms; });
       s.ready_stalled_pct = MedianOf(ms, [](const RunMetrics& x) { return x.ready_stalled_pct; });
       s.cpu_ready_pct = measured.front()->knobs.cpu_ready_pct;
+      s.host_ready_pct = MedianOfKnown(ms, [](const RunMetrics& x) { return x.host_ready_pct; });
       s.p99_us = MedianOf(ms, [](const RunMetrics& x) { return x.p99_us; });
       s.p999_us = MedianOf(ms, [](const RunMetrics& x) { return x.p999_us; });
       s.cpu_us_per_io = MedianOf(ms, [](const RunMetrics& x) { return x.cpu_us_per_io; });

@@ -61,6 +61,7 @@ struct StackSummary {
   double yields = 0, yield_wait_ms = 0, yield_max_wait_ms = 0, signal_wait_ms = 0;
   double ready_max_stall_ms = 0;
   double ready_stalled_pct = 0;  // CPU Ready injected (medians over rounds)
+  double host_ready_pct = -1;    // the host's own CPU Ready (median of the rounds that have it)
   Spread iops_vs_base;           // per-round IOPS ratios to the baseline (min, median, max)
   // Against the baseline, paired round by round (paired_stats.h): IOPS, CPU per I/O, efficiency
   // (I/Os per CPU-second) and p99 latency. The baseline's own are 1 with n rounds.
@@ -79,6 +80,7 @@ struct RoundNoise {
   double others_cpu_pct = 0;  // other processes' share of the machine's CPU capacity
   double steal_pct = 0;       // time the hypervisor gave to other guests, % of capacity
   double load_average = 0;    // 1-minute load average at the end of the round (the highest)
+  double host_ready_pct = -1; // the host's CPU Ready of the benchmark threads; < 0: not available
 };
 
 struct MatrixSummary {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -237,6 +238,113 @@ TEST_F(ReportTest, ReportFolderHasEveryFileAndCompleteCharts) {
   EXPECT_EQ(Num(1234567.891, 2), "1,234,567.89");
   EXPECT_EQ(Num(-999.6), "-1,000");
   EXPECT_EQ(Num(0.4), "0");
+}
+
+// The host's CPU Ready is in the noise table (text and index.html) and the JSON, the same
+// number in both; where the kernel gives no schedstat it says "n/a" / null, never 0.
+TEST_F(ReportTest, HostReadyIsTheSameInTextAndJsonAndNotAvailableIsNeverZero) {
+  auto noise_cells = [](const BenchReport& r) {
+    std::vector<std::vector<std::string>> rows;
+    for (const std::string& line : Section(RenderText(r), "Noise per round")) {
+      auto t = Split(line);
+      if (t.size() == 5 && std::isdigit(static_cast<unsigned char>(t[0][0]))) rows.push_back(t);
+    }
+    return rows;
+  };
+  const json j = RenderJson(*report_);
+  const auto rows = noise_cells(*report_);
+  ASSERT_EQ(rows.size(), j["noise"].size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const json& v = j["noise"][i]["host_ready_pct"];
+    if (v.is_null()) {
+      EXPECT_EQ(rows[i][4], "n/a");
+    } else {
+      ExpectShows(rows[i][4], v, 2, "host RDY % of round " + rows[i][0]);
+    }
+  }
+  for (const json& s : j["stacks"]) {
+    for (const json& run : s["rounds"]) {
+      const json& h = run["host_ready"];
+      EXPECT_EQ(h["pct"], run["metrics"]["host_ready_pct"]);
+      if (h["measured"]) {
+        EXPECT_EQ(h["threads"], 2);  // --threads 2, no io_uring on memory
+      }
+    }
+  }
+
+  BenchReport none = *report_;
+  for (bench::StackOutcome& o : none.result.stacks) {
+    for (bench::RunResult& run : o.rounds) run.host_ready = bench::HostReady{};  // no schedstat
+  }
+  none.summary = bench::Summarize(none.result);
+  const json jn = RenderJson(none);
+  for (const json& n : jn["noise"]) EXPECT_TRUE(n["host_ready_pct"].is_null());
+  for (const json& s : jn["stacks"]) {
+    EXPECT_TRUE(s["summary"]["host_ready_pct"].is_null());
+    for (const json& run : s["rounds"]) EXPECT_TRUE(run["metrics"]["host_ready_pct"].is_null());
+  }
+  const auto na = noise_cells(none);
+  ASSERT_FALSE(na.empty());
+  for (const auto& row : na) EXPECT_EQ(row[4], "n/a");
+  EXPECT_NE(RenderText(none).find("host CPU Ready: n/a"), std::string::npos);
+}
+
+// A --cpu-ready sweep shows the host's CPU Ready next to the injected one, and warns when the
+// host's exceeds the smallest injected RDY%: then the host sets the ratios.
+TEST(ReportCpuReady, HostReadyAboveTheSmallestInjectedIsWarnedAbout) {
+  BenchReport r;
+  r.result.knobs.quantum_ns = 4'000'000;
+  for (double pct : {1.2, 5.1, 28.4}) {
+    bench::StackSummary s;
+    s.name = fmt::format("ready {}", pct);
+    s.runs = 3;
+    s.cpu_ready_pct = pct;
+    s.ready_stalled_pct = pct - 0.05;  // injected: 1.15, 5.05, 28.35
+    s.yields = 10 * pct;
+    s.yield_wait_ms = 20 * pct;
+    r.summary.stacks.push_back(s);
+  }
+  auto with_host = [&](double a, double b, double c) {
+    BenchReport x = r;
+    x.summary.stacks[0].host_ready_pct = a;
+    x.summary.stacks[1].host_ready_pct = b;
+    x.summary.stacks[2].host_ready_pct = c;
+    return x;
+  };
+  const BenchReport loaded = with_host(0.9, 3.25, 2.0);  // the largest, 3.25%, counts
+  EXPECT_EQ(CpuReadyWarning(loaded),
+            "the host's own CPU Ready (3.25%) exceeds the injected 1.15%: the sweep's ratios are "
+            "not the injected stalls'");
+  const auto tables = CpuReadyTables(loaded);
+  ASSERT_EQ(tables.size(), 2u);
+  ASSERT_EQ(tables[0].header[3], "host RDY%");
+  EXPECT_EQ(tables[0].rows[1][3], "3.25");
+  EXPECT_NE(tables[0].legend.find("WARNING: the host's own CPU Ready (3.25%)"), std::string::npos);
+  std::string text;  // the text report, its wrapped lines joined
+  for (const std::string& w : Split(RenderSeedTables(loaded))) text += w + " ";
+  EXPECT_NE(text.find("WARNING: " + CpuReadyWarning(loaded) + "."), std::string::npos) << text;
+  EXPECT_EQ(SeedTablesJson(loaded)["cpu_ready"]["warning"], CpuReadyWarning(loaded));
+  EXPECT_EQ(SeedTablesJson(loaded)["cpu_ready"]["vstack"][1]["host_ready_pct"], 3.25);
+
+  const BenchReport quiet = with_host(0.2, 0.3, 1.1);  // below every injected RDY%
+  EXPECT_EQ(CpuReadyWarning(quiet), "");
+  EXPECT_TRUE(SeedTablesJson(quiet)["cpu_ready"]["warning"].is_null());
+  EXPECT_EQ(CpuReadyTables(quiet)[0].legend.find("WARNING"), std::string::npos);
+
+  // A control without yields: its growth ratios are undefined, shown as "-", never 0.
+  BenchReport no_control_yields = quiet;
+  no_control_yields.summary.stacks[0].yields = 0;
+  no_control_yields.summary.stacks[0].yield_wait_ms = 0;
+  const auto growth = CpuReadyTables(no_control_yields)[1];
+  EXPECT_EQ(growth.rows[0][1], "-");
+  EXPECT_EQ(growth.rows[0][4], "-");
+  EXPECT_EQ(growth.rows[2][2], "-");
+  EXPECT_EQ(CpuReadyTables(quiet)[1].rows[2][1], "23.67");  // 284 / 12 yields
+
+  const BenchReport unknown = with_host(-1, -1, -1);  // no schedstat: n/a, and no warning
+  EXPECT_EQ(CpuReadyWarning(unknown), "");
+  EXPECT_EQ(CpuReadyTables(unknown)[0].rows[0][3], "n/a");
+  EXPECT_TRUE(SeedTablesJson(unknown)["cpu_ready"]["vstack"][0]["host_ready_pct"].is_null());
 }
 
 // The CDF's latency axis starts at the decade below the fastest I/O; its tick labels sit one

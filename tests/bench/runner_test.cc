@@ -101,6 +101,12 @@ TEST(Runner, TimedRunCountsEveryThreadAndAgreesWithTheLayers) {
   EXPECT_GT(r->threads[1].Total().ios, 0u);
   EXPECT_EQ(r->Flush().ios, 0u);
   EXPECT_GT(r->cpu.process_s(), 0.0);
+  // The host's CPU Ready covers both workload threads, where the kernel keeps schedstat.
+  EXPECT_EQ(r->host_ready.measured, ReadSchedStat(kOwnSchedStatPath).has_value());
+  if (r->host_ready.measured) {
+    EXPECT_EQ(r->host_ready.threads, 2u);
+    EXPECT_GE(r->host_ready.Pct(), 0.0);
+  }
 
   ASSERT_EQ(r->layers.size(), 2u);
   EXPECT_EQ(r->layers[0].kind, "passthrough");

@@ -1,13 +1,16 @@
 // The workload engine's building blocks: knob validation, offsets (uniform, sequential, zipf),
-// write-buffer content (unique, deduplicated, compressible, zeros) and CPU sampling.
+// write-buffer content (unique, deduplicated, compressible, zeros), CPU sampling and the host's
+// CPU Ready (schedstat parsing and arithmetic, on synthetic input).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
 
 #include "bench/workload/cpu_usage.h"
+#include "bench/workload/host_ready.h"
 #include "bench/workload/knobs.h"
 #include "bench/workload/offsets.h"
 #include "bench/workload/write_content.h"
@@ -232,6 +235,72 @@ TEST(CpuUsage, SnapshotsSeeThisProcessWork) {
   EXPECT_FALSE(u.cpus.empty()) << "/proc/stat has no cpuN lines";
   EXPECT_GE(u.machine_busy_s() + 0.05, u.process_s() * 0.5);
   EXPECT_GE(u.others_s(), 0.0);
+}
+
+
+TEST(HostReady, ParsesTheThreeSchedstatFields) {
+  auto s = ParseSchedStat("1125064 579283 6\n");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->on_cpu_ns, 1125064u);
+  EXPECT_EQ(s->run_queue_ns, 579283u);
+  EXPECT_EQ(s->timeslices, 6u);
+  // 64-bit counters, no trailing newline, a zero wait (a thread that never waited) is a value.
+  s = ParseSchedStat("18446744073709551615 0 1");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->on_cpu_ns, UINT64_MAX);
+  EXPECT_EQ(s->run_queue_ns, 0u);
+}
+
+TEST(HostReady, NoStatisticsOrGarbageIsNotAvailableNeverZero) {
+  // The kernel prints "0 0 0" when it keeps no schedule statistics (fs/proc/base.c).
+  EXPECT_FALSE(ParseSchedStat("0 0 0\n").has_value());
+  for (const char* bad : {"", "\n", "12 34", "12 x 5", "-1 2 3", "1 2 3 4", "1 2 3 junk", "a b c"}) {
+    EXPECT_FALSE(ParseSchedStat(bad).has_value()) << "'" << bad << "'";
+  }
+  EXPECT_FALSE(ReadSchedStat("/proc/self/task/0/schedstat").has_value());  // no thread 0
+  testing::TempDir dir;
+  std::ofstream(dir.File("schedstat")) << "500 250 3\n";
+  auto s = ReadSchedStat(dir.File("schedstat"));
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->run_queue_ns, 250u);
+  EXPECT_EQ(ThreadSchedStatPath(1234), "/proc/self/task/1234/schedstat");
+}
+
+TEST(HostReady, IsTheRunQueueWaitOverThreadsTimesWallTime) {
+  SchedSnapshot before, after;
+  before.Add(10, SchedStat{1'000, 5'000'000, 1}, true);
+  before.Add(11, SchedStat{1'000, 1'000'000, 1}, true);
+  before.Add(12, SchedStat{1'000, 7'000'000, 1}, false);  // a helper that exits in the window
+  after.Add(10, SchedStat{9'000, 35'000'000, 9}, true);    // +30 ms
+  after.Add(11, SchedStat{9'000, 11'000'000, 9}, true);    // +10 ms
+  after.Add(13, SchedStat{9'000, 8'000'000, 9}, false);    // started in the window: +8 ms
+  after.Add(12, std::nullopt, false);                      // gone: left out, not incomplete
+  const HostReady h = HostReadyBetween(before, after, 2.0);
+  ASSERT_TRUE(h.measured);
+  EXPECT_EQ(h.threads, 3u);
+  EXPECT_EQ(h.run_queue_ns, 48'000'000u);
+  EXPECT_DOUBLE_EQ(h.Pct(), 0.048 / (3 * 2.0) * 100);  // 0.8%
+  // A counter that went backwards belongs to a new thread with a reused id: it counts from 0.
+  SchedSnapshot reused;
+  reused.Add(10, SchedStat{9'000, 2'000'000, 9}, true);
+  EXPECT_EQ(HostReadyBetween(before, reused, 1.0).run_queue_ns, 2'000'000u);
+}
+
+TEST(HostReady, AnUnreadableWorkloadThreadMakesItNotAvailable) {
+  SchedSnapshot before, after;
+  before.Add(10, SchedStat{1, 1, 1}, true);
+  after.Add(10, SchedStat{2, 100, 2}, true);
+  EXPECT_TRUE(HostReadyBetween(before, after, 1.0).measured);
+  SchedSnapshot broken = after;
+  broken.Add(11, std::nullopt, /*required=*/true);  // no schedstat for a workload thread
+  EXPECT_FALSE(broken.complete);
+  for (const HostReady& h :
+       {HostReadyBetween(before, broken, 1.0), HostReadyBetween(broken, after, 1.0),
+        HostReadyBetween(before, SchedSnapshot{}, 1.0)}) {
+    EXPECT_FALSE(h.measured);
+    EXPECT_EQ(h.Pct(), -1);
+  }
+  EXPECT_EQ(HostReadyBetween(before, after, 0.0).Pct(), -1);  // no wall time: nothing to divide
 }
 
 }  // namespace

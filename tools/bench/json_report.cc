@@ -91,6 +91,19 @@ json CpuJson(const bench::CpuUsage& c) {
           {"cpus", cpus}};
 }
 
+// A percentage that may be unknown (< 0): null then, never 0.
+json PctOrNull(double pct) { return pct < 0 ? json(nullptr) : json(pct); }
+
+// The host's CPU Ready of one run: the threads' run-queue wait (host_ready.h).
+json HostReadyJson(const bench::HostReady& h) {
+  if (!h.measured) return {{"measured", false}, {"pct", nullptr}};
+  return {{"measured", true},
+          {"run_queue_wait_s", double(h.run_queue_ns) / 1e9},
+          {"threads", h.threads},
+          {"wall_s", h.wall_s},
+          {"pct", PctOrNull(h.Pct())}};
+}
+
 json MetricsJson(const bench::RunMetrics& m) {
   return {{"ios", m.ios},
           {"iops", m.iops},
@@ -104,7 +117,8 @@ json MetricsJson(const bench::RunMetrics& m) {
           {"others_cpu_pct", m.others_cpu_pct},
           {"steal_pct", m.steal_pct},
           {"iops_per_cpu_s", m.iops_per_cpu_s},
-          {"iops_per_cpu_pct", m.iops_per_cpu_pct}};
+          {"iops_per_cpu_pct", m.iops_per_cpu_pct},
+          {"host_ready_pct", PctOrNull(m.host_ready_pct)}};
 }
 
 json PerOp(const std::array<double, kOpCount>& v) {
@@ -153,6 +167,7 @@ json RunJson(const bench::RunResult& r) {
           {"flush", OpJson(r.Flush(), r.seconds)},
           {"threads", threads},
           {"cpu", CpuJson(r.cpu)},
+          {"host_ready", HostReadyJson(r.host_ready)},
           {"layers", layers}};
 }
 
@@ -250,6 +265,7 @@ json RenderJson(const BenchReport& r) {
                  {"process_cpu_pct", s.process_cpu_pct},
                  {"machine_cpu_pct", s.machine_cpu_pct},
                  {"others_cpu_pct", s.others_cpu_pct},
+                 {"host_ready_pct", PctOrNull(s.host_ready_pct)},
                  {"iops_per_cpu_s", s.iops_per_cpu_s},
                  {"iops_per_cpu_pct", s.iops_per_cpu_pct},
                  {"iops_vs_base", SpreadJson(s.iops_vs_base)},
@@ -288,6 +304,7 @@ json RenderJson(const BenchReport& r) {
     noise.push_back({{"round", n.round + 1},
                      {"others_cpu_pct", n.others_cpu_pct},
                      {"steal_pct", n.steal_pct},
+                     {"host_ready_pct", PctOrNull(n.host_ready_pct)},
                      {"load_average", n.load_average < 0 ? json(nullptr) : json(n.load_average)}});
   }
   const double reached = r.summary.precision_reached;

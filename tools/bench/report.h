@@ -57,10 +57,23 @@ nlohmann::json RenderJson(const BenchReport& r);
 // scheduler, the SOS_SCHEDULER_YIELD table and its ratios against the published CPU Ready
 // table. "" / null when neither applies.
 std::string RenderSeedTables(const BenchReport& r);
+// The CPU Ready tables of a --cpu-ready run (the quantum scheduler's yields with the injected
+// and the host's CPU Ready, then the growth against the first row next to the published one);
+// none without the quantum scheduler. Shown in the text and in index.html.
+std::vector<ReportTable> CpuReadyTables(const BenchReport& r);
+// A sweep's warning when the host's own CPU Ready (the largest of the stacks') exceeds the
+// smallest injected RDY%: then the host, not the injected stalls, sets the ratios. "" if not.
+std::string CpuReadyWarning(const BenchReport& r);
+// One table as text: its title, the table, the legend wrapped.
+std::string RenderTableText(const ReportTable& t);
 nlohmann::json SeedTablesJson(const BenchReport& r);
 
 // "12,345" / "1,234.5": thousands grouped, `decimals` after the point.
 std::string Num(double v, int decimals = 0);
+// A percentage that may be unknown: "n/a" when < 0 (never "0"), else Num(pct, decimals).
+std::string KnownPct(double pct, int decimals = 1);
+// What "host RDY %" means, in one sentence (the legends of the tables that show it).
+std::string HostReadyLegend();
 
 }  // namespace vstack::cli
 

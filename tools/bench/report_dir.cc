@@ -38,7 +38,9 @@ std::string IndexHtml(const BenchReport& r) {
   if (r.result.interrupted) h += " <b>Interrupted: partial results.</b>";
   h += "</p>\n<p>Files: <a href=\"report.txt\">report.txt</a> (full text), "
        "<a href=\"report.json\">report.json</a> (every round).</p>\n";
-  for (const ReportTable& t : ComparisonTables(r)) {
+  std::vector<ReportTable> tables = ComparisonTables(r);
+  for (ReportTable& t : CpuReadyTables(r)) tables.push_back(std::move(t));
+  for (const ReportTable& t : tables) {
     h += "<h2>" + XmlEscape(t.title) + "</h2>\n<table><tr>";
     for (const std::string& c : t.header) h += "<th>" + XmlEscape(c) + "</th>";
     h += "</tr>\n";

@@ -154,48 +154,8 @@ double MedianSeconds(const BenchReport& r, const std::string& name) {
 }
 
 std::string CpuReadyText(const BenchReport& r) {
-  const auto rows = SchedulerRows(r);
-  if (rows.empty()) return "";
-  std::string out =
-      "\nCPU Ready and the quantum scheduler (SOS_SCHEDULER_YIELD, as sys.dm_os_wait_stats; "
-      "medians of rounds)\n\n";
-  TextTable t({"stack", "RDY% set", "RDY% injected", "max stall ms", "yields", "wait ms",
-               "max wait ms", "signal wait ms", "signal %", "duration s", "p50 us", "p99 us",
-               "p99.9 us"},
-              {false, true, true, true, true, true, true, true, true, true, true, true, true});
-  for (const StackSummary* s : rows) {
-    t.AddRow({s->name, Num(s->cpu_ready_pct, 1), Num(s->ready_stalled_pct, 1),
-              Num(s->ready_max_stall_ms, 1), Num(s->yields),
-              Num(s->yield_wait_ms, 1), Num(s->yield_max_wait_ms, 1), Num(s->signal_wait_ms, 1),
-              Pct(Ratio(s->signal_wait_ms, s->yield_wait_ms)), Num(MedianSeconds(r, s->name), 2),
-              Num(s->p50_us, 1), Num(s->p99_us, 1), Num(s->p999_us, 1)});
-  }
-  out += t.Render("  ");
-  const auto& pub = bench::PublishedCpuReadyTable();
-  if (rows.size() < 2) return out;
-  out +=
-      "\n  Growth against the first row, next to the published table's (vSphere, SQL Server: "
-      "RDY% 1.2 / 5.1 / 28.4)\n\n";
-  TextTable g({"stack", "yields x", "wait x", "max wait ms", "wait per yield ms", "published RDY%",
-               "yields x", "wait x", "max wait ms", "wait per yield ms"},
-              {false, true, true, true, true, true, true, true, true, true});
-  const StackSummary* b = rows.front();
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const StackSummary* s = rows[i];
-    std::vector<std::string> cells = {
-        s->name, fmt::format("{:.2f}", Ratio(s->yields, b->yields)),
-        fmt::format("{:.2f}", Ratio(s->yield_wait_ms, b->yield_wait_ms)),
-        Num(s->yield_max_wait_ms, 1), Num(Ratio(s->yield_wait_ms, s->yields), 2)};
-    if (i < pub.size()) {
-      cells.push_back(Num(pub[i].ready_pct, 1));
-      cells.push_back(fmt::format("{:.2f}", pub[i].yields / pub[0].yields));
-      cells.push_back(fmt::format("{:.2f}", pub[i].wait_ms / pub[0].wait_ms));
-      cells.push_back(Num(pub[i].max_wait_ms, 0));
-      cells.push_back(Num(pub[i].wait_ms / pub[i].yields, 2));
-    }
-    g.AddRow(cells);
-  }
-  out += g.Render("  ");
+  std::string out;
+  for (const ReportTable& t : CpuReadyTables(r)) out += RenderTableText(t);
   return out;
 }
 
@@ -208,6 +168,7 @@ json CpuReadyJson(const BenchReport& r) {
         {{"stack", s->name},
          {"cpu_ready_pct", s->cpu_ready_pct},
          {"ready_injected_pct", s->ready_stalled_pct},
+         {"host_ready_pct", s->host_ready_pct < 0 ? json(nullptr) : json(s->host_ready_pct)},
          {"max_stall_ms", s->ready_max_stall_ms},
          {"yields", s->yields},
          {"wait_ms", s->yield_wait_ms},
@@ -225,10 +186,80 @@ json CpuReadyJson(const BenchReport& r) {
                    {"signal_wait_ms", p.signal_wait_ms},
                    {"duration_s", p.duration_s}});
   }
-  return {{"vstack", out}, {"published", pub}};
+  const std::string warning = CpuReadyWarning(r);
+  return {{"vstack", out},
+          {"published", pub},
+          {"warning", warning.empty() ? json(nullptr) : json(warning)}};
 }
 
 }  // namespace
+
+std::string CpuReadyWarning(const BenchReport& r) {
+  const auto rows = SchedulerRows(r);
+  if (rows.size() < 2) return "";
+  double host = -1, injected = INFINITY;
+  for (const StackSummary* s : rows) {
+    host = std::max(host, s->host_ready_pct);
+    if (s->ready_stalled_pct > 0) injected = std::min(injected, s->ready_stalled_pct);
+  }
+  if (host < 0 || !std::isfinite(injected) || host <= injected) return "";
+  return fmt::format("the host's own CPU Ready ({:.2f}%) exceeds the injected {:.2f}%: the sweep's "
+                     "ratios are not the injected stalls'", host, injected);
+}
+
+std::vector<ReportTable> CpuReadyTables(const BenchReport& r) {
+  const auto rows = SchedulerRows(r);
+  if (rows.empty()) return {};
+  ReportTable t;
+  t.title = "CPU Ready and the quantum scheduler (SOS_SCHEDULER_YIELD, as sys.dm_os_wait_stats; "
+            "medians of rounds)";
+  t.header = {"stack", "RDY% set", "RDY% injected", "host RDY%", "max stall ms", "yields",
+              "wait ms", "max wait ms", "signal wait ms", "signal %", "duration s", "p50 us",
+              "p99 us", "p99.9 us"};
+  t.numeric = std::vector<bool>(t.header.size(), true);
+  t.numeric[0] = false;
+  for (const StackSummary* s : rows) {
+    t.rows.push_back({s->name, Num(s->cpu_ready_pct, 1), Num(s->ready_stalled_pct, 1),
+                      KnownPct(s->host_ready_pct, 2), Num(s->ready_max_stall_ms, 1),
+                      Num(s->yields), Num(s->yield_wait_ms, 1), Num(s->yield_max_wait_ms, 1),
+                      Num(s->signal_wait_ms, 1), Pct(Ratio(s->signal_wait_ms, s->yield_wait_ms)),
+                      Num(MedianSeconds(r, s->name), 2), Num(s->p50_us, 1), Num(s->p99_us, 1),
+                      Num(s->p999_us, 1)});
+  }
+  t.legend = "RDY% injected = the stalls vstack put on the schedulers; " + HostReadyLegend() +
+             " To the workload the two are the same thing.";
+  if (const std::string w = CpuReadyWarning(r); !w.empty()) t.legend += " WARNING: " + w + ".";
+  if (rows.size() < 2) return {t};
+  const auto& pub = bench::PublishedCpuReadyTable();
+  ReportTable g;
+  g.title = "Growth against the first row, next to the published table's (vSphere, SQL Server: "
+            "RDY% 1.2 / 5.1 / 28.4)";
+  g.header = {"stack", "yields x", "wait x", "max wait ms", "wait per yield ms", "published RDY%",
+              "yields x", "wait x", "max wait ms", "wait per yield ms"};
+  g.numeric = std::vector<bool>(g.header.size(), true);
+  g.numeric[0] = false;
+  const StackSummary* b = rows.front();
+  // A ratio to nothing (a control without yields) is undefined: "-", not 0.
+  auto times = [](double a, double base) {
+    return base > 0 ? fmt::format("{:.2f}", a / base) : std::string("-");
+  };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const StackSummary* s = rows[i];
+    std::vector<std::string> cells = {
+        s->name, times(s->yields, b->yields), times(s->yield_wait_ms, b->yield_wait_ms),
+        Num(s->yield_max_wait_ms, 1),
+        s->yields > 0 ? Num(s->yield_wait_ms / s->yields, 2) : std::string("-")};
+    if (i < pub.size()) {
+      cells.push_back(Num(pub[i].ready_pct, 1));
+      cells.push_back(fmt::format("{:.2f}", pub[i].yields / pub[0].yields));
+      cells.push_back(fmt::format("{:.2f}", pub[i].wait_ms / pub[0].wait_ms));
+      cells.push_back(Num(pub[i].max_wait_ms, 0));
+      cells.push_back(Num(pub[i].wait_ms / pub[i].yields, 2));
+    }
+    g.rows.push_back(cells);
+  }
+  return {t, g};
+}
 
 std::string RenderSeedTables(const BenchReport& r) {
   std::string out;

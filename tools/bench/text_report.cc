@@ -40,6 +40,14 @@ std::string Num(double v, int decimals) {
   return (negative ? "-" : "") + grouped;
 }
 
+std::string KnownPct(double pct, int decimals) { return pct < 0 ? "n/a" : Num(pct, decimals); }
+
+std::string HostReadyLegend() {
+  return "host RDY% = the host's own CPU Ready: the run-queue wait of the benchmark's threads "
+         "(workload threads and io_uring workers, /proc/self/task/*/schedstat) as a share of "
+         "their wall time; n/a where the kernel keeps no schedule statistics.";
+}
+
 namespace {
 
 std::string Pct(double fraction_or_pct, bool is_fraction = false) {
@@ -121,6 +129,14 @@ void CpuTable(const RunResult& run, std::string& out) {
     out += fmt::format("  benchmark threads (workload threads + io_uring workers): {:.3f} s = {:.2f} us "
                        "per I/O\n", c.threads_s, m.cpu_us_per_io);
   }
+  const bench::HostReady& h = run.host_ready;
+  if (!h.measured) {
+    out += "  host CPU Ready: n/a (the kernel gives no schedstat for the threads)\n";
+    return;
+  }
+  out += fmt::format("  host CPU Ready: {} threads waited {:.3f} s on a run queue = {} of their "
+                     "wall time (host RDY%)\n",
+                     h.threads, double(h.run_queue_ns) / 1e9, Pct(h.Pct()));
 }
 
 // One diskspd-style table: a row per thread, then the total.
@@ -257,13 +273,15 @@ std::vector<ReportTable> ComparisonTables(const BenchReport& r) {
                     : std::string("none (some stack has fewer than 2 paired rounds)."));
   ReportTable noise;
   noise.title = "Noise per round (medians over the stacks of the round)";
-  noise.header = {"round", "others' CPU %", "steal %", "load average"};
-  noise.numeric = {true, true, true, true};
+  noise.header = {"round", "others' CPU %", "steal %", "load average", "host RDY%"};
+  noise.numeric = {true, true, true, true, true};
   for (const bench::RoundNoise& n : sum.noise) {
     noise.rows.push_back({std::to_string(n.round + 1), Num(n.others_cpu_pct, 1), Num(n.steal_pct, 1),
-                          n.load_average < 0 ? "n/a" : Num(n.load_average, 2)});
+                          n.load_average < 0 ? "n/a" : Num(n.load_average, 2),
+                          KnownPct(n.host_ready_pct, 2)});
   }
-  noise.legend = "others' CPU % = busy CPU of other processes as a share of the machine's capacity.";
+  noise.legend = "others' CPU % = busy CPU of other processes as a share of the machine's "
+                 "capacity. " + HostReadyLegend();
   std::vector<ReportTable> tables = {abs};
   if (!rel.rows.empty()) tables.push_back(rel);
   if (!noise.rows.empty()) tables.push_back(noise);
@@ -285,17 +303,17 @@ std::string Wrap(const std::string& text, const std::string& indent, size_t widt
   return out;
 }
 
+std::string RenderTableText(const ReportTable& t) {
+  TextTable table(t.header, t.numeric);
+  for (const auto& row : t.rows) table.AddRow(row);
+  return "\n" + t.title + "\n" + table.Render("  ") + Wrap(t.legend, "  ");
+}
+
 std::string RenderComparisonText(const BenchReport& r) {
   const bench::MatrixSummary& sum = r.summary;
   std::string out;
   const std::string base = sum.baseline.empty() ? "base" : sum.baseline;
-  for (const ReportTable& t : ComparisonTables(r)) {
-    out += "\n" + t.title + "\n";
-    TextTable table(t.header, t.numeric);
-    for (const auto& row : t.rows) table.AddRow(row);
-    out += table.Render("  ");
-    out += Wrap(t.legend, "  ");
-  }
+  for (const ReportTable& t : ComparisonTables(r)) out += RenderTableText(t);
   if (r.result.auto_rounds) {
     const std::string w = bench::NoiseWarning(sum, r.result.precision_asked);
     if (!w.empty()) out += "\n" + Wrap("WARNING: " + w + ".", "  ");
