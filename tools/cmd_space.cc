@@ -1,7 +1,8 @@
 // vstack space [options] IMAGE...: vSAN-style space savings of a set of images, factor by factor
 // (zero elimination, dedup, compression, metadata, protection), by scanning them with the
-// layers' own code or by replaying them through real dedup and zstd layers. The analysis is in
-// analysis/space/; this file parses flags and prints (space_output.cc renders);
+// layers' own code, by replaying them through real dedup and zstd layers, or by replaying them
+// onto RBD images in Ceph pools and measuring the pools' real usage (--mode=ceph). The analysis
+// is in analysis/space/; this file parses flags and prints (space_output.cc renders);
 // docs/space-savings.md explains the report.
 #include <fmt/format.h>
 
@@ -12,6 +13,7 @@
 #include <optional>
 #include <sstream>
 
+#include "analysis/space/space_ceph.h"
 #include "analysis/space/space_estimate.h"
 #include "analysis/space/space_images.h"
 #include "analysis/space/space_replay.h"
@@ -48,6 +50,7 @@ struct SpaceArgs {
   uint64_t seed = 0;
   std::string sketch;
   std::vector<std::string> merge;  // `vstack space merge` inputs
+  CephSpaceOptions ceph;           // --mode=ceph
 };
 
 // "1%" or "0.01": a fraction in (0, 1].
@@ -85,7 +88,16 @@ Result<SpaceOptions> Options(const SpaceArgs& a) {
   o.rule = *rule;
   VSTACK_RETURN_IF_ERROR(ParseProtection(a.protection, &o));
   o.checksum = a.checksum == "on";
-  o.mode = a.mode == "replay" ? SpaceOptions::Mode::kReplay : SpaceOptions::Mode::kScan;
+  o.mode = a.mode == "replay" ? SpaceOptions::Mode::kReplay
+           : a.mode == "ceph" ? SpaceOptions::Mode::kCeph
+                              : SpaceOptions::Mode::kScan;
+  if (o.mode != SpaceOptions::Mode::kCeph && !a.ceph.pools.empty()) {
+    return MakeError(Errc::kInvalidArgument, "--pool needs --mode=ceph");
+  }
+  if (o.mode == SpaceOptions::Mode::kCeph && a.ceph.pools.empty()) {
+    return MakeError(Errc::kInvalidArgument,
+                     "--mode=ceph needs the pools to measure: --pool POOL (repeatable)");
+  }
   o.threads = a.threads;
   o.seed = a.seed;
   auto confidence = ParseFraction("--confidence", a.confidence);
@@ -100,8 +112,9 @@ Result<SpaceOptions> Options(const SpaceArgs& a) {
   }
   if (!a.estimate) return o;
   o.estimate = true;
-  if (o.mode == SpaceOptions::Mode::kReplay) {
-    return MakeError(Errc::kInvalidArgument, "--estimate and --mode=replay do not go together");
+  if (o.mode != SpaceOptions::Mode::kScan) {
+    return MakeError(Errc::kInvalidArgument,
+                     "--estimate and --mode=" + a.mode + " do not go together");
   }
   if (!a.fraction.empty() && !a.accuracy.empty()) {
     return MakeError(Errc::kInvalidArgument, "give --fraction or --accuracy, not both");
@@ -156,7 +169,7 @@ nlohmann::json CostJson(const EstimateCost& c, const SpaceSketch& s, double seco
 void Print(const SpaceArgs& a, const SpaceReport& report, const SpaceOptions& o,
            const std::vector<SpaceImage>& images, size_t image_count, const std::string& note,
            const nlohmann::json& estimate, const std::string& estimate_text,
-           const ReplayPhysical* physical = nullptr) {
+           const ReplayPhysical* physical = nullptr, const CephSpaceResult* ceph = nullptr) {
   if (!a.svg.empty()) {
     std::ofstream f(a.svg);
     f << SpaceSvg(report, o, image_count);
@@ -167,10 +180,12 @@ void Print(const SpaceArgs& a, const SpaceReport& report, const SpaceOptions& o,
     j["notes"] = note.empty() ? nlohmann::json::array() : nlohmann::json::array({note});
     if (!estimate.is_null()) j["estimate"] = estimate;
     if (physical) j["physical"] = ReplayPhysicalJson(*physical);
+    if (ceph) j["ceph"] = CephMeasureJson(*ceph, o);
     fmt::print("{}\n", j.dump(2));
   } else {
-    fmt::print("{}{}{}", SpaceText(report, o, image_count), estimate_text,
-               physical ? ReplayPhysicalText(*physical) : "");
+    fmt::print("{}{}{}{}", SpaceText(report, o, image_count), estimate_text,
+               physical ? ReplayPhysicalText(*physical) : "",
+               ceph ? CephMeasureText(*ceph, o) : "");
   }
 }
 
@@ -255,6 +270,17 @@ void Run(const SpaceArgs& a) {
           CostText(cost, *sketch, seconds));
     return;
   }
+  if (o->mode == SpaceOptions::Mode::kCeph) {
+    auto measured = MeasureOnCeph(*images, *o, a.ceph, on_bytes);
+    progress.Finish();
+    if (!measured && measured.error().code == make_error_code(Errc::kInvalidArgument)) {
+      FailUsage("space", measured.error().message);
+    }
+    if (!measured) Fail("space", measured.error().ToString());
+    Print(a, BuildReport(measured->counts, *o), *o, *images, images->size(), note, nullptr, "",
+          measured->layers.empty() ? nullptr : &measured->physical, &*measured);
+    return;
+  }
   const bool replay = o->mode == SpaceOptions::Mode::kReplay;
   ReplayPhysical physical;
   Result<SpaceCounts> counts = replay ? ReplayImages(*images, *o, a.replay_dir, on_bytes, &physical)
@@ -296,8 +322,30 @@ void AddSpaceCommand(CLI::App& app) {
           {"on", "off"});
   Choices(cmd->add_option("--mode", a->mode,
                           "scan (default): hash and compress without writing; replay: write "
-                          "through real dedup and zstd layers"),
-          {"scan", "replay"});
+                          "through real dedup and zstd layers; ceph: replay onto a new RBD "
+                          "image in each --pool and measure the pool's real STORED and USED "
+                          "(`ceph df detail`) against the modelled protection factor"),
+          {"scan", "replay", "ceph"});
+  cmd->add_option("--pool", a->ceph.pools,
+                  "--mode=ceph: a Ceph pool to measure (repeatable): replicated, or "
+                  "erasure-coded with allow_ec_overwrites (image headers then go to "
+                  "--metadata-pool); needs a ceph-mgr and BlueStore OSDs")
+      ->allow_extra_args(false);  // one pool per --pool: the images follow
+  cmd->add_option("--metadata-pool", a->ceph.metadata_pool,
+                  "--mode=ceph: replicated pool for the headers of images whose data is in an "
+                  "EC pool")
+      ->default_str("rbd");
+  cmd->add_option("--ceph-conf", a->ceph.conf,
+                  "--mode=ceph: ceph.conf (default: $CEPH_CONF, then /etc/ceph/ceph.conf)");
+  cmd->add_option("--ceph-id", a->ceph.id, "--mode=ceph: client id, without 'client.'")
+      ->default_str("admin");
+  cmd->add_option("--ceph-timeout", a->ceph.timeout_s,
+                  "--mode=ceph: seconds to wait for the monitors (1..300; for the OSDs' "
+                  "statistics to reach them, 12 times as long)")
+      ->default_str("10")
+      ->check(CLI::Range(1, 300));
+  cmd->add_flag("--keep-image", a->ceph.keep,
+                "--mode=ceph: keep the RBD images written (default: removed after measuring)");
   cmd->add_option("--replay-dir", a->replay_dir,
                   "replay onto sparse files in this directory instead of memory");
   cmd->add_option("--svg", a->svg, "also write a waterfall chart to this SVG file");

@@ -12,7 +12,15 @@ namespace {
 
 std::string ModeName(const SpaceOptions& o) {
   if (o.estimate) return "estimate";
-  return o.mode == SpaceOptions::Mode::kScan ? "scan" : "replay";
+  switch (o.mode) {
+    case SpaceOptions::Mode::kScan:
+      return "scan";
+    case SpaceOptions::Mode::kReplay:
+      return "replay";
+    case SpaceOptions::Mode::kCeph:
+      return "replay onto Ceph";
+  }
+  return "?";
 }
 
 // "1.82x (1.79-1.85)" for an estimated ratio, "1.82x" for an exact one.
@@ -162,6 +170,107 @@ nlohmann::json ReplayPhysicalJson(const ReplayPhysical& p) {
           {"physical_bytes", p.physical_bytes},
           {"difference_bytes", int64_t(p.physical_bytes) - int64_t(p.modelled_bytes)},
           {"difference", p.difference()}};
+}
+
+namespace {
+
+// The vSAN scheme with the same raw factor as the pool's, for the "modelled" column.
+std::string VsanCounterpart(const ceph::PoolUsage& p) {
+  if (!p.erasure && p.size == 2) return "RAID-1, FTT=1";
+  if (!p.erasure && p.size == 3) return "RAID-1, FTT=2";
+  if (p.erasure && p.data_chunks == 3 && p.size == 4) return "RAID-5, 3+1";
+  if (p.erasure && p.data_chunks == 4 && p.size == 6) return "RAID-6, 4+2";
+  if (p.erasure && p.data_chunks == 2 && p.size == 3) return "RAID-5-like, 2+1";
+  return "";
+}
+
+// The modelled and measured end-to-end ratio (logical / raw), for one pool.
+struct EndToEnd {
+  double modelled = 0, measured = 0;
+};
+EndToEnd EndToEndOf(const CephSpaceResult& r, const CephPoolMeasure& m, const SpaceOptions& o) {
+  const SpaceReport report = BuildReport(r.counts, o);
+  const uint64_t used = report.steps[1].bytes;  // "used": the images' written grains
+  const uint64_t with_metadata = report.counts.stored_bytes + report.counts.metadata_bytes;
+  EndToEnd e;
+  const double raw = double(with_metadata) * m.modelled_factor();
+  e.modelled = raw > 0 ? double(used) / raw : 0;
+  e.measured = m.used_total() > 0 ? double(used) / double(m.used_total()) : 0;
+  return e;
+}
+
+}  // namespace
+
+std::string CephMeasureText(const CephSpaceResult& r, const SpaceOptions& o) {
+  std::string out = fmt::format(
+      "\nmeasured on Ceph (`ceph df detail` before and after, once every OSD reported; stack {}; "
+      "{} of image data; BlueStore allocation unit {}):\n",
+      r.layers.empty() ? "rbd: alone" : r.layers + "+rbd:", FormatSize(r.logical_bytes),
+      r.min_alloc_size ? FormatSize(r.min_alloc_size) : "unknown");
+  TextTable t({"pool", "scheme", "written", "STORED +", "USED +", "USED/STORED", "modelled", "gap",
+               "overall", "overall modelled"},
+              {false, false, true, true, true, true, false, true, true, true});
+  for (const CephPoolMeasure& m : r.pools) {
+    const std::string vsan = VsanCounterpart(m.pool);
+    const double gap = m.modelled_factor() > 0 ? m.measured_factor() / m.modelled_factor() - 1 : 0;
+    const EndToEnd e = EndToEndOf(r, m, o);
+    t.AddRow({m.pool.name, m.pool.Scheme(), FormatSize(m.written_bytes),
+              FormatSize(uint64_t(std::max<int64_t>(0, m.data.stored))),
+              FormatSize(uint64_t(std::max<int64_t>(0, m.data.used))),
+              fmt::format("{:.3f}x", m.measured_factor()),
+              fmt::format("{:.2f}x{}", m.modelled_factor(), vsan.empty() ? "" : " (" + vsan + ")"),
+              fmt::format("{:+.2f}%", gap * 100), fmt::format("{:.2f}x", e.measured),
+              fmt::format("{:.2f}x", e.modelled)});
+  }
+  out += t.Render("  ");
+  out +=
+      "  (written: the stack's data on the image; STORED +, USED +: the pool's change; "
+      "overall: used / USED, the model's with the pool's factor)\n";
+  for (const CephPoolMeasure& m : r.pools) {
+    out += fmt::format("why {} differs from {:.2f}x{}:\n", m.pool.name, m.modelled_factor(),
+                       m.kept ? " (image " + m.image + " kept)" : "");
+    for (const std::string& line : ExplainGap(m, r.min_alloc_size)) out += "  - " + line + "\n";
+  }
+  return out;
+}
+
+nlohmann::json CephMeasureJson(const CephSpaceResult& r, const SpaceOptions& o) {
+  auto delta = [](const PoolDelta& d) {
+    return nlohmann::json{{"stored", d.stored},           {"stored_data", d.stored_data},
+                          {"stored_omap", d.stored_omap}, {"used", d.used},
+                          {"used_data", d.used_data},     {"used_omap", d.used_omap},
+                          {"objects", d.objects}};
+  };
+  nlohmann::json pools = nlohmann::json::array();
+  for (const CephPoolMeasure& m : r.pools) {
+    const EndToEnd e = EndToEndOf(r, m, o);
+    nlohmann::json j = {
+        {"pool", m.pool.name},
+        {"scheme", m.pool.Scheme()},
+        {"erasure", m.pool.erasure},
+        {"size", m.pool.size},
+        {"data_chunks", m.pool.data_chunks},
+        {"stripe_unit", m.pool.stripe_unit},
+        {"image", m.image},
+        {"kept", m.kept},
+        {"written_bytes", m.written_bytes},
+        {"delta", delta(m.data)},
+        {"measured_factor", m.measured_factor()},
+        {"measured_data_factor", m.measured_data_factor()},
+        {"modelled_factor", m.modelled_factor()},
+        {"vsan_counterpart", VsanCounterpart(m.pool)},
+        {"gap", m.modelled_factor() > 0 ? m.measured_factor() / m.modelled_factor() - 1 : 0.0},
+        {"used_total", m.used_total()},
+        {"measured_overall", e.measured},
+        {"modelled_overall", e.modelled},
+        {"why", ExplainGap(m, r.min_alloc_size)}};
+    if (m.metadata_apart) j["metadata_pool_delta"] = delta(m.metadata);
+    pools.push_back(std::move(j));
+  }
+  return {{"stack", r.layers.empty() ? "rbd" : r.layers + "+rbd"},
+          {"logical_bytes", r.logical_bytes},
+          {"min_alloc_size", r.min_alloc_size},
+          {"pools", pools}};
 }
 
 namespace {

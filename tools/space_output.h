@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/space/space_ceph.h"
 #include "analysis/space/space_images.h"
 #include "analysis/space/space_model.h"
 #include "analysis/space/space_replay.h"
@@ -24,6 +25,11 @@ nlohmann::json SpaceJson(const SpaceReport& r, const SpaceOptions& o,
 // `vstack space --mode=replay --output=json` puts under "physical".
 std::string ReplayPhysicalText(const ReplayPhysical& p);
 nlohmann::json ReplayPhysicalJson(const ReplayPhysical& p);
+// A Ceph measurement (`vstack space --mode=ceph`): per pool the STORED and USED deltas, the
+// measured USED/STORED against the modelled factor, the end-to-end logical/USED against the
+// model's, and why they differ; as text, and the JSON object put under "ceph".
+std::string CephMeasureText(const CephSpaceResult& r, const SpaceOptions& o);
+nlohmann::json CephMeasureJson(const CephSpaceResult& r, const SpaceOptions& o);
 
 // The chart's vertical axis: ticks every `step` bytes up to `clip`, the plot's top at `max`.
 // The provisioned bar is cut (drawn up to `clip` with a zigzag) only when it is over 3x every

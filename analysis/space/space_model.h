@@ -27,7 +27,9 @@ struct SpaceOptions {
   SizeRule rule{SizeRule::kVsanOsa, 0};
   std::string protection = "raid1";  // none, raid1, ftt2, raid5, raid6
   bool checksum = true;              // 5 bytes per 4 KiB stored, as vSAN
-  enum class Mode { kScan, kReplay };
+  // scan, replay (through real layers on memory or files), ceph (replay onto RBD images in
+  // Ceph pools and measure the pools' usage: space_ceph.h).
+  enum class Mode { kScan, kReplay, kCeph };
   Mode mode = Mode::kScan;
   unsigned threads = 0;  // 0: one per CPU
   // --estimate (space_estimate.h): sample 1 in `modulus` fingerprints (grains without dedup),

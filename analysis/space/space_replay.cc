@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <thread>
 
 #include "lib/aligned_buffer.h"
+#include "lib/iovec.h"
 #include "lib/registry.h"
 #include "lib/spec.h"
 
@@ -51,8 +53,10 @@ std::string ReplayLayers(const SpaceOptions& o, uint64_t virtual_size) {
   const std::string grain = "grain=" + std::to_string(o.grain);
   const std::string zstd =
       "zstd:level=" + std::to_string(o.level) + "," + grain + ",rule=" + FormatSizeRule(o.rule);
-  const std::string size = ",size=" + std::to_string(virtual_size);
-  if (o.dedup && o.compress) return "dedup:" + grain + size + "+" + zstd;
+  // The replay always writes onto a backend it has just created: format it, whatever the
+  // backend (an RBD image made by create=on is not one the layers would format unasked).
+  const std::string size = ",size=" + std::to_string(virtual_size) + ",format=on";
+  if (o.dedup && o.compress) return "dedup:" + grain + size + "+" + zstd + ",format=on";
   if (o.dedup) return "dedup:" + grain + size;
   return zstd + size;
 }
@@ -64,6 +68,23 @@ Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOpt
     return MakeError(Errc::kInvalidArgument,
                      "--mode=replay needs a layer to replay through: dedup, or a codec");
   }
+  std::vector<std::string> files;
+  auto backend = [&](uint32_t domain, uint64_t bytes) {
+    if (dir.empty()) return "memory:" + std::to_string(bytes);
+    files.push_back(dir + "/vstack-space-replay-" + std::to_string(::getpid()) + "-" +
+                    std::to_string(domain) + ".img");
+    return FormatSpecPart(
+        SpecPart{"file", files.back(), {{"create", "on"}, {"size", std::to_string(bytes)}}});
+  };
+  Result<SpaceCounts> counts = ReplayImagesOnto(images, o, backend, progress, physical);
+  for (const std::string& f : files) ::unlink(f.c_str());
+  return counts;
+}
+
+Result<SpaceCounts> ReplayImagesOnto(std::vector<SpaceImage>& images, const SpaceOptions& o,
+                                     const ReplayBackend& backend, const SpaceProgress& progress,
+                                     ReplayPhysical* physical) {
+  const bool layers = o.dedup || o.compress;
   const uint32_t domains = DomainCount(o, images.size());
   const uint32_t grain = o.grain;
   // Each domain's stack holds its images one after the other.
@@ -75,22 +96,13 @@ Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOpt
     virtual_size[d] += RoundUp(images[i].size, grain);
   }
   std::vector<DevicePtr> stacks;
-  std::vector<std::string> files;
   for (uint32_t d = 0; d < domains; ++d) {
     // Sparse below, so room for the worst case (nothing shared) costs nothing.
-    const uint64_t below = RoundUp(2 * virtual_size[d] + (256 << 20), 1 << 20);
-    std::string backend = "memory:" + std::to_string(below);
-    if (!dir.empty()) {
-      files.push_back(dir + "/vstack-space-replay-" + std::to_string(::getpid()) + "-" +
-                      std::to_string(d) + ".img");
-      backend = FormatSpecPart(
-          SpecPart{"file", files.back(), {{"create", "on"}, {"size", std::to_string(below)}}});
-    }
-    auto stack = Open(ReplayLayers(o, virtual_size[d]) + "+" + backend);
-    if (!stack) {
-      for (const std::string& f : files) ::unlink(f.c_str());
-      return Annotate(std::move(stack).error(), "replay stack");
-    }
+    const uint64_t below = layers ? RoundUp(2 * virtual_size[d] + (256 << 20), 1 << 20)
+                                  : RoundUp(std::max<uint64_t>(virtual_size[d], 1), 1 << 20);
+    const std::string spec = backend(d, below);
+    auto stack = Open(layers ? ReplayLayers(o, virtual_size[d]) + "+" + spec : spec);
+    if (!stack) return Annotate(std::move(stack).error(), "replay stack");
     stacks.push_back(std::move(*stack));
   }
 
@@ -102,6 +114,8 @@ Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOpt
   std::mutex error_mu;
   Error error;
   std::atomic<bool> failed{false};
+  // Without layers: the zero grains among the data written, per domain.
+  std::vector<std::atomic<uint64_t>> plain_zero(domains);
   auto work = [&] {
     WorkerIo in, out;
     AlignedBuffer buf(kJobBytes);
@@ -125,6 +139,13 @@ Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOpt
         }
         return;
       }
+      if (!layers) {
+        uint64_t zero = 0;
+        for (uint64_t at = 0; at < job.length; at += grain) {
+          zero += IsZero(buf.data() + at, std::min<uint64_t>(grain, job.length - at)) ? 1 : 0;
+        }
+        plain_zero[d] += zero;
+      }
       if (progress) progress(job.length);
     }
   };
@@ -136,14 +157,30 @@ Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOpt
   ReplayPhysical bytes;
   for (uint32_t d = 0; d < domains && !failed; ++d) {
     uint64_t domain_physical = 0;
-    std::optional<SpaceCounts> found = StackSpace(*stacks[d], &domain_physical);
-    if (!found) {
-      failed = true;
-      error = MakeError(Errc::kNotSupported,
-                        "replay stack '" + stacks[d]->Describe() + "' keeps no space accounting");
-      break;
+    SpaceCounts c;
+    if (layers) {
+      std::optional<SpaceCounts> found = StackSpace(*stacks[d], &domain_physical);
+      if (!found) {
+        failed = true;
+        error = MakeError(Errc::kNotSupported,
+                          "replay stack '" + stacks[d]->Describe() + "' keeps no space accounting");
+        break;
+      }
+      c = *found;
     }
-    SpaceCounts c = *found;
+    for (size_t i = 0; i < images.size(); ++i) {
+      if (DomainOf(o, i, images.size()) != d) continue;
+      if (!layers) {
+        const uint64_t grains = (images[i].data_bytes() + grain - 1) / grain;
+        c.used_grains += grains;
+        domain_physical += images[i].data_bytes();
+      }
+    }
+    if (!layers) {
+      c.zero_grains = plain_zero[d];
+      c.unique_grains = c.used_grains - c.zero_grains;
+      c.compressed_bytes = c.stored_bytes = c.unique_grains * grain;
+    }
     bytes.modelled_bytes += c.stored_bytes;
     bytes.physical_bytes += domain_physical;
     for (size_t i = 0; i < images.size(); ++i) {
@@ -156,8 +193,13 @@ Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOpt
     AddMetadata(o, grain, &c);
     total += c;
   }
-  stacks.clear();  // closes them
-  for (const std::string& f : files) ::unlink(f.c_str());
+  // Closing flushes every layer's metadata down to the backends.
+  for (DevicePtr& s : stacks) {
+    Status closed = s->Close();
+    if (!closed && !failed.exchange(true))
+      error = Annotate(closed.error(), "closing the replay stack");
+  }
+  stacks.clear();
   if (failed) return error;
   if (physical) *physical = bytes;
   return total;

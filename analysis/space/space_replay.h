@@ -5,6 +5,7 @@
 #ifndef VSTACK_ANALYSIS_SPACE_REPLAY_H_
 #define VSTACK_ANALYSIS_SPACE_REPLAY_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,7 +15,8 @@
 
 namespace vstack {
 
-// The spec of the stack that replays one domain of `virtual_size` bytes (without its backend).
+// The spec of the stack that replays one domain of `virtual_size` bytes (without its backend),
+// formatting its layers (format=on): the backend below is always one the replay just created.
 std::string ReplayLayers(const SpaceOptions& o, uint64_t virtual_size);
 
 // The counts of the data written into the stack under `top`, from its layers' own accounting
@@ -40,10 +42,23 @@ struct ReplayPhysical {
 };
 
 // `dir` empty: the stacks sit on sparse memory; else on sparse files in `dir` (removed after).
-// `physical` (if not null) gets the physical bytes next to the modelled ones.
+// `physical` (if not null) gets the physical bytes next to the modelled ones. Needs a layer to
+// replay through (dedup, or a codec).
 Result<SpaceCounts> ReplayImages(std::vector<SpaceImage>& images, const SpaceOptions& o,
                                  const std::string& dir, const SpaceProgress& progress,
                                  ReplayPhysical* physical = nullptr);
+
+// The backend spec below domain `domain`'s replay stack, which must take `bytes` (written
+// sparsely): the spec creates it (e.g. "rbd:rbd/img,create=on,size=...").
+using ReplayBackend = std::function<std::string(uint32_t domain, uint64_t bytes)>;
+
+// The same replay onto backends of the caller's choosing. The stacks are closed (everything
+// flushed to the backends) before it returns; removing the backends is the caller's. With
+// neither dedup nor a codec the stack is the backend alone: the images' data is written as it
+// is, zero grains are counted by looking at them, and the physical bytes are the bytes written.
+Result<SpaceCounts> ReplayImagesOnto(std::vector<SpaceImage>& images, const SpaceOptions& o,
+                                     const ReplayBackend& backend, const SpaceProgress& progress,
+                                     ReplayPhysical* physical = nullptr);
 
 }  // namespace vstack
 

@@ -18,6 +18,7 @@
 #include "bench/workload/write_content.h"
 #include "lib/aligned_buffer.h"
 #include "lib/clock.h"
+#include "lib/sync_io.h"
 
 namespace vstack::bench {
 namespace {
@@ -211,6 +212,15 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
                               const RunControl& control) {
   VSTACK_RETURN_IF_ERROR(CheckKnobsAgainstDevice(k, device));
   const uint64_t region = RegionBytes(k, device);
+  // A round that writes starts from a flushed device: the fill's and earlier rounds' writes are
+  // durable, and no cache is measured in a pre-flush mode (librbd acknowledges a write only
+  // once the OSDs have it until the image's first flush, rbd_cache_writethrough_until_flush,
+  // and early from then on). Outside the measured window, like the fill.
+  if (k.write_pct > 0 && !device.read_only()) {
+    if (const std::error_code ec = SyncIo(device).Flush()) {
+      return MakeError(Errc::kIo, "cannot flush the stack before the round: " + ec.message());
+    }
+  }
   ScopedStackStatsMode latency(device, StatsMode::kLatency);  // per-layer time for attribution
 
   Shared shared;

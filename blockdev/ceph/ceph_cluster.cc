@@ -93,6 +93,20 @@ Result<std::string> Cluster::MonCommand(const std::string& json) const {
   return RadosError(who_, "mon command " + json, rc);
 }
 
+Result<std::string> Cluster::OsdCommand(int osd, const std::string& json) const {
+  const char* cmd[] = {json.c_str()};
+  char* out = nullptr;
+  char* status = nullptr;
+  size_t out_len = 0, status_len = 0;
+  const int rc =
+      rados_osd_command(cluster_, osd, cmd, 1, "", 0, &out, &out_len, &status, &status_len);
+  std::string result(out ? out : "", out ? out_len : 0);
+  rados_buffer_free(out);
+  rados_buffer_free(status);
+  if (rc < 0) return RadosError(who_, "osd." + std::to_string(osd) + " command " + json, rc);
+  return result;
+}
+
 Result<PoolFacts> Cluster::Pool(const std::string& pool) const {
   VSTACK_ASSIGN_OR_RETURN(
       std::string text,
@@ -108,6 +122,7 @@ Result<PoolFacts> Cluster::Pool(const std::string& pool) const {
     f.erasure = p.value("type", 1) == 3;  // pg_pool_t::TYPE_ERASURE
     f.size = p.value("size", 0u);
     f.stripe_width = f.erasure ? p.value("stripe_width", 0u) : 0;
+    f.ec_profile = f.erasure ? p.value("erasure_code_profile", std::string()) : "";
     const std::string flags = p.value("flags_names", std::string());
     f.ec_overwrites = flags.find("ec_overwrites") != std::string::npos;
     return f;

@@ -37,6 +37,7 @@ struct PoolFacts {
   bool ec_overwrites = false;  // allow_ec_overwrites is set
   uint32_t size = 0;           // replicas, or k+m
   uint32_t stripe_width = 0;   // EC: k * stripe_unit bytes; 0 for replicated pools
+  std::string ec_profile;      // EC: the erasure-code profile's name
 };
 
 // One connected cluster handle. Thread-safe (librados is).
@@ -60,12 +61,14 @@ class Cluster {
   const std::string& who() const { return who_; }
   // "mon_host" as configured, for messages.
   std::string MonHost() const;
+  // A JSON mon command; retried on the spurious EPERM ("wrong fsid") Debian's 16.2 client
+  // returns when a command races the first monmap. The reply's output.
+  Result<std::string> MonCommand(const std::string& json) const;
+  // A JSON command to OSD `osd` (`ceph tell osd.N ...`). The reply's output.
+  Result<std::string> OsdCommand(int osd, const std::string& json) const;
 
  private:
   Cluster(std::string who, rados_t cluster) : who_(std::move(who)), cluster_(cluster) {}
-  // A JSON mon command; retried on the spurious EPERM ("wrong fsid") Debian's 16.2 client
-  // returns when a command races the first monmap.
-  Result<std::string> MonCommand(const std::string& json) const;
 
   std::string who_;
   rados_t cluster_;

@@ -44,6 +44,9 @@ const std::vector<Expectation>& Expectations() {
       {"", "vstack serve --socket", 0,
        "a server runs until it is stopped (tests/nbd starts and stops it)"},
       {"docs/layers/nbd.md", "vstack serve [", 0, "a synopsis, not a command"},
+      {"", "vstack space --mode=ceph", 0,
+       "needs a Ceph cluster with BlueStore OSDs and a mgr (tests/ceph/ceph_space_test.cc, "
+       "ctest entry ceph-space, runs it)"},
       {"docs/space-savings.md", "vstack space --output=json [KNOB]", 0, "a placeholder, [KNOB]"},
       {"docs/space-savings.md", "vstack space --scope=image --rule=packed ...", 0,
        "a placeholder, ..."},

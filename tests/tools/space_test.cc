@@ -208,12 +208,28 @@ TEST_F(SpaceCommand, BadOptionsAndInputsFailClearly) {
            {"--rule=half" + vms_, "rule 'half' is not one of"},
            {"--protection=raid10" + vms_, "--protection 'raid10' is not one of"},
            {"--mode=replay --dedup=off --codec=none" + vms_, "needs a layer to replay through"},
+           {"--pool rbd" + vms_, "--pool needs --mode=ceph"},
+           {"--mode=ceph" + vms_, "--mode=ceph needs the pools to measure"},
+           {"--mode=ceph --pool rbd --estimate" + vms_, "--estimate and --mode=ceph"},
            {" /nonexistent/vm.img", "No such file or directory", 1},
        }) {
     testing::CommandResult r = RunVstack("space " + c.args);
     EXPECT_EQ(r.status, c.status) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find(c.want), std::string::npos) << c.args << "\n" << r.output;
   }
+}
+
+// No cluster answering: a clear error naming the monitors, within the timeout asked for.
+TEST_F(SpaceCommand, CephModeWithoutAClusterFailsWithinTheTimeout) {
+  const std::string conf = dir_.File("ceph.conf");
+  std::ofstream(conf) << "[global]\nmon host = v1:127.0.0.1:9\nauth client required = none\n"
+                         "ms bind msgr2 = false\nlog file = /dev/null\n";
+  testing::CommandResult r =
+      RunVstack("space --mode=ceph --pool rbd --ceph-timeout 2 --ceph-conf " + conf + vms_);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("cannot reach the Ceph monitors at 'v1:127.0.0.1:9' within 2 s"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace
