@@ -9,6 +9,7 @@
 
 #include "bench/workload/attribution.h"
 #include "bench/workload/runner.h"
+#include "bench/workload/stack_stats.h"
 #include "lib/layer.h"
 #include "lib/registry.h"
 #include "tests/testing/test_util.h"
