@@ -70,8 +70,12 @@ int main(int argc, char** argv) {
                       c.name.c_str(), c.per_io);
         counters += item;
       }
-      std::printf("  %-12s %10.3f %10.3f %12.3f  %s\n", layer.kind.c_str(), layer.in_total,
-                  layer.out_total, layer.self_us_per_io, counters.c_str());
+      // A self time below the timestamp resolution (one clock read per batch) is not a 0.
+      char self[32];
+      std::snprintf(self, sizeof self, "%s", a.timed ? "< resolution" : "not timed");
+      if (layer.self_resolved) std::snprintf(self, sizeof self, "%.3f", layer.self_us_per_io);
+      std::printf("  %-12s %10.3f %10.3f %12s  %s\n", layer.kind.c_str(), layer.in_total,
+                  layer.out_total, self, counters.c_str());
     }
   }
   return 0;

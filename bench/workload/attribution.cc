@@ -24,15 +24,27 @@ const char* OpPlural(Op op) {
   return "?";
 }
 
+const char kBelowResolution[] = "below the timestamp resolution";
+
+// "0.73" or, below the resolution, the words for it (never a bare 0).
+std::string UsOrBelow(double us, bool resolved) {
+  return resolved ? Fmt("%.2f", us) : std::string(kBelowResolution);
+}
+
 std::string TimeWords(const LayerCost& c, bool timed) {
-  if (!timed) return "self time not measured (the stack kept counters only)";
+  if (!timed) return "not measured (the stack kept counters only)";
+  if (!c.self_resolved) {
+    return std::string(kBelowResolution) +
+           Fmt(" (under %.3f us per guest I/O: one clock read ", kSelfTimeResolutionUs) +
+           (c.backend ? "per batch)"
+                      : "per batch is shared through the stack, so the CPU it spends handing a "
+                        "request on counts in the level below; its cost shows in CPU per I/O)");
+  }
   std::string s = Fmt("%.2f", c.self_us_per_io) + " us per guest I/O (mean; p50 " +
-                  Fmt("%.2f", c.self_median_us_per_io) + ", p99 " +
-                  Fmt("%.2f", c.self_p99_us_per_io) + ")";
-  if (c.self_us_per_io < 0.005) {
-    // One timestamp covers a batch: CPU spent while submitting counts in the level below.
-    s += ", below the resolution of one timestamp per batch (its CPU shows in CPU per I/O)";
-  } else if (c.self_us_per_io > c.self_p99_us_per_io) {
+                  UsOrBelow(c.self_median_us_per_io, c.self_median_resolved) + ", p99 " +
+                  UsOrBelow(c.self_p99_us_per_io, c.self_p99_us_per_io >= kSelfTimeResolutionUs) +
+                  ")";
+  if (c.self_us_per_io > c.self_p99_us_per_io) {
     s += ", the mean carried by fewer than 1% of the I/Os";
   }
   return s;
@@ -59,7 +71,7 @@ std::string Words(const LayerCost& c, bool timed) {
   if (c.write_bytes_ratio > 0 && std::fabs(c.write_bytes_ratio - 1) >= 0.005) {
     s += "; write bytes below x" + Fmt("%.2f", c.write_bytes_ratio);
   }
-  s += "; self " + TimeWords(c, timed);
+  s += "; self time " + TimeWords(c, timed);
   if (c.own_requests_per_io > 0) {
     s += "; its own I/O below (off the guest's completion path: metadata, write-back, or I/O "
          "beside its own wait): " + Fmt("%.4g", c.own_requests_per_io) + " requests and " +
@@ -119,6 +131,8 @@ Attribution Attribute(const std::vector<LayerDelta>& layers, double measured_us)
       c.self_us_per_io = Us(double(guest.self_ns[c.level]) / per);
       c.self_median_us_per_io = Us(guest.self[c.level].Percentile(50));
       c.self_p99_us_per_io = Us(guest.self[c.level].Percentile(99));
+      c.self_resolved = c.self_us_per_io >= kSelfTimeResolutionUs;
+      c.self_median_resolved = c.self_median_us_per_io >= kSelfTimeResolutionUs;
       if (below) {  // paths that ended one level down: this layer's own I/O
         const LayerDelta::Paths& own = below->paths;
         c.own_requests_per_io = double(own.requests) / per;
@@ -151,11 +165,48 @@ Attribution Attribute(const std::vector<LayerDelta>& layers, double measured_us)
   return a;
 }
 
-std::string AttributionSentence(const Attribution& a, const LayerCost& top) {
-  std::string s = " The layers above the device take " + Fmt("%.2f us", a.layers_us_per_io) +
-                  " per I/O (mean self time), most in " + top.kind + " (" +
-                  Fmt("%.2f us", top.self_us_per_io) + ", p50 " +
-                  Fmt("%.2f us", top.self_median_us_per_io) + ")";
+std::string AttributionSentence(const Attribution& a, const RatioInterval& cpu,
+                                const std::string& base) {
+  if (!a.timed) return "";
+  const LayerCost* top = nullptr;  // the resolved layer with the most self time
+  std::string below;               // the layers below the resolution, by kind
+  int n_below = 0;
+  for (const LayerCost& c : a.layers) {
+    if (c.backend) continue;
+    if (!c.self_resolved) {
+      below += (n_below++ ? ", " : "") + c.kind;
+    } else if (top == nullptr || c.self_us_per_io > top->self_us_per_io) {
+      top = &c;
+    }
+  }
+  if (top == nullptr && n_below == 0) return "";
+  std::string s;
+  if (top != nullptr) {
+    s = " The layers above the device take " + Fmt("%.2f us", a.layers_us_per_io) +
+        " per I/O (mean self time), most in " + top->kind + " (" +
+        Fmt("%.2f us", top->self_us_per_io) + ", p50 " +
+        (top->self_median_resolved ? Fmt("%.2f us", top->self_median_us_per_io)
+                                   : std::string(kBelowResolution)) +
+        ")";
+    if (n_below > 0) s += "; " + below + ": " + kBelowResolution;
+  } else {
+    // Nothing to say in time: say why, and where the cost shows instead.
+    const bool one = n_below == 1;
+    s = std::string(" The self time of ") + below + " is " + kBelowResolution +
+        " (one clock read per batch is shared through the stack, so the CPU " +
+        (one ? "it spends" : "they spend") + " handing a request on counts in the level below); " +
+        (one ? "its" : "their") + " cost shows in CPU per I/O against " + base + ": ";
+    const double pct = (cpu.estimate - 1) * 100;
+    if (cpu.n == 0) {
+      s = s.substr(0, s.size() - 2) + ", which was not measured";
+    } else if (!cpu.has_interval()) {
+      s += Fmt("%+.1f%%", pct) + " (1 round, no interval)";
+    } else {
+      s += Fmt("%+.1f%%", pct) + " (" + Fmt("%+.1f", (cpu.low - 1) * 100) + " to " +
+           Fmt("%+.1f%%", (cpu.high - 1) * 100) + ")" +
+           (cpu.significant ? "" : ", not significant: not resolved there either");
+    }
+  }
   if (a.measured_us > 0) {
     s += "; layers + device = " + Fmt("%.1f us", a.sum_us) + " against a measured mean latency of " +
          Fmt("%.1f us", a.measured_us) + " (residual " + Fmt("%+.1f%%", a.residual_pct) + ")";

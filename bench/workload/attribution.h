@@ -15,6 +15,12 @@
 // time per guest I/O than the layer's self time, it ran overlapped with guest I/O, and the
 // words say so. Without latency statistics (StatsMode::kCounts) there is no time: `timed` is
 // false and the words say so instead of printing 0.
+//
+// Resolution. The clock is read once per batch and the timestamp is shared through the stack
+// (lib/stats.h), so a layer that hands a request on within its batch measures a self time of
+// exactly 0, however much CPU it spent: that CPU counts in the level below, and in the stack's
+// CPU per I/O. A self time below kSelfTimeResolutionUs per guest I/O is therefore reported as
+// "below the timestamp resolution" (`self_resolved` false), never as a bare 0.
 #ifndef VSTACK_BENCH_WORKLOAD_ATTRIBUTION_H_
 #define VSTACK_BENCH_WORKLOAD_ATTRIBUTION_H_
 
@@ -23,11 +29,16 @@
 #include <string>
 #include <vector>
 
+#include "bench/workload/paired_stats.h"
 #include "bench/workload/run_result.h"
 #include "lib/export.h"
 
 VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
+
+// Self times per guest I/O below this (they would print as 0.00 us) are below the resolution
+// of one timestamp per batch.
+inline constexpr double kSelfTimeResolutionUs = 0.005;
 
 struct CounterRate {
   std::string name;
@@ -49,6 +60,8 @@ struct LayerCost {
   double self_us_per_io = 0;              // self time per guest I/O (backend: the device), mean
   double self_median_us_per_io = 0;       // the same, median (p50) over guest I/Os
   double self_p99_us_per_io = 0;          // the same, 99th percentile
+  bool self_resolved = false;             // timed, and the mean >= kSelfTimeResolutionUs
+  bool self_median_resolved = false;      // timed, and the p50 >= kSelfTimeResolutionUs
   double mean_latency_us = 0;             // mean submit->completion at this layer
   // The I/O this layer issued for itself (metadata, allocation commits, write-back): requests
   // whose path ended at the layer below; their latency there and the device's part of it.
@@ -79,8 +92,12 @@ struct Attribution {
 Attribution Attribute(const std::vector<LayerDelta>& layers, double measured_us = 0);
 
 // One sentence for a summary: the layers' self time, the largest, and the residual against
-// the measured latency. REQUIRES: `top` is one of a.layers.
-std::string AttributionSentence(const Attribution& a, const LayerCost& top);
+// the measured latency. Layers whose self time is below the timestamp resolution are named as
+// such, and when no layer above the device resolves, the sentence points at `cpu`, the stack's
+// CPU per I/O against `base` (the baseline's name), where their cost shows. Empty when the
+// stack has no layer above the device or was not timed.
+std::string AttributionSentence(const Attribution& a, const RatioInterval& cpu,
+                                const std::string& base);
 
 // The workload's own mean latency (reads, writes and flushes) over `runs`, in us.
 double MeasuredMeanUs(const std::vector<const RunResult*>& runs);

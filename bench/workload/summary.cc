@@ -113,13 +113,7 @@ std::string Gap(const StackSummary& s, const StackSummary& base) {
   g += Compared("IOPS", s.iops_ratio) + "; " + Compared("CPU per I/O", s.cpu_ratio) + "; " +
        Compared("p99", s.p99_ratio) + "; " + overhead + ".";
   const Attribution& a = s.attribution;
-  const LayerCost* top = nullptr;
-  for (const LayerCost& c : a.layers) {
-    if (!c.backend && (top == nullptr || c.self_us_per_io > top->self_us_per_io)) top = &c;
-  }
-  if (top != nullptr && a.timed) {
-    g += AttributionSentence(a, *top);
-  }
+  g += AttributionSentence(a, s.cpu_ratio, base.name);
   if (!a.layers.empty() && !base.attribution.layers.empty()) {
     const LayerCost& dev = a.layers.back();
     const LayerCost& bdev = base.attribution.layers.back();

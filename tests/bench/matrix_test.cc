@@ -248,6 +248,72 @@ TEST(Summary, AnAAPairIsNotSignificantAndTheGapSaysSo) {
   EXPECT_FALSE(PrecisionReached(s, 0.001));
 }
 
+// A passthrough layer over a device, as one round measures it with one timestamp per batch:
+// the layer hands each request on within its batch, so its self time is exactly 0 and all of
+// the guest's latency is the device's.
+std::vector<LayerDelta> ForwardedWithinTheBatch(uint64_t ios) {
+  LayerDelta top, below;
+  top.kind = "passthrough";
+  below.kind = "memory";
+  top.level = 1;
+  top.ops[int(Op::kRead)] = below.ops[int(Op::kRead)] = ios;
+  top.paths.requests = ios;
+  top.paths.self_ns = {ios * 26000, 0};
+  top.paths.total_ns = ios * 26000;
+  return {top, below};
+}
+
+// A self time of 0 is below the resolution of one timestamp per batch, not a measured 0: the
+// words, the flag and the summary say so, and point at CPU per I/O, where the layer's cost shows.
+TEST(Attribution, ASelfTimeBelowTheTimestampResolutionIsSaidNotPrintedAsZero) {
+  const Attribution a = Attribute(ForwardedWithinTheBatch(1000), 27.0);
+  ASSERT_EQ(a.layers.size(), 2u);
+  const LayerCost& pt = a.layers[0];
+  EXPECT_FALSE(pt.self_resolved);
+  EXPECT_FALSE(pt.self_median_resolved);
+  EXPECT_TRUE(a.layers[1].self_resolved);  // the device's 26 us
+  EXPECT_NE(pt.words.find("below the timestamp resolution"), std::string::npos) << pt.words;
+  EXPECT_NE(pt.words.find("CPU per I/O"), std::string::npos) << pt.words;
+  EXPECT_EQ(pt.words.find("0.00 us"), std::string::npos) << pt.words;
+  EXPECT_EQ(pt.words.find("p50 0.00"), std::string::npos) << pt.words;
+
+  // The stack's sentence, through the summary: a CPU cost of +10% per round against the base.
+  MatrixResult m;
+  m.rounds_planned = m.rounds_done = 3;
+  StackOutcome base, layer;
+  base.plan.name = "memory";
+  layer.plan.name = "passthrough";
+  const double cpu[] = {0.50, 0.45, 0.55}, extra[] = {1.09, 1.10, 1.11};
+  for (int r = 0; r < 3; ++r) {
+    base.rounds.push_back(Synthetic(r, 10000, cpu[r]));
+    layer.rounds.push_back(Synthetic(r, 10000, cpu[r] * extra[r]));
+    layer.rounds.back().layers = ForwardedWithinTheBatch(10000);
+  }
+  m.stacks = {base, layer};
+  const std::string gap = Summarize(m).stacks[1].gap;
+  EXPECT_EQ(gap.find("0.00 us"), std::string::npos) << gap;
+  EXPECT_NE(gap.find("The self time of passthrough is below the timestamp resolution"),
+            std::string::npos)
+      << gap;
+  EXPECT_NE(gap.find("its cost shows in CPU per I/O against memory: +10.0% (+"), std::string::npos)
+      << gap;
+
+  // A layer that does take time names the one below the resolution beside it.
+  std::vector<LayerDelta> two = ForwardedWithinTheBatch(1000);
+  LayerDelta upper = two[0];
+  upper.kind = "dedup";
+  upper.level = 2;
+  upper.paths.self_ns = {1000 * 26000, 0, 1000 * 3000};
+  upper.paths.total_ns = 1000 * 29000;
+  two[0].paths = {};
+  two.insert(two.begin(), upper);
+  const Attribution b = Attribute(two, 29.0);
+  const std::string sentence = AttributionSentence(b, RatioInterval{}, "memory");
+  EXPECT_NE(sentence.find("most in dedup (3.00 us, p50 "), std::string::npos) << sentence;
+  EXPECT_NE(sentence.find("; passthrough: below the timestamp resolution"), std::string::npos)
+      << sentence;
+}
+
 TEST(Attribution, RequestsBytesTimeAndCountersPerGuestIo) {
   LayerDelta top, below;
   top.kind = "fmt";

@@ -347,6 +347,32 @@ TEST(ReportCpuReady, HostReadyAboveTheSmallestInjectedIsWarnedAbout) {
   EXPECT_TRUE(SeedTablesJson(unknown)["cpu_ready"]["vstack"][0]["host_ready_pct"].is_null());
 }
 
+// A layer whose self time is below the timestamp resolution (one clock read per batch) gets a
+// visible marker and words in layer_cost.svg, not a bar of width 0 labelled "0.00".
+TEST(ReportCharts, ALayerBelowTheTimestampResolutionIsMarkedNotDrawnAsZero) {
+  BenchReport r;
+  bench::StackSummary s;
+  s.name = "passthrough";
+  s.runs = 1;
+  s.attribution.timed = true;
+  bench::LayerCost layer, dev;
+  layer.kind = "passthrough";
+  dev.kind = "memory";
+  dev.backend = true;
+  dev.self_us_per_io = 26;
+  dev.self_resolved = true;
+  s.attribution.layers = {layer, dev};
+  r.summary.stacks.push_back(s);
+  const std::string svg = LayerCostSvg(r);
+  EXPECT_EQ(svg.find(">0.00<"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">below the timestamp resolution: see CPU per I/O<"), std::string::npos)
+      << svg;
+  size_t dashed = 0;  // the marker, and its legend entry
+  for (size_t p = 0; (p = svg.find("stroke-dasharray=\"4,3\"", p)) != std::string::npos; ++p)
+    ++dashed;
+  EXPECT_EQ(dashed, 2u) << svg;
+}
+
 // The CDF's latency axis starts at the decade below the fastest I/O; its tick labels sit one
 // decade apart and never on top of each other (they once did when the fastest I/O was just
 // under a decade, e.g. 0.8 us: "0.1 us" was drawn at 0.8 us, next to "1 us").

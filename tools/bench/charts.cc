@@ -258,6 +258,9 @@ std::string OverheadSvg(const BenchReport& r) {
   return svg + "</svg>\n";
 }
 
+// The width of the marker of a layer whose self time is below the timestamp resolution.
+constexpr double kMarker = 10;
+
 std::string LayerCostSvg(const BenchReport& r) {
   const auto stacks = Measured(r);
   const int row = 30, T = 70, L = LabelWidth(stacks), gap = 110, pw = 330;
@@ -267,7 +270,8 @@ std::string LayerCostSvg(const BenchReport& r) {
       if (!c.backend && std::find(kinds.begin(), kinds.end(), c.kind) == kinds.end()) kinds.push_back(c.kind);
     }
   }
-  const int legend = 24 * ((int(kinds.size()) + 3) / 4);
+  // One more legend row explains the marker of a layer below the timestamp resolution.
+  const int legend = 24 * ((int(kinds.size()) + 3) / 4) + 24;
   // The right margin holds the label after the longest device bar ("2271.5 (uring)").
   const int H = T + 50 + legend + row * std::max<int>(1, int(stacks.size())), W = L + 2 * pw + gap + 110;
   const std::string title = "Self time per guest I/O (means; they add up to the latency): each layer, and the device";
@@ -279,6 +283,7 @@ std::string LayerCostSvg(const BenchReport& r) {
       max_dev = std::max(max_dev, s->attribution.layers.back().self_us_per_io);
     }
   }
+  bool any_marker = false;  // some layer is below the timestamp resolution: explain its marker
   const Axis la = NiceAxis(0, max_layers * 1.05), da = NiceAxis(0, max_dev * 1.05);
   max_layers = la.hi;
   max_dev = da.hi;
@@ -304,8 +309,10 @@ std::string LayerCostSvg(const BenchReport& r) {
     const auto* s = stacks[i];
     const double y = T + row * double(i);
     svg += Text(L - 8, y + row / 2.0 + 4, Label(s->name), "end");
+    const bench::Attribution& a = s->attribution;
     double x = ax;
-    for (const bench::LayerCost& c : s->attribution.layers) {
+    std::vector<const bench::LayerCost*> unresolved;  // drawn as markers after the bars
+    for (const bench::LayerCost& c : a.layers) {
       if (c.backend) {
         const double w = c.self_us_per_io / max_dev * pw;
         svg += Rect(bx, y + 5, w, row - 10, "#888");
@@ -313,18 +320,33 @@ std::string LayerCostSvg(const BenchReport& r) {
                     fmt::format("{:.1f} ({})", c.self_us_per_io, c.kind), "start", 10);
         continue;
       }
+      if (a.timed && !c.self_resolved) {
+        unresolved.push_back(&c);
+        continue;
+      }
       const double w = c.self_us_per_io / max_layers * pw;
       svg += Rect(x, y + 5, w, row - 10, kind_color(c.kind));
       if (x > ax) svg += Line(x, y + 5, x, y + row - 5, "white", 2);  // layer boundary
       x += w;
     }
-    if (s->attribution.layers.size() > 1) {
-      svg += Text(x + 4, y + row / 2.0 - 2, fmt::format("{:.2f}", s->attribution.layers_us_per_io),
-                  "start", 10);
-      if (s->attribution.measured_us > 0) {  // what the bars add up to, against the measurement
-        svg += Text(x + 4, y + row / 2.0 + 9,
-                    fmt::format("residual {:+.1f}%", s->attribution.residual_pct), "start", 9,
-                    "fill=\"#666\"");
+    // A layer below the timestamp resolution has no time to draw: a dashed box marks it,
+    // instead of a bar of width 0.
+    for (const bench::LayerCost* c : unresolved) {
+      x += 2;
+      svg += Bar(x, x + kMarker, y + 5, row - 10, kind_color(c->kind), false);
+      x += kMarker;
+      any_marker = true;
+    }
+    if (a.layers.size() > 1) {
+      const bool any_resolved = unresolved.size() + 1 < a.layers.size();
+      const std::string label =
+          !a.timed       ? std::string("not timed (counters only)")
+          : any_resolved ? fmt::format("{:.2f}", a.layers_us_per_io)
+                         : std::string("below the timestamp resolution: see CPU per I/O");
+      svg += Text(x + 4, y + row / 2.0 - 2, label, "start", 10);
+      if (a.measured_us > 0) {  // what the bars add up to, against the measurement
+        svg += Text(x + 4, y + row / 2.0 + 9, fmt::format("residual {:+.1f}%", a.residual_pct),
+                    "start", 9, "fill=\"#666\"");
       }
     }
   }
@@ -332,6 +354,13 @@ std::string LayerCostSvg(const BenchReport& r) {
     const double lx = L + double(i % 4) * 160, ly = bottom + 36 + 24 * double(i / 4);
     svg += Rect(lx, ly - 10, 14, 14, kind_color(kinds[i]));
     svg += Text(lx + 20, ly + 2, kinds[i]);
+  }
+  if (any_marker) {
+    const double my = bottom + 36 + 24 * double((kinds.size() + 3) / 4);
+    svg += Bar(L, L + kMarker, my - 10, 14, "#555", false);
+    svg += Text(L + kMarker + 8, my + 2,
+                "self time below the timestamp resolution (one clock read per batch): the "
+                "layer's cost shows in CPU per I/O, not as time");
   }
   return svg + "</svg>\n";
 }

@@ -190,6 +190,8 @@ json AttributionJson(const bench::Attribution& a) {
                       {"self_us_per_io", c.self_us_per_io},
                       {"self_median_us_per_io", c.self_median_us_per_io},
                       {"self_p99_us_per_io", c.self_p99_us_per_io},
+                      {"self_time_resolved", c.self_resolved},
+                      {"self_median_resolved", c.self_median_resolved},
                       {"level", c.level},
                       {"own_requests_per_io", c.own_requests_per_io},
                       {"own_us_per_io", c.own_us_per_io},
