@@ -4,7 +4,7 @@
 // block's bitmap, and commits new blocks, through the queue of a thread that has a write waiting
 // for it; the commit's own metadata I/O (on the layer's own queue of the VHD) may wait for that
 // same bitmap write. The thread that commits must therefore let its data queue go idle before it
-// blocks (GrainQueue::QuiesceBelow, the "Progress" rule of lib/block_device.h). Before that rule, a
+// blocks (GrainQueue::QuiesceBelow, the "Progress" rule of docs/design.md). Before that rule, a
 // flush submitted while a write was in flight spun forever (the livelock that the Ceph
 // conformance run of dedup+zstd+vhd+rbd met). A watchdog turns a hang into a failure.
 #include <gtest/gtest.h>
