@@ -593,6 +593,8 @@ size_t IoQueue::Poll(size_t min_completions) {
 }
 
 void IoQueue::WaitIdle() {
+  assert((in_flight_ == 0 || !draining_) &&
+         "WaitIdle from a completion callback of the same queue never returns");
   while (in_flight_ > 0) Poll(1);
 }
 

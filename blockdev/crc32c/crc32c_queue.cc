@@ -259,6 +259,7 @@ void Crc32cQueue::StartWrite(IoRequest* parent, std::vector<IoRequest*>& out) {
   std::vector<uint64_t> to_mark;
   table_.TouchRegions(first, last, &to_mark);
   if (!to_mark.empty()) {
+    QuiesceBelow();  // marking blocks (GrainQueue)
     Status s = dev_.MarkDirty(to_mark);
     if (!s) {
       table_.UntouchRegions(first, last);

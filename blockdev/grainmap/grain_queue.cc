@@ -29,6 +29,7 @@ void GrainQueue::DoSubmit(std::span<IoRequest* const> batch) {
   for (IoRequest* parent : batch) {
     switch (parent->op) {
       case Op::kFlush: {
+        QuiesceBelow();
         Status s = CommitForFlush();
         Complete(*parent, s ? std::error_code() : s.error().code);
         break;
@@ -52,6 +53,7 @@ void GrainQueue::DoPoll(bool wait) {
   if (need_commit_) {
     const bool room = make_room_;
     need_commit_ = make_room_ = false;
+    QuiesceBelow();
     // Frees units released before it; failures surface as kNoSpace.
     (void)(room ? CommitToMakeRoom() : CommitForFlush());
   }

@@ -5,6 +5,9 @@
 //    commit has; every other request is started by the layer (StartRead, StartWrite), which
 //    appends the lower requests it needs to `out`; a batch's lower requests go down in one
 //    Submit. A completion callback may submit again (the loop is re-entrant).
+//  - blocking: a commit blocks the thread (metadata I/O on the layer's own queue of the device
+//    below, the commit lock). Before it does, the queue waits until nothing it sent down is in
+//    flight (QuiesceBelow), as the device contract asks (docs/design.md, "Progress").
 //  - cutting into grains: ForEachGrain; CutWrite makes one GrainWrite per grain of a write,
 //    write-zeroes or discard and hands it to the layer;
 //  - completion: a caller's request is a PendingParent (lib/parent_completion.h) counting its
@@ -93,9 +96,10 @@ class GrainQueue : public LayerQueue {
 
   // ---- Hooks.
   // Called once per batch, before any request of it starts (e.g. to commit when enough
-  // metadata is pending).
+  // metadata is pending; QuiesceBelow first).
   virtual void BeforeBatch() {}
-  // Makes every completed write's metadata durable (the flush).
+  // Makes every completed write's metadata durable (the flush). The loop calls it (and
+  // CommitToMakeRoom) after QuiesceBelow.
   virtual Status CommitForFlush() = 0;
   // Commits and gives back to the device below the space of everything this layer has freed
   // (after a write below failed for lack of space). The default: CommitForFlush.
@@ -110,6 +114,13 @@ class GrainQueue : public LayerQueue {
   // A grain-sized buffer from this queue's pool, and back (Put clears the pointer).
   AlignedBuffer* GetBuffer() { return buffers_.Get(); }
   void PutBuffer(AlignedBuffer*& b) { buffers_.Put(b); }
+  // Polls the queue below until nothing this queue sent down is in flight. Call it before
+  // blocking the thread (a commit, a synchronous metadata write, a lock that a committing
+  // thread holds): the device below may finish another queue's request only after this queue
+  // has been polled again (a dynamic VHD's bitmap write or group commit that this queue
+  // issued), and that other queue may be the one the commit is waiting for.
+  // REQUIRES: not called from a completion callback of the queue below.
+  void QuiesceBelow() { lower().WaitIdle(); }
   // Completes a write-zeroes that asks to be fast but covers part of a grain (a
   // read-modify-write is not fast) with kNotSupported, and returns true; else false.
   bool RejectSlowFastZero(IoRequest* parent);
@@ -208,7 +219,11 @@ class MappedQueue : public GrainQueue {
         dev_(dev),
         eng_(dev.engine()) {}
 
-  void BeforeBatch() override { dev_.CommitIfDue(); }
+  void BeforeBatch() override {
+    if (!dev_.commit_due()) return;
+    QuiesceBelow();
+    (void)dev_.Commit();
+  }
   Status CommitForFlush() override { return dev_.Commit(); }
   Status CommitToMakeRoom() override { return dev_.Commit(/*discard_all=*/true); }
 

@@ -70,10 +70,9 @@ class MappedLayer : public GrainLayer {
   }
   // A commit is due once this many bytes of metadata records are pending.
   size_t commit_threshold() const { return commit_threshold_; }
-  // Commits if the pending records passed the threshold (before a batch of requests).
-  void CommitIfDue() {
-    if (engine_->pending_bytes() > commit_threshold_) (void)Commit();
-  }
+  // True once the pending records passed the threshold: the queue commits before its next
+  // batch of requests.
+  bool commit_due() const { return engine_->pending_bytes() > commit_threshold_; }
 
   Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override {
     VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));

@@ -5,7 +5,8 @@
 #   - the conformance suite's multi-queue test on every target (conformance_test.cc, targets.cc,
 #     and the VHD/VHDX targets that vhd_device_test.cc and vhdx_device_test.cc register);
 #   - the VHD and VHDX allocation paths (group commit, many queues, bitmaps);
-#   - dedup, zstd and crc32c (MetaStore commits, pins, the reclaimer), the MetaStore itself;
+#   - dedup, zstd and crc32c (MetaStore commits, pins, the reclaimer), the MetaStore itself,
+#     and their blocking commits over a multi-queue VHD (blocking_commit_test.cc);
 #   - the NBD export with one queue per server thread, as nbdkit runs it (nbdkit itself is not
 #     instrumented, so the plugin is exercised in-process by nbd_export_test.cc).
 # Reports fail the test (halt_on_error); tests/tsan/tsan.supp lists each suppression's reason.
@@ -24,6 +25,7 @@ add_executable(vstack_tsan_tests
   blockdev/dedup_test.cc
   blockdev/zstd_test.cc
   blockdev/crc32c_test.cc
+  blockdev/blocking_commit_test.cc
   nbd/nbd_export_test.cc
 )
 target_link_libraries(vstack_tsan_tests PRIVATE vstack::all GTest::gtest
