@@ -3,8 +3,8 @@
 // it is indistinguishable from an injected CPU Ready stall (ready:, --cpu-ready), so the reports
 // put the two side by side.
 //
-// Source: /proc/self/task/<tid>/schedstat, three numbers (the kernel's
-// Documentation/scheduler/sched-stats.rst, "/proc/<pid>/schedstat"): time spent on the CPU (ns),
+// Source: /proc/self/task/TID/schedstat, three numbers (the kernel's
+// Documentation/scheduler/sched-stats.rst, "/proc/PID/schedstat"): time spent on the CPU (ns),
 // time spent waiting on a run queue (ns), timeslices run on this CPU. A kernel built without
 // schedule statistics has no such file, and one that does not keep them at run time prints
 // "0 0 0" (fs/proc/base.c): both read as "not available", never as a zero wait.
@@ -32,7 +32,7 @@ struct SchedStat {
   uint64_t timeslices = 0;
 };
 
-// Parses the contents of a schedstat file ("<on_cpu_ns> <run_queue_ns> <timeslices>\n").
+// Parses the contents of a schedstat file ("ON_CPU_NS RUN_QUEUE_NS TIMESLICES", one line).
 // nullopt when malformed, or "0 0 0" (the kernel keeps no statistics: a thread that exists has
 // run, so its on-CPU time is never 0).
 std::optional<SchedStat> ParseSchedStat(std::string_view text);
