@@ -528,8 +528,13 @@ Status MetaStore::Checkpoint() {
   SyncIo& io = this->io();
   IoQueue* queue = io.queue();
   if (queue == nullptr) return Annotate(io.open_error(), who_ + ": no queue for the checkpoint");
-  // No larger than the pages to rewrite (at most one per record).
-  AlignedBuffer chunk(std::clamp<uint64_t>(refs.size(), 1, kPagesPerChunk) * kMetaPageSize);
+  uint64_t pages_to_write = 0;  // the chunk is no larger than the distinct pages
+  for (size_t r = 0; r < refs.size(); ++r) {
+    if (r == 0 || refs[r].table != refs[r - 1].table || refs[r].page != refs[r - 1].page) {
+      ++pages_to_write;
+    }
+  }
+  AlignedBuffer chunk(std::clamp<uint64_t>(pages_to_write, 1, kPagesPerChunk) * kMetaPageSize);
   for (size_t r = 0; r < refs.size();) {
     // The next run of up to kPagesPerChunk distinct pages.
     std::vector<std::pair<uint32_t, uint64_t>> pages;

@@ -302,11 +302,11 @@ class Loader {
     uint64_t start, end;
     int64_t index;  // BAT index, or -1 for metadata
   };
+  static bool ByStart(const Region& a, const Region& b) { return a.start < b.start; }
   // Sorts by start. Blocks usually lie in the order of their BAT entries, so the check that
   // they already are comes first.
   static void SortByStart(std::vector<Region>& v) {
-    auto by_start = [](const Region& a, const Region& b) { return a.start < b.start; };
-    if (!std::is_sorted(v.begin(), v.end(), by_start)) std::sort(v.begin(), v.end(), by_start);
+    if (!std::is_sorted(v.begin(), v.end(), ByStart)) std::sort(v.begin(), v.end(), ByStart);
   }
 
   // Corrupt() for one of possibly millions of findings (one per BAT entry): `message()` is
@@ -414,11 +414,15 @@ class Loader {
     // 512 + 4096 bytes: the gap over the old footer, and the alignment of the data area).
     // Space that any BAT entry points into, valid or not, is never a leak: repairing a leak
     // frees it, and a corrupt entry's block may still hold the only copy of its data.
+    // Every region by start: the sorted lists merged.
     SortByStart(meta);
-    std::vector<Region> all = std::move(meta);  // usually in order already: metadata, then blocks
-    all.insert(all.end(), blocks.begin(), blocks.end());
-    all.insert(all.end(), referenced.begin(), referenced.end());
-    SortByStart(all);
+    SortByStart(referenced);
+    std::vector<Region> all = std::move(meta);
+    for (const std::vector<Region>* sorted : {&blocks, &referenced}) {
+      const auto mid = static_cast<std::ptrdiff_t>(all.size());
+      all.insert(all.end(), sorted->begin(), sorted->end());
+      std::inplace_merge(all.begin(), all.begin() + mid, all.end(), ByStart);
+    }
     uint64_t cursor = 0;
     for (const Region& r : all) {
       if (r.start >= cursor + 2 * kDataAlignment) {
