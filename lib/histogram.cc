@@ -6,9 +6,26 @@
 
 namespace vstack {
 
+LatencyHistogram::~LatencyHistogram() { delete buckets_.load(std::memory_order_relaxed); }
+
+LatencyHistogram::Buckets* LatencyHistogram::Allocate() {
+  Buckets* b = new Buckets();
+  buckets_.store(b, std::memory_order_release);
+  return b;
+}
+
+void LatencyHistogram::Reserve() {
+  if (buckets_.load(std::memory_order_relaxed) == nullptr) Allocate();
+}
+
 LatencyHistogram& LatencyHistogram::operator=(const LatencyHistogram& other) {
   if (this == &other) return *this;
-  for (int b = 0; b < kBuckets; ++b) buckets_[b].Set(other.buckets_[b].Get());
+  const Buckets* from = other.buckets_.load(std::memory_order_acquire);
+  Buckets* to = buckets_.load(std::memory_order_relaxed);
+  if (from != nullptr && to == nullptr) to = Allocate();
+  if (to != nullptr) {  // with no buckets on either side, both are all zeros
+    for (int b = 0; b < kBuckets; ++b) (*to)[b].Set(from != nullptr ? (*from)[b].Get() : 0);
+  }
   count_.Set(other.count_.Get());
   sum_.Set(other.sum_.Get());
   max_.Set(other.max_.Get());
@@ -18,9 +35,13 @@ LatencyHistogram& LatencyHistogram::operator=(const LatencyHistogram& other) {
 }
 
 void LatencyHistogram::Merge(const LatencyHistogram& other) {
-  for (int b = 0; b < kBuckets; ++b) {
-    uint64_t n = other.buckets_[b].Get();
-    if (n) buckets_[b].Add(n);
+  if (const Buckets* from = other.buckets_.load(std::memory_order_acquire)) {
+    Buckets* to = buckets_.load(std::memory_order_relaxed);
+    if (to == nullptr) to = Allocate();
+    for (int b = 0; b < kBuckets; ++b) {
+      uint64_t n = (*from)[b].Get();
+      if (n) (*to)[b].Add(n);
+    }
   }
   count_.Add(other.count_.Get());
   sum_.Add(other.sum_.Get());
@@ -66,9 +87,11 @@ uint64_t LatencyHistogram::Percentile(double p) const {
   // The rank of the sample at percentile p (1-based, nearest-rank method).
   uint64_t rank = static_cast<uint64_t>(std::ceil(p / 100.0 * double(n)));
   rank = std::clamp<uint64_t>(rank, 1, n);
+  const Buckets* buckets = buckets_.load(std::memory_order_acquire);
+  if (buckets == nullptr) return max();  // a copy taken while the first sample was recorded
   uint64_t seen = 0;
   for (int b = 0; b < kBuckets; ++b) {
-    seen += buckets_[b].Get();
+    seen += (*buckets)[b].Get();
     if (seen >= rank) {
       uint64_t mid = BucketLow(b) + BucketWidth(b) / 2;
       return std::clamp(mid, min(), max());

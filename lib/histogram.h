@@ -1,11 +1,15 @@
-// A log-linear latency histogram with fixed memory (about 9 KiB), mergeable across threads and
-// layers. Values are nanoseconds. Buckets are exact below 32 ns; above, each power of two is
-// split into 32 equal buckets, so a reported percentile is within 3.2% of the true value.
-// Values above 2^40 ns (about 18 minutes) land in the last bucket; min, max, sum and sum of
-// squares are kept exactly.
+// A log-linear latency histogram with fixed memory (about 9 KiB of buckets), mergeable across
+// threads and layers. Values are nanoseconds. Buckets are exact below 32 ns; above, each power
+// of two is split into 32 equal buckets, so a reported percentile is within 3.2% of the true
+// value. Values above 2^40 ns (about 18 minutes) land in the last bucket; min, max, sum and sum
+// of squares are kept exactly.
 //
-// Thread safety: one writer (Record) at a time; any thread may read or copy concurrently and
-// sees a slightly stale but never torn count per bucket.
+// The buckets are allocated by the first sample (Record, or a Merge or copy of a histogram that
+// has some), or ahead of time by Reserve(): an empty histogram is a few words, so statistics that
+// never measure time (StatsMode::kCounts, lib/stats.h) cost no bucket memory to build or copy.
+//
+// Thread safety: one writer (Record, Merge into, assignment to, Reserve) at a time; any thread
+// may read or copy concurrently and sees a slightly stale but never torn count per bucket.
 #ifndef VSTACK_LIB_HISTOGRAM_H_
 #define VSTACK_LIB_HISTOGRAM_H_
 
@@ -47,9 +51,12 @@ class LatencyHistogram {
   LatencyHistogram() = default;
   LatencyHistogram(const LatencyHistogram& other) { *this = other; }
   LatencyHistogram& operator=(const LatencyHistogram& other);
+  ~LatencyHistogram();
 
   void Record(uint64_t ns) {
-    buckets_[BucketOf(ns)].Add();
+    Buckets* b = buckets_.load(std::memory_order_relaxed);  // the writer's own store
+    if (b == nullptr) b = Allocate();
+    (*b)[BucketOf(ns)].Add();
     count_.Add();
     sum_.Add(ns);
     sum_sq_.store(sum_sq_.load(std::memory_order_relaxed) + double(ns) * double(ns),
@@ -59,7 +66,12 @@ class LatencyHistogram {
   }
   // Adds every sample of `other` to this histogram.
   void Merge(const LatencyHistogram& other);
+  // Zeroes every sample (the buckets, once allocated, stay).
   void Reset();
+  // Allocates the buckets now, so that no later Record allocates (a data path measuring time).
+  void Reserve();
+  // True once the buckets are allocated.
+  bool allocated() const { return buckets_.load(std::memory_order_acquire) != nullptr; }
 
   uint64_t count() const { return count_.Get(); }
   uint64_t sum() const { return sum_.Get(); }
@@ -70,7 +82,10 @@ class LatencyHistogram {
   // The value at percentile `p` (0..100): the midpoint of the bucket holding that rank,
   // clamped to [min, max]. 0 when empty.
   uint64_t Percentile(double p) const;
-  uint64_t bucket_count(int b) const { return buckets_[b].Get(); }
+  uint64_t bucket_count(int b) const {
+    const Buckets* p = buckets_.load(std::memory_order_acquire);
+    return p != nullptr ? (*p)[b].Get() : 0;
+  }
 
   static int BucketOf(uint64_t v) {
     if (v < (1ull << kSubBits)) return static_cast<int>(v);
@@ -83,7 +98,11 @@ class LatencyHistogram {
   static uint64_t BucketWidth(int b);
 
  private:
-  std::array<RelaxedCounter, kBuckets> buckets_;
+  using Buckets = std::array<RelaxedCounter, kBuckets>;
+  // Allocates zeroed buckets and publishes them to readers. REQUIRES: none yet; the writer.
+  Buckets* Allocate();
+
+  std::atomic<Buckets*> buckets_{nullptr};  // owned; null until the first sample or Reserve
   RelaxedCounter count_, sum_, max_;
   RelaxedCounter min_{UINT64_MAX};
   std::atomic<double> sum_sq_{0};

@@ -58,6 +58,11 @@ LayerStats LayerStats::CountsSince(const LayerStats& earlier) const {
   return d;
 }
 
+QueueStats::Time::Time() {
+  for (LatencyHistogram& h : latency) h.Reserve();
+  for (LatencyHistogram& h : self) h.Reserve();
+}
+
 QueueStats::QueueStats(size_t custom_counters, bool latency) : custom_(custom_counters) {
   if (latency) time_ = std::make_unique<Time>();
 }

@@ -8,7 +8,9 @@
 // (BlockDevice::CountShared). Counters are always on: they cost a few plain adds per request.
 //
 // Time is a mode (StatsMode, BlockDevice::SetStatsMode). In kCounts, the default, the data path
-// reads no clock at all. In kLatency a queue keeps a latency histogram per op and the self-time
+// reads no clock at all, and no histogram holds bucket memory (lib/histogram.h: buckets are
+// allocated by the first sample), so a device and its snapshots are cheap to build and copy.
+// In kLatency a queue keeps a latency histogram per op and the self-time
 // paths below; the clock is read at most once per submitted batch and once per completion
 // batch, and the time is shared through the stack (lib/block_device.cc): a request submitted
 // from inside a layer's Submit or a completion callback takes the caller's timestamp, and a
@@ -113,7 +115,9 @@ class QueueStats {
   void AddTo(LayerStats& out, bool histograms = true) const;
 
  private:
+  // Its histograms' buckets are allocated with it (Reserve), so the data path never allocates.
   struct Time {
+    Time();
     std::array<LatencyHistogram, kOpCount> latency;
     RelaxedCounter requests, total_ns, negative;
     std::array<RelaxedCounter, kMaxStackDepth> self_ns;

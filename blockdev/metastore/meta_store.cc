@@ -233,7 +233,9 @@ Status MetaStore::Load(const EntrySink& sink) {
   VSTACK_RETURN_IF_ERROR(ReadJournal());
   std::vector<std::pair<uint32_t, uint64_t>> journaled;  // (table, index), sorted; on demand
   SyncIo& io = this->io();
-  AlignedBuffer chunk(kPagesPerChunk * kMetaPageSize);
+  uint64_t most_pages = 1;  // the chunk is no larger than the largest table
+  for (const TableDesc& d : sb_.tables) most_pages = std::max(most_pages, d.pages());
+  AlignedBuffer chunk(std::min<uint64_t>(most_pages, kPagesPerChunk) * kMetaPageSize);
   for (uint32_t t = 0; t < sb_.tables.size(); ++t) {
     const TableDesc& d = sb_.tables[t];
     const uint32_t per = d.per_page();
@@ -300,20 +302,22 @@ Status MetaStore::CheckRecords(const uint8_t* p, size_t n, uint64_t seq, uint64_
   size_t at = 0;
   uint64_t k = 0;
   while (at < n) {
-    const std::string where = who_ + ": journal transaction " + std::to_string(seq) +
-                              " at offset " + std::to_string(offset) + ", record " +
-                              std::to_string(k) + ": ";
+    // Built only for an error: a transaction may hold hundreds of thousands of records.
+    auto where = [&] {
+      return who_ + ": journal transaction " + std::to_string(seq) + " at offset " +
+             std::to_string(offset) + ", record " + std::to_string(k) + ": ";
+    };
     const uint32_t table = p[at];
     if (table >= sb_.tables.size()) {
-      return MakeError(Errc::kCorruption, where + "table " + std::to_string(table) +
-                                              " does not exist");
+      return MakeError(Errc::kCorruption,
+                       where() + "table " + std::to_string(table) + " does not exist");
     }
-    if (n - at < RecordSize(table)) return MakeError(Errc::kCorruption, where + "truncated");
+    if (n - at < RecordSize(table)) return MakeError(Errc::kCorruption, where() + "truncated");
     const uint64_t index = LoadLE48(p + at + 1);
     if (index >= sb_.tables[table].entries) {
-      return MakeError(Errc::kCorruption, where + "entry " + std::to_string(index) +
-                                              " is beyond table " + std::to_string(table) +
-                                              " (" + std::to_string(sb_.tables[table].entries) +
+      return MakeError(Errc::kCorruption, where() + "entry " + std::to_string(index) +
+                                              " is beyond table " + std::to_string(table) + " (" +
+                                              std::to_string(sb_.tables[table].entries) +
                                               " entries)");
     }
     at += RecordSize(table);
@@ -524,7 +528,13 @@ Status MetaStore::Checkpoint() {
   SyncIo& io = this->io();
   IoQueue* queue = io.queue();
   if (queue == nullptr) return Annotate(io.open_error(), who_ + ": no queue for the checkpoint");
-  AlignedBuffer chunk(kPagesPerChunk * kMetaPageSize);
+  uint64_t pages_to_write = 0;  // the chunk is no larger than the distinct pages
+  for (size_t r = 0; r < refs.size(); ++r) {
+    if (r == 0 || refs[r].table != refs[r - 1].table || refs[r].page != refs[r - 1].page) {
+      ++pages_to_write;
+    }
+  }
+  AlignedBuffer chunk(std::clamp<uint64_t>(pages_to_write, 1, kPagesPerChunk) * kMetaPageSize);
   for (size_t r = 0; r < refs.size();) {
     // The next run of up to kPagesPerChunk distinct pages.
     std::vector<std::pair<uint32_t, uint64_t>> pages;

@@ -263,7 +263,8 @@ class Loader {
                            " are accepted)");
     }
     VSTACK_RETURN_IF_ERROR(CheckBatHasData(t, uint64_t{h.max_table_entries} * 4));
-    // Read in bounded chunks; the table grows as it is read.
+    // Read in bounded chunks (the table lies inside the file: reserving it is bounded too).
+    img_.bat.reserve(h.max_table_entries);
     constexpr uint64_t kChunk = 1 << 20;
     for (uint64_t done = 0; done < uint64_t{h.max_table_entries} * 4; done += kChunk) {
       const size_t n =
@@ -296,18 +297,34 @@ class Loader {
     return OkStatus();
   }
 
+  // A byte range of the file that a structure occupies.
   struct Region {
     uint64_t start, end;
     int64_t index;  // BAT index, or -1 for metadata
-    std::string what;
   };
+  static bool ByStart(const Region& a, const Region& b) { return a.start < b.start; }
+  // Sorts by start. Blocks usually lie in the order of their BAT entries, so the check that
+  // they already are comes first.
+  static void SortByStart(std::vector<Region>& v) {
+    if (!std::is_sorted(v.begin(), v.end(), ByStart)) std::sort(v.begin(), v.end(), ByStart);
+  }
+
+  // Corrupt() for one of possibly millions of findings (one per BAT entry): `message()` is
+  // called only if the text is used, as the strict load's error or as a stored finding.
+  template <typename MakeMessage>
+  Status CorruptEntry(MakeMessage message, Repair repair = Repair::kNone, uint32_t index = 0) {
+    if (!lenient_) return MakeError(Errc::kCorruption, message());
+    img_.AddFinding(Finding::kCorruption, message, repair, index);
+    return OkStatus();
+  }
 
   Status CheckDynamicLayout() {
     const DynamicHeader& h = img_.header;
     const uint64_t hdr = img_.footer.data_offset;
-    std::vector<Region> meta = {{0, kFooterSize, -1, "the footer copy"},
-                                {hdr, hdr + kHeaderSize, -1, "the dynamic header"},
-                                {h.table_offset, h.table_offset + h.bat_bytes(), -1, "the BAT"}};
+    std::vector<Region> meta = {{0, kFooterSize, -1},
+                                {hdr, hdr + kHeaderSize, -1},
+                                {h.table_offset, h.table_offset + h.bat_bytes(), -1}};
+    std::vector<std::string> meta_names = {"the footer copy", "the dynamic header", "the BAT"};
     for (size_t i = 0; i < h.locators.size(); ++i) {
       const ParentLocator& l = h.locators[i];
       if (l.platform_code == 0) continue;
@@ -321,7 +338,8 @@ class Loader {
       }
       if (l.data_offset >= kFooterSize && l.data_offset <= img_.footer_offset &&
           space <= img_.footer_offset - l.data_offset) {
-        meta.push_back({l.data_offset, l.data_offset + space, -1, name + " data"});
+        meta.push_back({l.data_offset, l.data_offset + space, -1});
+        meta_names.push_back(name + " data");
       }
     }
     img_.metadata_end = 0;
@@ -331,56 +349,60 @@ class Loader {
     std::vector<Region> blocks;
     std::vector<Region> referenced;  // where bad entries point, inside the file
     std::vector<bool> bad(img_.bat.size(), false);
+    // The words naming entry i, for a finding about it.
+    auto entry = [&](uint32_t i) {
+      const uint64_t e = img_.bat[i];
+      return "BAT entry " + std::to_string(i) + " (field at offset " +
+             Off(h.table_offset + 4ull * i) + ") = sector " + std::to_string(e) +
+             ": block at offset " + Off(e * kSectorSize);
+    };
     for (uint32_t i = 0; i < img_.bat.size(); ++i) {
       const uint32_t e = img_.bat[i];
       if (e == kUnallocated) continue;
       const uint64_t start = uint64_t{e} * kSectorSize, end = start + block_bytes;
-      const std::string entry = "BAT entry " + std::to_string(i) + " (field at offset " +
-                                Off(h.table_offset + 4ull * i) + ") = sector " + std::to_string(e) +
-                                ": block at offset " + Off(start);
       if (end > img_.footer_offset) {
         const bool gone = start >= img_.footer_offset;
-        VSTACK_RETURN_IF_ERROR(Corrupt(true, {Finding::kCorruption,
-                                              "VHD: " + entry + (gone ? " lies" : " runs") +
-                                                  " past the end of the file (footer at offset " +
-                                                  Off(img_.footer_offset) + ")",
-                                              gone ? Repair::kClearEntry : Repair::kNone, i}));
+        VSTACK_RETURN_IF_ERROR(CorruptEntry(
+            [&] {
+              return "VHD: " + entry(i) + (gone ? " lies" : " runs") +
+                     " past the end of the file (footer at offset " + Off(img_.footer_offset) + ")";
+            },
+            gone ? Repair::kClearEntry : Repair::kNone, i));
         if (gone) img_.clear_entries.push_back(i);
         img_.past_end.push_back(i);
         bad[i] = true;
         // The part inside the file may hold the block's data: it is never free space.
-        if (!gone) referenced.push_back({start, img_.footer_offset, i, ""});
+        if (!gone) referenced.push_back({start, img_.footer_offset, i});
         continue;
       }
-      const Region* hit = nullptr;
-      for (const Region& m : meta) {
-        if (start < m.end && m.start < end) {
-          hit = &m;
+      size_t hit = meta.size();
+      for (size_t m = 0; m < meta.size(); ++m) {
+        if (start < meta[m].end && meta[m].start < end) {
+          hit = m;
           break;
         }
       }
-      if (hit != nullptr) {
+      if (hit < meta.size()) {
         VSTACK_RETURN_IF_ERROR(
-            Corrupt(true, {Finding::kCorruption, "VHD: " + entry + " overlaps " + hit->what}));
+            CorruptEntry([&] { return "VHD: " + entry(i) + " overlaps " + meta_names[hit]; }));
         bad[i] = true;
-        referenced.push_back({start, end, i, ""});
+        referenced.push_back({start, end, i});
         continue;
       }
       if ((start + h.bitmap_bytes()) % 4096 != 0) ++img_.unaligned_blocks;
-      blocks.push_back({start, end, i, ""});
+      blocks.push_back({start, end, i});
     }
-    std::sort(blocks.begin(), blocks.end(),
-              [](const Region& a, const Region& b) { return a.start < b.start; });
+    SortByStart(blocks);
     for (size_t k = 1; k < blocks.size(); ++k) {
       if (blocks[k].start < blocks[k - 1].end) {
         const auto a = static_cast<uint32_t>(blocks[k - 1].index);
         const auto b = static_cast<uint32_t>(blocks[k].index);
-        VSTACK_RETURN_IF_ERROR(Corrupt(
-            true, {Finding::kCorruption, "VHD: blocks of BAT entries " + std::to_string(a) +
-                                             " (field at offset " + Off(h.table_offset + 4ull * a) +
-                                             ") and " + std::to_string(b) + " (field at offset " +
-                                             Off(h.table_offset + 4ull * b) +
-                                             ") overlap at offset " + Off(blocks[k].start)}));
+        VSTACK_RETURN_IF_ERROR(CorruptEntry([&] {
+          return "VHD: blocks of BAT entries " + std::to_string(a) + " (field at offset " +
+                 Off(h.table_offset + 4ull * a) + ") and " + std::to_string(b) +
+                 " (field at offset " + Off(h.table_offset + 4ull * b) + ") overlap at offset " +
+                 Off(blocks[k].start);
+        }));
         bad[a] = bad[b] = true;
       }
     }
@@ -392,18 +414,25 @@ class Loader {
     // 512 + 4096 bytes: the gap over the old footer, and the alignment of the data area).
     // Space that any BAT entry points into, valid or not, is never a leak: repairing a leak
     // frees it, and a corrupt entry's block may still hold the only copy of its data.
-    std::vector<Region> all = meta;
-    all.insert(all.end(), blocks.begin(), blocks.end());
-    all.insert(all.end(), referenced.begin(), referenced.end());
-    std::sort(all.begin(), all.end(),
-              [](const Region& a, const Region& b) { return a.start < b.start; });
+    // Every region by start: the sorted lists merged.
+    SortByStart(meta);
+    SortByStart(referenced);
+    std::vector<Region> all = std::move(meta);
+    for (const std::vector<Region>* sorted : {&blocks, &referenced}) {
+      const auto mid = static_cast<std::ptrdiff_t>(all.size());
+      all.insert(all.end(), sorted->begin(), sorted->end());
+      std::inplace_merge(all.begin(), all.begin() + mid, all.end(), ByStart);
+    }
     uint64_t cursor = 0;
     for (const Region& r : all) {
       if (r.start >= cursor + 2 * kDataAlignment) {
-        img_.AddFinding({Finding::kLeak,
-                         "VHD: " + Off(r.start - cursor) + " unused bytes at offset " +
-                             Off(cursor) + " (reclaimed by `vstack compact`)",
-                         Repair::kNone, 0, r.start - cursor});
+        img_.AddFinding(
+            Finding::kLeak,
+            [&] {
+              return "VHD: " + Off(r.start - cursor) + " unused bytes at offset " + Off(cursor) +
+                     " (reclaimed by `vstack compact`)";
+            },
+            Repair::kNone, 0, r.start - cursor);
       }
       cursor = std::max(cursor, r.end);
     }

@@ -79,6 +79,17 @@ struct VhdImage {
   bool is_dynamic() const { return footer.is_dynamic(); }
   // Stores `f`, or counts it in `omitted` once kMaxStoredFindings are stored.
   void AddFinding(Finding f);
+  // The same, calling `message()` for the text only if the finding is stored: a scan that can
+  // find one problem per BAT entry builds at most kMaxStoredFindings messages.
+  template <typename MakeMessage>
+  void AddFinding(Finding::Kind kind, MakeMessage&& message, Repair repair = Repair::kNone,
+                  uint32_t index = 0, uint64_t bytes = 0) {
+    if (findings.size() < kMaxStoredFindings) {
+      findings.push_back({kind, message(), repair, index, bytes});
+    } else {
+      ++omitted[kind];
+    }
+  }
   // Stored and omitted findings of `kind`.
   uint64_t CountFindings(Finding::Kind kind) const;
 };

@@ -299,6 +299,12 @@ TEST(BlockDeviceStats, SpecOptionChoosesWhatALayerKeeps) {
   EXPECT_EQ(middle->Stats().latency_of(Op::kRead).count(), 1u);
   EXPECT_EQ(memory->Stats().latency_of(Op::kRead).count(), 1u);
 
+  // Histogram buckets exist only where latency is kept (counts-mode devices and snapshots
+  // stay a few hundred bytes: every open builds several of them).
+  EXPECT_FALSE(top->Stats().latency_of(Op::kRead).allocated());
+  EXPECT_FALSE(top->Stats().paths.self[0].allocated());
+  EXPECT_TRUE(middle->Stats().latency_of(Op::kRead).allocated());
+
   auto bad = Open("passthrough:stats=always+memory:1M");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("'stats' of 'passthrough' must be counts or latency"),

@@ -74,5 +74,44 @@ TEST(LatencyHistogram, MergeEqualsRecordingEverything) {
   EXPECT_EQ(a.count(), all.count());
 }
 
+// Buckets exist only once there is a sample to keep; copies, merges and resets behave the same
+// with or without them.
+TEST(LatencyHistogram, BucketsAreAllocatedByTheFirstSample) {
+  LatencyHistogram empty;
+  EXPECT_FALSE(empty.allocated());
+  LatencyHistogram copy = empty, merged;
+  merged.Merge(empty);
+  EXPECT_FALSE(copy.allocated());
+  EXPECT_FALSE(merged.allocated());
+  EXPECT_EQ(copy.bucket_count(LatencyHistogram::BucketOf(1000)), 0u);
+  EXPECT_EQ(copy.Percentile(50), 0u);
+
+  LatencyHistogram h;
+  h.Record(1000);
+  h.Record(1000);
+  h.Record(50);
+  EXPECT_TRUE(h.allocated());
+  merged.Merge(h);
+  copy = h;
+  for (const LatencyHistogram* x : {&merged, &copy}) {
+    EXPECT_TRUE(x->allocated());
+    EXPECT_EQ(x->bucket_count(LatencyHistogram::BucketOf(1000)), 2u);
+    EXPECT_EQ(x->bucket_count(LatencyHistogram::BucketOf(50)), 1u);
+    EXPECT_EQ(x->Percentile(50), h.Percentile(50));
+  }
+  copy = empty;  // zeroes the buckets, which stay allocated
+  EXPECT_EQ(copy.count(), 0u);
+  EXPECT_EQ(copy.bucket_count(LatencyHistogram::BucketOf(1000)), 0u);
+  h.Reset();
+  EXPECT_EQ(h.bucket_count(LatencyHistogram::BucketOf(1000)), 0u);
+  h.Record(7);
+  EXPECT_EQ(h.Percentile(50), 7u);
+
+  LatencyHistogram reserved;
+  reserved.Reserve();
+  EXPECT_TRUE(reserved.allocated());
+  EXPECT_EQ(reserved.count(), 0u);
+}
+
 }  // namespace
 }  // namespace vstack
