@@ -1,7 +1,7 @@
 // An anchor is an outside tool (qemu-img bench, fio) run in the same rounds as vstack, on the
 // same image files with matching knobs, so vstack's numbers can be read as ratios against a
-// known reference measured under the same machine conditions. The matrix runs each anchor right
-// after the stack it applies to, in every round. An anchor's run is bounded in time (about
+// known reference measured under the same machine conditions. The matrix runs each anchor beside
+// the stack it applies to in every round: after it in even rounds, before it in odd ones. An anchor's run is bounded in time (about
 // vstack's window), so a tool 10x slower does not turn a round into minutes; the I/O count each
 // side did is reported. Implementations live with the CLI (tools/).
 #ifndef VSTACK_BENCH_WORKLOAD_ANCHOR_H_
@@ -23,11 +23,12 @@ namespace vstack::bench {
 struct AnchorJob {
   const StackPlan* plan = nullptr;
   WorkloadKnobs knobs;           // this round's knobs (seed included)
-  std::string image;             // the image file vstack just ran on (closed now)
+  std::string image;             // the image file vstack runs on (closed now)
   std::string scratch_dir;       // for the anchor's own files; removed with the run
   // For fresh plans: writes an image identical to the one vstack started from at `path`.
   std::function<Status(const std::string& path)> make_fresh_image;
-  const RunResult* vstack = nullptr;  // vstack's run in this round
+  // vstack's run in this round; in a round where the anchor goes first, the previous round's.
+  const RunResult* vstack = nullptr;
   const std::atomic<bool>* stop = nullptr;
 };
 
@@ -48,7 +49,7 @@ class Anchor {
  public:
   virtual ~Anchor() = default;
   virtual std::string name() const = 0;  // "qemu-img bench", "fio"
-  // True if this anchor runs after `plan` in every round.
+  // True if this anchor runs beside `plan` in every round.
   virtual bool AppliesTo(const StackPlan& plan) const = 0;
   // Runs the tool once. Errors say what failed (the tool missing, its exit status and output).
   virtual Result<AnchorResult> Run(const AnchorJob& job) = 0;

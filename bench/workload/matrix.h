@@ -1,6 +1,7 @@
 // Runs a list of stack plans in interleaved rounds (A B C ... A B C ...), so drift on a noisy
-// machine hits every stack alike, with the anchors (qemu-img bench, fio) right after the stacks
-// they apply to. Creates its images in a private scratch directory that is removed at the end,
+// machine hits every stack alike, with the anchors (qemu-img bench, fio) beside the stacks they
+// apply to: right after them in even rounds (0, 2, ...), right before them in odd rounds, so a
+// drift within a round favours each side equally often. Creates its images in a private scratch directory that is removed at the end,
 // also when the run is interrupted.
 #ifndef VSTACK_BENCH_WORKLOAD_MATRIX_H_
 #define VSTACK_BENCH_WORKLOAD_MATRIX_H_

@@ -91,6 +91,55 @@ TEST(Matrix, RoundsAreInterleavedAndTheScratchDirectoryIsRemoved) {
   EXPECT_EQ(s.stacks[3].runs, 0);
 }
 
+// An anchor that records when it ran and which vstack run it was sized by.
+class RecordingAnchor : public Anchor {
+ public:
+  explicit RecordingAnchor(std::vector<std::string>& events) : events_(events) {}
+  std::string name() const override { return "recorder"; }
+  bool AppliesTo(const StackPlan& plan) const override { return plan.name == "raw"; }
+  Result<AnchorResult> Run(const AnchorJob& job) override {
+    events_.push_back("anchor sized by round " + std::to_string(job.vstack->round));
+    AnchorResult r;
+    r.ios = 1000;
+    r.seconds = 1;
+    r.iops = 1000;
+    return r;
+  }
+
+ private:
+  std::vector<std::string>& events_;
+};
+
+TEST(Matrix, AnchorsGoAfterTheStackInEvenRoundsAndBeforeItInOddOnes) {
+  testing::TempDir dir;
+  MatrixOptions o;
+  o.knobs = Tiny();
+  o.rounds = 4;
+  o.scratch_parent = dir.path();
+  auto raw = ResolveStack("raw", BackendChoice{"file", false});
+  ASSERT_OK(raw);
+  o.stacks.push_back(*raw);
+  std::vector<std::string> events;
+  RecordingAnchor anchor(events);
+  o.anchors.push_back(&anchor);
+  o.on_progress = [&](const MatrixProgress& p) {
+    if (p.activity == "preparing") events.push_back("vstack round " + std::to_string(p.round));
+  };
+  const MatrixResult m = RunMatrix(o);
+  ASSERT_TRUE(m.error.empty()) << m.error;
+  EXPECT_EQ(events, (std::vector<std::string>{
+                        "vstack round 0", "anchor sized by round 0",  //
+                        "anchor sized by round 0", "vstack round 1",  //
+                        "vstack round 2", "anchor sized by round 2",  //
+                        "anchor sized by round 2", "vstack round 3"}));
+  // Each anchor run is still paired with vstack's run of its own round.
+  ASSERT_EQ(m.stacks[0].anchors.size(), 4u);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(m.stacks[0].anchors[r].round, r);
+  const MatrixSummary s = Summarize(m);
+  ASSERT_EQ(s.stacks[0].anchors.size(), 1u);
+  EXPECT_EQ(s.stacks[0].anchors[0].runs, 4);
+}
+
 TEST(Matrix, AnInvalidStackIsAClearErrorAndPresetsKnowTheirFiles) {
   BackendChoice b;
   auto bad = ResolveStack("nosuchpreset", b);
