@@ -1,9 +1,10 @@
 // vstack_space_stages: where the exact scan of `vstack space` spends its CPU, stage by stage, on
 // one thread (docs/space-savings.md, "Exact scan speed"). Every stage is timed in CPU time of
-// the calling thread (CLOCK_THREAD_CPUTIME_ID), one clock read per stage per 4 MiB job, so the
-// figures hold on a shared machine where wall time does not:
+// the calling thread (CLOCK_THREAD_CPUTIME_ID), one clock read per stage per job (the bytes
+// read at once: 4 MiB, or --job), so the figures hold on a shared machine where wall time does
+// not:
 //
-//   vstack_space_stages [--codec zstd:N] [--rule R] IMAGE...
+//   vstack_space_stages [--codec zstd:N] [--rule R] [--job BYTES] IMAGE...
 //
 // The stages are the scan's own calls, in its order: read (SyncIo), zero test (IsZero),
 // fingerprint (FingerprintOf, XXH3-128), index (FingerprintSet::Insert), and compression
@@ -23,6 +24,7 @@
 #include "blockdev/zstd/grain_codec.h"
 #include "lib/aligned_buffer.h"
 #include "lib/iovec.h"
+#include "lib/size.h"
 
 namespace vstack {
 namespace {
@@ -46,6 +48,7 @@ constexpr const char* kStageNames[kStages] = {"read (pread, page cache)", "zero 
 
 int Main(int argc, char** argv) {
   SpaceOptions o;
+  uint64_t job = 4 << 20;  // the bytes read at once
   std::vector<std::string> names;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -61,12 +64,17 @@ int Main(int argc, char** argv) {
         return 2;
       }
       o.rule = *rule;
+    } else if (a == "--job" && i + 1 < argc) {
+      auto size = ParseSize(argv[++i]);
+      job = size ? *size : 0;
     } else {
       names.push_back(a);
     }
   }
-  if (names.empty() || !o.compress) {
-    std::fprintf(stderr, "usage: vstack_space_stages [--codec zstd:N] [--rule R] IMAGE...\n");
+  if (names.empty() || !o.compress || job == 0 || job % o.grain != 0) {
+    std::fprintf(stderr,
+                 "usage: vstack_space_stages [--codec zstd:N] [--rule R] [--job BYTES] IMAGE...\n"
+                 "  (--job: the bytes read at once, a multiple of the grain; 4M by default)\n");
     return 2;
   }
   auto images = OpenSpaceImages(names, o.grain);
@@ -75,8 +83,7 @@ int Main(int argc, char** argv) {
     return 1;
   }
   const uint32_t grain = o.grain;
-  constexpr uint64_t kJob = 4 << 20;
-  AlignedBuffer buf(kJob);
+  AlignedBuffer buf(job);
   std::vector<unsigned char> out(grain);
   std::vector<Fingerprint> fps;
   std::vector<const std::byte*> nonzero, first;
@@ -90,8 +97,8 @@ int Main(int argc, char** argv) {
     allocated += img.used_bytes();
     SyncIo io(*img.device);
     for (const auto& [off, len] : img.used) {
-      for (uint64_t at = 0; at < len; at += kJob) {
-        const uint64_t n = std::min(kJob, len - at);
+      for (uint64_t at = 0; at < len; at += job) {
+        const uint64_t n = std::min(job, len - at);
         const uint64_t grains = (n + grain - 1) / grain;
         double t = ThreadSeconds();
         auto lap = [&](Stage s, uint64_t b) {
