@@ -64,6 +64,7 @@ struct BenchArgs {
   std::vector<std::string> ready_stall = {"exp:4ms"};  // one, or one per --cpu-ready value
   std::vector<double> cpu_ready;
   uint32_t schedulers = 1;
+  std::string task_cpu;
 };
 
 // The command line as typed, from /proc/self/cmdline.
@@ -141,6 +142,7 @@ Status ApplySchedulerArgs(const BenchArgs& a, bench::WorkloadKnobs* k) {
   }
   k->ready_stall = a.ready_stall.front();
   k->schedulers = a.schedulers;
+  k->task_cpu = a.task_cpu;
   return OkStatus();
 }
 
@@ -561,6 +563,9 @@ void AddBenchCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--schedulers", a->schedulers, "schedulers (vCPUs) the threads share")
       ->capture_default_str();
+  cmd->add_option("--task-cpu", a->task_cpu,
+                  "CPU each thread works on its scheduler before each I/O, checking its quantum "
+                  "every 100us (real work): 700us, exp:MEAN, ...; needs --cpu-ready or --quantum");
   auto* diskspd = cmd->add_option(
       "--diskspd", a->diskspd,
       "a diskspd command line's parameters, e.g. \"-b8K -d60 -o8 -t4 -r -w50 -L\", run as "

@@ -41,6 +41,7 @@ struct WorkloadKnobs {
   uint32_t schedulers = 1;         // threads share this many schedulers (vCPUs)
   double cpu_ready_pct = 0;        // --cpu-ready: RDY% stalls injected on each scheduler
   std::string ready_stall = "exp:4ms";  // --ready-stall: stall length distribution
+  std::string task_cpu;            // --task-cpu: CPU a thread works before each I/O; "": none
 };
 
 // Checks the knobs alone; the message names the flag and the allowed range.

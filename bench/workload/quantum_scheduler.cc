@@ -38,26 +38,30 @@ QuantumScheduler::QuantumScheduler(const SchedulerOptions& options, Clock& clock
   }
 }
 
-void QuantumScheduler::WaitTurn(Scheduler& s, std::unique_lock<std::mutex>& lock, uint32_t task) {
-  s.runnable.push_back(task);
-  s.cv.wait(lock, [&] { return !s.busy && s.runnable.front() == task; });
+void QuantumScheduler::WaitTurn(Scheduler& s, std::unique_lock<std::mutex>& lock) {
+  Waiter me;
+  s.runnable.push_back(&me);
+  me.cv.wait(lock, [&] { return !s.busy && s.runnable.front() == &me; });
   s.runnable.pop_front();
   s.busy = true;
-  s.cv.notify_all();  // the next in line re-checks once this one is done
+}
+
+void QuantumScheduler::Release(Scheduler& s) {
+  s.busy = false;
+  if (!s.runnable.empty()) s.runnable.front()->cv.notify_one();
 }
 
 void QuantumScheduler::Run(uint32_t task) {
   Scheduler& s = Of(task);
   std::unique_lock lock(s.mu);
-  WaitTurn(s, lock, task);
+  WaitTurn(s, lock);
   s.quantum_start = clock_.Now();
 }
 
 void QuantumScheduler::Suspend(uint32_t task) {
   Scheduler& s = Of(task);
   std::lock_guard lock(s.mu);
-  s.busy = false;
-  s.cv.notify_all();
+  Release(s);
 }
 
 bool QuantumScheduler::Checkpoint(uint32_t task) {
@@ -78,10 +82,9 @@ bool QuantumScheduler::Checkpoint(uint32_t task) {
   }
   if (now - s.quantum_start < options_.quantum_ns) return false;
   const uint64_t yield_start = now;
-  s.busy = false;
-  s.cv.notify_all();
+  Release(s);
   const uint64_t runnable_at = clock_.Now();
-  WaitTurn(s, lock, task);
+  WaitTurn(s, lock);
   const uint64_t resumed = clock_.Now();
   s.quantum_start = resumed;
   const uint64_t wait = resumed - yield_start;
@@ -90,6 +93,24 @@ bool QuantumScheduler::Checkpoint(uint32_t task) {
   s.stats.signal_wait_ns += resumed - runnable_at;
   s.stats.max_wait_ns = std::max(s.stats.max_wait_ns, wait);
   return true;
+}
+
+uint32_t QuantumScheduler::Work(uint32_t task, uint64_t cpu_ns) {
+  const uint64_t slice = std::max<uint64_t>(1, options_.checkpoint_ns);
+  uint32_t yields = 0;
+  while (cpu_ns > 0) {
+    const uint64_t step = std::min(slice, cpu_ns);
+    clock_.Spin(step);
+    cpu_ns -= step;
+    yields += Checkpoint(task);
+  }
+  return yields;
+}
+
+size_t QuantumScheduler::RunnableTasks(uint32_t task) {
+  Scheduler& s = Of(task);
+  std::lock_guard lock(s.mu);
+  return s.runnable.size();
 }
 
 YieldStats QuantumScheduler::Snapshot(bool reset_max) {

@@ -2,13 +2,17 @@
 // SQLOS: each scheduler (a virtual CPU) runs one task (a workload thread) at a time; a task
 // keeps its scheduler until it waits for I/O (Suspend) or sees, at a checkpoint, that its
 // quantum of *wall-clock* time is used up, and then yields: it goes to the back of the
-// scheduler's runnable queue (SOS_SCHEDULER_YIELD) and waits for its turn.
+// scheduler's runnable queue (SOS_SCHEDULER_YIELD) and waits for its turn. A task that computes
+// (Work) checks its quantum every `checkpoint_ns` of CPU, so a long enough stretch of work ends
+// quanta by itself: the base of yields a CPU-bound query has without any CPU Ready.
 //
 // CPU Ready: with a ready fraction, each scheduler has a StallSchedule; at a checkpoint where a
 // stall is due, the running task sleeps for it while holding its scheduler (the vCPU is off the
 // physical CPU: nothing on it runs). Wall time jumps, so the task finds its quantum used up and
-// yields, and the tasks queued behind it waited through the stall: the count of yields grows
-// with CPU Ready, not just their duration.
+// yields: a stall that ends a quantum early adds a yield to the base. Everything queued on the
+// scheduler waits through the stall: the yielders already queued, and the tasks whose I/O
+// completed meanwhile, which the stalled task then yields behind. So a yield's wait grows with
+// the stalls' length, not only the yields' number (docs/seeds.md, section 3).
 //
 // Yield statistics are what sys.dm_os_wait_stats shows for SOS_SCHEDULER_YIELD:
 // waiting_tasks_count, wait_time_ms, max_wait_time_ms and signal_wait_time_ms. A yield's wait
@@ -42,6 +46,7 @@ struct SchedulerOptions {
   double ready_fraction = 0;        // RDY% / 100
   ServiceTime stall = ServiceTime::Fixed(4'000'000);
   uint64_t stall_quantum_ns = 1'000'000;  // stall lengths are whole multiples of this
+  uint64_t checkpoint_ns = 100'000;       // Work's CPU between two checkpoints
   uint64_t seed = 1;
 };
 
@@ -57,23 +62,37 @@ class QuantumScheduler {
   // The running task t between two steps of work: stalls if CPU Ready is due, then yields if
   // its quantum is used up. Returns true if it yielded.
   bool Checkpoint(uint32_t task);
+  // The running task t computes for `cpu_ns` of CPU time (Clock::Spin: real work on the calling
+  // thread), with a Checkpoint after every `checkpoint_ns` of it. Returns the yields it made.
+  uint32_t Work(uint32_t task, uint64_t cpu_ns);
+
+  // runnable_tasks_count of task t's scheduler (as sys.dm_os_schedulers shows it): the tasks
+  // queued for it, yielders and tasks whose wait ended.
+  size_t RunnableTasks(uint32_t task);
 
   // Statistics so far, summed over the schedulers; `reset_max` starts a new max-wait window.
   YieldStats Snapshot(bool reset_max = false);
 
  private:
+  // A task waiting in a runnable queue; it lives on the waiting thread's stack, so a hand-over
+  // wakes only the next in line, however long the queue.
+  struct Waiter {
+    std::condition_variable cv;
+  };
   struct Scheduler {
     std::mutex mu;
-    std::condition_variable cv;
     bool busy = false;
-    std::deque<uint32_t> runnable;
+    std::deque<Waiter*> runnable;
     uint64_t quantum_start = 0;
     std::optional<StallSchedule> ready;
     YieldStats stats;
   };
   Scheduler& Of(uint32_t task) { return *schedulers_[task % schedulers_.size()]; }
-  // Queues `task` and waits until it is first and the scheduler is free; takes it. Holds `lock`.
-  void WaitTurn(Scheduler& s, std::unique_lock<std::mutex>& lock, uint32_t task);
+  // Queues the calling task and waits until it is first and the scheduler is free; takes it.
+  // Holds `lock`.
+  static void WaitTurn(Scheduler& s, std::unique_lock<std::mutex>& lock);
+  // Gives the scheduler up and wakes the first in line. Holds s.mu.
+  static void Release(Scheduler& s);
 
   const SchedulerOptions options_;
   Clock& clock_;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "bench/workload/depth_driver.h"
@@ -39,8 +40,9 @@ struct Shared {
   std::atomic<bool> go{false};
   std::atomic<bool> failed{false};
   std::atomic<uint32_t> opened{0};
-  bool count_mode = false;  // measured window = an I/O count instead of a duration
+  bool count_mode = false;                // measured window = an I/O count instead of a duration
   QuantumScheduler* scheduler = nullptr;  // threads take turns on it; null = free-running
+  std::optional<ServiceTime> task_cpu;    // CPU worked before each I/O, on the scheduler
 };
 
 // One thread of the workload: its own queue, `queue_depth` slots (a DepthDriver, whose source
@@ -55,7 +57,8 @@ class Worker {
         quota_(quota),
         rng_(k.seed, index),
         offsets_(k, region, index, k.threads),
-        content_(k, index) {
+        content_(k, index),
+        cpu_rng_(k.seed * 0x9e3779b97f4a7c15ull + index) {
     result.index = index;
   }
 
@@ -119,6 +122,8 @@ class Worker {
   // The DepthDriver's source.
   bool Next(DriverSlot& s) {
     if (Stopping()) return false;
+    // --task-cpu: the task computes before it asks for its next page, checking its quantum.
+    if (shared_.task_cpu) shared_.scheduler->Work(result.index, shared_.task_cpu->Draw(cpu_rng_));
     Prepare(s, shared_.phase.load(std::memory_order_acquire));
     return true;
   }
@@ -208,6 +213,7 @@ class Worker {
   WorkloadRng rng_;
   OffsetGenerator offsets_;
   WriteContent content_;
+  TimingRng cpu_rng_;  // --task-cpu draws
   uint64_t issued_ = 0;  // count mode: measured reads and writes issued
   uint64_t writes_since_flush_ = 0;
   bool failed_ = false;
@@ -249,6 +255,11 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
     so.seed = k.seed;
     scheduler = std::make_unique<QuantumScheduler>(so, SystemClock());
     shared.scheduler = scheduler.get();
+    if (!k.task_cpu.empty()) {
+      auto cpu = ServiceTime::Parse("--task-cpu", k.task_cpu);
+      if (!cpu) return cpu.error();
+      shared.task_cpu = *cpu;
+    }
   }
   std::vector<std::unique_ptr<Worker>> workers;
   std::vector<std::thread> threads;

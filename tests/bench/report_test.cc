@@ -289,6 +289,34 @@ TEST_F(ReportTest, HostReadyIsTheSameInTextAndJsonAndNotAvailableIsNeverZero) {
   EXPECT_NE(RenderText(none).find("host CPU Ready: n/a"), std::string::npos);
 }
 
+// Each round's scheduler counts are in the JSON (a sweep's spread); null without a scheduler.
+TEST(ReportCpuReady, EachRoundCarriesItsSchedulerCounts) {
+  BenchReport r;
+  r.summary.stacks.resize(2);
+  r.result.stacks.resize(2);
+  bench::RunResult with;
+  with.knobs.quantum_ns = 4'000'000;
+  with.yields.yields = 7;
+  with.yields.wait_ns = 3'500'000;
+  with.yields.max_wait_ns = 1'250'000;
+  with.yields.signal_wait_ns = 3'400'000;
+  with.yields.stalls = 2;
+  with.yields.stalled_ns = 9'000'000;
+  with.yields.max_stall_ns = 5'000'000;
+  r.result.stacks[0].rounds = {with};
+  r.result.stacks[1].rounds = {bench::RunResult{}};
+  const json j = RenderJson(r);
+  const json& y = j["stacks"][0]["rounds"][0]["scheduler"];
+  EXPECT_EQ(y["yields"], 7);
+  EXPECT_EQ(y["wait_ms"], 3.5);
+  EXPECT_EQ(y["max_wait_ms"], 1.25);
+  EXPECT_EQ(y["signal_wait_ms"], 3.4);
+  EXPECT_EQ(y["stalls"], 2);
+  EXPECT_EQ(y["stalled_ms"], 9.0);
+  EXPECT_EQ(y["max_stall_ms"], 5.0);
+  EXPECT_TRUE(j["stacks"][1]["rounds"][0]["scheduler"].is_null());
+}
+
 // A --cpu-ready sweep shows the host's CPU Ready next to the injected one, and warns when the
 // host's exceeds the smallest injected RDY%: then the host sets the ratios.
 TEST(ReportCpuReady, HostReadyAboveTheSmallestInjectedIsWarnedAbout) {

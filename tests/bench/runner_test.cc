@@ -147,6 +147,26 @@ TEST(Runner, IoCountRunIsExactAndFlushesFollowTheInterval) {
   EXPECT_GT(r->seconds, 0.0);
 }
 
+// --task-cpu: each thread computes on its scheduler before each I/O. Work longer than the
+// quantum takes longer than it in wall time too, so it yields at least once per I/O at RDY 0,
+// and it is real CPU: the threads' CPU time holds all of it.
+TEST(Runner, TaskCpuLongerThanTheQuantumYieldsEveryStepAndIsRealCpu) {
+  auto dev = Open("null:16M");
+  ASSERT_OK(dev);
+  WorkloadKnobs k = Short();
+  k.io_count = 40;
+  k.queue_depth = 1;
+  k.warmup_s = 0;
+  k.quantum_ns = 4'000'000;
+  k.task_cpu = "5ms";
+  auto r = RunWorkload(**dev, k);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->Total().ios, 40u);
+  EXPECT_GE(r->yields.yields, 40u);
+  EXPECT_EQ(r->yields.stalls, 0u);
+  EXPECT_GE(r->cpu.threads_s, 40 * 0.005);
+}
+
 // A round that writes starts from a flushed stack, outside its measured window (librbd, for one,
 // acknowledges writes early only after an image's first flush); a read-only round does not flush.
 TEST(Runner, AWritingRoundFlushesTheStackOnceBeforeItsWindow) {

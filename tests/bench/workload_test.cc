@@ -54,6 +54,8 @@ TEST(WorkloadKnobs, EachBadKnobIsRejectedNamingItsFlag) {
          k.distribution = Distribution::kZipf;
          k.pattern = AccessPattern::kSequential;
        }, "--distribution"},
+      {[](WorkloadKnobs& k) { k.task_cpu = "exp:700us"; }, "--task-cpu"},  // no scheduler
+      {[](WorkloadKnobs& k) { k.quantum_ns = 4'000'000; k.task_cpu = "lots"; }, "--task-cpu"},
   };
   for (const Case& c : cases) {
     WorkloadKnobs k;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <thread>
 
 #include "bench/workload/quantum_scheduler.h"
 #include "bench/workload/seed_presets.h"
@@ -415,6 +416,90 @@ TEST(QuantumScheduler, CpuReadyStallsEndQuantaEarlyAndAreCounted) {
   // quantum early as well.
   EXPECT_GT(st.yields, 2500u + st.stalls / 2);
   EXPECT_EQ(st.max_stall_ns, 3'000'000u);
+}
+
+TEST(QuantumScheduler, WorkEndsQuantaByItselfAtRdyZero) {
+  ManualClock clock;
+  bench::SchedulerOptions o;
+  o.quantum_ns = 4'000'000;
+  bench::QuantumScheduler s(o, clock);
+  s.Run(0);
+  // 10 ms of CPU in one stretch, checked every 100 us: its quantum ends at 4 and 8 ms.
+  EXPECT_EQ(s.Work(0, 10'000'000), 2u) << "one check at the end would see one quantum";
+  EXPECT_EQ(clock.spun_ns(), 10'000'000u) << "work is CPU (Spin), not a sleep";
+  EXPECT_EQ(s.Work(0, 1'000'000), 0u) << "3 ms into the third quantum";
+  s.Suspend(0);
+  const bench::YieldStats st = s.Snapshot();
+  EXPECT_EQ(st.yields, 2u);
+  EXPECT_EQ(st.stalls, 0u);
+}
+
+// The stall of the running task is spent holding the scheduler: a yielder queued behind it
+// waits through all of it (SOS_SCHEDULER_YIELD's wait contains the CPU Ready).
+TEST(QuantumScheduler, QueuedYielderWaitsThroughAStallThatLandsWhileItIsQueued) {
+  ManualClock clock;
+  bench::SchedulerOptions o;
+  o.quantum_ns = 4'000'000;
+  o.ready_fraction = 0.5;
+  o.stall = ServiceTime::Fixed(6'000'000);  // the first stall: from +6 ms to +12 ms
+  o.stall_quantum_ns = 0;
+  bench::QuantumScheduler s(o, clock);
+  s.Run(0);
+  std::thread b([&] {
+    s.Run(1);              // queued behind task 0; runs from +4 ms
+    s.Work(1, 3'000'000);  // stalled at +6 ms, yields at +12 ms, then ends its work
+    s.Suspend(1);
+  });
+  while (s.RunnableTasks(0) != 1) std::this_thread::yield();
+  // Task 0 uses its quantum up (+4 ms) and yields behind task 1, which is stalled meanwhile.
+  EXPECT_EQ(s.Work(0, 4'000'000), 1u);
+  s.Suspend(0);
+  b.join();
+  const bench::YieldStats st = s.Snapshot();
+  EXPECT_EQ(st.stalls, 1u);
+  EXPECT_EQ(st.stalled_ns, 6'000'000u);
+  EXPECT_EQ(st.yields, 2u) << "task 0 at its quantum's end, task 1 after the stall";
+  EXPECT_EQ(st.max_wait_ns, 8'000'000u) << "task 0 waited task 1's 2 ms of work and the 6 ms stall";
+  EXPECT_EQ(st.wait_ns, 8'000'000u) << "task 1 ran again at once: task 0 suspended";
+  EXPECT_EQ(st.signal_wait_ns, st.wait_ns);
+}
+
+// A task that works exp:700us of CPU between 1 ms I/O waits: its long stretches end quanta by
+// themselves (the base), stalls that end a quantum early add to the base, and the stalled
+// time is the configured fraction of wall time although the scheduler is idle between steps.
+TEST(QuantumScheduler, StallsAddYieldsToTheBaseAndSumToTheConfiguredFraction) {
+  const ServiceTime work = ServiceTime::Parse("work", "exp:700us").value();
+  auto run = [&](double fraction, uint64_t* spun, uint64_t* elapsed) {
+    ManualClock clock;
+    bench::SchedulerOptions o;
+    o.quantum_ns = 4'000'000;
+    o.ready_fraction = fraction;
+    o.stall = ServiceTime::Parse("stall", "exp:13.6ms").value();
+    bench::QuantumScheduler s(o, clock);
+    TimingRng rng(7);
+    const uint64_t t0 = clock.Now();
+    for (int i = 0; i < 20000; ++i) {
+      s.Run(0);
+      s.Work(0, work.Draw(rng));
+      s.Suspend(0);
+      clock.Advance(1'000'000);
+    }
+    *spun = clock.spun_ns();
+    *elapsed = clock.Now() - t0;
+    return s.Snapshot();
+  };
+  uint64_t base_spun = 0, base_elapsed = 0;
+  const bench::YieldStats base = run(0, &base_spun, &base_elapsed);
+  EXPECT_GT(base.yields, 20u) << "exp:700us runs over 4 ms in 0.3% of the steps";
+  uint64_t previous = base.yields;
+  for (double fraction : {0.012, 0.051, 0.284}) {
+    uint64_t spun = 0, elapsed = 0;
+    const bench::YieldStats st = run(fraction, &spun, &elapsed);
+    EXPECT_EQ(spun, base_spun) << "the same work; stalls are not CPU";
+    EXPECT_NEAR(double(st.stalled_ns) / double(elapsed), fraction, 0.003) << fraction;
+    EXPECT_GT(st.yields, previous) << fraction << ": stalls add yields to the base";
+    previous = st.yields;
+  }
 }
 
 TEST(CpuReadySweep, EachValueGetsItsOwnStallLength) {

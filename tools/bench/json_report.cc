@@ -154,6 +154,18 @@ json RunJson(const bench::RunResult& r) {
   }
   json layers = json::array();
   for (const bench::LayerDelta& l : r.layers) layers.push_back(LayerDeltaJson(l));
+  // The quantum scheduler's counts of this round (null without one): a sweep's spread.
+  json yields = nullptr;
+  if (r.knobs.quantum_ns != 0) {
+    const bench::YieldStats& y = r.yields;
+    yields = {{"yields", y.yields},
+              {"wait_ms", double(y.wait_ns) / 1e6},
+              {"max_wait_ms", double(y.max_wait_ns) / 1e6},
+              {"signal_wait_ms", double(y.signal_wait_ns) / 1e6},
+              {"stalls", y.stalls},
+              {"stalled_ms", double(y.stalled_ns) / 1e6},
+              {"max_stall_ms", double(y.max_stall_ns) / 1e6}};
+  }
   return {{"round", r.round + 1},
           {"seconds", r.seconds},
           {"region_bytes", r.region_bytes},
@@ -168,6 +180,7 @@ json RunJson(const bench::RunResult& r) {
           {"threads", threads},
           {"cpu", CpuJson(r.cpu)},
           {"host_ready", HostReadyJson(r.host_ready)},
+          {"scheduler", yields},
           {"layers", layers}};
 }
 
