@@ -7,6 +7,13 @@
 // queue. geometry(), capabilities(), Stats(), Properties() and MapExtents() are safe from any
 // thread. Devices without kCapThreadSafe allow only one open queue at a time.
 //
+// Progress: a request may wait for work that the device does through another of its queues
+// (a dynamic VHD's group commit or shared bitmap write is issued, and completed, by the queue
+// of a thread that has a request waiting for it). So a thread keeps polling every queue on
+// which it has requests in flight, and never blocks (on a lock, or waiting for a request on
+// another queue, as a synchronous metadata commit does) while it has requests in flight on a
+// queue it is not polling: it lets that queue go idle first (WaitIdle).
+//
 // Asynchrony: Submit takes a batch of requests and never blocks on I/O; each request completes
 // exactly once, either inside Submit (memory, null, file, CPU-bound layers) or inside a later
 // Poll (io_uring). Callers never assume which. Blocking helpers live in lib/sync_io.h.
@@ -253,7 +260,8 @@ class IoQueue {
   // min_completions = 0 it never blocks. Returns the number of callbacks run.
   size_t Poll(size_t min_completions = 0);
 
-  // Polls until nothing is in flight.
+  // Polls until nothing is in flight. REQUIRES: not called from a callback of this queue's
+  // completions (they would never run).
   void WaitIdle();
 
   // Requests submitted whose callbacks have not run yet.
