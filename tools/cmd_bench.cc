@@ -65,6 +65,8 @@ struct BenchArgs {
   std::vector<double> cpu_ready;
   uint32_t schedulers = 1;
   std::string task_cpu;
+  bool exchange = false;
+  std::string task_cpu_mode = "burn";
 };
 
 // The command line as typed, from /proc/self/cmdline.
@@ -143,6 +145,12 @@ Status ApplySchedulerArgs(const BenchArgs& a, bench::WorkloadKnobs* k) {
   k->ready_stall = a.ready_stall.front();
   k->schedulers = a.schedulers;
   k->task_cpu = a.task_cpu;
+  k->exchange = a.exchange;
+  if (a.task_cpu_mode != "burn" && a.task_cpu_mode != "sleep") {
+    return MakeError(Errc::kInvalidArgument,
+                     "--task-cpu-mode: '" + a.task_cpu_mode + "' is neither burn nor sleep");
+  }
+  k->task_cpu_sleeps = a.task_cpu_mode == "sleep";
   return OkStatus();
 }
 
@@ -566,6 +574,13 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--task-cpu", a->task_cpu,
                   "CPU each thread works on its scheduler before each I/O, checking its quantum "
                   "every 100us (real work): 700us, exp:MEAN, ...; needs --cpu-ready or --quantum");
+  cmd->add_option("--task-cpu-mode", a->task_cpu_mode,
+                  "burn: --task-cpu is real CPU on the thread; sleep: the thread holds its "
+                  "scheduler that long asleep (more schedulers than this machine has cores)")
+      ->capture_default_str();
+  cmd->add_flag("--exchange", a->exchange,
+                "the threads run as one parallel query: each thread's next I/O waits until every "
+                "thread has finished its current one (a parallel plan's exchange; needs --qd 1)");
   auto* diskspd = cmd->add_option(
       "--diskspd", a->diskspd,
       "a diskspd command line's parameters, e.g. \"-b8K -d60 -o8 -t4 -r -w50 -L\", run as "

@@ -75,6 +75,12 @@ Status ValidateKnobs(const WorkloadKnobs& k) {
   if (auto st = ServiceTime::Parse("--ready-stall", k.ready_stall); !st) {
     return MakeError(Errc::kInvalidArgument, st.error().message);
   }
+  if (k.task_cpu_sleeps && k.task_cpu.empty()) {
+    return Bad("--task-cpu-mode", "sleep needs --task-cpu");
+  }
+  if (k.exchange && k.queue_depth != 1) {
+    return Bad("--exchange", "needs --qd 1 (a thread's step is one I/O)");
+  }
   if (!k.task_cpu.empty()) {
     if (k.quantum_ns == 0) {
       return Bad("--task-cpu", "needs the quantum scheduler (--cpu-ready or --quantum)");
@@ -156,13 +162,16 @@ std::string DescribeWorkload(const WorkloadKnobs& k) {
     std::snprintf(buf, sizeof buf, ", %u scheduler%s with a %s quantum", k.schedulers,
                   k.schedulers == 1 ? "" : "s", FormatDurationNs(double(k.quantum_ns)).c_str());
     s += buf;
-    if (!k.task_cpu.empty()) s += ", " + k.task_cpu + " of CPU before each I/O";
+    if (!k.task_cpu.empty()) {
+      s += ", " + k.task_cpu + (k.task_cpu_sleeps ? " held (asleep)" : " of CPU") + " before each I/O";
+    }
     if (k.cpu_ready_pct > 0) {
       std::snprintf(buf, sizeof buf, ", CPU Ready %.3g%% (stalls %s)", k.cpu_ready_pct,
                     k.ready_stall.c_str());
       s += buf;
     }
   }
+  if (k.exchange) s += ", the threads meet at an exchange after every I/O";
   return s;
 }
 

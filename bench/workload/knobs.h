@@ -42,6 +42,12 @@ struct WorkloadKnobs {
   double cpu_ready_pct = 0;        // --cpu-ready: RDY% stalls injected on each scheduler
   std::string ready_stall = "exp:4ms";  // --ready-stall: stall length distribution
   std::string task_cpu;            // --task-cpu: CPU a thread works before each I/O; "": none
+  bool task_cpu_sleeps = false;    // --task-cpu-mode sleep: held on the scheduler, not burned
+  // --exchange: the threads run as one parallel query (QD1 each): a thread's next step (its
+  // CPU and I/O) starts only when every thread has finished the current one, as a parallel
+  // plan's workers meet at an exchange (SQL Server's CXPACKET wait). The slowest thread, or
+  // the scheduler that is stalled, sets the pace of all.
+  bool exchange = false;
 };
 
 // Checks the knobs alone; the message names the flag and the allowed range.

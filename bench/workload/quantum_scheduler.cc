@@ -98,11 +98,21 @@ bool QuantumScheduler::Checkpoint(uint32_t task) {
 uint32_t QuantumScheduler::Work(uint32_t task, uint64_t cpu_ns) {
   const uint64_t slice = std::max<uint64_t>(1, options_.checkpoint_ns);
   uint32_t yields = 0;
-  while (cpu_ns > 0) {
-    const uint64_t step = std::min(slice, cpu_ns);
-    clock_.Spin(step);
-    cpu_ns -= step;
-    yields += Checkpoint(task);
+  // With work_sleeps the task sleeps until `origin + done`: origin moves on by the time spent
+  // in checkpoints, so a late wake-up is made up by the next step instead of piling up.
+  uint64_t origin = options_.work_sleeps ? clock_.Now() : 0;
+  for (uint64_t done = 0; done < cpu_ns;) {
+    const uint64_t step = std::min(slice, cpu_ns - done);
+    done += step;
+    if (options_.work_sleeps) {
+      clock_.SleepUntil(origin + done);
+      const uint64_t before = clock_.Now();
+      yields += Checkpoint(task);
+      origin += clock_.Now() - before;
+    } else {
+      clock_.Spin(step);
+      yields += Checkpoint(task);
+    }
   }
   return yields;
 }

@@ -47,6 +47,9 @@ struct SchedulerOptions {
   ServiceTime stall = ServiceTime::Fixed(4'000'000);
   uint64_t stall_quantum_ns = 1'000'000;  // stall lengths are whole multiples of this
   uint64_t checkpoint_ns = 100'000;       // Work's CPU between two checkpoints
+  // Work holds the scheduler for its time asleep instead of burning a host core: a model of
+  // more vCPUs than the host has cores (its checkpoints are at the same points of its time).
+  bool work_sleeps = false;
   uint64_t seed = 1;
 };
 
@@ -63,7 +66,9 @@ class QuantumScheduler {
   // its quantum is used up. Returns true if it yielded.
   bool Checkpoint(uint32_t task);
   // The running task t computes for `cpu_ns` of CPU time (Clock::Spin: real work on the calling
-  // thread), with a Checkpoint after every `checkpoint_ns` of it. Returns the yields it made.
+  // thread; with work_sleeps, asleep on its scheduler until that much of its own time has
+  // passed), with a Checkpoint after every `checkpoint_ns` of it. Time spent inside a
+  // Checkpoint (a stall, a yield's wait) is not work. Returns the yields it made.
   uint32_t Work(uint32_t task, uint64_t cpu_ns);
 
   // runnable_tasks_count of task t's scheduler (as sys.dm_os_schedulers shows it): the tasks

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "bench/workload/depth_driver.h"
+#include "bench/workload/exchange.h"
 #include "bench/workload/host_ready.h"
 #include "bench/workload/offsets.h"
 #include "bench/workload/quantum_scheduler.h"
@@ -43,6 +44,7 @@ struct Shared {
   bool count_mode = false;                // measured window = an I/O count instead of a duration
   QuantumScheduler* scheduler = nullptr;  // threads take turns on it; null = free-running
   std::optional<ServiceTime> task_cpu;    // CPU worked before each I/O, on the scheduler
+  std::optional<Exchange> exchange;  // --exchange: every thread's step ends here
 };
 
 // One thread of the workload: its own queue, `queue_depth` slots (a DepthDriver, whose source
@@ -69,6 +71,7 @@ class Worker {
     if (!queue) {
       open_error = queue.error().ToString();
       shared_.failed.store(true);
+      if (shared_.exchange) shared_.exchange->Leave();
       shared_.opened.fetch_add(1);
       finished.store(true);
       return;
@@ -87,6 +90,7 @@ class Worker {
       if (shared_.scheduler) shared_.scheduler->Run(result.index);
       driver.Run();
       if (shared_.scheduler) shared_.scheduler->Suspend(result.index);
+      if (shared_.exchange) shared_.exchange->Leave();  // the others go on without it
     }
     queue->reset();
     exit_cpu_s = ClockSeconds(CLOCK_THREAD_CPUTIME_ID);
@@ -122,6 +126,7 @@ class Worker {
   // The DepthDriver's source.
   bool Next(DriverSlot& s) {
     if (Stopping()) return false;
+    if (shared_.exchange) Exchange();
     // --task-cpu: the task computes before it asks for its next page, checking its quantum.
     if (shared_.task_cpu) shared_.scheduler->Work(result.index, shared_.task_cpu->Draw(cpu_rng_));
     Prepare(s, shared_.phase.load(std::memory_order_acquire));
@@ -147,6 +152,13 @@ class Worker {
   }
 
  private:
+  // --exchange: waits, off its scheduler, until every thread has finished its step (CXPACKET).
+  void Exchange() {
+    if (shared_.scheduler) shared_.scheduler->Suspend(result.index);
+    shared_.exchange->ArriveAndWait();
+    if (shared_.scheduler) shared_.scheduler->Run(result.index);
+  }
+
   bool Stopping() const {
     if (failed_ || shared_.failed.load(std::memory_order_relaxed)) return true;
     const int phase = shared_.phase.load(std::memory_order_acquire);
@@ -243,6 +255,7 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
 
   Shared shared;
   shared.count_mode = k.io_count != 0;
+  if (k.exchange) shared.exchange.emplace(k.threads);
   std::unique_ptr<QuantumScheduler> scheduler;
   if (k.quantum_ns != 0) {
     SchedulerOptions so;
@@ -253,6 +266,7 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
     if (!stall) return stall.error();
     so.stall = *stall;
     so.seed = k.seed;
+    so.work_sleeps = k.task_cpu_sleeps;
     scheduler = std::make_unique<QuantumScheduler>(so, SystemClock());
     shared.scheduler = scheduler.get();
     if (!k.task_cpu.empty()) {

@@ -167,6 +167,27 @@ TEST(Runner, TaskCpuLongerThanTheQuantumYieldsEveryStepAndIsRealCpu) {
   EXPECT_GE(r->cpu.threads_s, 40 * 0.005);
 }
 
+// --exchange: the threads run as one parallel query. With an I/O count that does not divide
+// among the threads, some stop a step before the others; those that go on must not wait for
+// them (the run would hang). Every I/O is done.
+TEST(Runner, ExchangeRunsEveryIoWhenThreadsStopOneStepApart) {
+  auto dev = Open("null:16M");
+  ASSERT_OK(dev);
+  WorkloadKnobs k = Short();
+  k.threads = 4;
+  k.queue_depth = 1;
+  k.io_count = 402;  // 101, 101, 100, 100
+  k.warmup_s = 0;
+  k.exchange = true;
+  k.quantum_ns = 4'000'000;
+  k.schedulers = 2;
+  k.task_cpu = "exp:50us";
+  k.task_cpu_sleeps = true;
+  auto r = RunWorkload(**dev, k);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->Total().ios, 402u);
+}
+
 // A round that writes starts from a flushed stack, outside its measured window (librbd, for one,
 // acknowledges writes early only after an image's first flush); a read-only round does not flush.
 TEST(Runner, AWritingRoundFlushesTheStackOnceBeforeItsWindow) {

@@ -56,6 +56,8 @@ TEST(WorkloadKnobs, EachBadKnobIsRejectedNamingItsFlag) {
        }, "--distribution"},
       {[](WorkloadKnobs& k) { k.task_cpu = "exp:700us"; }, "--task-cpu"},  // no scheduler
       {[](WorkloadKnobs& k) { k.quantum_ns = 4'000'000; k.task_cpu = "lots"; }, "--task-cpu"},
+      {[](WorkloadKnobs& k) { k.quantum_ns = 4'000'000; k.task_cpu_sleeps = true; }, "--task-cpu-mode"},
+      {[](WorkloadKnobs& k) { k.exchange = true; k.queue_depth = 2; }, "--exchange"},
   };
   for (const Case& c : cases) {
     WorkloadKnobs k;

@@ -434,6 +434,36 @@ TEST(QuantumScheduler, WorkEndsQuantaByItselfAtRdyZero) {
   EXPECT_EQ(st.stalls, 0u);
 }
 
+// A ManualClock whose sleeps end `late_ns` past their deadline, as a real timer's do.
+class LateClock final : public Clock {
+ public:
+  explicit LateClock(uint64_t late_ns) : late_ns_(late_ns) {}
+  uint64_t Now() override { return inner_.Now(); }
+  void SleepUntil(uint64_t deadline_ns) override { inner_.SleepUntil(deadline_ns + late_ns_); }
+  void Spin(uint64_t ns) override { inner_.Spin(ns); }
+  uint64_t spun_ns() const { return inner_.spun_ns(); }
+
+ private:
+  ManualClock inner_;
+  uint64_t late_ns_;
+};
+
+// --task-cpu-mode sleep: the work holds the scheduler asleep, with the same checkpoints, and a
+// late wake-up is made up by the next step instead of piling up over the 100 steps.
+TEST(QuantumScheduler, SleepingWorkEndsQuantaLikeBurnedWorkAndDoesNotDrift) {
+  LateClock clock(30'000);
+  bench::SchedulerOptions o;
+  o.quantum_ns = 4'000'000;
+  o.work_sleeps = true;
+  bench::QuantumScheduler s(o, clock);
+  s.Run(0);
+  const uint64_t t0 = clock.Now();
+  EXPECT_EQ(s.Work(0, 10'000'000), 2u) << "its quantum ends at 4 and 8 ms, as with Spin";
+  EXPECT_EQ(clock.spun_ns(), 0u) << "no CPU burned";
+  EXPECT_EQ(clock.Now() - t0, 10'030'000u) << "one wake-up late in all, not 100";
+  s.Suspend(0);
+}
+
 // The stall of the running task is spent holding the scheduler: a yielder queued behind it
 // waits through all of it (SOS_SCHEDULER_YIELD's wait contains the CPU Ready).
 TEST(QuantumScheduler, QueuedYielderWaitsThroughAStallThatLandsWhileItIsQueued) {
