@@ -114,12 +114,12 @@ class MatrixRun {
   void RunStack(StackOutcome& s, int round, WorkloadKnobs knobs) {
     const StackPlan& p = s.plan;
     const bool anchors_first = AnchorsFirst(s, round);
+    if (p.cpu_ready_pct >= 0) knobs.cpu_ready_pct = p.cpu_ready_pct;
+    if (!p.ready_stall.empty()) knobs.ready_stall = p.ready_stall;
     if (anchors_first) {
       RunAnchors(s, round, knobs, s.prepared);
       if (Stopped()) return;
     }
-    if (p.cpu_ready_pct >= 0) knobs.cpu_ready_pct = p.cpu_ready_pct;
-    if (!p.ready_stall.empty()) knobs.ready_stall = p.ready_stall;
     Report(s, round, "preparing");
     if (Status st = MakeImage(p, knobs); !st) {
       s.error = "creating the image: " + st.error().ToString();
@@ -184,6 +184,7 @@ class MatrixRun {
       AnchorJob job;
       job.plan = &p;
       job.knobs = knobs;
+      if (prepare == Prepare::kFresh) job.knobs.warmup_s = 0;  // as the vstack run has it
       job.image = p.image.empty() ? BackendFile(s.spec) : ImagePath(p);
       job.scratch_dir = dir_;
       job.vstack = &s.rounds.back();  // this round's, or the previous one's when anchors go first

@@ -56,6 +56,9 @@ TEST(CliBench, InvalidKnobsAreRejectedBeforeAnythingIsCreated) {
       {"--backend spdk", "--backend: 'spdk' is neither uring nor file"},
       {"--prepare later", "--prepare: 'later' is not one of"},
       {"--size 0", "--size: stack 'raw' makes its own image and needs a size > 0"},
+      {"--cpu-ready 5 --task-cpu 1ms --task-cpu-mode nap", "--task-cpu-mode: 'nap' is neither burn nor sleep"},
+      {"--cpu-ready 5 --task-cpu-mode sleep", "--task-cpu-mode: sleep needs --task-cpu"},
+      {"--exchange --qd 4", "--exchange: needs --qd 1"},
   };
   for (const auto& [args, message] : cases) {
     CommandResult r = RunVstack(base + args);

@@ -99,12 +99,14 @@ class RecordingAnchor : public Anchor {
   bool AppliesTo(const StackPlan& plan) const override { return plan.name == "raw"; }
   Result<AnchorResult> Run(const AnchorJob& job) override {
     events_.push_back("anchor sized by round " + std::to_string(job.vstack->round));
+    ready_seen.push_back(job.knobs.cpu_ready_pct);
     AnchorResult r;
     r.ios = 1000;
     r.seconds = 1;
     r.iops = 1000;
     return r;
   }
+  std::vector<double> ready_seen;  // the --cpu-ready each run was given
 
  private:
   std::vector<std::string>& events_;
@@ -118,6 +120,8 @@ TEST(Matrix, AnchorsGoAfterTheStackInEvenRoundsAndBeforeItInOddOnes) {
   o.scratch_parent = dir.path();
   auto raw = ResolveStack("raw", BackendChoice{"file", false});
   ASSERT_OK(raw);
+  o.knobs.quantum_ns = 4'000'000;
+  raw->cpu_ready_pct = 2.5;  // a sweep's plan: its anchors get its knobs in either order
   o.stacks.push_back(*raw);
   std::vector<std::string> events;
   RecordingAnchor anchor(events);
@@ -135,6 +139,7 @@ TEST(Matrix, AnchorsGoAfterTheStackInEvenRoundsAndBeforeItInOddOnes) {
   // Each anchor run is still paired with vstack's run of its own round.
   ASSERT_EQ(m.stacks[0].anchors.size(), 4u);
   for (int r = 0; r < 4; ++r) EXPECT_EQ(m.stacks[0].anchors[r].round, r);
+  EXPECT_EQ(anchor.ready_seen, (std::vector<double>{2.5, 2.5, 2.5, 2.5}));
   const MatrixSummary s = Summarize(m);
   ASSERT_EQ(s.stacks[0].anchors.size(), 1u);
   EXPECT_EQ(s.stacks[0].anchors[0].runs, 4);
