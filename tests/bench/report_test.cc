@@ -317,6 +317,44 @@ TEST(ReportCpuReady, EachRoundCarriesItsSchedulerCounts) {
   EXPECT_TRUE(j["stacks"][1]["rounds"][0]["scheduler"].is_null());
 }
 
+// A --cpu-ready sweep's chart draws each row's growth against the control beside the
+// published table's, and the report folder has it only for a sweep.
+TEST(ReportCpuReady, SweepChartShowsEachGrowthBesideThePublishedOne) {
+  BenchReport r;
+  r.result.knobs.quantum_ns = 4'000'000;
+  for (double pct : {1.2, 5.1, 28.4}) {
+    bench::StackSummary s;
+    s.name = fmt::format("ready {}", pct);
+    s.runs = 3;
+    s.cpu_ready_pct = pct;
+    s.yields = 10 * pct;        // growth 1.00, 4.25, 23.67
+    s.yield_wait_ms = 30 * pct;
+    r.summary.stacks.push_back(s);
+    bench::StackOutcome o;  // the result behind the summary (no rounds kept here)
+    o.plan.name = s.name;
+    r.result.stacks.push_back(o);
+  }
+  const std::vector<CpuReadyGrowth> rows = CpuReadyGrowthRows(r);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_DOUBLE_EQ(rows[1].yields_x, 4.25);
+  EXPECT_TRUE(std::isnan(rows[1].duration_x)) << "no rounds: no duration, not 0";
+  EXPECT_NEAR(rows[2].published_yields_x, 10455.0 / 1392, 1e-9);
+  const std::string svg = CpuReadySvg(r);
+  for (const char* shown : {">4.25<", ">23.67<", ">1.81<", ">7.51<", ">23.50<", ">2.60<",
+                            ">RDY 28.4%<"}) {
+    EXPECT_NE(svg.find(shown), std::string::npos) << shown;
+  }
+  testing::TempDir dir;
+  ASSERT_OK(WriteReportDir(dir.File("sweep"), r));
+  EXPECT_TRUE(std::filesystem::exists(dir.File("sweep") + "/cpu_ready.svg"));
+  BenchReport single = r;
+  single.summary.stacks.resize(1);
+  single.result.stacks.resize(1);
+  EXPECT_TRUE(CpuReadyGrowthRows(single).empty());
+  ASSERT_OK(WriteReportDir(dir.File("single"), single));
+  EXPECT_FALSE(std::filesystem::exists(dir.File("single") + "/cpu_ready.svg"));
+}
+
 // A --cpu-ready sweep shows the host's CPU Ready next to the injected one, and warns when the
 // host's exceeds the smallest injected RDY%: then the host sets the ratios.
 TEST(ReportCpuReady, HostReadyAboveTheSmallestInjectedIsWarnedAbout) {

@@ -366,3 +366,72 @@ std::string LayerCostSvg(const BenchReport& r) {
 }
 
 }  // namespace vstack::cli
+
+namespace vstack::cli {
+
+// Three panels (yield waits, wait time, duration), each with one group per RDY% row: vstack's
+// growth against its control beside the published table's. Vertical bars, a shared scale per
+// panel, the value on top of each bar.
+std::string CpuReadySvg(const BenchReport& r) {
+  const std::vector<CpuReadyGrowth> rows = CpuReadyGrowthRows(r);
+  const int pw = 300, gap = 60, L = 60, T = 78, B = 86, ph = 300;
+  const int W = L + 3 * pw + 2 * gap + 30, H = T + ph + B;
+  const std::string title = "CPU Ready sweep: growth against the control, vstack beside the "
+                            "published vSphere / SQL Server table";
+  if (rows.empty()) return NoData(W, H, title);
+  struct Panel {
+    const char* name;
+    double CpuReadyGrowth::*ours;
+    double CpuReadyGrowth::*theirs;
+  };
+  const Panel panels[] = {
+      {"yield waits (count) x", &CpuReadyGrowth::yields_x, &CpuReadyGrowth::published_yields_x},
+      {"yield wait time x", &CpuReadyGrowth::wait_x, &CpuReadyGrowth::published_wait_x},
+      {"duration x", &CpuReadyGrowth::duration_x, &CpuReadyGrowth::published_duration_x},
+  };
+  const char* ours_color = Color(0);
+  const char* theirs_color = "#9a9a9a";
+  std::string svg = Header(W, H, title);
+  const double bottom = T + ph;
+  for (size_t p = 0; p < 3; ++p) {
+    const Panel& panel = panels[p];
+    double hi = 1;
+    for (const CpuReadyGrowth& g : rows) {
+      if (std::isfinite(g.*panel.ours)) hi = std::max(hi, g.*panel.ours);
+      if (g.has_published) hi = std::max(hi, g.*panel.theirs);
+    }
+    const Axis a = NiceAxis(0, hi * 1.08);
+    const double x0 = L + double(p) * (pw + gap);
+    auto Y = [&](double v) { return bottom - v / a.hi * ph; };
+    svg += Text(x0 + pw / 2.0, T - 20, panel.name, "middle", 13, "font-weight=\"bold\"");
+    for (double v = a.lo; v <= a.hi + a.step / 2; v += a.step) {
+      svg += Line(x0, Y(v), x0 + pw, Y(v));
+      svg += Text(x0 - 6, Y(v) + 4, fmt::format("{:g}", v), "end", 11);
+    }
+    const double group = double(pw) / double(rows.size()), bar = std::min(36.0, group / 3);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const CpuReadyGrowth& g = rows[i];
+      const double gx = x0 + group * double(i) + group / 2;
+      auto Column = [&](double left, double v, const char* color) {
+        if (!std::isfinite(v)) {
+          svg += Text(left + bar / 2, bottom - 4, "-", "middle", 10);
+          return;
+        }
+        svg += Rect(left, Y(v), bar, bottom - Y(v), color);
+        svg += Text(left + bar / 2, Y(v) - 4, fmt::format("{:.2f}", v), "middle", 10);
+      };
+      Column(gx - bar - 1, g.*panel.ours, ours_color);
+      if (g.has_published) Column(gx + 1, g.*panel.theirs, theirs_color);
+      svg += Text(gx, bottom + 16, fmt::format("RDY {:g}%", g.ready_pct), "middle", 11);
+    }
+    svg += Line(x0, bottom, x0 + pw, bottom, "#000", 1);
+  }
+  const double ly = bottom + 50;
+  svg += Rect(L, ly - 10, 14, 12, ours_color);
+  svg += Text(L + 20, ly, "vstack (medians of rounds, against its first row)");
+  svg += Rect(L + 400, ly - 10, 14, 12, theirs_color);
+  svg += Text(L + 420, ly, "published (RDY% 1.2 / 5.1 / 28.4, against the 1.2% control)");
+  return svg + "</svg>\n";
+}
+
+}  // namespace vstack::cli

@@ -1,6 +1,6 @@
 // SVG charts of a bench report, written by hand (no plotting library): a latency CDF per stack
 // with a tail-stretched percentile axis, IOPS and efficiency overhead against the baseline, and
-// the time each layer adds per guest I/O. Render them to PNG with rsvg-convert to look at them.
+// the time each layer adds per guest I/O, and a CPU Ready sweep beside the published one. Render them to PNG with rsvg-convert to look at them.
 #ifndef VSTACK_TOOLS_BENCH_CHARTS_H_
 #define VSTACK_TOOLS_BENCH_CHARTS_H_
 
@@ -13,6 +13,9 @@ namespace vstack::cli {
 std::string LatencyCdfSvg(const BenchReport& r);
 std::string OverheadSvg(const BenchReport& r);
 std::string LayerCostSvg(const BenchReport& r);
+// A --cpu-ready sweep's growth against its control beside the published table's (yields, wait,
+// duration); a "no data" chart without a sweep.
+std::string CpuReadySvg(const BenchReport& r);
 
 // `text` with &, <, >, " escaped for XML and HTML.
 std::string XmlEscape(const std::string& text);

@@ -61,6 +61,17 @@ std::string RenderSeedTables(const BenchReport& r);
 // and the host's CPU Ready, then the growth against the first row next to the published one);
 // none without the quantum scheduler. Shown in the text and in index.html.
 std::vector<ReportTable> CpuReadyTables(const BenchReport& r);
+// A --cpu-ready sweep's growth against its first row (the control), row by row, next to the
+// published table's row of the same position; what the CPU Ready chart draws. Ratios to a
+// control of zero are NaN. Empty without a sweep (fewer than two rows).
+struct CpuReadyGrowth {
+  double ready_pct = 0;
+  double yields_x = 0, wait_x = 0, duration_x = 0;
+  bool has_published = false;
+  double published_ready_pct = 0;
+  double published_yields_x = 0, published_wait_x = 0, published_duration_x = 0;
+};
+std::vector<CpuReadyGrowth> CpuReadyGrowthRows(const BenchReport& r);
 // A sweep's warning when the host's own CPU Ready (the largest of the stacks') exceeds the
 // smallest injected RDY%: then the host, not the injected stalls, sets the ratios. "" if not.
 std::string CpuReadyWarning(const BenchReport& r);

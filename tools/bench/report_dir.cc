@@ -58,6 +58,7 @@ std::string IndexHtml(const BenchReport& r) {
   }
   h += "<h2>Charts</h2>\n<img src=\"latency_cdf.svg\" alt=\"latency CDF\">\n"
        "<img src=\"overhead.svg\" alt=\"overhead\">\n<img src=\"layer_cost.svg\" alt=\"layer cost\">\n";
+  if (!CpuReadyGrowthRows(r).empty()) h += "<img src=\"cpu_ready.svg\" alt=\"CPU Ready sweep\">\n";
   h += "<h2>Gaps, layer by layer</h2>\n<ul>\n";
   for (const bench::StackSummary& s : r.summary.stacks) {
     if (s.runs == 0) continue;
@@ -86,6 +87,9 @@ Status WriteReportDir(const std::string& dir, const BenchReport& r) {
   VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/latency_cdf.svg", LatencyCdfSvg(r)));
   VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/overhead.svg", OverheadSvg(r)));
   VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/layer_cost.svg", LayerCostSvg(r)));
+  if (!CpuReadyGrowthRows(r).empty()) {
+    VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/cpu_ready.svg", CpuReadySvg(r)));
+  }
   return WriteFile(dir + "/index.html", IndexHtml(r));
 }
 

@@ -207,6 +207,33 @@ std::string CpuReadyWarning(const BenchReport& r) {
                      "ratios are not the injected stalls'", host, injected);
 }
 
+std::vector<CpuReadyGrowth> CpuReadyGrowthRows(const BenchReport& r) {
+  const auto rows = SchedulerRows(r);
+  if (rows.size() < 2) return {};
+  auto times = [](double a, double base) { return base > 0 ? a / base : std::nan(""); };
+  const StackSummary* b = rows.front();
+  const double b_seconds = MedianSeconds(r, b->name);
+  const auto& pub = bench::PublishedCpuReadyTable();
+  std::vector<CpuReadyGrowth> out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const StackSummary* s = rows[i];
+    CpuReadyGrowth g;
+    g.ready_pct = s->cpu_ready_pct;
+    g.yields_x = times(s->yields, b->yields);
+    g.wait_x = times(s->yield_wait_ms, b->yield_wait_ms);
+    g.duration_x = times(MedianSeconds(r, s->name), b_seconds);
+    if (i < pub.size()) {
+      g.has_published = true;
+      g.published_ready_pct = pub[i].ready_pct;
+      g.published_yields_x = pub[i].yields / pub[0].yields;
+      g.published_wait_x = pub[i].wait_ms / pub[0].wait_ms;
+      g.published_duration_x = pub[i].duration_s / pub[0].duration_s;
+    }
+    out.push_back(g);
+  }
+  return out;
+}
+
 std::vector<ReportTable> CpuReadyTables(const BenchReport& r) {
   const auto rows = SchedulerRows(r);
   if (rows.empty()) return {};
