@@ -27,6 +27,7 @@ add_executable(vstack_tsan_tests
   blockdev/crc32c_test.cc
   blockdev/blocking_commit_test.cc
   nbd/nbd_export_test.cc
+  bench/exchange_test.cc
 )
 target_link_libraries(vstack_tsan_tests PRIVATE vstack::all GTest::gtest
                       GTest::gtest_main)
