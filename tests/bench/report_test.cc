@@ -317,9 +317,10 @@ TEST(ReportCpuReady, EachRoundCarriesItsSchedulerCounts) {
   EXPECT_TRUE(j["stacks"][1]["rounds"][0]["scheduler"].is_null());
 }
 
-// A --cpu-ready sweep's chart draws each row's growth against the control beside the
-// published table's, and the report folder has it only for a sweep.
-TEST(ReportCpuReady, SweepChartShowsEachGrowthBesideThePublishedOne) {
+// A --cpu-ready sweep's report as the matrix leaves it, without rounds: RDY% 1.2, 5.1 and 28.4,
+// injected 0.05 points under the set value, yields 10 x RDY% and wait 20 x RDY% (growth 1.00,
+// 4.25, 23.67).
+BenchReport SweepReport() {
   BenchReport r;
   r.result.knobs.quantum_ns = 4'000'000;
   for (double pct : {1.2, 5.1, 28.4}) {
@@ -327,13 +328,21 @@ TEST(ReportCpuReady, SweepChartShowsEachGrowthBesideThePublishedOne) {
     s.name = fmt::format("ready {}", pct);
     s.runs = 3;
     s.cpu_ready_pct = pct;
-    s.yields = 10 * pct;        // growth 1.00, 4.25, 23.67
-    s.yield_wait_ms = 30 * pct;
+    s.ready_stalled_pct = pct - 0.05;
+    s.yields = 10 * pct;
+    s.yield_wait_ms = 20 * pct;
     r.summary.stacks.push_back(s);
-    bench::StackOutcome o;  // the result behind the summary (no rounds kept here)
+    bench::StackOutcome o;  // the result behind the summary
     o.plan.name = s.name;
     r.result.stacks.push_back(o);
   }
+  return r;
+}
+
+// A --cpu-ready sweep's chart draws each row's growth against the control beside the
+// published table's, and the report folder has it only for a sweep.
+TEST(ReportCpuReady, SweepChartShowsEachGrowthBesideThePublishedOne) {
+  const BenchReport r = SweepReport();
   const std::vector<CpuReadyGrowth> rows = CpuReadyGrowthRows(r);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_DOUBLE_EQ(rows[1].yields_x, 4.25);
@@ -358,18 +367,7 @@ TEST(ReportCpuReady, SweepChartShowsEachGrowthBesideThePublishedOne) {
 // A --cpu-ready sweep shows the host's CPU Ready next to the injected one, and warns when the
 // host's exceeds the smallest injected RDY%: then the host sets the ratios.
 TEST(ReportCpuReady, HostReadyAboveTheSmallestInjectedIsWarnedAbout) {
-  BenchReport r;
-  r.result.knobs.quantum_ns = 4'000'000;
-  for (double pct : {1.2, 5.1, 28.4}) {
-    bench::StackSummary s;
-    s.name = fmt::format("ready {}", pct);
-    s.runs = 3;
-    s.cpu_ready_pct = pct;
-    s.ready_stalled_pct = pct - 0.05;  // injected: 1.15, 5.05, 28.35
-    s.yields = 10 * pct;
-    s.yield_wait_ms = 20 * pct;
-    r.summary.stacks.push_back(s);
-  }
+  const BenchReport r = SweepReport();  // injected: 1.15, 5.05, 28.35
   auto with_host = [&](double a, double b, double c) {
     BenchReport x = r;
     x.summary.stacks[0].host_ready_pct = a;

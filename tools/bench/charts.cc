@@ -365,10 +365,6 @@ std::string LayerCostSvg(const BenchReport& r) {
   return svg + "</svg>\n";
 }
 
-}  // namespace vstack::cli
-
-namespace vstack::cli {
-
 // Three panels (yield waits, wait time, duration), each with one group per RDY% row: vstack's
 // growth against its control beside the published table's. Vertical bars, a shared scale per
 // panel, the value on top of each bar.

@@ -1,6 +1,7 @@
 // SVG charts of a bench report, written by hand (no plotting library): a latency CDF per stack
 // with a tail-stretched percentile axis, IOPS and efficiency overhead against the baseline, and
-// the time each layer adds per guest I/O, and a CPU Ready sweep beside the published one. Render them to PNG with rsvg-convert to look at them.
+// the time each layer adds per guest I/O, and a CPU Ready sweep beside the published one.
+// Render them to PNG with rsvg-convert to look at them.
 #ifndef VSTACK_TOOLS_BENCH_CHARTS_H_
 #define VSTACK_TOOLS_BENCH_CHARTS_H_
 

@@ -258,6 +258,7 @@ std::vector<ReportTable> CpuReadyTables(const BenchReport& r) {
   if (const std::string w = CpuReadyWarning(r); !w.empty()) t.legend += " WARNING: " + w + ".";
   if (rows.size() < 2) return {t};
   const auto& pub = bench::PublishedCpuReadyTable();
+  const std::vector<CpuReadyGrowth> growth = CpuReadyGrowthRows(r);
   ReportTable g;
   g.title = "Growth against the first row, next to the published table's (vSphere, SQL Server: "
             "RDY% 1.2 / 5.1 / 28.4)";
@@ -265,21 +266,18 @@ std::vector<ReportTable> CpuReadyTables(const BenchReport& r) {
               "yields x", "wait x", "max wait ms", "wait per yield ms"};
   g.numeric = std::vector<bool>(g.header.size(), true);
   g.numeric[0] = false;
-  const StackSummary* b = rows.front();
   // A ratio to nothing (a control without yields) is undefined: "-", not 0.
-  auto times = [](double a, double base) {
-    return base > 0 ? fmt::format("{:.2f}", a / base) : std::string("-");
-  };
+  auto times = [](double x) { return std::isfinite(x) ? fmt::format("{:.2f}", x) : std::string("-"); };
   for (size_t i = 0; i < rows.size(); ++i) {
     const StackSummary* s = rows[i];
+    const CpuReadyGrowth& x = growth[i];
     std::vector<std::string> cells = {
-        s->name, times(s->yields, b->yields), times(s->yield_wait_ms, b->yield_wait_ms),
-        Num(s->yield_max_wait_ms, 1),
+        s->name, times(x.yields_x), times(x.wait_x), Num(s->yield_max_wait_ms, 1),
         s->yields > 0 ? Num(s->yield_wait_ms / s->yields, 2) : std::string("-")};
-    if (i < pub.size()) {
-      cells.push_back(Num(pub[i].ready_pct, 1));
-      cells.push_back(fmt::format("{:.2f}", pub[i].yields / pub[0].yields));
-      cells.push_back(fmt::format("{:.2f}", pub[i].wait_ms / pub[0].wait_ms));
+    if (x.has_published) {
+      cells.push_back(Num(x.published_ready_pct, 1));
+      cells.push_back(times(x.published_yields_x));
+      cells.push_back(times(x.published_wait_x));
       cells.push_back(Num(pub[i].max_wait_ms, 0));
       cells.push_back(Num(pub[i].wait_ms / pub[i].yields, 2));
     }
