@@ -1,5 +1,10 @@
-// The one place subcommands are registered.
+// The one place subcommands are registered, and how a subcommand ends (command.h). Here, not in
+// main.cc, so that tests linking the CLI's library get them too.
 #include "tools/command.h"
+
+#include <cstdio>
+
+#include "tools/usage.h"
 
 namespace vstack::cli {
 
@@ -38,6 +43,17 @@ const std::vector<CommandRegistration>& AllCommands() {
       {"completion", &AddCompletionCommand},
   };
   return kCommands;
+}
+
+void Exit(int code) { throw CLI::RuntimeError(code); }
+
+void Fail(const std::string& command, const std::string& message, int code) {
+  std::fprintf(stderr, "vstack %s: %s\n", command.c_str(), message.c_str());
+  Exit(code);
+}
+
+void FailUsage(const std::string& command, const std::string& message) {
+  Fail(command, message, UsageExitCode(command));
 }
 
 }  // namespace vstack::cli

@@ -6,21 +6,6 @@
 #include "tools/command.h"
 #include "tools/usage.h"
 
-namespace vstack::cli {
-
-void Exit(int code) { throw CLI::RuntimeError(code); }
-
-void Fail(const std::string& command, const std::string& message, int code) {
-  std::fprintf(stderr, "vstack %s: %s\n", command.c_str(), message.c_str());
-  Exit(code);
-}
-
-void FailUsage(const std::string& command, const std::string& message) {
-  Fail(command, message, UsageExitCode(command));
-}
-
-}  // namespace vstack::cli
-
 int main(int argc, char** argv) {
   CLI::App app{"vstack: a virtual storage stack emulator. Build block-device stacks from spec "
                "strings such as dedup+zstd+vhd+file:/var/tmp/d.vhd, benchmark them side by side "

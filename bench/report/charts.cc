@@ -1,4 +1,4 @@
-#include "tools/bench/charts.h"
+#include "bench/report/charts.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,9 @@
 #include <cmath>
 #include <map>
 
-namespace vstack::cli {
+#include "lib/xml_escape.h"
+
+namespace vstack::bench {
 namespace {
 
 const char* const kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
@@ -91,20 +93,6 @@ int LabelWidth(const std::vector<const bench::StackSummary*>& stacks) {
 }
 
 }  // namespace
-
-std::string XmlEscape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string LatencyCdfSvg(const BenchReport& r) {
   const auto stacks = Measured(r);
@@ -369,7 +357,7 @@ std::string LayerCostSvg(const BenchReport& r) {
 // growth against its control beside the published table's. Vertical bars, a shared scale per
 // panel, the value on top of each bar.
 std::string CpuReadySvg(const BenchReport& r) {
-  const std::vector<CpuReadyGrowth> rows = CpuReadyGrowthRows(r);
+  const std::vector<CpuReadyGrowth> rows = CpuReadyGrowthRows(r.result, r.summary);
   const int pw = 300, gap = 60, L = 60, T = 78, B = 86, ph = 300;
   const int W = L + 3 * pw + 2 * gap + 30, H = T + ph + B;
   const std::string title = "CPU Ready sweep: growth against the control, vstack beside the "
@@ -430,4 +418,4 @@ std::string CpuReadySvg(const BenchReport& r) {
   return svg + "</svg>\n";
 }
 
-}  // namespace vstack::cli
+}  // namespace vstack::bench

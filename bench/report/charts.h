@@ -2,14 +2,14 @@
 // with a tail-stretched percentile axis, IOPS and efficiency overhead against the baseline, and
 // the time each layer adds per guest I/O, and a CPU Ready sweep beside the published one.
 // Render them to PNG with rsvg-convert to look at them.
-#ifndef VSTACK_TOOLS_BENCH_CHARTS_H_
-#define VSTACK_TOOLS_BENCH_CHARTS_H_
+#ifndef VSTACK_BENCH_REPORT_CHARTS_H_
+#define VSTACK_BENCH_REPORT_CHARTS_H_
 
 #include <string>
 
-#include "tools/bench/report.h"
+#include "bench/report/report.h"
 
-namespace vstack::cli {
+namespace vstack::bench {
 
 std::string LatencyCdfSvg(const BenchReport& r);
 std::string OverheadSvg(const BenchReport& r);
@@ -18,9 +18,6 @@ std::string LayerCostSvg(const BenchReport& r);
 // duration); a "no data" chart without a sweep.
 std::string CpuReadySvg(const BenchReport& r);
 
-// `text` with &, <, >, " escaped for XML and HTML.
-std::string XmlEscape(const std::string& text);
+}  // namespace vstack::bench
 
-}  // namespace vstack::cli
-
-#endif  // VSTACK_TOOLS_BENCH_CHARTS_H_
+#endif  // VSTACK_BENCH_REPORT_CHARTS_H_
