@@ -2,7 +2,9 @@
 // ManualClock: semantics on synthetic time, no wall-clock thresholds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <thread>
 
 #include "bench/workload/quantum_scheduler.h"
@@ -127,6 +129,37 @@ TEST(Delay, DistributionMeansAreTheConfiguredOnes) {
   EXPECT_NEAR(MeanLatencyNs("uniform:1ms:3ms", 20000), 2'000'000, 0.01 * 2'000'000);
   EXPECT_NEAR(MeanLatencyNs("lognormal:1ms:500us", 20000), 1'000'000, 0.015 * 1'000'000);
   EXPECT_NEAR(MeanLatencyNs("exp:80us", 20000), 80'000, 0.02 * 80'000);
+}
+
+// A percentile table draws its points' values at their percentiles, log-linearly in between,
+// and its mean is the integral of that.
+TEST(ServiceTime, PercentileTableDrawsItsPercentilesAndItsMean) {
+  auto t = ServiceTime::Parse("read", "pct:0=1ms/50=6ms/90=27ms/100=200ms");
+  ASSERT_TRUE(t) << t.error().message;
+  TimingRng rng(3);
+  std::vector<uint64_t> v;
+  double sum = 0;
+  for (int i = 0; i < 200'000; ++i) {
+    v.push_back(t->Draw(rng));
+    sum += double(v.back());
+  }
+  std::sort(v.begin(), v.end());
+  EXPECT_NEAR(double(v[100'000]), 6e6, 0.02 * 6e6);
+  EXPECT_NEAR(double(v[180'000]), 27e6, 0.02 * 27e6);
+  EXPECT_GE(v.front(), 1'000'000u);
+  EXPECT_LE(v.back(), 200'000'000u);
+  // 0-50: (6 - 1) / ln 6, 50-90: 21 / ln 4.5, 90-100: 173 / ln(200 / 27), in ms.
+  const double mean = (0.5 * 5 / std::log(6.0) + 0.4 * 21 / std::log(4.5) +
+                       0.1 * 173 / std::log(200.0 / 27)) * 1e6;
+  EXPECT_NEAR(t->mean_ns(), mean, 1);
+  EXPECT_NEAR(sum / double(v.size()), mean, 0.01 * mean);
+  EXPECT_EQ(ServiceTime::Parse("read", t->ToString())->ToString(), t->ToString());
+  for (const char* bad : {"pct:50=6ms/100=9ms", "pct:0=1ms/50=6ms", "pct:0=1ms/60=6ms/50=9ms",
+                          "pct:0=1ms/50=6ms/100=2ms", "pct:0=0/100=1ms", "pct:0=1ms/x/100=2ms"}) {
+    auto r = ServiceTime::Parse("delay: read", bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().message.find("pct:P=DURATION"), std::string::npos) << r.error().message;
+  }
 }
 
 // A clock whose sleeps wake up late, as a loaded host's scheduler makes them: by a draw from
