@@ -162,6 +162,46 @@ TEST(ServiceTime, PercentileTableDrawsItsPercentilesAndItsMean) {
   }
 }
 
+// Stalls stop the device for every queue: a request due inside a stall completes at its end,
+// one due outside is untouched, and the schedule repeats every period.
+TEST(Delay, RequestsDueDuringAStallCompleteWhenItEnds) {
+  ManualClock clock;
+  DelayConfig c;
+  c.read = ServiceTime::Fixed(1'000'000);
+  // Period 10 s, stalls 2 s and 1 s: gap (10 - 3) / 2 = 3.5 s, so the stalls are [1.75, 3.75)
+  // and [7.25, 8.25) s after the device opened.
+  c.stalls = {2'000'000'000, 1'000'000'000};
+  c.stall_period_ns = 10'000'000'000;
+  const uint64_t t0 = clock.Now();
+  DevicePtr dev = MakeDevice<DelayDevice>(Memory(), c, clock);
+  auto a = dev->OpenQueue();
+  auto b = dev->OpenQueue();
+  Timed ta(clock, 1), tb(clock, 1);
+  auto at = [&](uint64_t ns) { clock.Advance(t0 + ns - clock.Now()); };
+  at(1'000'000'000);  // due at 1.001 s: before the first stall
+  (*a)->Submit(ta.reqs[0]);
+  (*a)->WaitIdle();
+  EXPECT_EQ(ta.done_at[0], t0 + 1'001'000'000);
+  at(2'000'000'000);  // due inside [1.75, 3.75): both queues wait for its end
+  (*a)->Submit(ta.reqs[0]);
+  (*b)->Submit(tb.reqs[0]);
+  (*a)->WaitIdle();
+  (*b)->WaitIdle();
+  EXPECT_EQ(ta.done_at[0], t0 + 3'750'000'000);
+  EXPECT_EQ(tb.done_at[0], t0 + 3'750'000'000);
+  at(17'500'000'000);  // the second period's second stall, [17.25, 18.25)
+  (*a)->Submit(ta.reqs[0]);
+  (*a)->WaitIdle();
+  EXPECT_EQ(ta.done_at[0], t0 + 18'250'000'000);
+  EXPECT_EQ(Counter(*dev, "stalled"), 3u);
+  EXPECT_EQ(Counter(*dev, "stall_ns"), 2 * 1'749'000'000u + 749'000'000u);
+  EXPECT_TRUE(Open("delay:latency=pct:0=1ms/100=9ms,stalls=2s/500ms,stall_period=60s+null:1M"));
+  EXPECT_FALSE(Open("delay:latency=1ms,stalls=2s+null:1M")) << "stalls need a period";
+  EXPECT_FALSE(Open("delay:latency=1ms,stalls=40s/30s,stall_period=60s+null:1M"));
+  EXPECT_FALSE(Open("delay:latency=1ms,stall_period=60s+null:1M"));
+  EXPECT_FALSE(Open("delay:latency=1ms,stalls=2s/0,stall_period=60s+null:1M"));
+}
+
 // A clock whose sleeps wake up late, as a loaded host's scheduler makes them: by a draw from
 // `lateness` (deterministic). Spins take exactly their time.
 // `per_sleep_ns` adds that share of the sleep's length (a loaded host's lateness grows with it).
