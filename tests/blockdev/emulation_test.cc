@@ -412,6 +412,38 @@ TEST(Hv, LatencyAddsToTheLowerDevicesTime) {
   EXPECT_EQ(t.done_at[0], start + 5'406'600 + 363'100) << "not the slower of the two";
 }
 
+// With vcpus the CPU is held, not burned: the thread sleeps while its request holds the vCPU
+// that is free first, and requests wait for one when all are busy (FIFO), so N vCPUs serve at
+// most N / cpu requests per second.
+TEST(Hv, VcpusHoldTheCpuAsleepAndQueueForAFreeOne) {
+  ManualClock clock;
+  HvConfig c;
+  c.cpu = ServiceTime::Fixed(100'000);
+  c.vcpus = 2;
+  DevicePtr owner = MakeDevice<HvDevice>(Memory(), c, clock);
+  HvDevice* dev = static_cast<HvDevice*>(owner.get());
+  const uint64_t t0 = clock.Now();
+  EXPECT_EQ(dev->ReserveVcpu(t0, 100'000), std::make_pair(0u, t0 + 100'000));
+  EXPECT_EQ(dev->ReserveVcpu(t0, 100'000), std::make_pair(1u, t0 + 100'000));
+  EXPECT_EQ(dev->ReserveVcpu(t0, 100'000), std::make_pair(0u, t0 + 200'000)) << "waits for vCPU 0";
+  EXPECT_EQ(dev->ReserveVcpu(t0 + 150'000, 100'000), std::make_pair(1u, t0 + 250'000));
+  EXPECT_EQ(dev->ReserveVcpu(t0 + 900'000, 50'000), std::make_pair(0u, t0 + 950'000)) << "idle";
+
+  DevicePtr held = MakeDevice<HvDevice>(Memory(), c, clock);
+  auto q = held->OpenQueue();
+  Timed t(clock, 3);
+  const uint64_t start = clock.Now();
+  (*q)->Submit(t.Ptrs());
+  (*q)->WaitIdle();
+  // One thread: it sleeps through each request's CPU in turn, on alternating vCPUs.
+  EXPECT_EQ(t.done_at[2], start + 300'000);
+  EXPECT_EQ(clock.spun_ns(), 0u) << "nothing burned";
+  EXPECT_EQ(Counter(*held, "cpu_ns"), 300'000u);
+  EXPECT_EQ(Counter(*held, "vcpu0_ns") + Counter(*held, "vcpu1_ns"), 300'000u);
+  EXPECT_TRUE(Open("hv:cpu=275us,vcpus=2+null:1M"));
+  EXPECT_FALSE(Open("hv:cpu=275us,vcpus=65+null:1M"));
+}
+
 TEST(StallSchedule, StalledTimeIsTheConfiguredFractionOfWallTime) {
   for (double fraction : {0.012, 0.051, 0.284}) {
     ManualClock clock;
