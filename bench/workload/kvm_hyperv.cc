@@ -10,50 +10,52 @@
 namespace vstack::bench {
 namespace {
 
-// The two published diskspd outputs (Windows Server 2012 R2 guests, 2 vCPU, 4 GB each).
-std::vector<PublishedDiskspd> MakePublished() {
-  PublishedDiskspd kvm;
-  kvm.guest = "KVM virtio";
-  kvm.stack = "kvm-virtio";
-  kvm.iops = 1977.23;
-  kvm.mib_s = 15.45;
-  kvm.avg_ms = 16.144;
-  kvm.stddev_ms = 319.1;
-  kvm.cpu_usage_pct = 27.20;
-  kvm.cpu_kernel_pct = 24.55;
-  kvm.cpu_user_pct = 27.20 - 24.55;
-  kvm.percentiles_ms = {{"25th", 4.440},   {"50th", 6.572},    {"75th", 9.138},
-                        {"90th", 27.545},  {"95th", 43.411},   {"99th", 77.176},
-                        {"3-nines", 263.2}, {"4-nines", 8655.9}, {"5-nines", 38312.4},
-                        {"max", 38315.2}};
-  PublishedDiskspd hv;
-  hv.guest = "Hyper-V gen 2";
-  hv.stack = "hyperv-gen2";
-  hv.iops = 1000.57;
-  hv.mib_s = 7.82;
-  hv.avg_ms = 32.063;
-  hv.cpu_usage_pct = 1.22;
-  hv.cpu_kernel_pct = 1.03;
-  hv.cpu_user_pct = 1.22 - 1.03;
-  hv.percentiles_ms = {{"25th", 6.820},   {"50th", 24.479},   {"75th", 41.861},
-                       {"90th", 56.938},  {"95th", 79.119},   {"99th", 196.786},
-                       {"3-nines", 869.0}, {"4-nines", 2448.8}, {"5-nines", 2619.7},
-                       {"max", 2642.3}};
-  return {kvm, hv};
+PublishedDiskspd Guest(const char* guest, const char* stack, double iops, double mib_s,
+                       double avg_ms, double stddev_ms, double usage_pct, double kernel_pct,
+                       std::vector<double> percentiles_ms) {
+  PublishedDiskspd p;
+  p.guest = guest;
+  p.stack = stack;
+  p.iops = iops;
+  p.mib_s = mib_s;
+  p.avg_ms = avg_ms;
+  p.stddev_ms = stddev_ms;
+  p.cpu_usage_pct = usage_pct;
+  p.cpu_kernel_pct = kernel_pct;
+  p.cpu_user_pct = usage_pct - kernel_pct;
+  const char* rows[] = {"25th", "50th",    "75th",    "90th",    "95th",
+                        "99th", "3-nines", "4-nines", "5-nines", "max"};
+  for (size_t i = 0; i < percentiles_ms.size(); ++i) p.percentiles_ms.emplace_back(rows[i], percentiles_ms[i]);
+  return p;
 }
 
-// Mean of a (percentile, value) table, log-linear between points (as ServiceTime draws it).
-double TableMean(const std::vector<std::pair<double, double>>& t) {
-  double mean = 0;
-  for (size_t i = 1; i < t.size(); ++i) {
-    const auto [p0, v0] = t[i - 1];
-    const auto [p1, v1] = t[i];
-    mean += (v1 == v0 ? v0 : (v1 - v0) / std::log(v1 / v0)) * (p1 - p0) / 100;
-  }
-  return mean;
+// The two published diskspd outputs (Windows Server 2012 R2 guests, 2 vCPU, 4 GB each); the
+// source gives no stddev for Hyper-V.
+std::vector<PublishedDiskspd> MakePublished() {
+  return {Guest("KVM virtio", "kvm-virtio", 1977.23, 15.45, 16.144, 319.1, 27.20, 24.55,
+                {4.440, 6.572, 9.138, 27.545, 43.411, 77.176, 263.2, 8655.9, 38312.4, 38315.2}),
+          Guest("Hyper-V gen 2", "hyperv-gen2", 1000.57, 7.82, 32.063, -1, 1.22, 1.03,
+                {6.820, 24.479, 41.861, 56.938, 79.119, 196.786, 869.0, 2448.8, 2619.7, 2642.3})};
 }
 
 std::string Ms(double ms) { return FormatDurationNs(ms * 1e6); }
+
+// "pct:0=1ms/25.03=4.16ms/..." for a (percentile, ms) table: delay:'s distribution.
+std::string TableSpec(const std::vector<std::pair<double, double>>& table_ms) {
+  std::string out = "pct:";
+  for (const auto& [pct, ms] : table_ms) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%s%.6g=", out.size() > 4 ? "/" : "", pct);
+    out += buf + Ms(ms);
+  }
+  return out;
+}
+
+// The table's mean in ms, as delay: draws it.
+double TableMean(const std::vector<std::pair<double, double>>& table_ms) {
+  return ServiceTime::Parse("table", TableSpec(table_ms)).value().mean_ns() / 1e6;
+}
+
 
 // The stalls of the published run. The I/Os above the 3-nines come in groups of `in_flight`:
 // a stalled disk holds every request in flight, and each completes at the stall's end (the
@@ -154,12 +156,7 @@ GuestCalibration CalibrateGuest(const PublishedDiskspd& p, double seconds) {
   c.table_ms.emplace_back(100, lo);
 
   c.hv_spec = "hv:cpu=" + FormatDurationNs(c.cpu_us * 1e3) + ",vcpus=" + std::to_string(p.vcpus);
-  std::string table = "pct:";
-  for (const auto& [pct, ms] : c.table_ms) {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%s%.6g=%s", table.size() > 4 ? "/" : "", pct, Ms(ms).c_str());
-    table += buf;
-  }
+  const std::string table = TableSpec(c.table_ms);
   std::string stalls;
   for (double s : c.run_stalls_s) stalls += (stalls.empty() ? "" : "/") + Ms(s * 1000);
   char period[32];
