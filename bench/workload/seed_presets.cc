@@ -139,7 +139,8 @@ void ApplySeedKnobs(SeedPreset* preset, WorkloadKnobs* k, bool duration_given) {
     k->write_pct = 50;
     k->target_size = 10ull << 30;
     if (!duration_given && k->io_count == 0) k->duration_s = kKvmHypervDefaultSeconds;
-    *preset = KvmVsHyperv(k->duration_s);
+    // A count-based run (--ios) plays the stalls of the default run length.
+    *preset = KvmVsHyperv(k->io_count == 0 ? k->duration_s : kKvmHypervDefaultSeconds);
   }
   if (preset->name == "hyperv-passthrough") {
     k->block_size = 2048;
