@@ -186,8 +186,8 @@ void Attribute(KvmHypervReport* r) {
       h.cpu_us_per_io > 0 ? k.cpu_us_per_io / h.cpu_us_per_io : 0, k.iops, k.cpu_pct_median));
   r->attribution.push_back(Format(
       "The tail is delay:'s stalls: they held %.0f of every million I/Os (KVM) and %.0f "
-      "(Hyper-V), every one above the 3-nines, and add %.2f ms (%.0f%%) to KVM's mean, %.2f ms "
-      "(%.0f%%) to Hyper-V's.",
+      "(Hyper-V), all that were in flight when each stall began (the top nines are their "
+      "lengths), and add %.2f ms (%.0f%%) to KVM's mean, %.2f ms (%.0f%%) to Hyper-V's.",
       k.held_per_million, h.held_per_million, k.stall_ms_per_io,
       k.avg_ms > 0 ? k.stall_ms_per_io / k.avg_ms * 100 : 0, h.stall_ms_per_io,
       h.avg_ms > 0 ? h.stall_ms_per_io / h.avg_ms * 100 : 0));
