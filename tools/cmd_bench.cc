@@ -184,7 +184,8 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--pattern", k.pattern, "random or sequential")->capture_default_str();
   cmd->add_option("--qd", k.qd, "outstanding requests per thread")->capture_default_str();
   cmd->add_option("--threads", k.threads, "threads, each with its own queue")->capture_default_str();
-  cmd->add_option("--duration", k.duration, "measured time per run (e.g. 2s, 500ms)")->capture_default_str();
+  cmd->add_option("--duration", k.duration,
+                  "measured time per run (e.g. 2s, 500ms); default 2s, or the --preset's own");
   cmd->add_option("--ios", k.ios, "measured I/Os per run instead of a duration (0: timed)")->capture_default_str();
   cmd->add_option("--warmup", k.warmup, "unmeasured warm-up per run")->capture_default_str();
   cmd->add_option("--size", k.size, "bytes exercised from offset 0 (and the size of created images)")
@@ -230,7 +231,7 @@ void AddBenchCommand(CLI::App& app) {
                 "vstack, so vstack and --compare-qemu both start from qemu's own image");
   cmd->add_flag("--compare-fio", k.compare_fio, "also run fio with the same knobs on the raw file (or, for an rbd: stack, the RBD image with fio's rbd engine) every round");
   cmd->add_flag("--quiet", a->quiet, "no live progress line");
-  cmd->add_option("--preset", k.preset, "reproduce a published finding (docs/seeds.md): hyperv-passthrough");
+  cmd->add_option("--preset", k.preset, "reproduce a published finding (docs/seeds.md): hyperv-passthrough, kvm-vs-hyperv");
   cmd->add_option("--cpu-ready", k.cpu_ready,
                   "RDY%: stall each scheduler this share of wall time (quantum scheduler on); "
                   "several values (1.2,5.1,28.4) sweep")

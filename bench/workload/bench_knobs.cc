@@ -100,7 +100,9 @@ Status ApplyWorkloadKnobs(const BenchKnobs& a, std::optional<SeedPreset>* preset
   k->pattern = random ? AccessPattern::kRandom : AccessPattern::kSequential;
   k->queue_depth = a.qd;
   k->threads = a.threads;
-  VSTACK_ASSIGN_OR_RETURN(k->duration_s, ParseSeconds("--duration", a.duration));
+  if (!a.duration.empty()) {
+    VSTACK_ASSIGN_OR_RETURN(k->duration_s, ParseSeconds("--duration", a.duration));
+  }
   k->io_count = a.ios;
   VSTACK_ASSIGN_OR_RETURN(k->warmup_s, ParseSeconds("--warmup", a.warmup));
   auto size = ParseSize(a.size);
@@ -116,7 +118,7 @@ Status ApplyWorkloadKnobs(const BenchKnobs& a, std::optional<SeedPreset>* preset
   k->compress_pct = a.compress_pct;
   if (!a.preset.empty()) {
     VSTACK_ASSIGN_OR_RETURN(*preset, FindSeedPreset(a.preset));
-    ApplySeedKnobs(**preset, k);
+    ApplySeedKnobs(&**preset, k, !a.duration.empty());
   }
   VSTACK_RETURN_IF_ERROR(ApplySchedulerKnobs(a, k));
   return ValidateKnobs(*k);

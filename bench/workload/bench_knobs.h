@@ -23,7 +23,7 @@ struct BenchKnobs {
   uint32_t write_pct = 50;
   std::string pattern = "random";  // random | sequential
   uint32_t qd = 8, threads = 4;
-  std::string duration = "2s";
+  std::string duration;             // "": 2s, or the preset's own
   uint64_t ios = 0;                // measured I/Os instead of a duration (0: timed)
   std::string warmup = "0.5s";
   std::string size = "256M";
