@@ -169,6 +169,10 @@ void AddBenchCommand(CLI::App& app) {
       "bench",
       "Run one workload through several stacks side by side (interleaved rounds, medians) and "
       "explain every gap layer by layer. Without --stack: the default matrix on temporary files.");
+  // A knob whose default --help shows.
+  auto knob = [cmd](const std::string& name, auto& value, const std::string& help) {
+    return cmd->add_option(name, value, help)->capture_default_str();
+  };
   cmd->add_option(
       "--stack", k.stacks,
       "a preset (" +
@@ -179,45 +183,37 @@ void AddBenchCommand(CLI::App& app) {
           }() +
           "), a stack spec, or an existing image file; repeatable; {dir} in a spec is the scratch "
           "directory");
-  cmd->add_option("--bs", k.bs, "block size per request")->capture_default_str();
-  cmd->add_option("--write-pct", k.write_pct, "percent of requests that write (0..100)")->capture_default_str();
-  cmd->add_option("--pattern", k.pattern, "random or sequential")->capture_default_str();
-  cmd->add_option("--qd", k.qd, "outstanding requests per thread")->capture_default_str();
-  cmd->add_option("--threads", k.threads, "threads, each with its own queue")->capture_default_str();
+  knob("--bs", k.bs, "block size per request");
+  knob("--write-pct", k.write_pct, "percent of requests that write (0..100)");
+  knob("--pattern", k.pattern, "random or sequential");
+  knob("--qd", k.qd, "outstanding requests per thread");
+  knob("--threads", k.threads, "threads, each with its own queue");
   cmd->add_option("--duration", k.duration,
                   "measured time per run (e.g. 2s, 500ms); default 2s, or the --preset's own");
-  cmd->add_option("--ios", k.ios, "measured I/Os per run instead of a duration (0: timed)")->capture_default_str();
-  cmd->add_option("--warmup", k.warmup, "unmeasured warm-up per run")->capture_default_str();
-  cmd->add_option("--size", k.size, "bytes exercised from offset 0 (and the size of created images)")
-      ->capture_default_str();
-  cmd->add_option("--seed", k.seed, "RNG seed (round r uses seed + r)")->capture_default_str();
-  cmd->add_option("--distribution", k.distribution, "uniform or zipf:THETA (random pattern)")
-      ->capture_default_str();
-  cmd->add_option("--flush-interval", k.flush_interval, "a flush after every N writes per thread (0: none)")
-      ->capture_default_str();
-  cmd->add_option("--content", k.content, "write buffers: random or zeros")->capture_default_str();
-  cmd->add_option("--dedupe-pct", k.dedupe_pct, "percent of writes repeating earlier data")->capture_default_str();
-  cmd->add_option("--compress-pct", k.compress_pct, "percent of each 4 KiB chunk that compresses away")
-      ->capture_default_str();
+  knob("--ios", k.ios, "measured I/Os per run instead of a duration (0: timed)");
+  knob("--warmup", k.warmup, "unmeasured warm-up per run");
+  knob("--size", k.size, "bytes exercised from offset 0 (and the size of created images)");
+  knob("--seed", k.seed, "RNG seed (round r uses seed + r)");
+  knob("--distribution", k.distribution, "uniform or zipf:THETA (random pattern)");
+  knob("--flush-interval", k.flush_interval, "a flush after every N writes per thread (0: none)");
+  knob("--content", k.content, "write buffers: random or zeros");
+  knob("--dedupe-pct", k.dedupe_pct, "percent of writes repeating earlier data");
+  knob("--compress-pct", k.compress_pct, "percent of each 4 KiB chunk that compresses away");
   cmd->add_option("--rounds", k.rounds,
                   "interleaved rounds, or auto: add rounds until every ratio's 95% interval is "
                   "within --precision or --max-time is spent (at least 3). Default: auto for the "
                   "default matrix, 3 otherwise");
-  cmd->add_option("--precision", k.precision, "--rounds auto: the interval half-width to reach")
-      ->capture_default_str();
-  cmd->add_option("--max-time", k.max_time, "--rounds auto: the wall-time budget of the run")
-      ->capture_default_str();
+  knob("--precision", k.precision, "--rounds auto: the interval half-width to reach");
+  knob("--max-time", k.max_time, "--rounds auto: the wall-time budget of the run");
   cmd->add_flag("--allow-write", k.allow_write,
                 "let the workload (and --prepare fill) write into an image or device you name; "
                 "RISK: its data is overwritten. Without it, a named image is only read "
                 "(--write-pct 0) or refused");
-  cmd->add_option("--backend", k.backend, "backend of the presets' image files: uring or file")
-      ->capture_default_str();
-  cmd->add_option("--direct", k.direct, "O_DIRECT for the presets' image files: on or off")->capture_default_str();
-  cmd->add_option("--prepare", k.prepare,
-                  "auto (each stack's own), fill (write everything first), fresh (new image every "
-                  "round), none")
-      ->capture_default_str();
+  knob("--backend", k.backend, "backend of the presets' image files: uring or file");
+  knob("--direct", k.direct, "O_DIRECT for the presets' image files: on or off");
+  knob("--prepare", k.prepare,
+       "auto (each stack's own), fill (write everything first), fresh (new image every round), "
+       "none");
   cmd->add_option("--dir", k.dir, "where temporary images go (default: $TMPDIR or /var/tmp)");
   cmd->add_option("--report-dir", a->report_dir,
                   "write the report folder (index.html, report.json, SVG charts) here; none "
@@ -243,15 +239,13 @@ void AddBenchCommand(CLI::App& app) {
                                                    "--cpu-ready value to grow with the load")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--schedulers", k.schedulers, "schedulers (vCPUs) the threads share")
-      ->capture_default_str();
+  knob("--schedulers", k.schedulers, "schedulers (vCPUs) the threads share");
   cmd->add_option("--task-cpu", k.task_cpu,
                   "CPU each thread works on its scheduler before each I/O, checking its quantum "
                   "every 100us (real work): 700us, exp:MEAN, ...; needs --cpu-ready or --quantum");
-  cmd->add_option("--task-cpu-mode", k.task_cpu_mode,
-                  "burn: --task-cpu is real CPU on the thread; sleep: the thread holds its "
-                  "scheduler that long asleep (more schedulers than this machine has cores)")
-      ->capture_default_str();
+  knob("--task-cpu-mode", k.task_cpu_mode,
+       "burn: --task-cpu is real CPU on the thread; sleep: the thread holds its scheduler that "
+       "long asleep (more schedulers than this machine has cores)");
   cmd->add_flag("--exchange", k.exchange,
                 "the threads run as one parallel query: each thread's next I/O waits until every "
                 "thread has finished its current one (a parallel plan's exchange; needs --qd 1)");
