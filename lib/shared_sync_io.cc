@@ -182,6 +182,13 @@ std::error_code SharedSyncIo::WriteZeroes(uint64_t offset, uint64_t length, IoFl
   return Run(Op::kWriteZeroes, nullptr, length, offset, flags);
 }
 
+std::error_code SharedSyncIo::Query(const std::function<void(BlockDevice&)>& query) {
+  RunningCall call(*shared_);
+  if (call.refused()) return make_error_code(Errc::kCancelled);
+  query(*device_);
+  return {};
+}
+
 bool SharedSyncIo::closing() const { return shared_->closing.load(); }
 
 Status SharedSyncIo::Close() {

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -61,6 +62,10 @@ class SharedSyncIo {
   std::error_code Flush();
   std::error_code Discard(uint64_t offset, uint64_t length, IoFlags flags = 0);
   std::error_code WriteZeroes(uint64_t offset, uint64_t length, IoFlags flags = 0);
+
+  // Runs `query` on the stack (Stats, Properties, MapExtents...) as one of these calls, so that
+  // Close() waits for it. Once Close() has started it returns Errc::kCancelled and does not run.
+  std::error_code Query(const std::function<void(BlockDevice&)>& query);
 
   // Destroys the calling thread's queue, if it has one (e.g. the end of a connection on a stack
   // without kCapThreadSafe). Safe to call on any thread at any time it has no call running.

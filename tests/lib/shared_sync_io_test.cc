@@ -82,6 +82,9 @@ TEST(SharedSyncIo, CloseWaitsForAReadRunningOnAnotherThread) {
   // Closing: a new call is refused at once, while the running read goes on.
   std::vector<std::byte> other(4096);
   EXPECT_EQ(io->Read(0, other), make_error_code(Errc::kCancelled));
+  bool queried = false;
+  EXPECT_EQ(io->Query([&](BlockDevice&) { queried = true; }), make_error_code(Errc::kCancelled));
+  EXPECT_FALSE(queried);
   gate->Open();
   reader.join();
   closer.join();
@@ -114,6 +117,10 @@ TEST(SharedSyncIo, ZeroLengthCallsSucceedAndChecksComeFromTheQueue) {
   EXPECT_EQ(io->Read(1 << 20, buf), make_error_code(Errc::kOutOfRange));
   EXPECT_EQ(io->Read(100, std::span(buf).first(512)), make_error_code(Errc::kUnaligned));
   EXPECT_TRUE(testing::IsOk(io->WriteZeroes(0, 8192)));
+  uint64_t errors = 0;
+  EXPECT_TRUE(testing::IsOk(
+      io->Query([&](BlockDevice& d) { errors = d.Stats().of(Op::kRead).errors; })));
+  EXPECT_EQ(errors, 2u);  // the two refused reads
   EXPECT_TRUE(testing::IsOk(io->Close()));
 }
 

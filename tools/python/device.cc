@@ -32,7 +32,9 @@ class BufferView {
   Py_buffer view_;
 };
 
+// "read of 4096 bytes at offset 0", or the operation's name alone for a flush.
 std::string What(const char* op, uint64_t length, uint64_t offset) {
+  if (length == 0 && offset == 0) return op;
   return std::string(op) + " of " + std::to_string(length) + " bytes at offset " +
          std::to_string(offset);
 }
@@ -53,82 +55,53 @@ class Device {
     const uint64_t length = NonNegative(length_arg, "length");
     // Checked before the buffer is allocated; the queue checks everything else.
     if (offset > size() || length > size() - offset) {
-      Check(make_error_code(Errc::kOutOfRange), "read", length, offset);
+      RaiseIo(make_error_code(Errc::kOutOfRange), What("read", length, offset), block_size(),
+              size());
     }
     PyObject* out = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(length));
     if (out == nullptr) throw py::error_already_set();
     auto bytes = py::reinterpret_steal<py::bytes>(out);
-    std::error_code ec;
-    {
-      py::gil_scoped_release unlocked;
-      ec = io_->Read(offset, {reinterpret_cast<std::byte*>(PyBytes_AS_STRING(out)), length});
-    }
-    Check(ec, "read", length, offset);
+    auto* data = reinterpret_cast<std::byte*>(PyBytes_AS_STRING(out));
+    Run("read", length, offset, [&] { return io_->Read(offset, {data, length}); });
     return bytes;
   }
 
   size_t ReadInto(int64_t offset_arg, py::handle buffer) {
     const uint64_t offset = NonNegative(offset_arg, "offset");
     BufferView view(buffer, /*writable=*/true);
-    std::error_code ec;
-    {
-      py::gil_scoped_release unlocked;
-      ec = io_->Read(offset, {view.data(), view.size()});
-    }
-    Check(ec, "read", view.size(), offset);
+    Run("read", view.size(), offset, [&] { return io_->Read(offset, {view.data(), view.size()}); });
     return view.size();
   }
 
   size_t Write(int64_t offset_arg, py::handle data) {
     const uint64_t offset = NonNegative(offset_arg, "offset");
     BufferView view(data, /*writable=*/false);
-    std::error_code ec;
-    {
-      py::gil_scoped_release unlocked;
-      ec = io_->Write(offset, {view.data(), view.size()});
-    }
-    Check(ec, "write", view.size(), offset);
+    Run("write", view.size(), offset,
+        [&] { return io_->Write(offset, {view.data(), view.size()}); });
     return view.size();
   }
 
   void Flush() {
-    std::error_code ec;
-    {
-      py::gil_scoped_release unlocked;
-      ec = io_->Flush();
-    }
-    if (ec) RaiseIo(ec, "flush", block_size(), size());
+    Run("flush", 0, 0, [&] { return io_->Flush(); });
   }
 
   void Discard(int64_t offset_arg, int64_t length_arg) {
     const uint64_t offset = NonNegative(offset_arg, "offset");
     const uint64_t length = NonNegative(length_arg, "length");
-    std::error_code ec;
-    {
-      py::gil_scoped_release unlocked;
-      ec = io_->Discard(offset, length);
-    }
-    Check(ec, "discard", length, offset);
+    Run("discard", length, offset, [&] { return io_->Discard(offset, length); });
   }
 
   void WriteZeroes(int64_t offset_arg, int64_t length_arg) {
     const uint64_t offset = NonNegative(offset_arg, "offset");
     const uint64_t length = NonNegative(length_arg, "length");
-    std::error_code ec;
-    {
-      py::gil_scoped_release unlocked;
-      ec = io_->WriteZeroes(offset, length);
-    }
-    Check(ec, "write_zeroes", length, offset);
+    Run("write_zeroes", length, offset, [&] { return io_->WriteZeroes(offset, length); });
   }
 
   py::object Stats() {
-    if (closed()) throw py::value_error("stats() of a closed device");
     std::string json;
-    {
-      py::gil_scoped_release unlocked;
-      json = InfoJson(spec(), io_->device(), {.stats = true});
-    }
+    Run("stats", 0, 0, [&] {
+      return io_->Query([&](BlockDevice& d) { json = InfoJson(spec(), d, {.stats = true}); });
+    });
     return FromJson(json);
   }
 
@@ -147,7 +120,14 @@ class Device {
   }
 
  private:
-  void Check(std::error_code ec, const char* op, uint64_t length, uint64_t offset) {
+  // Runs `call` (one SharedSyncIo call) with the GIL released, then raises for its status.
+  template <typename Call>
+  void Run(const char* op, uint64_t length, uint64_t offset, Call call) {
+    std::error_code ec;
+    {
+      py::gil_scoped_release unlocked;
+      ec = call();
+    }
     if (ec) RaiseIo(ec, What(op, length, offset), block_size(), size());
   }
 
