@@ -19,10 +19,11 @@ BENCH_PACKAGES=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   nbdkit-plugin-dev librbd-dev librados-dev
 )
-# What only the tests need on top: the test and benchmark frameworks, every oracle the tests
-# compare against (qemu-img, qemu-io, libvhdi, fio, nbdkit's clients), clang for the TSan and
-# fuzz builds, the Ceph daemons of tools/ceph-up, and Doxygen, help2man and dpkg-dev for the
-# install test (API reference, man pages, the .deb).
+# What only the tests need on top: the test and benchmark frameworks, the Python module's build
+# (pybind11) and its tests (pytest, numpy, pandas, matplotlib), every oracle the tests compare
+# against (qemu-img, qemu-io, libvhdi, fio, nbdkit's clients), clang for the TSan and fuzz
+# builds, the Ceph daemons of tools/ceph-up, and Doxygen, help2man and dpkg-dev for the install
+# test (API reference, man pages, the .deb).
 TEST_PACKAGES=(
   git libgtest-dev libgmock-dev libbenchmark-dev
   libvhdi-dev libvhdi-utils qemu-utils fio
@@ -30,7 +31,8 @@ TEST_PACKAGES=(
   clang libclang-rt-14-dev
   e2fsprogs sqlite3 librsvg2-bin procps
   doxygen help2man dpkg-dev
-  python3
+  python3 python3-dev pybind11-dev
+  python3-pytest python3-numpy python3-pandas python3-matplotlib
   ceph-mon ceph-osd ceph-mgr ceph-common libradospp-dev uuid-runtime
 )
 
@@ -139,9 +141,9 @@ case "${1:-}" in
   bench)
     shift
     install_missing "${BENCH_PACKAGES[@]}"
-    # The CLI alone: no tests or benchmark suites (their frameworks come with `./dev.sh test`,
-    # which turns them back on in the same build folder).
-    build build -DVSTACK_BUILD_TESTS=OFF -DVSTACK_BUILD_BENCH=OFF -- vstack
+    # The CLI alone: no tests, benchmark suites or Python module (their packages come with
+    # `./dev.sh test`, which turns them back on in the same build folder).
+    build build -DVSTACK_BUILD_TESTS=OFF -DVSTACK_BUILD_BENCH=OFF -DVSTACK_BUILD_PYTHON=OFF -- vstack
     install_nbdkit_plugin
     # The default matrix (raw, passthrough, fixed and dynamic VHD, dedup, zstd, dedup+zstd) on
     # temporary files under ${TMPDIR:-/var/tmp}, removed at exit; the report folder (index.html,
@@ -153,7 +155,7 @@ case "${1:-}" in
     # fails its test instead of skipping it (tests/testing/test_util.h, ToolsRequired).
     export VSTACK_REQUIRE_TOOLS=1
     install_missing "${BENCH_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
-    build build -DVSTACK_BUILD_TESTS=ON -DVSTACK_BUILD_BENCH=ON
+    build build -DVSTACK_BUILD_TESTS=ON -DVSTACK_BUILD_BENCH=ON -DVSTACK_BUILD_PYTHON=ON
     install_nbdkit_plugin
     build build-asan -DVSTACK_SANITIZE=ON -DVSTACK_BUILD_BENCH=OFF
     run_tests build

@@ -1,6 +1,7 @@
-// Shared output helpers for subcommands: the --output=text|json option and JSON forms of the
-// contract's types (the aligned text tables are lib/text_table.h). Text and JSON are always
-// produced from the same values.
+// Shared output helpers for subcommands: the --output=text|json option, property text and the
+// layers of a stack. (The aligned text tables are lib/text_table.h; the JSON forms of the
+// contract's types are the library's: imagetools/info_json.h.) Text and JSON are always produced
+// from the same values.
 #ifndef VSTACK_TOOLS_OUTPUT_H_
 #define VSTACK_TOOLS_OUTPUT_H_
 
@@ -21,12 +22,6 @@ enum class OutputFormat { kText, kJson };
 
 // Adds --output=text|json to `cmd`, storing into `format`.
 void AddOutputOption(CLI::App* cmd, OutputFormat* format);
-
-nlohmann::json ToJson(const PropertyValue& v);
-nlohmann::json ToJson(const PropertyList& props);
-nlohmann::json ToJson(const Geometry& g);
-nlohmann::json CapabilitiesJson(Capabilities caps);
-nlohmann::json ToJson(const LayerStats& stats);
 
 // "value" or "value (64 MiB)" for properties with unit "bytes".
 std::string PropertyText(const Property& p);
