@@ -7,17 +7,23 @@
 
 #include "analysis/space/space_estimate.h"
 #include "lib/size.h"
+#include "lib/suggest.h"
 
 namespace vstack {
 namespace {
 
 Error Bad(const std::string& message) { return MakeError(Errc::kInvalidArgument, message); }
 
-// The words of the command line's choice check: "--dedup: 'x' is not one of on|off".
-Status OneOf(const std::string& flag, const std::string& value, const std::string& a,
-             const std::string& b, const std::string& c = "") {
-  if (value == a || value == b || (!c.empty() && value == c)) return OkStatus();
-  return Bad(flag + ": '" + value + "' is not one of " + a + "|" + b + (c.empty() ? "" : "|" + c));
+// The words of the command line's choice check (tools/usage.h, Choices): "--dedup: 'x' is not
+// one of on|off", with a suggestion when one is close.
+Status OneOf(const std::string& flag, const std::string& value,
+             const std::vector<std::string>& choices) {
+  std::string list;
+  for (const std::string& c : choices) {
+    if (value == c) return OkStatus();
+    list += (list.empty() ? "" : "|") + c;
+  }
+  return Bad(flag + ": '" + value + "' is not one of " + list + DidYouMean(value, choices));
 }
 
 }  // namespace
@@ -46,16 +52,16 @@ Result<SpaceOptions> SpaceOptionsFrom(const SpaceKnobs& a) {
     return Bad("--grain " + a.grain + ": not a power of two from 4K to 64K");
   }
   o.grain = static_cast<uint32_t>(*grain);
-  VSTACK_RETURN_IF_ERROR(OneOf("--dedup", a.dedup, "on", "off"));
+  VSTACK_RETURN_IF_ERROR(OneOf("--dedup", a.dedup, {"on", "off"}));
   o.dedup = a.dedup == "on";
   VSTACK_RETURN_IF_ERROR(ParseCodec(a.codec, &o));
   auto rule = ParseSizeRule(a.rule);
   if (!rule) return Annotate(std::move(rule).error(), "--rule");
   o.rule = *rule;
   VSTACK_RETURN_IF_ERROR(ParseProtection(a.protection, &o));
-  VSTACK_RETURN_IF_ERROR(OneOf("--checksum", a.checksum, "on", "off"));
+  VSTACK_RETURN_IF_ERROR(OneOf("--checksum", a.checksum, {"on", "off"}));
   o.checksum = a.checksum == "on";
-  VSTACK_RETURN_IF_ERROR(OneOf("--mode", a.mode, "scan", "replay", "ceph"));
+  VSTACK_RETURN_IF_ERROR(OneOf("--mode", a.mode, {"scan", "replay", "ceph"}));
   o.mode = a.mode == "replay" ? SpaceOptions::Mode::kReplay
            : a.mode == "ceph" ? SpaceOptions::Mode::kCeph
                               : SpaceOptions::Mode::kScan;

@@ -29,6 +29,7 @@ TEST(SpaceKnobs, EveryBadOptionIsRefusedWithTheCommandLinesWords) {
       {[](SpaceKnobs& k) { k.dedup = "maybe"; }, "--dedup: 'maybe' is not one of on|off"},
       {[](SpaceKnobs& k) { k.checksum = "yes"; }, "--checksum: 'yes' is not one of on|off"},
       {[](SpaceKnobs& k) { k.mode = "guess"; }, "--mode: 'guess' is not one of scan|replay|ceph"},
+      {[](SpaceKnobs& k) { k.mode = "replya"; }, "did you mean `replay`?"},
       {[](SpaceKnobs& k) { k.scope = "world"; }, "world"},
       {[](SpaceKnobs& k) { k.codec = "lz4"; }, "lz4"},
       {[](SpaceKnobs& k) { k.protection = "raid7"; }, "raid7"},
