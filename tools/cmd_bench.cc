@@ -13,8 +13,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "bench/report/bench_run.h"
-#include "bench/report/report.h"
+#include "bench/report/bench.h"
 #include "bench/report/report_dir.h"
 #include "bench/anchors/child_process.h"
 #include "bench/workload/bench_knobs.h"
@@ -64,11 +63,6 @@ std::string CommandLine() {
 }
 
 void RunBench(const BenchArgs& args) {
-  std::vector<std::string> notes;
-  auto planned = bench::PlanBench(args.knobs, &notes);
-  for (const std::string& n : notes) std::fprintf(stderr, "vstack bench: %s\n", n.c_str());
-  if (!planned) FailUsage("bench", planned.error().message);
-
   g_stop.store(false);
   struct sigaction sa {};
   sa.sa_handler = &OnSignal;
@@ -76,37 +70,36 @@ void RunBench(const BenchArgs& args) {
   struct sigaction old_int {}, old_term {};
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
-  bench::BenchReport report;
-  {
+  Result<bench::BenchResult> run = [&] {
     ProgressLine progress(!args.quiet);
     bench::BenchRunHooks hooks;
     hooks.command = args.command_line;
     hooks.stop = &g_stop;
     hooks.on_progress = [&](const bench::MatrixProgress& p) { progress.Update(p); };
-    report = bench::RunBench(std::move(*planned), args.knobs, hooks);
-  }
+    hooks.on_note = [](const std::string& n) {
+      std::fprintf(stderr, "vstack bench: %s\n", n.c_str());
+    };
+    return bench::Benchmark(args.knobs, hooks);
+  }();
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
+  if (!run) FailUsage("bench", run.error().message);
 
-  if (args.output == OutputFormat::kJson) {
-    fmt::print("{}\n", bench::RenderJson(report).dump(2));
-  } else {
-    fmt::print("{}", bench::RenderText(report));
-  }
+  fmt::print("{}", args.output == OutputFormat::kJson ? run->json + "\n" : run->text);
   std::fflush(stdout);
   // Errors and warnings also go to stderr, whatever the output format.
-  for (const std::string& m : bench::BenchMessages(report)) {
+  for (const std::string& m : run->messages) {
     std::fprintf(stderr, "vstack bench: %s\n", m.c_str());
   }
   if (!args.report_dir.empty() && !args.no_report) {
     const std::string dir = args.report_dir;
-    if (Status st = bench::WriteReportDir(dir, report); !st) {
+    if (Status st = bench::WriteReportDir(dir, run->report); !st) {
       std::fprintf(stderr, "vstack bench: %s\n", st.error().message.c_str());
     } else {
       std::fprintf(stderr, "vstack bench: report written to %s/index.html\n", dir.c_str());
     }
   }
-  switch (bench::Outcome(report)) {
+  switch (run->outcome) {
     case bench::BenchOutcome::kInterrupted: Exit(130);
     case bench::BenchOutcome::kFailed: Exit(1);
     case bench::BenchOutcome::kOk: break;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "analysis/space/space.h"
 #include "analysis/space/space_knobs.h"
 #include "analysis/space/space_render.h"
 #include "analysis/space/space_run.h"
@@ -31,26 +32,24 @@ struct SpaceArgs {
   OutputFormat output = OutputFormat::kText;
 };
 
-// Writes a sketch file for `vstack space merge` (--sketch), if asked.
-void WriteSketch(const std::string& command, const std::string& path, const SpaceSketch& s) {
-  if (path.empty()) return;
+// Writes a run's sketch file for `vstack space merge` (--sketch), if asked.
+void WriteSketch(const std::string& command, const std::string& path, const SpaceResult& r) {
+  if (path.empty() || r.sketch.empty()) return;
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << SerializeSketch(s);
+  f << r.sketch;
   if (!f.flush()) Fail(command, "cannot write sketch '" + path + "'");
 }
 
-// Prints a run's report in the chosen form (and the chart, if asked).
-void Print(const SpaceArgs& a, const SpaceRun& run) {
+// Prints a run's report in the chosen form (and writes the chart and the sketch, if asked).
+void Print(const std::string& command, const SpaceArgs& a, const SpaceRun& run) {
+  const SpaceResult r = SpaceResultOf(run);
+  WriteSketch(command, a.knobs.sketch, r);
   if (!a.svg.empty()) {
     std::ofstream f(a.svg);
-    f << SpaceRunSvg(run);
+    f << r.svg;
     if (!f) Fail("space", "cannot write '" + a.svg + "'");
   }
-  if (a.output == OutputFormat::kJson) {
-    fmt::print("{}\n", SpaceRunJson(run).dump(2));
-  } else {
-    fmt::print("{}", SpaceRunText(run));
-  }
+  fmt::print("{}", a.output == OutputFormat::kJson ? r.json + "\n" : r.text);
 }
 
 void RunMerge(const SpaceArgs& a) {
@@ -60,9 +59,7 @@ void RunMerge(const SpaceArgs& a) {
   knobs.sketch.clear();
   auto base = SpaceOptionsFrom(knobs);
   if (!base) FailUsage("space merge", base.error().message);
-  const SpaceRun run = MergedRun(std::move(*merged), *base, a.merge.size());
-  WriteSketch("space merge", a.knobs.sketch, *run.sketch);
-  Print(a, run);
+  Print("space merge", a, MergedRun(std::move(*merged), *base, a.merge.size()));
 }
 
 void Run(const SpaceArgs& a) {
@@ -86,8 +83,7 @@ void Run(const SpaceArgs& a) {
     FailUsage("space", run.error().message);  // options that do not go together
   }
   if (!run) Fail("space", run.error().ToString());
-  if (run->sketch) WriteSketch("space", a.knobs.sketch, *run->sketch);
-  Print(a, *run);
+  Print("space", a, *run);
 }
 
 }  // namespace

@@ -12,22 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "analysis/space/space.h"
 #include "analysis/space/space_images.h"
 #include "analysis/space/space_model.h"
 #include "analysis/space/space_replay.h"
 #include "blockdev/ceph/ceph_usage.h"
 
 namespace vstack {
-
-struct CephSpaceOptions {
-  std::vector<std::string> pools;     // where the data goes; replicated or EC (with overwrites)
-  std::string metadata_pool = "rbd";  // replicated pool for the image headers of EC targets
-  std::string conf;                   // ceph.conf ("" = $CEPH_CONF, then the default search)
-  std::string id;                     // client id ("" = admin)
-  // Reaching the monitors; waiting for the OSDs' statistics to reach them takes at most 12x.
-  int timeout_s = 10;
-  bool keep = false;  // keep the RBD images (else removed after measuring)
-};
 
 // One pool's change in `ceph df detail` over the replay.
 struct PoolDelta {

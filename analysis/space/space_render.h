@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/space/space.h"
 #include "analysis/space/space_ceph.h"
 #include "analysis/space/space_images.h"
 #include "analysis/space/space_model.h"
@@ -16,6 +17,10 @@
 #include "analysis/space/space_run.h"
 
 namespace vstack {
+
+// Every form of a run's report at once, with its figures: what AnalyzeSpace() and
+// MergeSpaceSketches() return (space.h), and what the command line prints and writes.
+SpaceResult SpaceResultOf(const SpaceRun& run);
 
 // A whole run, as `vstack space` prints it: the report, then the estimate's cost (or the merge),
 // the replay's physical bytes and the Ceph measurement, when the run has them.

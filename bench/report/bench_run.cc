@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "bench/anchors/anchors.h"
+#include "bench/workload/cpu_ready_sweep.h"
 #include "lib/registry.h"
 
 namespace vstack::bench {

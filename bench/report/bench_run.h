@@ -1,29 +1,19 @@
 // The run step of `vstack bench` as a library call, after PlanBench (bench/workload/bench_knobs.h):
 // the anchors the knobs ask for beside the stacks, the interleaved rounds with a progress callback
 // and a stop flag, and the BenchReport every renderer takes; then what the command line says on
-// stderr about it and how it ends. The CLI and the Python module both run a benchmark this way.
+// stderr about it and how it ends. Benchmark() (bench.h), the one call the CLI and the Python
+// module make, is made of these.
 #ifndef VSTACK_BENCH_REPORT_BENCH_RUN_H_
 #define VSTACK_BENCH_REPORT_BENCH_RUN_H_
 
-#include <atomic>
-#include <functional>
 #include <string>
 #include <vector>
 
-#include "bench/report/report.h"
+#include "bench/report/bench.h"
 #include "bench/workload/bench_knobs.h"
 #include "bench/workload/matrix.h"
 
 namespace vstack::bench {
-
-struct BenchRunHooks {
-  std::string command;  // what the reports show as the command line
-  // When set to true (from any thread, e.g. a signal handler), the current window ends where it
-  // is and no more rounds run; the report is marked interrupted. May be null.
-  const std::atomic<bool>* stop = nullptr;
-  // Called on the running thread at each stage of each stack and round, and while it runs.
-  std::function<void(const MatrixProgress&)> on_progress;
-};
 
 // Runs `planned` (PlanBench of `knobs`) with the anchors `knobs` asks for (compare_qemu,
 // compare_fio; qemu_create makes the images qemu can open with qemu-img) and summarizes it.
@@ -35,9 +25,7 @@ BenchReport RunBench(MatrixOptions planned, const BenchKnobs& knobs, const Bench
 // for the precision asked (--rounds auto), a CPU Ready sweep's host RDY% above the injected.
 std::vector<std::string> BenchMessages(const BenchReport& r);
 
-// How a run ended: interrupted (the CLI exits 130), failed (1: the run or a stack failed, or
-// nothing ran), or ok (0).
-enum class BenchOutcome { kOk, kFailed, kInterrupted };
+// How the run of `r` ended.
 BenchOutcome Outcome(const BenchReport& r);
 
 }  // namespace vstack::bench

@@ -7,18 +7,12 @@
 
 #include <string>
 
+#include "bench/report/bench.h"
 #include "bench/workload/cpu_ready_sweep.h"
 #include "bench/workload/matrix.h"
 #include "bench/workload/summary.h"
 
 namespace vstack::bench {
-
-struct BenchReport {
-  std::string command;  // the command line as typed
-  std::string preset;   // the seed preset (--preset), "" if none
-  bench::MatrixResult result;
-  bench::MatrixSummary summary;
-};
 
 // The percentile rows of the latency tables, diskspd's: 25th ... 6-nines.
 struct PercentileRow {

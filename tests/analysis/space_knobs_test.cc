@@ -1,14 +1,19 @@
-// vstack space as library calls (analysis/space/space_knobs.h, space_run.h, space_render.h):
-// every bad option is refused with the command line's words, and a run made through the library
-// gives the JSON `vstack space --output=json` prints for the same images and options, byte for
-// byte apart from the time an estimate took, for a scan, a replay, an estimate and a merge.
+// vstack space as library calls (analysis/space/space.h, space_knobs.h): every bad option is
+// refused with the command line's words, and AnalyzeSpace() and MergeSpaceSketches() give the
+// JSON `vstack space --output=json` prints for the same images and options, byte for byte apart
+// from the time an estimate took, for a scan, a replay, an estimate and a merge, with the figures
+// of that document and the sketch file the command line writes.
 #include "analysis/space/space_knobs.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <mutex>
 
+#include "analysis/space/space.h"
 #include "analysis/space/space_render.h"
 #include "analysis/space/space_run.h"
 #include "lib/aligned_buffer.h"
@@ -95,15 +100,36 @@ class SpaceLibrary : public ::testing::Test {
     }
   }
 
-  // The library's run of `knobs` on the images, as JSON.
+  // The public call's run of `knobs` on the images (analysis/space/space.h), as JSON; checks
+  // that its figures and progress agree with the document.
   json Library(const SpaceKnobs& knobs) {
-    auto o = SpaceOptionsFrom(knobs);
-    EXPECT_TRUE(o) << o.error().message;
-    auto images = OpenSpaceImages(images_, o->grain);
-    EXPECT_TRUE(images);
-    auto run = RunSpace(*o, knobs, std::move(*images), nullptr);
+    uint64_t total = 0, done = 0;
+    SpaceHooks hooks;
+    hooks.on_start = [&](uint64_t bytes) { total = bytes; };
+    std::mutex mu;
+    hooks.on_progress = [&](uint64_t bytes) {
+      std::lock_guard lock(mu);
+      done += bytes;
+    };
+    auto run = AnalyzeSpace(knobs, images_, hooks);
     EXPECT_TRUE(run) << run.error().message;
-    return SpaceRunJson(*run);
+    if (!run) return {};
+    const json j = json::parse(run->json);
+    uint64_t used = 0;
+    for (const json& image : j["images"]) used += image["used_bytes"].get<uint64_t>();
+    EXPECT_EQ(total, used);
+    EXPECT_GT(done, 0u);
+    EXPECT_LE(done, total);
+    EXPECT_EQ(run->steps.size(), j["steps"].size());
+    for (size_t i = 0; i < run->steps.size(); ++i) {
+      EXPECT_EQ(run->steps[i].step, j["steps"][i]["step"]);
+      EXPECT_EQ(run->steps[i].bytes, j["steps"][i]["bytes"]);
+    }
+    EXPECT_DOUBLE_EQ(run->overall, j["overall"].get<double>());
+    EXPECT_EQ(run->svg.rfind("<svg", 0), 0u);
+    EXPECT_EQ(run->sketch.empty(), !knobs.estimate);
+    sketch_ = run->sketch;
+    return j;
   }
 
   json Cli(const std::string& args) {
@@ -115,6 +141,7 @@ class SpaceLibrary : public ::testing::Test {
 
   TempDir dir_;
   std::vector<std::string> images_;
+  std::string sketch_;  // the last Library() run's
 };
 
 TEST_F(SpaceLibrary, ScanReplayAndEstimateGiveTheCommandLinesJson) {
@@ -129,7 +156,11 @@ TEST_F(SpaceLibrary, ScanReplayAndEstimateGiveTheCommandLinesJson) {
   estimate.estimate = true;
   estimate.fraction = "50%";
   estimate.threads = 1;
-  json lib = Library(estimate), cli = Cli("--estimate --fraction 50% --threads 1");
+  const std::string sketch_file = dir_.File("cli.vss");
+  json lib = Library(estimate),
+       cli = Cli("--estimate --fraction 50% --threads 1 --sketch " + sketch_file);
+  std::ifstream written(sketch_file, std::ios::binary);
+  EXPECT_EQ(sketch_, std::string(std::istreambuf_iterator<char>(written), {}));  // the CLI's file
   ASSERT_TRUE(lib["estimate"].contains("seconds"));
   lib["estimate"].erase("seconds");
   cli["estimate"].erase("seconds");
@@ -144,15 +175,15 @@ TEST_F(SpaceLibrary, AMergeGivesTheCommandLinesJson) {
                                  images_[i]).status,
               0);
   }
-  auto merged = MergeSketchFiles(sketches);
-  ASSERT_TRUE(merged) << merged.error().message;
   SpaceKnobs k;
   k.protection = "raid5";
-  const SpaceRun run = MergedRun(std::move(*merged), *SpaceOptionsFrom(k), sketches.size());
+  auto merged = MergeSpaceSketches(k, sketches);  // the public call (space.h)
+  ASSERT_TRUE(merged) << merged.error().message;
   testing::CommandResult cli = testing::RunVstack("space merge --output=json --protection raid5 " +
                                                   sketches[0] + " " + sketches[1]);
   ASSERT_EQ(cli.status, 0) << cli.output;
-  EXPECT_EQ(SpaceRunJson(run), json::parse(cli.output));
+  EXPECT_EQ(json::parse(merged->json), json::parse(cli.output));
+  EXPECT_FALSE(merged->sketch.empty());
   auto missing = MergeSketchFiles({dir_.File("none.vss")});
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().message, "cannot open '" + dir_.File("none.vss") + "'");

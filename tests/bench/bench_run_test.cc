@@ -10,7 +10,9 @@
 #include <cmath>
 #include <set>
 
+#include "bench/report/bench.h"
 #include "bench/report/records.h"
+#include "bench/report/report.h"
 #include "bench/workload/cpu_ready_sweep.h"
 #include "tests/testing/test_util.h"
 
@@ -56,11 +58,20 @@ void KeyPaths(const json& j, const std::string& at, std::set<std::string>* out) 
   }
 }
 
-TEST(BenchRun, TheLibrarysJsonHasTheCommandLinesKeys) {
-  const BenchReport r = RunThroughTheLibrary(SmallRun());
-  EXPECT_EQ(Outcome(r), BenchOutcome::kOk);
-  EXPECT_TRUE(BenchMessages(r).empty());
-  const json lib = RenderJson(r);
+TEST(BenchRun, BenchmarksJsonHasTheCommandLinesKeysAndNumbers) {
+  BenchRunHooks hooks;
+  hooks.command = "library";
+  int calls = 0;
+  hooks.on_progress = [&](const MatrixProgress&) { ++calls; };
+  auto run = Benchmark(SmallRun(), hooks);  // the public call (bench/report/bench.h)
+  ASSERT_TRUE(run) << run.error().message;
+  EXPECT_GT(calls, 0) << "the progress callback was never called";
+  EXPECT_EQ(run->outcome, BenchOutcome::kOk);
+  EXPECT_TRUE(run->messages.empty());
+  const json lib = json::parse(run->json);
+  // The document is the report's: the same numbers the text shows.
+  EXPECT_EQ(lib, RenderJson(run->report));
+  EXPECT_EQ(run->text, RenderText(run->report));
   testing::CommandResult cli = testing::RunVstack(
       "bench --stack memory:16M --stack passthrough+memory:16M --size 8M --bs 4K --threads 1 "
       "--qd 2 --duration 100ms --warmup 0 --rounds 2 --quiet --output=json 2>/dev/null");
@@ -121,6 +132,34 @@ TEST(BenchRun, AFailedStackAndAnInterruptedRunEndAsTheCommandLineDoes) {
   BenchRunHooks hooks;
   hooks.stop = &stop;
   EXPECT_EQ(Outcome(RunBench(std::move(*planned), SmallRun(), hooks)), BenchOutcome::kInterrupted);
+  auto stopped = Benchmark(SmallRun(), hooks);
+  ASSERT_TRUE(stopped);
+  EXPECT_EQ(stopped->outcome, BenchOutcome::kInterrupted);
+}
+
+TEST(BenchRun, BenchmarkRefusesBadKnobsWithTheCommandLinesWordsAndTellsItsNotes) {
+  BenchKnobs k = SmallRun();
+  k.bs = "1000";
+  std::vector<std::string> notes;
+  BenchRunHooks hooks;
+  hooks.on_note = [&](const std::string& n) { notes.push_back(n); };
+  auto run = Benchmark(k, hooks);
+  ASSERT_FALSE(run);
+  EXPECT_EQ(run.error().code, make_error_code(Errc::kInvalidArgument));
+  EXPECT_EQ(run.error().message, "--bs: 1000 is not a positive multiple of 512");
+  // A --stack naming an image file runs as its probed spec, said as a note before the write
+  // guard refuses writing into it.
+  testing::TempDir dir;
+  const std::string image = dir.File("d.img");
+  testing::WriteFile(image, 16 << 20, 0);
+  k = SmallRun();
+  k.stacks = {image};
+  auto refused = Benchmark(k, hooks);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("--allow-write"), std::string::npos)
+      << refused.error().message;
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("--stack " + image + " runs the stack"), std::string::npos) << notes[0];
 }
 
 TEST(CpuReadySweep, TheMedianWindowCountsTheRoundsThatDidIo) {
