@@ -13,10 +13,7 @@ namespace vstack {
 SpaceResult SpaceResultOf(const SpaceRun& run) {
   SpaceResult r;
   const SpaceReport& report = run.report;
-  for (const SpaceStep& s : report.steps) {
-    r.steps.push_back({s.key, s.label, s.bytes, s.ratio, s.bytes_low, s.bytes_high, s.ratio_low,
-                       s.ratio_high});
-  }
+  r.steps = report.steps;
   r.data_reduction = report.data_reduction;
   r.overall = report.overall;
   r.confidence = report.confidence;

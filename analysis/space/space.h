@@ -64,20 +64,20 @@ struct SpaceHooks {
   std::function<void(uint64_t bytes)> on_progress;
 };
 
-// One step of the report's waterfall: provisioned, used, after zero elimination, dedup,
-// compression, metadata, protection.
-struct SpaceStepFigure {
-  std::string step;   // stable key, as in the JSON: "provisioned", "used", "after_zero", ...
+// One line of the report, one step of its waterfall: provisioned, used, after zero elimination,
+// dedup, compression, metadata, protection.
+struct SpaceStep {
+  std::string key;    // stable, as in the JSON's "step": provisioned, used, after_zero, ...
   std::string label;  // for people
   uint64_t bytes = 0;
-  double ratio = 0;   // the previous step's bytes / this step's bytes (1 for the first)
+  double ratio = 0;  // the previous step's bytes / this step's bytes (1 for the first)
   // An estimate's confidence interval; equal to bytes and ratio for an exact report.
   uint64_t bytes_low = 0, bytes_high = 0;
   double ratio_low = 0, ratio_high = 0;
 };
 
 struct SpaceResult {
-  std::vector<SpaceStepFigure> steps;
+  std::vector<SpaceStep> steps;
   double data_reduction = 0;  // used / (after compression + metadata), vSAN's ratio
   double overall = 0;         // used / after protection: logical / physical
   // An estimate's (or a merge's) confidence and the two ratios' intervals; 0, and equal to the

@@ -122,7 +122,7 @@ class SpaceLibrary : public ::testing::Test {
     EXPECT_LE(done, total);
     EXPECT_EQ(run->steps.size(), j["steps"].size());
     for (size_t i = 0; i < run->steps.size(); ++i) {
-      EXPECT_EQ(run->steps[i].step, j["steps"][i]["step"]);
+      EXPECT_EQ(run->steps[i].key, j["steps"][i]["step"]);
       EXPECT_EQ(run->steps[i].bytes, j["steps"][i]["bytes"]);
     }
     EXPECT_DOUBLE_EQ(run->overall, j["overall"].get<double>());
