@@ -64,6 +64,7 @@ std::string IndexHtml(const BenchReport& r) {
     if (s.runs == 0) continue;
     h += "<li><b>" + XmlEscape(s.name) + "</b>: " + XmlEscape(s.gap) + "<ul>\n";
     for (const bench::LayerCost& c : s.attribution.layers) h += "<li>" + XmlEscape(c.words) + "</li>\n";
+    if (!s.attribution.cpu_words.empty()) h += "<li>" + XmlEscape(s.attribution.cpu_words) + "</li>\n";
     h += "</ul></li>\n";
   }
   h += "</ul>\n<h2>Full text report</h2>\n<pre>" + XmlEscape(RenderText(r)) + "</pre>\n</body></html>\n";
