@@ -1,5 +1,7 @@
 #include "bench/workload/cpu_usage.h"
 
+#include "bench/workload/host_ready.h"
+
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -80,6 +82,11 @@ std::map<int, double> IoUringWorkerCpu() {
   std::map<int, double> out;
   const double tick = 1.0 / double(std::max(1L, sysconf(_SC_CLK_TCK)));
   for (int tid : IoUringWorkerThreads()) {
+    // In nanoseconds from schedstat where the kernel keeps it; else in clock ticks from stat.
+    if (auto ss = ReadSchedStat(ThreadSchedStatPath(tid)); ss && ss->timeslices != 0) {
+      out[tid] = double(ss->on_cpu_ns) * 1e-9;
+      continue;
+    }
     std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
     std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     const size_t close = stat.rfind(')');

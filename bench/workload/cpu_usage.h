@@ -37,7 +37,8 @@ CpuSnapshot TakeCpuSnapshot();
 // iou-sqp-* in /proc/self/task): the queues' helper threads, with their own CPU and wait.
 std::vector<int> IoUringWorkerThreads();
 // CPU seconds (user + system) of each io_uring kernel worker of this process (threads named
-// iou-wrk-* and iou-sqp-* in /proc/self/task), by thread id. Clock-tick resolution.
+// iou-wrk-* and iou-sqp-* in /proc/self/task), by thread id: from schedstat (nanoseconds), or
+// from stat (clock ticks) on a kernel that keeps no schedule statistics.
 std::map<int, double> IoUringWorkerCpu();
 // The CPU those workers used between two readings; a worker that appeared in between counts from
 // 0, one that exited in between is lost (io-wq workers idle out after seconds, not mid-run).
