@@ -47,6 +47,7 @@ struct StackPlan {
   std::string note;           // shown with the results
   double cpu_ready_pct = -1;  // >= 0: this plan's --cpu-ready (a sweep); -1: the knobs'
   std::string ready_stall;    // this plan's --ready-stall (a sweep); "": the knobs'
+  double duration_s = -1;     // > 0: this plan's --duration (a seed's short prediction runs)
   // Differencing-VHD presets: `image` is the top of a chain of this many differencing levels
   // over a dynamic VHD that is created and filled once; the levels are made anew (empty) every
   // round, so reads go down the chain and first writes allocate in the top.
@@ -73,7 +74,7 @@ Result<StackPlan> ResolveStack(const std::string& text, const BackendChoice& bac
 
 // The knobs one round of `plan` runs with, on both sides of the round (vstack and the anchors
 // beside it, whichever goes first): the round's knobs, with the plan's own (a sweep's RDY% and
-// stall) and the ramp its preparation calls for (`prepared`, auto resolved; a fresh image is
+// stall, its own duration) and the ramp its preparation calls for (`prepared`, auto resolved; a fresh image is
 // measured from its first write: no warm-up).
 WorkloadKnobs PlanKnobs(const StackPlan& plan, Prepare prepared, WorkloadKnobs round);
 
