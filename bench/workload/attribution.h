@@ -29,7 +29,10 @@
 // kernel workers. Layers plus outside should equal the benchmark's CPU as the process measured
 // it (CpuUsage::threads_s); the difference is CPU on threads the sampler does not cover (a
 // layer's thread that is not enrolled, a library's own threads), and when it is more than
-// kCpuSumTolerance of the total the words say that the sum misses, and by how much.
+// kCpuSumTolerance of the total the words say that the sum misses, and by how much. A layer that
+// models CPU instead of spending it (hv with vcpus: the request's CPU is held on a modelled vCPU
+// while the thread sleeps) counts it in its counter kHeldCpuCounter; that is the guest's CPU, not
+// the host's, so it is reported beside the layer's CPU (held_cpu_us_per_io) and is in no sum.
 #ifndef VSTACK_BENCH_WORKLOAD_ATTRIBUTION_H_
 #define VSTACK_BENCH_WORKLOAD_ATTRIBUTION_H_
 
@@ -50,6 +53,8 @@ namespace vstack::bench {
 inline constexpr double kSelfTimeResolutionUs = 0.005;
 // Layers + outside must come within this share of the measured CPU to "add up".
 inline constexpr double kCpuSumTolerance = 0.10;
+// The counter (in ns) of a layer's CPU held on modelled vCPUs, not spent on the host (hv).
+inline constexpr const char* kHeldCpuCounter = "held_cpu_ns";
 
 struct CounterRate {
   std::string name;
@@ -82,6 +87,7 @@ struct LayerCost {
   bool own_overlaps = false;              // own_us_per_io > self_us_per_io: not all waited for
   double cpu_us_per_io = 0;               // CPU charged to the layer per guest I/O (sampled)
   uint64_t cpu_samples = 0;               // the samples behind it
+  double held_cpu_us_per_io = 0;          // modelled CPU held, not spent (kHeldCpuCounter)
   std::vector<CounterRate> counters;      // the layer's own counters that moved
   std::string words;                      // all of the above in one sentence
 };

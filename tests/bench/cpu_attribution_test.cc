@@ -56,6 +56,26 @@ TEST(CpuAttribution, HvIsChargedTheCpuItBurnsPerRequest) {
   EXPECT_NE(a.layers[0].words.find(" us CPU per I/O"), std::string::npos) << a.layers[0].words;
 }
 
+// hv with vcpus holds each request's CPU on a modelled vCPU while the thread sleeps (the guest's
+// CPU, not the host's): the host CPU charged to hv is what its code runs, far below the held
+// CPU, which is reported beside it and left out of the sum that must match the measured CPU.
+TEST(CpuAttribution, HvCpuHeldOnVcpusIsReportedAsHeldNotChargedAsHostCpu) {
+  auto dev = Open("hv:cpu=200us,vcpus=1+memory:16M");
+  ASSERT_OK(dev);
+  // 3,000 requests: 0.6 s held on the one vCPU, one after another.
+  const Attribution a = RunAndAttribute(**dev, Reads(3'000));
+  ASSERT_EQ(a.layers.size(), 2u);
+  EXPECT_EQ(a.layers[0].kind, "hv");
+  EXPECT_NEAR(a.layers[0].held_cpu_us_per_io, 200.0, 0.01) << a.layers[0].words;
+  EXPECT_LT(a.layers[0].cpu_us_per_io, 20.0) << a.cpu_words;
+  EXPECT_LT(a.cpu_total_us_per_io, 20.0) << "the host did not spend the held CPU";
+  EXPECT_TRUE(a.cpu_adds_up) << a.cpu_words;
+  EXPECT_NE(a.layers[0].words.find("200.00 us held on modelled vCPUs, not host CPU"),
+            std::string::npos)
+      << a.layers[0].words;
+  EXPECT_EQ(a.layers[1].held_cpu_us_per_io, 0.0);
+}
+
 // A layer that hands every request to a thread of its own, which burns kHelperCpuNs of CPU for
 // it and completes it: the stand-in for a layer's helper work (commits, write-back). The thread
 // enrols in CPU sampling with the layer's account, or, with `enroll` false, forgets to.

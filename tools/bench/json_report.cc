@@ -216,6 +216,7 @@ json AttributionJson(const bench::Attribution& a) {
                       {"mean_latency_us", c.mean_latency_us},
                       {"cpu_us_per_io", a.cpu_sampled ? json(c.cpu_us_per_io) : json(nullptr)},
                       {"cpu_samples", c.cpu_samples},
+                      {"held_cpu_us_per_io", c.held_cpu_us_per_io},
                       {"counters", counters},
                       {"words", c.words}});
   }
