@@ -67,8 +67,10 @@ TEST(CpuAttribution, HvCpuHeldOnVcpusIsReportedAsHeldNotChargedAsHostCpu) {
   ASSERT_EQ(a.layers.size(), 2u);
   EXPECT_EQ(a.layers[0].kind, "hv");
   EXPECT_NEAR(a.layers[0].held_cpu_us_per_io, 200.0, 0.01) << a.layers[0].words;
-  EXPECT_LT(a.layers[0].cpu_us_per_io, 20.0) << a.cpu_words;
-  EXPECT_LT(a.cpu_total_us_per_io, 20.0) << "the host did not spend the held CPU";
+  // What hv spends on the host is its sleep and wake-up per request: a few to tens of us on a
+  // loaded machine, far below the 200 us it would be charged if the held CPU counted as the host's.
+  EXPECT_LT(a.layers[0].cpu_us_per_io, 50.0) << a.cpu_words;
+  EXPECT_LT(a.cpu_total_us_per_io, 50.0) << "the host did not spend the held CPU";
   EXPECT_TRUE(a.cpu_adds_up) << a.cpu_words;
   EXPECT_NE(a.layers[0].words.find("200.00 us held on modelled vCPUs, not host CPU"),
             std::string::npos)
