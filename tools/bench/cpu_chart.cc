@@ -78,8 +78,9 @@ std::string CpuCostSvg(const BenchReport& r) {
     const double mark = X(a.cpu_total_us_per_io);
     svg += Line(mark, y + 2, mark, y + row - 2, "#000", 2);
     const std::string label =
-        fmt::format("{:.2f} of {:.2f} ({:+.1f}%){}", a.cpu_sum_us_per_io, a.cpu_total_us_per_io,
-                    a.cpu_residual_pct, a.cpu_adds_up ? "" : " does not add up");
+        fmt::format("{:.2f} vs {:.2f} measured ({:+.1f}%){}", a.cpu_sum_us_per_io,
+                    a.cpu_total_us_per_io, a.cpu_residual_pct,
+                    a.cpu_adds_up ? "" : ": does not add up");
     svg += Text(std::max(x, mark) + 6, mid + 4, label, "start", 10,
                 a.cpu_adds_up ? "" : "fill=\"#c00\"");
   }
