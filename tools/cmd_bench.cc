@@ -204,6 +204,9 @@ void AddBenchCommand(CLI::App& app) {
                 "(--write-pct 0) or refused");
   knob("--backend", k.backend, "backend of the presets' image files: uring or file");
   knob("--direct", k.direct, "O_DIRECT for the presets' image files: on or off");
+  knob("--cpu-sampling", k.cpu_sampling,
+       "sample each thread's CPU by layer for the per-layer CPU (on), or not (off: only to "
+       "measure what the sampling costs)");
   knob("--prepare", k.prepare,
        "auto (each stack's own), fill (write everything first), fresh (new image every round), "
        "none");

@@ -96,6 +96,7 @@ Status ApplyWorkloadKnobs(const BenchKnobs& a, std::optional<SeedPreset>* preset
                           WorkloadKnobs* k) {
   VSTACK_ASSIGN_OR_RETURN(k->block_size, ParseBlockSize(a.bs));
   k->write_pct = a.write_pct;
+  VSTACK_ASSIGN_OR_RETURN(k->sample_cpu, IsFirstOf("--cpu-sampling", a.cpu_sampling, "on", "off"));
   VSTACK_ASSIGN_OR_RETURN(const bool random, IsFirstOf("--pattern", a.pattern, "random", "sequential"));
   k->pattern = random ? AccessPattern::kRandom : AccessPattern::kSequential;
   k->queue_depth = a.qd;

@@ -37,6 +37,7 @@ struct BenchKnobs {
   bool allow_write = false;
   std::string backend = "uring", direct = "on";  // the presets' image files
   std::string prepare = "auto";                  // auto | fill | fresh | none
+  std::string cpu_sampling = "on";  // on | off: the per-layer CPU sampler (docs/bench.md)
   std::string dir;     // where the scratch directory goes; "": $TMPDIR or /var/tmp
   std::string preset;  // a published finding's workload and stacks (--preset)
   // The quantum scheduler and CPU Ready (docs/seeds.md). Several cpu_ready values sweep.
