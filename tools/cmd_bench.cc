@@ -204,9 +204,6 @@ void AddBenchCommand(CLI::App& app) {
                 "(--write-pct 0) or refused");
   knob("--backend", k.backend, "backend of the presets' image files: uring or file");
   knob("--direct", k.direct, "O_DIRECT for the presets' image files: on or off");
-  knob("--cpu-sampling", k.cpu_sampling,
-       "sample each thread's CPU by layer for the per-layer CPU (on), or not (off: only to "
-       "measure what the sampling costs)");
   knob("--prepare", k.prepare,
        "auto (each stack's own), fill (write everything first), fresh (new image every round), "
        "none");
@@ -242,6 +239,9 @@ void AddBenchCommand(CLI::App& app) {
   knob("--task-cpu-mode", k.task_cpu_mode,
        "burn: --task-cpu is real CPU on the thread; sleep: the thread holds its scheduler that "
        "long asleep (more schedulers than this machine has cores)");
+  knob("--cpu-sampling", k.cpu_sampling,
+       "sample each thread's CPU by layer for the per-layer CPU (on), or not (off: only to "
+       "measure what the sampling costs)");
   cmd->add_flag("--exchange", k.exchange,
                 "the threads run as one parallel query: each thread's next I/O waits until every "
                 "thread has finished its current one (a parallel plan's exchange; needs --qd 1)");
