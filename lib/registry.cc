@@ -9,9 +9,10 @@
 #include <cstdlib>
 #include <optional>
 
-#include "lib/probe_guard.h"
 #include "lib/new_file.h"
+#include "lib/probe_guard.h"
 #include "lib/size.h"
+#include "lib/suggest.h"
 
 namespace vstack {
 
@@ -34,9 +35,13 @@ std::string OptionValues::Get(std::string_view key) const {
   return "";
 }
 
+Error BadOptionValue(std::string_view component, std::string_view key, const std::string& why) {
+  return MakeError(Errc::kBadSpec,
+                   std::string(component) + ": option '" + std::string(key) + "': " + why);
+}
+
 Error OptionValues::Bad(std::string_view key, const std::string& why) const {
-  return MakeError(Errc::kInvalidArgument,
-                   component_ + ": option '" + std::string(key) + "': " + why);
+  return BadOptionValue(component_, key, why);
 }
 
 Result<uint64_t> OptionValues::Size(std::string_view key) const {
@@ -84,11 +89,11 @@ Result<uint32_t> OptionValues::LogicalBlock(std::string_view key) const {
 
 Result<uint64_t> OptionValues::PositionalSize(uint64_t multiple) const {
   auto size = ParseSize(positional_);
-  if (!size) return MakeError(Errc::kInvalidArgument, component_ + ": " + size.error().message);
+  if (!size) return MakeError(Errc::kBadSpec, component_ + ": " + size.error().message);
   if (*size == 0 || *size % multiple != 0) {
-    return MakeError(Errc::kInvalidArgument, component_ + ": size " + std::to_string(*size) +
-                                                 " must be a positive multiple of " +
-                                                 std::to_string(multiple));
+    return MakeError(Errc::kBadSpec, component_ + ": size " + std::to_string(*size) +
+                                         " must be a positive multiple of " +
+                                         std::to_string(multiple));
   }
   return *size;
 }
@@ -145,36 +150,45 @@ namespace {
 // The option every part of a spec takes: what the part's device measures (lib/stats.h).
 constexpr std::string_view kStatsOption = "stats";
 
+// " (did you mean `X`?)" for the nearest of `names` to a mistyped `word`, or "".
+std::string Nearest(const std::string& word, const std::vector<std::string>& names) {
+  const std::string m = NearestMatch(word, names);
+  return m.empty() ? "" : " (did you mean `" + m + "`?)";
+}
+
 // Checks one part against its component; returns the component.
 Result<const ComponentInfo*> Resolve(const SpecPart& part, bool is_last) {
   const Registry& reg = Registry::Global();
   const ComponentInfo* info = reg.Find(part.name);
   if (info == nullptr) {
-    return MakeError(Errc::kNotFound,
-                     "unknown " + std::string(is_last ? "backend" : "layer") + " '" + part.name +
-                         "'; backends: " + reg.Names(ComponentKind::kBackend) +
-                         "; layers: " + reg.Names(ComponentKind::kLayer));
+    std::vector<std::string> names;
+    for (const ComponentInfo* c : reg.All()) names.push_back(c->name);
+    return MakeError(Errc::kBadSpec, "unknown " + std::string(is_last ? "backend" : "layer") +
+                                         " '" + part.name + "'" + Nearest(part.name, names) +
+                                         "; backends: " + reg.Names(ComponentKind::kBackend) +
+                                         "; layers: " + reg.Names(ComponentKind::kLayer));
   }
   if (is_last && info->kind != ComponentKind::kBackend) {
-    return MakeError(Errc::kInvalidArgument,
-                     "'" + part.name + "' is a layer, but a spec must end with a backend (" +
-                         reg.Names(ComponentKind::kBackend) + "), e.g. " + part.name +
-                         "+file:/var/tmp/disk.img");
+    return MakeError(Errc::kBadSpec, "'" + part.name +
+                                         "' is a layer, but a spec must end with a backend (" +
+                                         reg.Names(ComponentKind::kBackend) + "), e.g. " +
+                                         part.name + "+file:/var/tmp/disk.img");
   }
   if (!is_last && info->kind != ComponentKind::kLayer) {
-    return MakeError(Errc::kInvalidArgument,
+    return MakeError(Errc::kBadSpec,
                      "'" + part.name + "' is a backend and must come last in the spec");
   }
   if (info->kind == ComponentKind::kBackend && part.positional.empty() &&
       !info->positional.empty()) {
-    return MakeError(Errc::kInvalidArgument,
+    return MakeError(Errc::kBadSpec,
                      "backend '" + part.name + "' needs a " + info->positional + ", e.g. " +
-                         part.name + ":" + (info->positional == "SIZE" ? "64M" : "/var/tmp/disk.img"));
+                         part.name + ":" +
+                         (info->positional == "SIZE" ? "64M" : "/var/tmp/disk.img"));
   }
   if (info->kind == ComponentKind::kLayer && !part.positional.empty()) {
-    return MakeError(Errc::kInvalidArgument, "layer '" + part.name +
-                                                 "' takes only key=value options, not '" +
-                                                 part.positional + "'");
+    return MakeError(
+        Errc::kBadSpec,
+        "layer '" + part.name + "' takes only key=value options, not '" + part.positional + "'");
   }
   for (const SpecOption& o : part.options) {
     if (o.key == kStatsOption) continue;  // every part takes it (TakeStatsOption)
@@ -182,10 +196,14 @@ Result<const ComponentInfo*> Resolve(const SpecPart& part, bool is_last) {
                                    [&](const OptionInfo& d) { return d.name == o.key; });
     if (!known) {
       std::string valid;
-      for (const OptionInfo& d : info->options) valid += d.name + ", ";
-      return MakeError(Errc::kInvalidArgument, "unknown option '" + o.key + "' for '" +
-                                                   part.name + "'; valid options: " + valid +
-                                                   std::string(kStatsOption) + " (every part)");
+      std::vector<std::string> names = {std::string(kStatsOption)};
+      for (const OptionInfo& d : info->options) {
+        valid += d.name + ", ";
+        names.push_back(d.name);
+      }
+      return MakeError(Errc::kBadSpec, "unknown option '" + o.key + "' for '" + part.name + "'" +
+                                           Nearest(o.key, names) + "; valid options: " + valid +
+                                           std::string(kStatsOption) + " (every part)");
     }
   }
   return info;
@@ -201,9 +219,8 @@ Result<std::optional<StatsMode>> TakeStatsOption(SpecPart& part) {
   if (it->value == "counts") mode = StatsMode::kCounts;
   if (it->value == "latency") mode = StatsMode::kLatency;
   if (!mode) {
-    return MakeError(Errc::kInvalidArgument, "option 'stats' of '" + part.name +
-                                                 "' must be counts or latency, not '" +
-                                                 it->value + "'");
+    return MakeError(Errc::kBadSpec, "option 'stats' of '" + part.name +
+                                         "' must be counts or latency, not '" + it->value + "'");
   }
   part.options.erase(it);
   return mode;
@@ -264,27 +281,40 @@ Result<std::pair<SpecPart, const ComponentInfo*>> ResolveCreate(std::string_view
   }
   const ComponentInfo* info = Registry::Global().Find(part.name);
   if (info == nullptr || !info->create) {
-    std::string formats = "raw";
-    for (const ComponentInfo* c : Registry::Global().All()) {
-      if (c->create) formats += ", " + c->name;
-    }
-    return MakeError(Errc::kNotFound, "unknown image format '" + part.name +
-                                          "'; formats that can be created: " + formats);
+    const std::vector<std::string> names = CreatableFormats();
+    std::string formats;
+    for (const std::string& n : names) formats += (formats.empty() ? "" : ", ") + n;
+    return MakeError(Errc::kNotFound, "unknown image format '" + part.name + "'" +
+                                          Nearest(part.name, names) +
+                                          "; formats that can be created: " + formats);
   }
   for (const SpecOption& o : part.options) {
     const bool known = std::any_of(info->create_options.begin(), info->create_options.end(),
                                    [&](const OptionInfo& d) { return d.name == o.key; });
     if (!known) {
       std::string valid;
-      for (const OptionInfo& d : info->create_options) valid += (valid.empty() ? "" : ", ") + d.name;
+      std::vector<std::string> names;
+      for (const OptionInfo& d : info->create_options) {
+        valid += (valid.empty() ? "" : ", ") + d.name;
+        names.push_back(d.name);
+      }
       return MakeError(Errc::kInvalidArgument, "unknown create option '" + o.key + "' for '" +
-                                                   part.name + "'; valid options: " + valid);
+                                                   part.name + "'" + Nearest(o.key, names) +
+                                                   "; valid options: " + valid);
     }
   }
   return std::make_pair(std::move(part), info);
 }
 
 }  // namespace
+
+std::vector<std::string> CreatableFormats() {
+  std::vector<std::string> formats = {"raw"};
+  for (const ComponentInfo* c : Registry::Global().All()) {
+    if (c->create) formats.push_back(c->name);
+  }
+  return formats;
+}
 
 Result<DevicePtr> CreateAndOpenImage(std::string_view format, const std::string& path,
                                      uint64_t size, std::string_view options) {

@@ -41,6 +41,11 @@ struct OpenOptions {
   bool for_check = false;
 };
 
+// The error for a bad value of option `key` of `component` in a spec or in create options:
+// Errc::kBadSpec, "<component>: option '<key>': <why>" (e.g. "dedup: option 'grain': 3072 is not
+// a power of two from 4K to 64K"). A usage error: the CLI exits 2.
+Error BadOptionValue(std::string_view component, std::string_view key, const std::string& why);
+
 // The options of one spec part, checked against its component's OptionInfo list. Getters fall
 // back to the declared default and return errors that name the component and the option.
 class OptionValues {
@@ -129,6 +134,10 @@ Result<DevicePtr> Open(std::string_view spec, const OpenOptions& options = {});
 
 // True if `text` parses as a spec whose last part is a registered backend.
 bool IsStackSpec(std::string_view text);
+
+// The formats CreateImage makes: "raw", then every registered format with a `create` hook,
+// sorted ("raw", "vhd", "vhdx").
+std::vector<std::string> CreatableFormats();
 
 // Creates an image file, like `qemu-img create -f FORMAT -o OPTIONS PATH SIZE`. FORMAT is "raw"
 // (a sparse file) or a registered format with a `create` hook; OPTIONS is "k=v,k=v" checked

@@ -84,7 +84,7 @@ void AddCheckCommand(CLI::App& app) {
                            : args->repair == "leaks" ? CheckMode::kRepairLeaks
                                                      : CheckMode::kRepairAll;
     auto check = CheckImage(args->target, mode);
-    if (!check) Fail("check", check.error().ToString());
+    if (!check) Fail("check", check.error());
     Print(*check, args->output);
     const int code = ExitCode(check->corruptions(), check->leaks());
     if (code != 0) Exit(code);

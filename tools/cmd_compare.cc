@@ -38,9 +38,9 @@ void AddCompareCommand(CLI::App& app) {
     OpenOptions ro;
     ro.read_only = true;
     auto a = OpenImage(*a_spec, ro);
-    if (!a) Fail("compare", a.error().ToString(), 2);
+    if (!a) Fail("compare", a.error(), 2);
     auto b = OpenImage(*b_spec, ro);
-    if (!b) Fail("compare", b.error().ToString(), 2);
+    if (!b) Fail("compare", b.error(), 2);
     CompareOptions options;
     options.strict = args->strict;
     auto c = CompareImages(**a, **b, options);
@@ -48,7 +48,7 @@ void AddCompareCommand(CLI::App& app) {
       fmt::print("{}: Image size mismatch! ({} vs {} bytes)\n",
                  args->strict ? "Strict mode" : "Warning", c->size_a, c->size_b);
     }
-    if (!c) Fail("compare", c.error().ToString(), 2);
+    if (!c) Fail("compare", c.error(), 2);
     if (c->first_difference) fmt::print("Content mismatch at offset {}!\n", *c->first_difference);
     if (!c->identical) Exit(1);
     fmt::print("Images are identical.\n");

@@ -47,7 +47,7 @@ void AddConvertCommand(CLI::App& app) {
     OpenOptions ro;
     ro.read_only = true;
     auto src = OpenImage(*src_spec, ro);
-    if (!src) Fail("convert", src.error().ToString());
+    if (!src) Fail("convert", src.error());
     const bool dst_is_spec = IsStackSpec(args->dst);
     if (dst_is_spec && (!args->format.empty() || !args->options.empty() || args->overwrite)) {
       FailUsage("convert", "-O, -o and --overwrite make a new file; '" + args->dst +
@@ -68,7 +68,7 @@ void AddConvertCommand(CLI::App& app) {
     if (!copied && !dst_is_spec && IsCreateUsageError(copied.error())) {
       FailUsage("convert", copied.error().message);  // an unknown format or -o option
     }
-    if (!copied) Fail("convert", copied.error().ToString());
+    if (!copied) Fail("convert", copied.error());
   });
 }
 

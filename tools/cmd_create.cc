@@ -83,9 +83,9 @@ void AddCreateCommand(CLI::App& app) {
     if (!file && IsCreateUsageError(file.error())) {
       FailUsage("create", file.error().message);  // an unknown format or -o option
     }
-    if (!file) Fail("create", file.error().ToString());
+    if (!file) Fail("create", file.error());
     const uint64_t actual = file->device().geometry().size_bytes;
-    if (Status c = file->Commit(); !c) Fail("create", c.error().ToString());
+    if (Status c = file->Commit(); !c) Fail("create", c.error());
     fmt::print("Created '{}': format {}, virtual size {} ({} bytes){}\n", args->file, format,
                FormatSize(actual), actual,
                actual != *size && *size != 0 ? fmt::format(", {} requested", *size) : "");

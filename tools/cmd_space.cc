@@ -244,7 +244,7 @@ void Run(const SpaceArgs& a) {
     }
   }
   auto images = OpenSpaceImages(a.images, o->grain);
-  if (!images) Fail("space", images.error().ToString());
+  if (!images) Fail("space", images.error());
   uint64_t total = 0;
   for (const SpaceImage& i : *images) total += i.used_bytes();
   Progress progress(o->estimate ? "estimate" : a.mode, total, Progress::Wanted(a.progress, total));
@@ -257,7 +257,7 @@ void Run(const SpaceArgs& a) {
     if (!sketch && sketch.error().code == make_error_code(Errc::kInvalidArgument)) {
       FailUsage("space", sketch.error().message);
     }
-    if (!sketch) Fail("space", sketch.error().ToString());
+    if (!sketch) Fail("space", sketch.error());
     const SpaceReport report = EstimateReport(*sketch, *o);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -276,7 +276,7 @@ void Run(const SpaceArgs& a) {
     if (!measured && measured.error().code == make_error_code(Errc::kInvalidArgument)) {
       FailUsage("space", measured.error().message);
     }
-    if (!measured) Fail("space", measured.error().ToString());
+    if (!measured) Fail("space", measured.error());
     Print(a, BuildReport(measured->counts, *o), *o, *images, images->size(), note, nullptr, "",
           measured->layers.empty() ? nullptr : &measured->physical, &*measured);
     return;
@@ -289,7 +289,7 @@ void Run(const SpaceArgs& a) {
   if (!counts && counts.error().code == make_error_code(Errc::kInvalidArgument)) {
     FailUsage("space", counts.error().message);  // options that do not go together
   }
-  if (!counts) Fail("space", counts.error().ToString());
+  if (!counts) Fail("space", counts.error());
   Print(a, BuildReport(*counts, *o), *o, *images, images->size(), note, nullptr, "",
         replay ? &physical : nullptr);
 }

@@ -26,7 +26,7 @@ Result<std::string> ImageSpec(const std::string& target, const std::string& form
 
 bool IsCreateUsageError(const Error& e) {
   return e.code == make_error_code(Errc::kInvalidArgument) ||
-         e.code == make_error_code(Errc::kNotFound);
+         e.code == make_error_code(Errc::kBadSpec) || e.code == make_error_code(Errc::kNotFound);
 }
 
 }  // namespace vstack::cli

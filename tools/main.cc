@@ -16,7 +16,15 @@ void Fail(const std::string& command, const std::string& message, int code) {
 }
 
 void FailUsage(const std::string& command, const std::string& message) {
-  Fail(command, message, UsageExitCode(command));
+  const std::string topic = command.substr(0, command.find(' '));  // "space merge": space
+  std::fprintf(stderr, "vstack %s: %s\nTry `vstack help %s` for usage.\n", command.c_str(),
+               message.c_str(), topic.c_str());
+  Exit(UsageExitCode(command));
+}
+
+void Fail(const std::string& command, const Error& error, int code) {
+  if (error.code == make_error_code(Errc::kBadSpec)) FailUsage(command, error.ToString());
+  Fail(command, error.ToString(), code);
 }
 
 }  // namespace vstack::cli

@@ -54,12 +54,13 @@ Result<DedupOptions> ParseDedupOptions(const OptionValues& values, uint64_t lowe
   VSTACK_ASSIGN_OR_RETURN(static_cast<GrainOptions&>(o),
                           ParseGrainOptions(values, lower_size, "dedup", /*with_size=*/true));
   if (o.size / o.grain > DedupEngine::kMaxVirtualGrains) {
-    return MakeError(Errc::kInvalidArgument,
-                     "dedup: option 'size': " + std::to_string(o.size) + " bytes are " +
-                         std::to_string(o.size / o.grain) + " grains of " +
-                         std::to_string(o.grain) + ", more than the " +
-                         std::to_string(DedupEngine::kMaxVirtualGrains) +
-                         " a 32-bit reference count allows; use a larger grain or give size=");
+    return BadOptionValue("dedup", "size",
+                          std::to_string(o.size) + " bytes are " +
+                              std::to_string(o.size / o.grain) + " grains of " +
+                              std::to_string(o.grain) + ", more than the " +
+                              std::to_string(DedupEngine::kMaxVirtualGrains) +
+                              " a 32-bit reference count allows; use a larger grain or give "
+                              "size=");
   }
   VSTACK_ASSIGN_OR_RETURN(o.verify, values.Bool("verify"));
   return o;

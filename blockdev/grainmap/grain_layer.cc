@@ -16,9 +16,8 @@ Result<GrainOptions> ParseGrainOptions(const OptionValues& values, uint64_t lowe
   GrainOptions o;
   VSTACK_ASSIGN_OR_RETURN(uint64_t grain, values.Size("grain"));
   if (!ValidGrain(grain)) {
-    return MakeError(Errc::kInvalidArgument, std::string(layer) + ": option 'grain': " +
-                                                 std::to_string(grain) +
-                                                 " is not a power of two from 4K to 64K");
+    return BadOptionValue(layer, "grain",
+                          std::to_string(grain) + " is not a power of two from 4K to 64K");
   }
   o.grain = static_cast<uint32_t>(grain);
   o.grain_given = values.Has("grain");
@@ -28,10 +27,9 @@ Result<GrainOptions> ParseGrainOptions(const OptionValues& values, uint64_t lowe
   if (o.size_given) {
     VSTACK_ASSIGN_OR_RETURN(o.size, values.Size("size"));
     if (o.size == 0 || o.size % o.grain) {
-      return MakeError(Errc::kInvalidArgument, std::string(layer) + ": option 'size': " +
-                                                   std::to_string(o.size) +
-                                                   " is not a positive multiple of the grain (" +
-                                                   std::to_string(o.grain) + ")");
+      return BadOptionValue(layer, "size",
+                            std::to_string(o.size) + " is not a positive multiple of the grain (" +
+                                std::to_string(o.grain) + ")");
     }
   } else {
     o.size = lower_size / o.grain * o.grain;
@@ -48,9 +46,8 @@ OptionInfo FormatOptionInfo() {
 
 Error FormattedWith(const char* layer, const std::string& option, const std::string& stored,
                     const std::string& given) {
-  return MakeError(Errc::kInvalidArgument, std::string(layer) + ": option '" + option +
-                                               "': the device was formatted with " + option +
-                                               "=" + stored + ", not " + given);
+  return BadOptionValue(
+      layer, option, "the device was formatted with " + option + "=" + stored + ", not " + given);
 }
 
 uint64_t GrainJournalBytes(uint64_t lower_size) {

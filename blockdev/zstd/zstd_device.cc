@@ -58,7 +58,7 @@ Result<ZstdOptions> ParseZstdOptions(const OptionValues& values, uint64_t lower_
                           ParseGrainOptions(values, lower_size, "zstd", /*with_size=*/true));
   o.rule_given = values.Has("rule");
   Result<SizeRule> rule = ParseSizeRule(values.Get("rule"));
-  if (!rule) return Annotate(std::move(rule).error(), "zstd: option 'rule'");
+  if (!rule) return BadOptionValue("zstd", "rule", rule.error().message);
   o.rule = *rule;
   VSTACK_ASSIGN_OR_RETURN(int64_t open_bins,
                           values.Int("open_bins", 1, ZstdOptions::kMaxOpenBins));

@@ -127,6 +127,14 @@ TEST(CliUsage, OneExitCodePolicyAcrossCommands) {
            {"compare " + img + " " + none, 2},
            {"compare --nosuch " + img + " " + img, 2},
            {"nosuch", 2},
+           // A stack spec is part of the command line: a bad one is a usage error too.
+           {"info 'dedup:grain=3K+memory:64M'", 2},
+           {"info 'dedup:gran=4K+memory:64M'", 2},
+           {"info vhdd+memory:1M", 2},
+           {"info 'memory:1M,block=3'", 2},
+           {"map 'zstd:level=99+memory:64M'", 2},
+           {"check 'dedup:grain=3K+memory:64M'", 1},
+           {"compare 'dedup:grain=3K+memory:64M' " + img, 2},
        }) {
     CommandResult r = RunVstack(c.args);
     EXPECT_EQ(r.status, c.status) << "vstack " << c.args << "\n" << r.output;
