@@ -18,6 +18,7 @@
 
 #include "bench/anchors/anchors.h"
 #include "bench/anchors/child_process.h"
+#include "bench/workload/foreign_args.h"
 #include "bench/workload/matrix.h"
 #include "bench/workload/seed_presets.h"
 #include "bench/workload/summary.h"
@@ -25,11 +26,11 @@
 #include "lib/registry.h"
 #include "lib/size.h"
 #include "lib/spec.h"
-#include "tools/bench/foreign_args.h"
 #include "tools/bench/report.h"
 #include "tools/bench/report_dir.h"
 #include "tools/command.h"
 #include "tools/output.h"
+#include "tools/usage.h"
 
 namespace vstack::cli {
 namespace {
@@ -264,13 +265,7 @@ Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
   k.seed = a.seed;
   VSTACK_RETURN_IF_ERROR(bench::ParseDistribution(a.distribution, &k));
   k.flush_interval = a.flush_interval;
-  if (a.content == "random") {
-    k.content = bench::Content::kRandom;
-  } else if (a.content == "zeros") {
-    k.content = bench::Content::kZeros;
-  } else {
-    return MakeError(Errc::kInvalidArgument, "--content: '" + a.content + "' is neither random nor zeros");
-  }
+  VSTACK_RETURN_IF_ERROR(bench::ParseContent(a.content, &k));
   k.dedupe_pct = a.dedupe_pct;
   k.compress_pct = a.compress_pct;
   std::optional<bench::SeedPreset> preset;
@@ -445,39 +440,42 @@ void RunBench(const BenchArgs& args) {
 }
 
 // Sets the knobs a --diskspd or --fio-job translation gives, as if typed on the command line,
-// and says on stderr what it ran as. Options typed on the command line win over the translation.
+// and says on stderr what it ran as. Options typed on the command line win over the translation
+// (a typed --duration or --ios over either of them).
 void ApplyForeign(CLI::App& cmd, BenchArgs& a) {
   if (a.diskspd.empty() && a.fio_job.empty()) return;
   const std::string from =
       a.diskspd.empty() ? "--fio-job " + a.fio_job : "--diskspd \"" + a.diskspd + "\"";
-  auto translate = [&]() -> Result<ForeignArgs> {
-    if (!a.diskspd.empty()) return TranslateDiskspd(a.diskspd);
+  auto translate = [&]() -> Result<bench::ForeignArgs> {
+    if (!a.diskspd.empty()) return bench::TranslateDiskspd(a.diskspd);
     std::ifstream f(a.fio_job);
     if (!f) Fail("bench", "--fio-job: cannot read '" + a.fio_job + "'");
     std::stringstream text;
     text << f.rdbuf();
-    return TranslateFioJob(text.str());
+    return bench::TranslateFioJob(text.str());
   };
-  Result<ForeignArgs> t = translate();
+  Result<bench::ForeignArgs> t = translate();
   if (!t) FailUsage("bench", t.error().message);
-  std::vector<std::string> kept, translated;
+  std::vector<std::string> kept;
   auto has = [](const std::vector<std::string>& v, const std::string& k) {
     return std::find(v.begin(), v.end(), k) != v.end();
   };
-  for (const auto& [knob, value] : t->knobs) {
-    CLI::Option* opt = cmd.get_option(knob);
-    if (has(kept, knob)) continue;
-    if (opt->count() > 0 && !has(translated, knob)) {
-      kept.push_back(knob);
+  for (const bench::ForeignKnob& knob : t->knobs) {
+    std::string typed;  // the option of knob's group given on the command line, if any
+    for (const std::string& g : bench::KnobGroup(knob.flag)) {
+      if (cmd.get_option(g)->count() > 0 && (typed.empty() || g == knob.flag)) typed = g;
+    }
+    if (!typed.empty()) {
+      if (!has(kept, typed)) kept.push_back(typed);
       continue;
     }
-    translated.push_back(knob);
+    CLI::Option* opt = cmd.get_option(knob.flag);
     try {
-      opt->clear();
-      opt->add_result(value);
+      opt->add_result(knob.value);
       opt->run_callback();
+      opt->clear();  // still "not typed" for the knobs after it
     } catch (const CLI::Error& e) {
-      FailUsage("bench", from + " gives " + knob + " " + value + ": " + e.what());
+      FailUsage("bench", from + " gives " + knob.flag + " " + knob.value + ": " + e.what());
     }
   }
   std::string stacks;
@@ -485,7 +483,7 @@ void ApplyForeign(CLI::App& cmd, BenchArgs& a) {
     a.stacks = t->targets;
     for (const std::string& s : t->targets) stacks += " --stack " + s;
   }
-  std::string line = "vstack bench: " + from + " runs as " + KnobsText(*t) + stacks;
+  std::string line = "vstack bench: " + from + " runs as " + bench::TranslationText(*t, stacks);
   for (const std::string& k : kept) line += "; " + k + " as given on the command line";
   for (const std::string& n : t->notes) line += "; " + n;
   std::fprintf(stderr, "%s\n", line.c_str());
@@ -525,7 +523,10 @@ void AddBenchCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--flush-interval", a->flush_interval, "a flush after every N writes per thread (0: none)")
       ->capture_default_str();
-  cmd->add_option("--content", a->content, "write buffers: random or zeros")->capture_default_str();
+  Choices(cmd->add_option("--content", a->content,
+                          "write buffers (pattern: bytes 0..255 repeating, diskspd's default)")
+              ->capture_default_str(),
+          bench::ContentNames());
   cmd->add_option("--dedupe-pct", a->dedupe_pct, "percent of writes repeating earlier data")->capture_default_str();
   cmd->add_option("--compress-pct", a->compress_pct, "percent of each 4 KiB chunk that compresses away")
       ->capture_default_str();

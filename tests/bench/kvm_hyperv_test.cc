@@ -8,12 +8,12 @@
 #include <numeric>
 #include <sstream>
 
+#include "bench/workload/foreign_args.h"
 #include "bench/workload/kvm_hyperv.h"
 #include "bench/workload/seed_presets.h"
 #include "blockdev/emulation/service_time.h"
 #include "lib/registry.h"
 #include "lib/spec.h"
-#include "tools/bench/foreign_args.h"
 #include "tools/bench/report.h"
 
 namespace vstack::cli {
@@ -42,9 +42,10 @@ TEST(KvmHypervPreset, RunsTheSeedsDiskspdLineOnStacksThatOpen) {
   const bench::SeedPreset p = Preset(&k, false);
   EXPECT_EQ(p.diskspd, "-b8K -d300 -h -L -o8 -t4 -r -w50 -c10G");
   // The knobs are the diskspd line's translation, but for the preset's shorter run.
-  auto t = TranslateDiskspd(p.diskspd);
+  auto t = bench::TranslateDiskspd(p.diskspd);
   ASSERT_TRUE(t) << t.error().message;
-  std::map<std::string, std::string> want(t->knobs.begin(), t->knobs.end());
+  std::map<std::string, std::string> want;
+  for (const bench::ForeignKnob& knob : t->knobs) want[knob.flag] = knob.value;
   EXPECT_EQ(want["--bs"], "8K");
   EXPECT_EQ(k.block_size, 8192u);
   EXPECT_EQ(want["--qd"], "8");
