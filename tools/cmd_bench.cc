@@ -509,7 +509,8 @@ void AddBenchCommand(CLI::App& app) {
           "directory");
   cmd->add_option("--bs", a->bs, "block size per request")->capture_default_str();
   cmd->add_option("--write-pct", a->write_pct, "percent of requests that write (0..100)")->capture_default_str();
-  cmd->add_option("--pattern", a->pattern, "random or sequential")->capture_default_str();
+  Choices(cmd->add_option("--pattern", a->pattern, "access pattern")->capture_default_str(),
+          {"random", "sequential"});
   cmd->add_option("--qd", a->qd, "outstanding requests per thread")->capture_default_str();
   cmd->add_option("--threads", a->threads, "threads, each with its own queue")->capture_default_str();
   cmd->add_option("--duration", a->duration,
@@ -562,7 +563,8 @@ void AddBenchCommand(CLI::App& app) {
                 "vstack, so vstack and --compare-qemu both start from qemu's own image");
   cmd->add_flag("--compare-fio", a->compare_fio, "also run fio with the same knobs on the raw file (or, for an rbd: stack, the RBD image with fio's rbd engine) every round");
   cmd->add_flag("--quiet", a->quiet, "no live progress line");
-  cmd->add_option("--preset", a->preset, "reproduce a published finding (docs/seeds.md): hyperv-passthrough, kvm-vs-hyperv");
+  Choices(cmd->add_option("--preset", a->preset, "reproduce a published finding (docs/seeds.md)"),
+          bench::SeedPresetNames());
   cmd->add_option("--cpu-ready", a->cpu_ready,
                   "RDY%: stall each scheduler this share of wall time (quantum scheduler on); "
                   "several values (1.2,5.1,28.4) sweep")

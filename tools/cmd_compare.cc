@@ -13,6 +13,7 @@
 #include "lib/registry.h"
 #include "tools/command.h"
 #include "tools/image_args.h"
+#include "tools/usage.h"
 
 namespace vstack::cli {
 
@@ -26,8 +27,10 @@ void AddCompareCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "compare", "Compare two images' content (exit 0 identical, 1 different, 2 error)");
   cmd->add_flag("-s,--strict", args->strict, "images of different sizes differ (exit 1)");
-  cmd->add_option("-f", args->a_format, "format of A: raw, vhd or vpc (default: probed)");
-  cmd->add_option("-F", args->b_format, "format of B: raw, vhd or vpc (default: probed)");
+  Choices(cmd->add_option("-f", args->a_format, "format of A (default: probed)"),
+          FormatChoices(/*creatable=*/false));
+  Choices(cmd->add_option("-F", args->b_format, "format of B (default: probed)"),
+          FormatChoices(/*creatable=*/false));
   cmd->add_option("a", args->a, "first image file or stack spec")->required();
   cmd->add_option("b", args->b, "second image file or stack spec")->required();
   cmd->callback([args] {

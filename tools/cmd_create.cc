@@ -1,5 +1,5 @@
 // vstack create -f FORMAT [-o OPTIONS] [--overwrite] FILE SIZE: a new image, like qemu-img
-// create. FORMAT is raw or any format with a create hook (vhd, or qemu's name vpc); `-o help`
+// create. FORMAT is raw or any format with a create hook (vhd or qemu's name vpc, vhdx); `-o help`
 // lists the format's options. An existing FILE is refused unless --overwrite is given.
 #include <fmt/format.h>
 
@@ -8,6 +8,7 @@
 #include "lib/size.h"
 #include "tools/command.h"
 #include "tools/image_args.h"
+#include "tools/usage.h"
 
 namespace vstack::cli {
 namespace {
@@ -51,8 +52,9 @@ void PrintOptions(const std::string& format) {
 void AddCreateCommand(CLI::App& app) {
   auto args = std::make_shared<CreateArgs>();
   CLI::App* cmd = app.add_subcommand("create", "Create an image file (qemu-img create style)");
-  cmd->add_option("-f,--format", args->format, "image format: raw, vhd (or vpc, qemu's name)")
-      ->default_str("raw");
+  Choices(cmd->add_option("-f,--format", args->format,
+                          "image format (vpc is qemu's name for vhd); default raw"),
+          FormatChoices(/*creatable=*/true));
   cmd->add_option(
       "-o,--options", args->options,
       "format options k=v,k=v (e.g. subformat=dynamic,block_size=2M); -o help lists them");
