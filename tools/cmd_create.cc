@@ -73,6 +73,21 @@ void AddCreateCommand(CLI::App& app) {
     }
     if (args->file.empty()) FailUsage("create", "missing FILE and SIZE (e.g. disk.vhd 10G)");
     if (!args->backing.empty()) {
+      std::string with_backing;  // the formats whose images can have a parent
+      bool takes_backing = false;
+      for (const ComponentInfo* c : Registry::Global().All()) {
+        for (const OptionInfo& o : c->create_options) {
+          if (o.name != "backing_file") continue;
+          with_backing += (with_backing.empty() ? "" : ", ") + c->name;
+          takes_backing = takes_backing || c->name == format;
+        }
+      }
+      if (!takes_backing) {
+        FailUsage("create", "-b: format '" + format +
+                                "' has no differencing images (formats "
+                                "with a backing file: " +
+                                with_backing + ")");
+      }
       args->options += std::string(args->options.empty() ? "" : ",") +
                        "backing_file=" + EscapeOption(args->backing) +
                        (args->backing_format.empty() ? "" : ",backing_fmt=" + args->backing_format);
