@@ -11,6 +11,7 @@
 #include "blockdev/metastore/table_page.h"
 #include "lib/aligned_buffer.h"
 #include "lib/endian.h"
+#include "lib/plural.h"
 #include "lib/registry.h"
 #include "lib/size.h"
 
@@ -124,7 +125,7 @@ Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, uint32_t grain, bool grain
       sb->data_offset + grains * stored_grain > lower_size) {
     return MakeError(Errc::kCorruption, "crc32c: superblock: inconsistent geometry (grain " +
                                             std::to_string(stored_grain) + ", " +
-                                            std::to_string(grains) + " grains, device below " +
+                                            Counted(grains, "grain", "grains") + ", device below " +
                                             std::to_string(lower_size) + " bytes)");
   }
   if (grain_given && grain != stored_grain) {
@@ -334,7 +335,7 @@ Status Crc32cDevice::CloseLayer() {
 }
 
 std::string Crc32cDevice::Describe() const {
-  return "crc32c grain=" + FormatSize(grain()) + ", " + std::to_string(table_.grains()) + " grains";
+  return "crc32c grain=" + FormatSize(grain()) + ", " + Counted(table_.grains(), "grain", "grains");
 }
 
 std::optional<SpaceUsage> Crc32cDevice::Space() const {

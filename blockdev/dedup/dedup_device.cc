@@ -7,6 +7,7 @@
 
 #include "lib/aligned_buffer.h"
 #include "lib/iovec.h"
+#include "lib/plural.h"
 #include "lib/size.h"
 
 namespace vstack {
@@ -115,8 +116,9 @@ Result<DevicePtr> DedupDevice::Open(DevicePtr lower, const DedupOptions& o, bool
       sb.data_offset + pgrains * grain > lower_size) {
     return MakeError(Errc::kCorruption,
                      where + "inconsistent geometry (grain " + std::to_string(grain) + ", size " +
-                         std::to_string(size) + ", " + std::to_string(pgrains) +
-                         " physical grains, device below " + std::to_string(lower_size) + " bytes)");
+                         std::to_string(size) + ", " +
+                         Counted(pgrains, "physical grain", "physical grains") + ", device below " +
+                         std::to_string(lower_size) + " bytes)");
   }
   if (o.grain_given && grain != o.grain) {
     return FormattedWith("dedup", "grain", std::to_string(grain), std::to_string(o.grain));
@@ -143,7 +145,7 @@ Result<std::unique_ptr<IoQueue>> DedupDevice::DoOpenQueue() {
 
 std::string DedupDevice::Describe() const {
   return "dedup grain=" + FormatSize(grain()) + (verify_ ? " verify=on" : "") + ", " +
-         std::to_string(engine().physical_grains()) + " physical grains";
+         Counted(engine().physical_grains(), "physical grain", "physical grains");
 }
 
 std::optional<SpaceUsage> DedupDevice::Space() const {

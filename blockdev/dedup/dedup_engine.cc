@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "lib/endian.h"
+#include "lib/plural.h"
 
 namespace vstack {
 namespace {
@@ -340,7 +341,7 @@ void DedupEngine::Check(CheckMode mode, CheckResult* out) {
     const std::string name = "dedup: physical grain " + std::to_string(p);
     if (d != ref) {
       out->Corruption(name + ": reference count " + std::to_string(ref) + " in memory but " +
-                      std::to_string(d) + " map entries use it");
+                      Counted(d, "map entry uses", "map entries use") + " it");
     }
     if (d > 0 && !alloc_.IsUsed(p)) {
       out->Corruption(name + ": used by the map but free in the allocator (doubly usable)");
@@ -366,7 +367,7 @@ void DedupEngine::Check(CheckMode mode, CheckResult* out) {
     const uint32_t actual = grains_.Get(p).ref;
     const std::string msg = "dedup: physical grain " + std::to_string(p) +
                             ": stored reference count " + std::to_string(s) + " but " +
-                            std::to_string(actual) + " map entries use it";
+                            Counted(actual, "map entry uses", "map entries use") + " it";
     if (s > actual) {
       out->Leak(msg + (actual == 0 ? " (lost grain)" : ""));
     } else {

@@ -9,6 +9,7 @@
 #include "lib/aligned_buffer.h"
 #include "lib/endian.h"
 #include "lib/iovec.h"
+#include "lib/plural.h"
 
 namespace vstack {
 namespace {
@@ -315,10 +316,10 @@ Status MetaStore::CheckRecords(const uint8_t* p, size_t n, uint64_t seq, uint64_
     if (n - at < RecordSize(table)) return MakeError(Errc::kCorruption, where() + "truncated");
     const uint64_t index = LoadLE48(p + at + 1);
     if (index >= sb_.tables[table].entries) {
-      return MakeError(Errc::kCorruption, where() + "entry " + std::to_string(index) +
-                                              " is beyond table " + std::to_string(table) + " (" +
-                                              std::to_string(sb_.tables[table].entries) +
-                                              " entries)");
+      return MakeError(Errc::kCorruption,
+                       where() + "entry " + std::to_string(index) + " is beyond table " +
+                           std::to_string(table) + " (" +
+                           Counted(sb_.tables[table].entries, "entry", "entries") + ")");
     }
     at += RecordSize(table);
     ++k;

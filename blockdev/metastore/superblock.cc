@@ -7,6 +7,7 @@
 #include "lib/aligned_buffer.h"
 #include "lib/endian.h"
 #include "lib/iovec.h"
+#include "lib/plural.h"
 
 namespace vstack {
 namespace {
@@ -140,7 +141,7 @@ Status ValidateLayout(const Superblock& sb, uint64_t device_size, const std::str
   for (size_t i = 0; i < sb.tables.size(); ++i) {
     const TableDesc& t = sb.tables[i];
     if (t.entries > (uint64_t{1} << 48)) {
-      return bad("table " + std::to_string(i) + " has " + std::to_string(t.entries) + " entries");
+      return bad("table " + std::to_string(i) + " has " + Counted(t.entries, "entry", "entries"));
     }
     VSTACK_RETURN_IF_ERROR(region("table " + std::to_string(i), t.offset, t.bytes()));
   }

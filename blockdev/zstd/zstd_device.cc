@@ -6,6 +6,7 @@
 
 #include "blockdev/zstd/grain_codec.h"
 #include "lib/aligned_buffer.h"
+#include "lib/plural.h"
 #include "lib/size.h"
 #include "lib/sync_io.h"
 
@@ -123,8 +124,8 @@ Result<DevicePtr> ZstdDevice::Open(DevicePtr lower, const ZstdOptions& opts, boo
       sb.data_offset + bins * grain > lower_size) {
     return MakeError(Errc::kCorruption,
                      where + "inconsistent geometry (grain " + std::to_string(grain) + ", size " +
-                         std::to_string(size) + ", " + std::to_string(bins) +
-                         " bins, device below " + std::to_string(lower_size) + " bytes)");
+                         std::to_string(size) + ", " + Counted(bins, "bin", "bins") +
+                         ", device below " + std::to_string(lower_size) + " bytes)");
   }
   if (opts.grain_given && grain != opts.grain) {
     return FormattedWith("zstd", "grain", std::to_string(grain), std::to_string(opts.grain));
@@ -158,7 +159,7 @@ Result<std::unique_ptr<IoQueue>> ZstdDevice::DoOpenQueue() {
 
 std::string ZstdDevice::Describe() const {
   return "zstd level=" + std::to_string(level_) + " grain=" + FormatSize(grain()) +
-         " rule=" + FormatSizeRule(rule()) + ", " + std::to_string(engine().bins()) + " bins";
+         " rule=" + FormatSizeRule(rule()) + ", " + Counted(engine().bins(), "bin", "bins");
 }
 
 namespace {

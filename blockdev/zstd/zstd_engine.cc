@@ -4,6 +4,7 @@
 #include <map>
 
 #include "lib/endian.h"
+#include "lib/plural.h"
 
 namespace vstack {
 
@@ -189,8 +190,8 @@ void ZstdEngine::Check(CheckMode mode, CheckResult* out) {
   for (auto& [bin, frags] : by_bin) {
     const std::string name = "zstd: bin " + std::to_string(bin);
     if (live_.Get(bin) != frags.size()) {
-      out->Corruption(name + ": live count " + std::to_string(live_.Get(bin)) +
-                      " in memory but " + std::to_string(frags.size()) + " map entries use it");
+      out->Corruption(name + ": live count " + std::to_string(live_.Get(bin)) + " in memory but " +
+                      Counted(frags.size(), "map entry uses", "map entries use") + " it");
     }
     if (!alloc_.IsUsed(bin)) out->Corruption(name + ": used by the map but free in the allocator");
     std::sort(frags.begin(), frags.end(),
@@ -230,8 +231,8 @@ void ZstdEngine::Check(CheckMode mode, CheckResult* out) {
   for (const auto& [b, s] : stored) {
     const uint32_t actual = live_.Get(b);
     const std::string msg = "zstd: bin " + std::to_string(b) + ": stored live count " +
-                            std::to_string(s) + " but " + std::to_string(actual) +
-                            " map entries use it";
+                            std::to_string(s) + " but " +
+                            Counted(actual, "map entry uses", "map entries use") + " it";
     if (s > actual) {
       out->Leak(msg);
     } else {

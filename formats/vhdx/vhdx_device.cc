@@ -10,6 +10,7 @@
 #include "lib/aligned_buffer.h"
 #include "lib/endian.h"
 #include "lib/iovec.h"
+#include "lib/plural.h"
 #include "lib/size.h"
 #include "lib/sync_io.h"
 
@@ -488,8 +489,8 @@ Status VhdxDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Exte
 Status VhdxDevice::Check(CheckMode mode, CheckResult* out) {
   for (const std::string& p : image_.problems) out->Corruption("vhdx: " + p);
   if (image_.replayed_entries > 0) {
-    out->messages.push_back("Repaired: vhdx: replayed " + std::to_string(image_.replayed_entries) +
-                            " log entries");
+    out->messages.push_back("Repaired: vhdx: replayed " +
+                            Counted(image_.replayed_entries, "log entry", "log entries"));
     ++out->repaired;
   }
   // Blocks that overlap each other.
