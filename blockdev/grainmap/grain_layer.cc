@@ -78,21 +78,34 @@ Result<OpenedBelow> OpenSuperblock(BlockDevice& lower, const char* magic, const 
   OpenedBelow o;
   o.read_only = read_only || lower.read_only();
   o.lower_size = lower.geometry().size_bytes;
+  bool other_data = false;  // data below, but no superblock of this layer
   Result<Superblock> sb = [&] {
     SyncIo io(lower);
-    return ReadSuperblock(io, magic, who);
+    Result<Superblock> r = ReadSuperblock(io, magic, who);
+    other_data = !r && r.error().code != make_error_code(Errc::kNotFound) &&
+                 !HoldsSuperblockMagic(io, magic);
+    return r;
   }();
+  const std::string below =
+      who + ": the device below (" + lower.Describe() + ") holds no " + who + " superblock";
+  const std::string how = "To format it (erasing its content), add format=on to the " + who +
+                          " part of the spec, e.g. '" + who + ":format=on+...'";
   if (sb) {
     o.sb = std::move(*sb);
-  } else if (sb.error().code != make_error_code(Errc::kNotFound)) {
-    return std::move(sb).error();
-  } else if (!o.read_only && !format && !lower.fresh()) {
+  } else if (other_data && o.read_only) {
+    return MakeError(Errc::kInvalidArgument, below + " but other data: it is not a " + who +
+                                                 " device (" + sb.error().message + ")");
+  } else if (other_data && !format) {
+    return MakeError(Errc::kInvalidArgument, below + " but other data, so it is not " +
+                                                 "formatted (" + sb.error().message + "). " + how);
+  } else if (!other_data && sb.error().code != make_error_code(Errc::kNotFound)) {
+    return std::move(sb).error();  // a damaged superblock of this layer: never formatted over
+  } else if (!other_data && !o.read_only && !format && !lower.fresh()) {
     return MakeError(Errc::kNotFound,
-                     who + ": the device below (" + lower.Describe() + ") holds no " + who +
-                         " superblock, and this command did not create it, so it is not "
-                         "formatted: its first 8 KiB are zero, which does not make the rest "
-                         "empty. To format it (erasing its content), add format=on to the " +
-                         who + " part of the spec, e.g. '" + who + ":format=on+...'");
+                     below +
+                         ", and this command did not create it, so it is not formatted: "
+                         "its first 8 KiB are zero, which does not make the rest empty. " +
+                         how);
   }
   return o;
 }

@@ -182,6 +182,14 @@ Result<Superblock> ReadSuperblock(SyncIo& io, std::string_view magic, const std:
   return e;
 }
 
+bool HoldsSuperblockMagic(SyncIo& io, std::string_view magic) {
+  AlignedBuffer buf(kSuperblockBytes);
+  if (io.Read(0, buf.span())) return false;
+  const uint8_t* slots = reinterpret_cast<const uint8_t*>(buf.data());
+  return std::memcmp(slots, magic.data(), 8) == 0 ||
+         std::memcmp(slots + kMetaPageSize, magic.data(), 8) == 0;
+}
+
 Status WriteSuperblock(SyncIo& io, const Superblock& sb, const std::string& who) {
   std::vector<uint8_t> image = EncodeSuperblock(sb);
   AlignedBuffer buf(kMetaPageSize);

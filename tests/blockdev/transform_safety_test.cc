@@ -4,6 +4,7 @@
 // that could overflow.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "blockdev/dedup/dedup_engine.h"
 #include "blockdev/memory/memory_device.h"
 #include "blockdev/metastore/meta_store.h"
+#include "lib/aligned_buffer.h"
 #include "lib/endian.h"
 #include "lib/registry.h"
 #include "lib/sync_io.h"
@@ -100,6 +102,54 @@ TEST(ExplicitFormat, NewFilesAreFormattedAndFormatOnFormatsOnlyABlankDevice) {
   auto dev = Open("crc32c:format=on+file:" + old);
   ASSERT_OK(dev);
   EXPECT_FALSE((*dev)->fresh());
+}
+
+// A disk that holds other data from its first byte (no superblock magic in either slot) is
+// refused with the same advice as a zero-headed one (format=on), and format=on formats it; a
+// read-only open says it is not a device of that layer. Nothing is written until format=on.
+TEST(ExplicitFormat, ADiskOfOtherDataIsRefusedWithTheFormatOnAdvice) {
+  TempDir dir;
+  const std::string path = dir.File("data.img");
+  Rng rng(12);
+  std::vector<unsigned char> before(4 << 20);
+  rng.Fill(before.data(), before.size());
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(before.data()),
+             static_cast<std::streamsize>(before.size()));
+  for (const char* layer : {"crc32c", "dedup", "zstd"}) {
+    const std::string name = layer;
+    auto dev = Open(name + "+file:" + path);
+    ASSERT_FALSE(dev) << layer;
+    EXPECT_NE(dev.error().message.find("holds no " + name + " superblock but other data"),
+              std::string::npos)
+        << dev.error().message;
+    EXPECT_NE(dev.error().message.find("add format=on to the " + name +
+                                       " part of the spec, "
+                                       "e.g. '" +
+                                       name + ":format=on+...'"),
+              std::string::npos)
+        << dev.error().message;
+    OpenOptions ro;
+    ro.read_only = true;
+    auto read_only = Open(name + "+file:" + path, ro);
+    ASSERT_FALSE(read_only) << layer;
+    EXPECT_NE(read_only.error().message.find("it is not a " + name + " device"), std::string::npos)
+        << read_only.error().message;
+    EXPECT_TRUE(FileBytes(path) == before) << layer;
+    CommandResult cli = RunVstack("info --output=json '" + name + "+file:" + path + "'");
+    EXPECT_NE(cli.status, 0);
+    EXPECT_TRUE(FileBytes(path) == before) << layer;
+  }
+  auto formatted = Open("dedup:format=on+file:" + path);
+  ASSERT_OK(formatted);
+  ASSERT_OK((*formatted)->Close());
+  auto again = Open("dedup+file:" + path);  // now a dedup device, empty
+  ASSERT_OK(again);
+  AlignedBuffer block(4096);
+  SyncIo io(**again);
+  ASSERT_OK(io.Read(0, block.span()));
+  EXPECT_TRUE(std::all_of(block.span().begin(), block.span().end(),
+                          [](std::byte b) { return b == std::byte{0}; }));
 }
 
 // Issue 11 item 2: `check -r leaks 'dedup+vhd+file:s.vhd'` after a crash of `vstack serve`. The
