@@ -158,7 +158,9 @@ TEST(DedupEngine, CheckFindsStoredCountsThatDisagreeWithTheMap) {
   EXPECT_EQ(c.corruptions, 0u);
   ASSERT_EQ(c.messages.size(), 2u);
   EXPECT_EQ(c.messages[0], "Leaked dedup: physical grain 3: stored reference count 5 but 1 map "
-                           "entries use it");
+                           "entry uses it");
+  EXPECT_EQ(c.messages[1], "Leaked dedup: physical grain 4: stored reference count 1 but 0 map "
+                           "entries use it (lost grain)");
   CheckResult repair;
   e.Check(CheckMode::kRepairLeaks, &repair);
   EXPECT_EQ(repair.repaired, 2u);
