@@ -115,6 +115,10 @@ SeedPreset KvmVsHyperv(double seconds) {
   s.calibration.push_back("-b8K -o8 -t4 -r -w50 -c10G <- --bs 8K --qd 8 --threads 4 --pattern "
                           "random --write-pct 50 --size 10G (over null:10G); -h <- --direct on "
                           "(no cache: null has none); -L <- latency is always measured");
+  s.calibration.push_back("no -W (diskspd warms up 5 s) <- vstack's --warmup 0.5 s: nothing "
+                          "under null: needs warming, and the stalls are timed from the "
+                          "device's open; no -Z (diskspd's 0..255 buffer) <- any: null stores "
+                          "nothing");
   return s;
 }
 

@@ -60,6 +60,11 @@ TEST(KvmHypervPreset, RunsTheSeedsDiskspdLineOnStacksThatOpen) {
   EXPECT_EQ(k.target_size, 10ull << 30);
   EXPECT_EQ(want["--duration"], "300s");
   EXPECT_EQ(k.duration_s, bench::kKvmHypervDefaultSeconds);
+  // What the line leaves out: diskspd's 5 s warm-up; the preset keeps vstack's, and says so.
+  EXPECT_EQ(want["--warmup"], "5s");
+  EXPECT_EQ(k.warmup_s, bench::WorkloadKnobs().warmup_s);
+  EXPECT_NE(p.calibration.back().find("no -W (diskspd warms up 5 s)"), std::string::npos)
+      << p.calibration.back();
   ASSERT_EQ(p.stacks.size(), 6u);
   EXPECT_EQ(p.stacks[0].name, "kvm-virtio");
   EXPECT_EQ(p.stacks[1].name, "hyperv-gen2");
