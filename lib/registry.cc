@@ -150,12 +150,6 @@ namespace {
 // The option every part of a spec takes: what the part's device measures (lib/stats.h).
 constexpr std::string_view kStatsOption = "stats";
 
-// " (did you mean `X`?)" for the nearest of `names` to a mistyped `word`, or "".
-std::string Nearest(const std::string& word, const std::vector<std::string>& names) {
-  const std::string m = NearestMatch(word, names);
-  return m.empty() ? "" : " (did you mean `" + m + "`?)";
-}
-
 // Checks one part against its component; returns the component.
 Result<const ComponentInfo*> Resolve(const SpecPart& part, bool is_last) {
   const Registry& reg = Registry::Global();
@@ -163,10 +157,11 @@ Result<const ComponentInfo*> Resolve(const SpecPart& part, bool is_last) {
   if (info == nullptr) {
     std::vector<std::string> names;
     for (const ComponentInfo* c : reg.All()) names.push_back(c->name);
-    return MakeError(Errc::kBadSpec, "unknown " + std::string(is_last ? "backend" : "layer") +
-                                         " '" + part.name + "'" + Nearest(part.name, names) +
-                                         "; backends: " + reg.Names(ComponentKind::kBackend) +
-                                         "; layers: " + reg.Names(ComponentKind::kLayer));
+    return MakeError(Errc::kBadSpec,
+                     "unknown " + std::string(is_last ? "backend" : "layer") + " '" + part.name +
+                         "'; backends: " + reg.Names(ComponentKind::kBackend) +
+                         "; layers: " + reg.Names(ComponentKind::kLayer) +
+                         DidYouMean(part.name, names));
   }
   if (is_last && info->kind != ComponentKind::kBackend) {
     return MakeError(Errc::kBadSpec, "'" + part.name +
@@ -196,14 +191,16 @@ Result<const ComponentInfo*> Resolve(const SpecPart& part, bool is_last) {
                                    [&](const OptionInfo& d) { return d.name == o.key; });
     if (!known) {
       std::string valid;
-      std::vector<std::string> names = {std::string(kStatsOption)};
+      std::vector<std::string> names;
       for (const OptionInfo& d : info->options) {
         valid += d.name + ", ";
         names.push_back(d.name);
       }
-      return MakeError(Errc::kBadSpec, "unknown option '" + o.key + "' for '" + part.name + "'" +
-                                           Nearest(o.key, names) + "; valid options: " + valid +
-                                           std::string(kStatsOption) + " (every part)");
+      names.emplace_back(kStatsOption);
+      return MakeError(Errc::kBadSpec,
+                       "unknown option '" + o.key + "' for '" + part.name + "'; valid options: " +
+                           valid + std::string(kStatsOption) + " (every part)" +
+                           DidYouMean(o.key, names));
     }
   }
   return info;
@@ -284,9 +281,9 @@ Result<std::pair<SpecPart, const ComponentInfo*>> ResolveCreate(std::string_view
     const std::vector<std::string> names = CreatableFormats();
     std::string formats;
     for (const std::string& n : names) formats += (formats.empty() ? "" : ", ") + n;
-    return MakeError(Errc::kNotFound, "unknown image format '" + part.name + "'" +
-                                          Nearest(part.name, names) +
-                                          "; formats that can be created: " + formats);
+    return MakeError(Errc::kNotFound, "unknown image format '" + part.name +
+                                          "'; formats that can be created: " + formats +
+                                          DidYouMean(part.name, names));
   }
   for (const SpecOption& o : part.options) {
     const bool known = std::any_of(info->create_options.begin(), info->create_options.end(),
@@ -299,8 +296,8 @@ Result<std::pair<SpecPart, const ComponentInfo*>> ResolveCreate(std::string_view
         names.push_back(d.name);
       }
       return MakeError(Errc::kInvalidArgument, "unknown create option '" + o.key + "' for '" +
-                                                   part.name + "'" + Nearest(o.key, names) +
-                                                   "; valid options: " + valid);
+                                                   part.name + "'; valid options: " + valid +
+                                                   DidYouMean(o.key, names));
     }
   }
   return std::make_pair(std::move(part), info);

@@ -51,7 +51,7 @@ TEST(ServeCli, ErrorsSayVstackServe) {
   TempDir dir;
   const std::string serve = std::string(VSTACK_CLI) + " serve --socket " + dir.File("s.sock");
   for (const auto& [spec, says] : std::vector<std::pair<std::string, std::string>>{
-           {"vhdd+memory:1M", "vstack serve: unknown layer 'vhdd' (did you mean `vhd`?)"},
+           {"vhdd+memory:1M", "vstack serve: unknown layer 'vhdd'"},
            {"'dedup:grain=3K+memory:64M'", "vstack serve: dedup: option 'grain': 3072"},
            {dir.File("none.img"), "vstack serve: cannot open"}}) {
     CommandResult r = RunCommand(serve + " " + spec);

@@ -185,11 +185,9 @@ TEST(CliUsage, DidYouMeanForFormatsPatternsLayersAndSpecOptions) {
                          {"convert -O vhdxx memory:1M " + dir.File("y"), "did you mean `vhdx`?"},
                          {"bench --pattern randon --no-report", "did you mean `random`?"},
                          {"bench --content zero --no-report", "did you mean `zeros`?"},
-                         {"info vhdd+memory:1M", "unknown layer 'vhdd' (did you mean `vhd`?)"},
-                         {"info memroy:1M", "unknown backend 'memroy' (did you mean `memory`?)"},
-                         {"info 'dedup:gran=4K+memory:64M'",
-                          "unknown option 'gran' for 'dedup' (did you "
-                          "mean `grain`?)"}}) {
+                         {"info vhdd+memory:1M", "did you mean `vhd`?"},
+                         {"info memroy:1M", "did you mean `memory`?"},
+                         {"info 'dedup:gran=4K+memory:64M'", "did you mean `grain`?"}}) {
     CommandResult r = RunVstack(c.args);
     EXPECT_EQ(r.status, 2) << c.args << "\n" << r.output;
     EXPECT_TRUE(Has(r, c.says)) << c.args << "\n" << r.output;
