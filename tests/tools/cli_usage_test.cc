@@ -63,6 +63,7 @@ TEST(CliUsage, HelpCommandShowsTheSameTextAsDashDashHelp) {
   CommandResult bad = RunVstack("help inof");
   EXPECT_EQ(bad.status, 2);
   EXPECT_TRUE(Has(bad, "vstack help: unknown command 'inof'; did you mean `info`?")) << bad.output;
+  EXPECT_TRUE(Has(bad, "Try `vstack help` for the commands.")) << bad.output;
 }
 
 // Every --help page (which help2man turns into the man pages) says what it does, without CLI11
