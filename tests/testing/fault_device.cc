@@ -2,7 +2,6 @@
 
 #include <cerrno>
 
-#include "lib/forwarding_queue.h"
 
 namespace vstack::testing {
 namespace {
@@ -36,9 +35,8 @@ bool FaultDevice::Admit(uint64_t bytes) {
   return false;
 }
 
-Result<std::unique_ptr<IoQueue>> FaultDevice::DoOpenQueue() {
-  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
-  return std::unique_ptr<IoQueue>(new FaultQueue(*this, std::move(lower)));
+std::unique_ptr<ForwardingQueue> FaultDevice::NewQueue(std::unique_ptr<IoQueue> lower) {
+  return std::make_unique<FaultQueue>(*this, std::move(lower));
 }
 
 }  // namespace vstack::testing

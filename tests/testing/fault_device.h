@@ -8,13 +8,13 @@
 #include <atomic>
 #include <cstdint>
 
-#include "lib/layer.h"
+#include "lib/forwarding_layer.h"
 
 namespace vstack::testing {
 
-class FaultDevice final : public Layer {
+class FaultDevice final : public ForwardingLayer {
  public:
-  explicit FaultDevice(DevicePtr lower) : Layer("fault", std::move(lower)) {}
+  explicit FaultDevice(DevicePtr lower) : ForwardingLayer("fault", std::move(lower)) {}
 
   // From now on, writes may add up to `bytes` more bytes; any write beyond fails with ENOSPC.
   void ArmNoSpace(uint64_t bytes) {
@@ -28,7 +28,7 @@ class FaultDevice final : public Layer {
   bool Admit(uint64_t bytes);
 
  protected:
-  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
+  std::unique_ptr<ForwardingQueue> NewQueue(std::unique_ptr<IoQueue> lower) override;
 
  private:
   std::atomic<bool> armed_{false};
