@@ -119,6 +119,25 @@ class ForwardingQueue : public LayerQueue {
   int8_t plain_ = -1;  // this object is a ForwardingQueue itself (no hooks); -1: not known yet
 };
 
+// The queue of a layer whose only per-request work is to refuse some requests (error:, the
+// probe guard): a ForwardingQueue whose Translate hook asks the layer. `LayerT` has
+//   std::error_code Refuse(const IoRequest& req);  // thread-safe; non-zero: refuse with it
+// A refused request completes with that error and never reaches the device below.
+template <typename LayerT>
+class RefusingQueue final : public ForwardingQueue {
+ public:
+  RefusingQueue(LayerT& layer, std::unique_ptr<IoQueue> lower)
+      : ForwardingQueue(layer, std::move(lower)), layer_(layer) {}
+
+ protected:
+  std::error_code Translate(const IoRequest& req, IoRequest*) override {
+    return layer_.Refuse(req);
+  }
+
+ private:
+  LayerT& layer_;
+};
+
 }  // namespace vstack
 VSTACK_PUBLIC_END
 

@@ -37,33 +37,20 @@ class ProbeGuard final : public ForwardingLayer {
     return false;
   }
 
+  // The queue's check: a write that would place a signature is refused as read-only.
+  std::error_code Refuse(const IoRequest& req) const {
+    if (req.op == Op::kWrite && PlacesSignature(req)) return make_error_code(Errc::kReadOnly);
+    return NoError();
+  }
+
  protected:
-  std::unique_ptr<ForwardingQueue> NewQueue(std::unique_ptr<IoQueue> lower) override;
+  std::unique_ptr<ForwardingQueue> NewQueue(std::unique_ptr<IoQueue> lower) override {
+    return std::make_unique<RefusingQueue<ProbeGuard>>(*this, std::move(lower));
+  }
 
  private:
   std::vector<ProbeSignature> signatures_;
 };
-
-class ProbeGuardQueue final : public ForwardingQueue {
- public:
-  ProbeGuardQueue(ProbeGuard& guard, std::unique_ptr<IoQueue> lower)
-      : ForwardingQueue(guard, std::move(lower)), guard_(guard) {}
-
- protected:
-  std::error_code Translate(const IoRequest& req, IoRequest*) override {
-    if (req.op == Op::kWrite && guard_.PlacesSignature(req)) {
-      return make_error_code(Errc::kReadOnly);
-    }
-    return {};
-  }
-
- private:
-  ProbeGuard& guard_;
-};
-
-std::unique_ptr<ForwardingQueue> ProbeGuard::NewQueue(std::unique_ptr<IoQueue> lower) {
-  return std::make_unique<ProbeGuardQueue>(*this, std::move(lower));
-}
 
 }  // namespace
 

@@ -29,23 +29,6 @@ constexpr Errno kErrnos[] = {
     {"EINVAL", EINVAL}, {"ESHUTDOWN", ESHUTDOWN}, {"ETIMEDOUT", ETIMEDOUT}, {"EROFS", EROFS},
     {"EDQUOT", EDQUOT}};
 
-// Forwards every request; a failing one is completed with the errno instead of going down.
-class ErrorQueue final : public ForwardingQueue {
- public:
-  ErrorQueue(ErrorDevice& device, std::unique_ptr<IoQueue> lower)
-      : ForwardingQueue(device, std::move(lower)), device_(device) {}
-
- protected:
-  std::error_code Translate(const IoRequest& req, IoRequest*) override {
-    if (!device_.ShouldFail(req)) return NoError();
-    Count(ErrorDevice::kFailed);
-    return SystemError(device_.config().error);
-  }
-
- private:
-  ErrorDevice& device_;
-};
-
 Result<uint32_t> ParseOps(const std::string& text) {
   if (text == "all")
     return Bit(Op::kRead) | Bit(Op::kWrite) | Bit(Op::kWriteZeroes) | Bit(Op::kFlush) |
@@ -165,8 +148,14 @@ void ErrorDevice::Properties(PropertyList& out) const {
   out.push_back({"matched", matched_.load(), ""});
 }
 
+std::error_code ErrorDevice::Refuse(const IoRequest& req) {
+  if (!ShouldFail(req)) return NoError();
+  CountShared(kFailed);
+  return SystemError(config().error);
+}
+
 std::unique_ptr<ForwardingQueue> ErrorDevice::NewQueue(std::unique_ptr<IoQueue> lower) {
-  return std::make_unique<ErrorQueue>(*this, std::move(lower));
+  return std::make_unique<RefusingQueue<ErrorDevice>>(*this, std::move(lower));
 }
 
 VSTACK_REGISTER_COMPONENT(error, ErrorComponent());

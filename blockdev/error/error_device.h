@@ -4,8 +4,8 @@
 // (over all queues). Request k fails with `errno` when k > after, k <= after + count (count 0:
 // no end) and a draw from hash(seed, k) falls below `rate`. So the same seed and the same order
 // of requests fail the same requests; a single-threaded workload is fully deterministic.
-// Failed requests never reach the device below. Its queue is a ForwardingQueue whose Translate
-// hook refuses the failing requests; everything else is the device below's, inherited from
+// Failed requests never reach the device below. Its queue is a RefusingQueue, whose Translate
+// hook asks Refuse(); everything else is the device below's, inherited from
 // ForwardingLayer (lib/forwarding_layer.h). docs/layers/error.md.
 //
 // Spec: error:ops=write,errno=ENOSPC,after=100+<lower>
@@ -41,6 +41,8 @@ class ErrorDevice final : public EmulationLayer<ErrorConfig> {
 
   // True if `req` is matching and its number says it fails. Thread-safe.
   bool ShouldFail(const IoRequest& req);
+  // The queue's check (RefusingQueue): the errno if `req` fails, counted. Thread-safe.
+  std::error_code Refuse(const IoRequest& req);
 
  protected:
   std::unique_ptr<ForwardingQueue> NewQueue(std::unique_ptr<IoQueue> lower) override;

@@ -83,13 +83,13 @@ TEST(MemoryPrefill, DiscardedPagesAreReused) {
 TEST(MemoryPrefill, ALayerAboveFormatsIt) {
   auto dev = Open("dedup+memory:64M,prefill=on");
   ASSERT_OK(dev);
-  SyncIo io(**dev);
-  AlignedBuffer b(8192, 4096);
-  std::memset(b.data(), 0x33, b.size());
-  ASSERT_OK(io.Write(0, b.span()));
+  testing::Rng rng(3);
+  const AlignedBuffer data = testing::RandomBuffer(rng, 8192);
   AlignedBuffer back(8192, 4096);
+  SyncIo io(**dev);
+  ASSERT_OK(io.Write(0, data.span()));
   ASSERT_OK(io.Read(0, back.span()));
-  EXPECT_EQ(std::memcmp(b.data(), back.data(), b.size()), 0);
+  EXPECT_EQ(std::memcmp(data.data(), back.data(), back.size()), 0);
 }
 
 TEST(MemoryPrefill, OffIsSparse) {

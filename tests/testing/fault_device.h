@@ -24,8 +24,10 @@ class FaultDevice final : public ForwardingLayer {
   void Disarm() { armed_.store(false); }
   uint64_t failed_writes() const { return failed_.load(); }
 
-  // Called by the queue: true if a write of `bytes` may go down.
+  // True if a write of `bytes` may go down (and takes it from the budget).
   bool Admit(uint64_t bytes);
+  // The queue's check (RefusingQueue): ENOSPC for a write the budget does not admit.
+  std::error_code Refuse(const IoRequest& req);
 
  protected:
   std::unique_ptr<ForwardingQueue> NewQueue(std::unique_ptr<IoQueue> lower) override;
