@@ -52,6 +52,7 @@ class HvQueue final : public TimedQueue {
       const auto [vcpu, end] = device_.ReserveVcpu(clock().Now(), ns);
       clock().SleepUntil(end);
       Count(HvDevice::kVcpu0Ns + vcpu, ns);
+      Count(HvDevice::kHeldCpuNs, ns);
     }
     Count(HvDevice::kCpuNs, ns);
   }
@@ -128,6 +129,7 @@ HvDevice::HvDevice(DevicePtr lower, HvConfig options, Clock& clock)
     : EmulationLayer("hv", std::move(lower), std::move(options), clock) {
   std::vector<std::string> names = TimedQueue::CounterNames();
   names.push_back("cpu_ns");
+  names.push_back("held_cpu_ns");
   for (uint32_t i = 0; i < config().vcpus; ++i) names.push_back("vcpu" + std::to_string(i) + "_ns");
   DeclareCounters(names);
   vcpu_free_at_.assign(config().vcpus, 0);
