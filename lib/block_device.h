@@ -321,6 +321,9 @@ class IoQueue {
   // that Validate accepts and that needs no emulation. False sends it down the full path
   // (Validate, NeedsEmulation), which decides.
   bool IsPlain(const IoRequest& r, bool forwarded) const;
+  // The bookkeeping of a request this queue accepts: in flight, counted, timed when `now` is
+  // not 0 (this queue keeps latency), its callback to run under `submitter_tag`.
+  void Admit(IoRequest& r, uint64_t now, CpuAccount* submitter_tag);
   std::error_code Validate(const IoRequest& req) const;
   // Complete()'s latency part: takes the time of the lower request whose callback is running.
   void LinkTime(IoRequest& req);
