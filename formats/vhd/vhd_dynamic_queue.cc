@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
 #include "formats/vhd/vhd_bitmap.h"
 #include "formats/vhd/vhd_device.h"
 #include "lib/iovec.h"
+#include "lib/progress.h"
 
 namespace vstack::vhd {
 
@@ -32,7 +32,7 @@ void DynamicQueue::DoPoll(bool wait) {
     lower().Poll(wait && !did ? 1 : 0);
   } else {
     lower().Poll(0);
-    if (wait && !did) std::this_thread::yield();
+    if (wait && !did) WaitForProgress("vhd: a piece waits for another queue's metadata I/O");
   }
   if (DrainInbox()) AfterWork();
 }
