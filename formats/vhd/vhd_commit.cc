@@ -6,6 +6,7 @@
 #include "formats/vhd/vhd_device.h"
 #include "formats/vhd/vhd_dynamic_queue.h"
 #include "lib/endian.h"
+#include "lib/historical_bug.h"
 #include "lib/iovec.h"
 
 namespace vstack::vhd {
@@ -118,7 +119,7 @@ void DynamicQueue::RunCommit() {
 }
 
 void DynamicQueue::StageInReservedSpace() {
-  if (st_.parent != nullptr) {
+  if (st_.parent != nullptr && !Reintroduced(HistoricalBug::kDiffBitsBeforeData)) {
     // Differencing: a set bit hides the parent, so it may not reach the disk before the data
     // it covers: data first, a flush, then bitmaps and BAT (a crash in between shows the
     // parent's data, the old contents, where a bitmap landed without its data).
