@@ -141,6 +141,16 @@ void DynamicQueue::OnCommitOp(std::error_code ec) {
   if (ec && !c.error) c.error = ec;
   if (--c.pending > 0) return;
   if (c.error) {
+    if (c.stage == Stage::kGrow) {
+      // The file grew, but its new end has no footer: cut it back to the old footer, so that
+      // the image keeps its last committed state (ENOSPC: the footer write is what fails).
+      uint64_t old_end;
+      {
+        std::lock_guard lock(st_.mu);
+        old_end = st_.footer_at + kFooterSize;
+      }
+      (void)st_.lower.Resize(old_end);  // best effort: the commit fails either way
+    }
     FinishCommit(c.error);
     return;
   }
