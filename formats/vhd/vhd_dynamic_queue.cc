@@ -24,10 +24,14 @@ void DynamicQueue::DoPoll(bool wait) {
   const bool parent_busy = parent_ != nullptr && parent_->in_flight() > 0;
   if (parent_busy) {
     // Only one of the two queues can be waited on: wait on the parent's when the file has
-    // nothing in flight.
+    // nothing in flight; with both busy, poll both, and if neither had anything, wait through
+    // the progress seam (a yield, not a hard spin).
     const bool lower_busy = lower().in_flight() > 0;
-    parent_->Poll(wait && !did && !lower_busy ? 1 : 0);
-    if (lower_busy) lower().Poll(0);
+    size_t got = parent_->Poll(wait && !did && !lower_busy ? 1 : 0);
+    if (lower_busy) got += lower().Poll(0);
+    if (wait && !did && lower_busy && got == 0) {
+      WaitForProgress("vhd: requests in flight on both the file and the parent");
+    }
   } else if (lower().in_flight() > 0) {
     lower().Poll(wait && !did ? 1 : 0);
   } else {
