@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "lib/clock.h"
 #include "lib/probe_guard.h"
 #include "lib/new_file.h"
 #include "lib/size.h"
@@ -250,6 +251,8 @@ Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, Devi
 }
 
 }  // namespace
+
+Clock& OpenOptions::clock_or_system() const { return clock != nullptr ? *clock : SystemClock(); }
 
 Result<DevicePtr> Open(std::string_view spec, const OpenOptions& options) {
   VSTACK_ASSIGN_OR_RETURN(std::vector<SpecPart> parts, ParseSpec(spec));

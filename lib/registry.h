@@ -44,6 +44,9 @@ struct OpenOptions {
   // The clock of the layers that model time (delay, hv, ready); nullptr: SystemClock(). A
   // simulator gives its virtual clock (analysis/sim). Must outlive the stack.
   Clock* clock = nullptr;
+
+  // `clock`, or SystemClock() when it is nullptr.
+  Clock& clock_or_system() const;
 };
 
 // The options of one spec part, checked against its component's OptionInfo list. Getters fall

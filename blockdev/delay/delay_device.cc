@@ -79,7 +79,7 @@ Status ParseStalls(const OptionValues& o, DelayConfig* c) {
   return OkStatus();
 }
 
-Result<DevicePtr> OpenDelay(DevicePtr lower, const OptionValues& o, const OpenOptions&) {
+Result<DevicePtr> OpenDelay(DevicePtr lower, const OptionValues& o, const OpenOptions& open) {
   DelayConfig c;
   const std::string both = o.Get("latency");
   VSTACK_ASSIGN_OR_RETURN(c.read,
@@ -93,7 +93,7 @@ Result<DevicePtr> OpenDelay(DevicePtr lower, const OptionValues& o, const OpenOp
   VSTACK_ASSIGN_OR_RETURN(int64_t seed, o.Int("seed", 0, INT64_MAX));
   c.seed = static_cast<uint64_t>(seed);
   VSTACK_RETURN_IF_ERROR(ParseStalls(o, &c));
-  return MakeDevice<DelayDevice>(std::move(lower), c, SystemClock());
+  return MakeDevice<DelayDevice>(std::move(lower), c, open.clock_or_system());
 }
 
 ComponentInfo DelayComponent() {

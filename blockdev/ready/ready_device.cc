@@ -34,7 +34,7 @@ class ReadyQueue final : public ForwardQueue {
   StallSchedule schedule_;
 };
 
-Result<DevicePtr> OpenReady(DevicePtr lower, const OptionValues& o, const OpenOptions&) {
+Result<DevicePtr> OpenReady(DevicePtr lower, const OptionValues& o, const OpenOptions& open) {
   ReadyConfig c;
   const std::string pct = o.Get("pct");
   char* end = nullptr;
@@ -50,7 +50,7 @@ Result<DevicePtr> OpenReady(DevicePtr lower, const OptionValues& o, const OpenOp
   c.quantum_ns = *q;
   VSTACK_ASSIGN_OR_RETURN(int64_t seed, o.Int("seed", 0, INT64_MAX));
   c.seed = static_cast<uint64_t>(seed);
-  return MakeDevice<ReadyDevice>(std::move(lower), c, SystemClock());
+  return MakeDevice<ReadyDevice>(std::move(lower), c, open.clock_or_system());
 }
 
 ComponentInfo ReadyComponent() {
