@@ -92,7 +92,7 @@ void Run::DrawShape() {
   config_.zeroes = static_cast<uint32_t>(rng_.Between(0, 2));
   config_.maps = static_cast<uint32_t>(rng_.Below(2));
   config_.think = rng_.Chance(0.5) ? 0.1 : 0.5;
-  config_.errors_expected = faults;
+  config_.errors_expected = faults || stack_.injects_errors();
   sched_ = std::make_unique<Scheduler>(rng_.Next(), timing_);
   stack_.Prepare(*sched_, rng_);
 }

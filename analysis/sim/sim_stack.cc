@@ -82,6 +82,7 @@ Result<SimStack> SimStack::Parse(std::string_view layers) {
     }
     Part part;
     part.layer.name = sp.name;
+    if (sp.name == "error") stack.injects_errors_ = true;
     part.formats_below = Declares(info->options, "format");
     if (sp.name == "vhd" || sp.name == "vhdx") part.format = sp.name;
     for (const SpecOption& o : sp.options) {
@@ -113,6 +114,7 @@ Result<SimStack> SimStack::Parse(std::string_view layers) {
 }
 
 void SimStack::Prepare(Scheduler& sched, SimRng& rng) {
+  clock_ = &sched;
   SimDiskTraits traits;
   traits.resizable = rng.Chance(0.75);
   traits.fua = rng.Chance(0.5);
@@ -225,7 +227,9 @@ Result<DevicePtr> SimStack::OpenPart(const Part& part, DevicePtr below, bool fir
     layer.options.push_back({"format", "on"});
   }
   if (part.diff) layer.options.push_back({"parent", kParentSpec});
-  return OpenLayers(FormatSpecPart(layer), std::move(below));
+  OpenOptions options;
+  options.clock = clock_;
+  return OpenLayers(FormatSpecPart(layer), std::move(below), options);
 }
 
 Result<DevicePtr> SimStack::Open(bool first) {

@@ -35,8 +35,11 @@ class SimStack {
 
   const std::string& text() const { return text_; }
 
+  // True if LAYERS has an `error` layer: requests may fail on purpose (the workload allows it).
+  bool injects_errors() const { return injects_errors_; }
+
   // Draws the run's variations (disk traits, options LAYERS leaves out) and registers the
-  // disks with `sched`.
+  // disks with `sched`, whose virtual clock the layers that model time (delay, hv, ready) read.
   void Prepare(Scheduler& sched, SimRng& rng);
   // Opens the stack (on a simulated thread). `first`: formats every layer and creates the
   // images (and before that fills the differencing VHD's parent).
@@ -66,6 +69,8 @@ class SimStack {
   uint64_t parent_seed_ = 0;
   uint64_t image_size_ = 16 << 20;  // of an image over a disk that grows
   uint64_t parent_size_ = 0;        // the differencing VHD's parent's virtual size
+  bool injects_errors_ = false;
+  Clock* clock_ = nullptr;          // the scheduler's (Prepare)
 };
 
 }  // namespace vstack::sim
