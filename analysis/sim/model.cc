@@ -101,33 +101,18 @@ void Model::Prune(uint64_t u) {
   }
 }
 
-template <typename Fn>
-void Model::ForReadable(uint64_t u, uint64_t started, Fn fn) const {
+template <typename Overwrites, typename Fn>
+void Model::ForLive(uint64_t u, Overwrites overwrites, Fn fn) const {
   Version scratch;
   size_t n;
   const Version* vs = Versions(u, &n, &scratch);
   for (size_t i = 0; i < n; ++i) {
     const Version& v = vs[i];
-    const bool overwritten = v.complete != UINT64_MAX &&
-                             std::any_of(vs, vs + n, [&](const Version& w) {
-                               return w.ok && w.submit > v.complete && w.complete < started;
-                             });
-    if (!overwritten) fn(v);
-  }
-}
-
-template <typename Fn>
-void Model::ForSurvivors(uint64_t u, Fn fn) const {
-  Version scratch;
-  size_t n;
-  const Version* vs = Versions(u, &n, &scratch);
-  for (size_t i = 0; i < n; ++i) {
-    const Version& v = vs[i];
-    const bool overwritten = v.complete != UINT64_MAX &&
-                             std::any_of(vs, vs + n, [&](const Version& w) {
-                               return Durable(w) && w.submit > v.complete;
-                             });
-    if (!overwritten) fn(v);
+    const bool replaced = v.complete != UINT64_MAX &&
+                          std::any_of(vs, vs + n, [&](const Version& w) {
+                            return w.submit > v.complete && overwrites(w);
+                          });
+    if (!replaced) fn(v);
   }
 }
 

@@ -89,12 +89,20 @@ class Model {
   // The versions of `u`: its history if it has one, else its settled content.
   const Version* Versions(uint64_t u, size_t* n, Version* scratch) const;
   Version SettledVersion(uint64_t u) const;
+  // Calls fn(v) for each version v of `u` that no version w with overwrites(w) replaced
+  // (submitted after v completed).
+  template <typename Overwrites, typename Fn>
+  void ForLive(uint64_t u, Overwrites overwrites, Fn fn) const;
   // The versions of `u` a read started at `started` may return.
   template <typename Fn>
-  void ForReadable(uint64_t u, uint64_t started, Fn fn) const;
+  void ForReadable(uint64_t u, uint64_t started, Fn fn) const {
+    ForLive(u, [&](const Version& w) { return w.ok && w.complete < started; }, fn);
+  }
   // The versions of `u` a power cut may leave.
   template <typename Fn>
-  void ForSurvivors(uint64_t u, Fn fn) const;
+  void ForSurvivors(uint64_t u, Fn fn) const {
+    ForLive(u, [&](const Version& w) { return Durable(w); }, fn);
+  }
   std::string Describe(uint64_t u, const std::vector<const Version*>& allowed, uint64_t got) const;
   void Prune(uint64_t u);
 
