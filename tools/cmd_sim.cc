@@ -24,7 +24,6 @@ struct SimArgs {
   std::string seed_from = "1";
   uint64_t seeds = 0;
   bool regressions = false;
-  double budget = 0;
   bool no_isolate = false;
   uint64_t stop_after = 0;
   std::vector<std::string> reintroduce;
@@ -82,7 +81,6 @@ sim::CampaignOptions BuildOptions(CLI::App& cmd, SimArgs& a) {
       if (name == n.name) o.reintroduce.push_back(n.bug);
     }
   }
-  o.budget_seconds = a.budget;
   o.isolate = !a.no_isolate;
   o.stop_after = a.stop_after;
   if (Status s = sim::CheckStacks(o.stacks); !s) FailUsage("sim", s.error().message);
@@ -99,7 +97,7 @@ void Print(const sim::CampaignOptions& o, const sim::CampaignResult& r, OutputFo
     nlohmann::json j = {{"runs", r.runs},         {"ops", r.ops},
                         {"power_cuts", r.power_cuts}, {"failures", failures},
                         {"trace_hash", Hex(r.trace_hash)}, {"stacks", o.stacks},
-                        {"seed_from", o.seed_from}, {"budget_spent", r.budget_spent}};
+                        {"seed_from", o.seed_from}};
     fmt::print("{}\n", j.dump(2));
     return;
   }
@@ -107,9 +105,8 @@ void Print(const sim::CampaignOptions& o, const sim::CampaignResult& r, OutputFo
     fmt::print("FAIL seed {} of {}: {}: {}\n  replay: {}\n", f.seed, f.stack, f.kind, f.message,
                f.replay);
   }
-  fmt::print("{} run(s) of {} stack(s) from seed {}: {} operations, {} power cut(s), {} failure(s){}\n",
-             r.runs, o.stacks.size(), o.seed_from, r.ops, r.power_cuts, r.failures.size(),
-             r.budget_spent ? " (time budget spent: later seeds not run)" : "");
+  fmt::print("{} run(s) of {} stack(s) from seed {}: {} operations, {} power cut(s), {} failure(s)\n",
+             r.runs, o.stacks.size(), o.seed_from, r.ops, r.power_cuts, r.failures.size());
   fmt::print("trace_hash {}\n", Hex(r.trace_hash));
 }
 
@@ -129,7 +126,6 @@ void AddSimCommand(CLI::App& app) {
   cmd->add_option("--seed-from", a->seed_from, "first seed of --seeds (or `random`)");
   cmd->add_option("--seeds", a->seeds, "how many seeds to run");
   cmd->add_flag("--regressions", a->regressions, "first run the regression seeds (docs/testing.md)");
-  cmd->add_option("--budget", a->budget, "start no seed after this many seconds (0: no limit)");
   cmd->add_option("--ops", a->knobs.ops, "workload requests per run")->capture_default_str();
   cmd->add_option("--queues", a->knobs.queues, "simulated threads per run, at most")->capture_default_str();
   cmd->add_option("--depth", a->knobs.depth, "queue depth, at most")->capture_default_str();

@@ -4,7 +4,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstring>
 
 #include "lib/registry.h"
@@ -160,15 +159,8 @@ CampaignResult RunCampaign(const CampaignOptions& o,
   CampaignResult result;
   result.trace_hash = 0xCBF29CE484222325ull;
   for (HistoricalBug b : o.reintroduce) HistoricalBugSwitch(b).store(true);
-  const auto start = std::chrono::steady_clock::now();
   const uint64_t total = o.fixed.size() + o.seeds;
   for (uint64_t i = 0; i < total; ++i) {
-    const double spent =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (o.budget_seconds > 0 && spent >= o.budget_seconds) {
-      result.budget_spent = true;
-      break;
-    }
     SeedOf s;
     if (i < o.fixed.size()) {
       s = o.fixed[i];
@@ -208,15 +200,21 @@ const std::vector<std::string>& FamilyStacks() {
   static const std::vector<std::string> stacks = {
       // One layer of each family.
       "vhd:subformat=fixed", "vhd:subformat=dynamic", "vhd:subformat=diff", "vhdx",
-      "vhdx:subformat=fixed", "dedup", "zstd", "crc32c",
+      "vhdx:subformat=fixed", "dedup", "zstd", "crc32c", "passthrough",
+      "delay:latency=uniform:1us:2ms", "hv:preset=hyperv-passthrough", "ready:pct=20",
+      "error:ops=write/zero/trim,rate=0.02",
       // Two deep.
       "dedup+vhd:subformat=dynamic", "zstd+vhd:subformat=dynamic", "crc32c+vhd:subformat=dynamic",
       "dedup+vhd:subformat=diff", "zstd+vhdx", "dedup+zstd", "crc32c+dedup",
       "vhd:subformat=dynamic+dedup", "vhdx+zstd", "vhd:subformat=fixed+crc32c",
+      "passthrough+vhd:subformat=dynamic", "delay:latency=uniform:1us:500us+vhdx",
+      "vhd:subformat=diff+hv:latency=50us", "ready:pct=10+vhd:subformat=fixed",
+      "error:ops=write/zero/trim,rate=0.02+vhd:subformat=dynamic", "vhdx+delay:latency=20us,qd=2",
       // Three deep.
       "dedup+zstd+vhd:subformat=dynamic", "zstd+dedup+vhdx", "crc32c+zstd+vhd:subformat=diff",
       "vhd:subformat=dynamic+dedup+zstd", "dedup+crc32c+vhd:subformat=fixed",
-      "vhdx+crc32c+dedup"};
+      "vhdx+crc32c+dedup", "hv:latency=20us+vhd:subformat=dynamic+delay:latency=uniform:1us:300us",
+      "passthrough+vhdx+ready:pct=10"};
   return stacks;
 }
 
