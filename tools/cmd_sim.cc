@@ -40,8 +40,8 @@ void CheckRate(const char* flag, double v) {
 sim::CampaignOptions BuildOptions(CLI::App& cmd, SimArgs& a) {
   sim::CampaignOptions o;
   o.stacks = a.stacks;
-  if (a.preset == "families") {
-    o.stacks.insert(o.stacks.end(), sim::FamilyStacks().begin(), sim::FamilyStacks().end());
+  if (const sim::SimPreset* p = sim::FindSimPreset(a.preset)) {
+    o.stacks.insert(o.stacks.end(), p->stacks.begin(), p->stacks.end());
   }
   if (o.stacks.empty()) FailUsage("sim", "name the layers to simulate: --stack LAYERS (or --preset families)");
   const bool one = cmd.count("--seed") > 0;
@@ -120,8 +120,14 @@ void AddSimCommand(CLI::App& app) {
   cmd->add_option("--stack", a->stacks,
                   "layers over the simulated disk, e.g. dedup+vhd:subformat=dynamic "
                   "(vhd:subformat=fixed|dynamic|diff, vhdx); repeat for several");
-  Choices(cmd->add_option("--preset", a->preset, "families: every stack family, nested up to 3 deep"),
-          {"families"});
+  std::vector<std::string> presets;
+  std::string preset_help = "a named list of stacks:";
+  for (const sim::SimPreset& p : sim::SimPresets()) {
+    presets.push_back(p.name);
+    preset_help += " " + p.name + " (" + p.help + ");";
+  }
+  preset_help.pop_back();
+  Choices(cmd->add_option("--preset", a->preset, preset_help), presets);
   cmd->add_option("--seed", a->seed, "run this one seed");
   cmd->add_option("--seed-from", a->seed_from, "first seed of --seeds (or `random`)");
   cmd->add_option("--seeds", a->seeds, "how many seeds to run");

@@ -196,26 +196,51 @@ CampaignResult RunCampaign(const CampaignOptions& o,
   return result;
 }
 
-const std::vector<std::string>& FamilyStacks() {
-  static const std::vector<std::string> stacks = {
-      // One layer of each family.
-      "vhd:subformat=fixed", "vhd:subformat=dynamic", "vhd:subformat=diff", "vhdx",
-      "vhdx:subformat=fixed", "dedup", "zstd", "crc32c", "passthrough",
-      "delay:latency=uniform:1us:2ms", "hv:preset=hyperv-passthrough", "ready:pct=20",
-      "error:ops=write/zero/trim,rate=0.02",
-      // Two deep.
-      "dedup+vhd:subformat=dynamic", "zstd+vhd:subformat=dynamic", "crc32c+vhd:subformat=dynamic",
-      "dedup+vhd:subformat=diff", "zstd+vhdx", "dedup+zstd", "crc32c+dedup",
-      "vhd:subformat=dynamic+dedup", "vhdx+zstd", "vhd:subformat=fixed+crc32c",
-      "passthrough+vhd:subformat=dynamic", "delay:latency=uniform:1us:500us+vhdx",
-      "vhd:subformat=diff+hv:latency=50us", "ready:pct=10+vhd:subformat=fixed",
-      "error:ops=write/zero/trim,rate=0.02+vhd:subformat=dynamic", "vhdx+delay:latency=20us,qd=2",
-      // Three deep.
-      "dedup+zstd+vhd:subformat=dynamic", "zstd+dedup+vhdx", "crc32c+zstd+vhd:subformat=diff",
-      "vhd:subformat=dynamic+dedup+zstd", "dedup+crc32c+vhd:subformat=fixed",
-      "vhdx+crc32c+dedup", "hv:latency=20us+vhd:subformat=dynamic+delay:latency=uniform:1us:300us",
-      "passthrough+vhdx+ready:pct=10"};
-  return stacks;
+const std::vector<SimPreset>& SimPresets() {
+  static const std::vector<SimPreset> presets = [] {
+    SimPreset families{"families",
+                       "the formats, passthrough and the emulation layers, alone and nested up to "
+                       "3 deep (the CI campaign's)",
+                       {
+                           // One layer of each family.
+                           "vhd:subformat=fixed", "vhd:subformat=dynamic", "vhd:subformat=diff",
+                           "vhdx", "vhdx:subformat=fixed", "passthrough",
+                           "delay:latency=uniform:1us:2ms", "hv:preset=hyperv-passthrough",
+                           "ready:pct=20", "error:ops=write/zero/trim,rate=0.02",
+                           // Two deep.
+                           "passthrough+vhd:subformat=dynamic", "delay:latency=uniform:1us:500us+vhdx",
+                           "vhd:subformat=diff+hv:latency=50us", "ready:pct=10+vhd:subformat=fixed",
+                           "error:ops=write/zero/trim,rate=0.02+vhd:subformat=dynamic",
+                           "vhdx+delay:latency=20us,qd=2", "vhd:subformat=dynamic+vhdx",
+                           // Three deep.
+                           "hv:latency=20us+vhd:subformat=dynamic+delay:latency=uniform:1us:300us",
+                           "passthrough+vhdx+ready:pct=10",
+                           "vhd:subformat=diff+passthrough+delay:latency=uniform:1us:100us",
+                       }};
+    SimPreset grain{"grain",
+                    "dedup, zstd and crc32c, alone and over or under the formats, up to 3 deep",
+                    {
+                        "dedup", "zstd", "crc32c",
+                        "dedup+vhd:subformat=dynamic", "zstd+vhd:subformat=dynamic",
+                        "crc32c+vhd:subformat=dynamic", "dedup+vhd:subformat=diff", "zstd+vhdx",
+                        "dedup+zstd", "crc32c+dedup", "vhd:subformat=dynamic+dedup", "vhdx+zstd",
+                        "vhd:subformat=fixed+crc32c",
+                        "dedup+zstd+vhd:subformat=dynamic", "zstd+dedup+vhdx",
+                        "crc32c+zstd+vhd:subformat=diff", "vhd:subformat=dynamic+dedup+zstd",
+                        "dedup+crc32c+vhd:subformat=fixed", "vhdx+crc32c+dedup",
+                    }};
+    SimPreset all{"all", "families and grain together", families.stacks};
+    all.stacks.insert(all.stacks.end(), grain.stacks.begin(), grain.stacks.end());
+    return std::vector<SimPreset>{families, grain, all};
+  }();
+  return presets;
+}
+
+const SimPreset* FindSimPreset(const std::string& name) {
+  for (const SimPreset& p : SimPresets()) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
 }
 
 const std::vector<SeedOf>& RegressionSeeds() {

@@ -66,10 +66,20 @@ CampaignResult RunCampaign(const CampaignOptions& options,
 std::string ReplayCommand(const std::string& stack, const SimOptions& options, uint64_t seed,
                           const std::vector<HistoricalBug>& reintroduce);
 
-// The stacks of `vstack sim --preset families`: every stack family (vhd fixed, dynamic and
-// differencing; vhdx; dedup, zstd, crc32c; passthrough; the emulation layers delay, hv, ready
-// and error), alone and nested up to three deep.
-const std::vector<std::string>& FamilyStacks();
+// A named list of stacks (`vstack sim --preset NAME`):
+//  - families: vhd fixed, dynamic and differencing; vhdx; passthrough; the emulation layers
+//    delay, hv, ready and error; alone and nested up to three deep (the CI campaign's);
+//  - grain: dedup, zstd and crc32c, alone and with the formats, up to three deep (these layers
+//    are being rewritten; docs/testing.md says what the simulator found in them);
+//  - all: both.
+struct SimPreset {
+  std::string name;
+  std::string help;
+  std::vector<std::string> stacks;
+};
+const std::vector<SimPreset>& SimPresets();
+// The preset named `name`, or nullptr.
+const SimPreset* FindSimPreset(const std::string& name);
 // The regression seeds: each found a bug that is fixed (docs/testing.md).
 const std::vector<SeedOf>& RegressionSeeds();
 

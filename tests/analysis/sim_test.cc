@@ -168,7 +168,7 @@ TEST(SimRun, OneSeedReplaysExactly) {
 
 TEST(SimRun, EveryStackFamilyRunsCleanly) {
   CampaignOptions o;
-  o.stacks = FamilyStacks();
+  o.stacks = FindSimPreset("families")->stacks;
   o.seed_from = 100;
   o.seeds = 2 * o.stacks.size();
   o.sim.ops = 120;
