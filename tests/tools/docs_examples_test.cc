@@ -85,7 +85,7 @@ std::vector<std::string> DocFiles() {
 std::vector<Example> Examples(const std::string& file) {
   std::ifstream in(fs::path(VSTACK_SOURCE_DIR) / file);
   static const std::regex kCommand(
-      R"(^(\$ )?(build/)?vstack (bench|info|layers|create|check|convert|compare|map|compact|space|serve|help|completion)( .*)?$)");
+      R"(^(\$ )?(build/)?vstack (bench|info|layers|create|check|convert|compare|map|compact|space|sim|serve|help|completion)( .*)?$)");
   std::vector<Example> out;
   bool fenced = false;
   std::string pending;
