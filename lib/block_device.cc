@@ -53,6 +53,13 @@ size_t BlockDevice::open_queues() const {
   return queues_.size();
 }
 
+std::vector<uint64_t> BlockDevice::InFlightByQueue() const {
+  std::lock_guard lock(mu_);
+  std::vector<uint64_t> out;
+  for (const IoQueue* q : queues_) out.push_back(q->in_flight());
+  return out;
+}
+
 LayerStats BlockDevice::Stats() const { return Collect(true); }
 
 LayerStats BlockDevice::Counts() const { return Collect(false); }

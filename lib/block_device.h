@@ -175,6 +175,10 @@ class BlockDevice {
   virtual Status Check(CheckMode mode, CheckResult* out) { return OkStatus(); }
   // How many queues of this device exist now. Thread-safe.
   size_t open_queues() const;
+  // The requests in flight on each queue of this device, in the order the queues were opened:
+  // a diagnostic, for a simulator's liveness report (which layer holds what). REQUIRES: no
+  // queue of this device is in use by another thread (the counts are read unsynchronised).
+  std::vector<uint64_t> InFlightByQueue() const;
 
   // Changes the size of a device with kCapResizable (others: Errc::kNotSupported; read-only
   // devices: Errc::kReadOnly), for an image

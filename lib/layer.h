@@ -81,7 +81,8 @@ class LayerQueue : public IoQueue {
   }
 
   // Polls the lower queue; if it has nothing in flight (our requests wait on something else,
-  // e.g. another thread's metadata commit), yields the CPU instead of spinning hard.
+  // e.g. another thread's metadata commit), waits through the progress seam (lib/progress.h:
+  // a CPU yield, or the simulator's turn to run the other queues) instead of spinning hard.
   void DoPoll(bool wait) override;
 
  private:

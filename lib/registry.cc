@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "lib/clock.h"
 #include "lib/new_file.h"
 #include "lib/probe_guard.h"
 #include "lib/size.h"
@@ -225,18 +226,22 @@ Result<std::optional<StatsMode>> TakeStatsOption(SpecPart& part) {
 
 }  // namespace
 
-Result<DevicePtr> Open(std::string_view spec, const OpenOptions& options) {
-  VSTACK_ASSIGN_OR_RETURN(std::vector<SpecPart> parts, ParseSpec(spec));
+namespace {
+
+// Resolves `parts` (the last one a backend if `with_backend`) and opens them from the bottom
+// up, the first over `device` (the backend's, or the one given).
+Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, DevicePtr device,
+                            const OpenOptions& options) {
   std::vector<const ComponentInfo*> infos;
   std::vector<std::optional<StatsMode>> stats;
   for (size_t i = 0; i < parts.size(); ++i) {
-    VSTACK_ASSIGN_OR_RETURN(const ComponentInfo* info, Resolve(parts[i], i + 1 == parts.size()));
+    VSTACK_ASSIGN_OR_RETURN(const ComponentInfo* info,
+                            Resolve(parts[i], with_backend && i + 1 == parts.size()));
     infos.push_back(info);
     VSTACK_ASSIGN_OR_RETURN(std::optional<StatsMode> mode, TakeStatsOption(parts[i]));
     stats.push_back(mode);
   }
   // Build from the backend up.
-  DevicePtr device;
   for (size_t k = parts.size(); k-- > 0;) {
     const SpecPart& part = parts[k];
     OptionValues values(part.name, part.positional, part.options, &infos[k]->options);
@@ -247,6 +252,21 @@ Result<DevicePtr> Open(std::string_view spec, const OpenOptions& options) {
     if (stats[k]) device->PinStatsMode(*stats[k]);
   }
   return device;
+}
+
+}  // namespace
+
+Clock& OpenOptions::clock_or_system() const { return clock != nullptr ? *clock : SystemClock(); }
+
+Result<DevicePtr> Open(std::string_view spec, const OpenOptions& options) {
+  VSTACK_ASSIGN_OR_RETURN(std::vector<SpecPart> parts, ParseSpec(spec));
+  return OpenParts(std::move(parts), /*with_backend=*/true, nullptr, options);
+}
+
+Result<DevicePtr> OpenLayers(std::string_view layers, DevicePtr lower,
+                             const OpenOptions& options) {
+  VSTACK_ASSIGN_OR_RETURN(std::vector<SpecPart> parts, ParseSpec(layers));
+  return OpenParts(std::move(parts), /*with_backend=*/false, std::move(lower), options);
 }
 
 bool IsStackSpec(std::string_view text) {

@@ -15,6 +15,7 @@ void AddCompactCommand(CLI::App& app);
 void AddCommitCommand(CLI::App& app);
 void AddRebaseCommand(CLI::App& app);
 void AddSpaceCommand(CLI::App& app);
+void AddSimCommand(CLI::App& app);
 void AddServeCommand(CLI::App& app);
 void AddHelpCommand(CLI::App& app);
 void AddCompletionCommand(CLI::App& app);
@@ -33,6 +34,7 @@ const std::vector<CommandRegistration>& AllCommands() {
       {"commit", &AddCommitCommand},
       {"rebase", &AddRebaseCommand},
       {"space", &AddSpaceCommand},
+      {"sim", &AddSimCommand},
       {"serve", &AddServeCommand},
       {"help", &AddHelpCommand},
       {"completion", &AddCompletionCommand},

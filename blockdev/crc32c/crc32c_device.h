@@ -18,6 +18,7 @@
 
 #include "blockdev/crc32c/checksum_table.h"
 #include "blockdev/grainmap/grain_layer.h"
+#include "lib/progress.h"
 #include "lib/sync_io.h"
 
 namespace vstack {
@@ -67,7 +68,7 @@ class Crc32cDevice final : public GrainLayer {
   const bool read_only_;
   bool formatted_ = false;  // false: a read-only blank device (nothing on disk)
 
-  std::mutex meta_mu_;               // serialises metadata I/O
+  IoMutex meta_mu_;                  // serialises metadata I/O (held across it)
   std::unique_ptr<SyncIo> io_;       // guarded by meta_mu_
   std::vector<uint8_t> dirty_;       // one byte per region, as on disk; guarded by meta_mu_
   uint64_t recovered_regions_ = 0;

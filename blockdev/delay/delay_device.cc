@@ -79,7 +79,7 @@ Status ParseStalls(const OptionValues& o, DelayConfig* c) {
   return OkStatus();
 }
 
-Result<DevicePtr> OpenDelay(DevicePtr lower, const OptionValues& o, const OpenOptions&) {
+Result<DevicePtr> OpenDelay(DevicePtr lower, const OptionValues& o, const OpenOptions& open) {
   DelayConfig c;
   const std::string both = o.Get("latency");
   VSTACK_ASSIGN_OR_RETURN(c.read,
@@ -92,7 +92,7 @@ Result<DevicePtr> OpenDelay(DevicePtr lower, const OptionValues& o, const OpenOp
   VSTACK_ASSIGN_OR_RETURN(c.queue.bytes_per_s, o.Size("bw"));
   VSTACK_ASSIGN_OR_RETURN(c.seed, SeedOption(o));
   VSTACK_RETURN_IF_ERROR(ParseStalls(o, &c));
-  return MakeDevice<DelayDevice>(std::move(lower), c, SystemClock());
+  return MakeDevice<DelayDevice>(std::move(lower), c, open.clock_or_system());
 }
 
 ComponentInfo DelayComponent() {

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <functional>
-#include <thread>
+
+#include "lib/progress.h"
 
 namespace vstack {
 namespace {
@@ -108,7 +109,7 @@ void TimedQueue::Progress(bool wait) {
   } else if (!timers_.empty()) {
     waiter_.WaitUntil(timers_.front().first);
   } else {
-    std::this_thread::yield();
+    WaitForProgress("a timed layer's requests wait for another queue");
   }
   Expire(clock_.Now());
 }

@@ -67,7 +67,7 @@ Status ParseInto(const std::string& what, const std::string& text, ServiceTime* 
   return OkStatus();
 }
 
-Result<DevicePtr> OpenHv(DevicePtr lower, const OptionValues& o, const OpenOptions&) {
+Result<DevicePtr> OpenHv(DevicePtr lower, const OptionValues& o, const OpenOptions& open) {
   HvConfig c;
   uint64_t read = 0, write = 0, cpu = 0;
   if (o.Has("preset")) {
@@ -101,7 +101,7 @@ Result<DevicePtr> OpenHv(DevicePtr lower, const OptionValues& o, const OpenOptio
   VSTACK_ASSIGN_OR_RETURN(int64_t vcpus, o.Int("vcpus", 0, 64));
   c.vcpus = static_cast<uint32_t>(vcpus);
   VSTACK_ASSIGN_OR_RETURN(c.seed, SeedOption(o));
-  return MakeDevice<HvDevice>(std::move(lower), c, SystemClock());
+  return MakeDevice<HvDevice>(std::move(lower), c, open.clock_or_system());
 }
 
 ComponentInfo HvComponent() {

@@ -42,6 +42,7 @@
 
 #include "blockdev/metastore/superblock.h"
 #include "lib/block_device.h"
+#include "lib/progress.h"
 #include "lib/sync_io.h"
 
 namespace vstack {
@@ -105,8 +106,9 @@ class MetaStore {
   // Puts back changes a failed Commit did not journal, ahead of anything recorded since.
   void RestorePending(MetaBatch batch);
 
-  // Serialises Commit, Checkpoint and Close.
-  std::unique_lock<std::mutex> LockCommits() { return std::unique_lock(commit_mu_); }
+  // Serialises Commit, Checkpoint and Close. Held across the commit's I/O: an IoMutex
+  // (lib/progress.h).
+  std::unique_lock<IoMutex> LockCommits() { return std::unique_lock(commit_mu_); }
   // Steps 1-3 above. On error, `batch` keeps the records that were not journaled.
   // REQUIRES: the commit lock.
   Status Commit(MetaBatch* batch);
@@ -151,7 +153,7 @@ class MetaStore {
 
   MetaBatch pending_;  // guarded by the layer's mutex
 
-  std::mutex commit_mu_;
+  IoMutex commit_mu_;
   uint64_t journal_pos_ = 0;       // next transaction's offset in the journal; guarded by commit_mu_
   uint64_t next_seq_ = 1;          // guarded by commit_mu_
   std::vector<uint8_t> since_checkpoint_;  // journaled records not yet in the tables

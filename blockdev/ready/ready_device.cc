@@ -34,7 +34,7 @@ class ReadyQueue final : public ForwardingQueue {
   StallSchedule schedule_;
 };
 
-Result<DevicePtr> OpenReady(DevicePtr lower, const OptionValues& o, const OpenOptions&) {
+Result<DevicePtr> OpenReady(DevicePtr lower, const OptionValues& o, const OpenOptions& open) {
   ReadyConfig c;
   const std::string pct = o.Get("pct");
   char* end = nullptr;
@@ -49,7 +49,7 @@ Result<DevicePtr> OpenReady(DevicePtr lower, const OptionValues& o, const OpenOp
   if (!q) return MakeError(Errc::kInvalidArgument, "ready: quantum " + q.error().message);
   c.quantum_ns = *q;
   VSTACK_ASSIGN_OR_RETURN(c.seed, SeedOption(o));
-  return MakeDevice<ReadyDevice>(std::move(lower), c, SystemClock());
+  return MakeDevice<ReadyDevice>(std::move(lower), c, open.clock_or_system());
 }
 
 ComponentInfo ReadyComponent() {
