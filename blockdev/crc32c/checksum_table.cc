@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "blockdev/crc32c/crc32c.h"
+#include "blockdev/metastore/crc32c.h"
 
 namespace vstack {
 namespace {

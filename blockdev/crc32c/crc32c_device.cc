@@ -6,7 +6,7 @@
 #include <cstring>
 #include <random>
 
-#include "blockdev/crc32c/crc32c.h"
+#include "blockdev/metastore/crc32c.h"
 #include "blockdev/metastore/meta_store.h"
 #include "blockdev/metastore/table_page.h"
 #include "lib/aligned_buffer.h"

@@ -13,7 +13,7 @@
 #include <cassert>
 #include <cstring>
 
-#include "blockdev/crc32c/crc32c.h"
+#include "blockdev/metastore/crc32c.h"
 #include "blockdev/crc32c/crc32c_device.h"
 #include "blockdev/metastore/grain_io.h"
 #include "blockdev/grainmap/grain_queue.h"

@@ -1,6 +1,6 @@
 #include "blockdev/metastore/table_page.h"
 
-#include "blockdev/crc32c/crc32c.h"
+#include "blockdev/metastore/crc32c.h"
 #include "blockdev/metastore/superblock.h"
 #include "lib/endian.h"
 #include "lib/iovec.h"

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <map>
 
-#include "blockdev/crc32c/crc32c.h"
+#include "blockdev/metastore/crc32c.h"
 #include "blockdev/memory/memory_device.h"
 #include "blockdev/metastore/bitmap_allocator.h"
 #include "blockdev/metastore/meta_store.h"
