@@ -114,22 +114,6 @@ Result<bool> ReadTransaction(SyncIo& io, uint64_t offset, uint64_t room, const T
 
 }  // namespace
 
-std::error_code RunRequests(IoQueue& queue, std::span<IoRequest> reqs) {
-  size_t done = 0;
-  std::vector<IoRequest*> ptrs;
-  for (IoRequest& r : reqs) {
-    r.on_complete = [](IoRequest& req) { ++*static_cast<size_t*>(req.user_data); };
-    r.user_data = &done;
-    ptrs.push_back(&r);
-  }
-  queue.Submit(ptrs);
-  while (done < reqs.size()) queue.Poll(1);
-  for (const IoRequest& r : reqs) {
-    if (r.status) return r.status;
-  }
-  return {};
-}
-
 uint64_t MetaStore::Discard(std::span<const std::pair<uint64_t, uint64_t>> ranges) {
   constexpr size_t kBatch = 256;
   IoQueue* queue = io().queue();
@@ -232,51 +216,39 @@ Status MetaStore::Load(const EntrySink& sink) {
   // is a checkpoint write torn by a crash (which the replay repairs) or corruption.
   VSTACK_RETURN_IF_ERROR(ReadJournal());
   std::vector<std::pair<uint32_t, uint64_t>> journaled;  // (table, index), sorted; on demand
-  SyncIo& io = this->io();
-  uint64_t most_pages = 1;  // the chunk is no larger than the largest table
-  for (const TableDesc& d : sb_.tables) most_pages = std::max(most_pages, d.pages());
-  AlignedBuffer chunk(std::min<uint64_t>(most_pages, kPagesPerChunk) * kMetaPageSize);
   for (uint32_t t = 0; t < sb_.tables.size(); ++t) {
     const TableDesc& d = sb_.tables[t];
     const uint32_t per = d.per_page();
-    for (uint64_t first = 0; first < d.pages(); first += kPagesPerChunk) {
-      const uint64_t n = std::min<uint64_t>(kPagesPerChunk, d.pages() - first);
-      const uint64_t offset = d.offset + first * kMetaPageSize;
-      if (std::error_code ec = io.Read(offset, chunk.span().first(n * kMetaPageSize))) {
-        return MakeError(ec, who_ + ": cannot read metadata table " + std::to_string(t) +
-                                 " at offset " + std::to_string(offset) + ": " + ec.message());
-      }
-      for (uint64_t i = 0; i < n; ++i) {
-        const uint8_t* page = reinterpret_cast<const uint8_t*>(chunk.data()) + i * kMetaPageSize;
-        const uint64_t page_no = first + i;
-        Status page_ok =
-            CheckTablePage(page, sb_.volume_id, t, page_no, offset + i * kMetaPageSize, who_);
-        // A checkpoint overwrites pages in place, so a crash may tear one (sector by sector:
-        // each entry is old or new, one that straddles a sector may be neither). Every entry
-        // the checkpoint changed is in the journal, which it had not yet retired: such a
-        // page is loaded without those entries, and the replay below sets them. A bad page
-        // that the journal does not rewrite is corruption.
-        const auto first_entry = std::make_pair(t, page_no * per);
-        const auto end_entry = std::make_pair(t, (page_no + 1) * per);
-        if (!page_ok) {
-          if (journaled.empty()) journaled = JournaledEntries();
-          auto it = std::lower_bound(journaled.begin(), journaled.end(), first_entry);
-          if (it == journaled.end() || !(*it < end_entry)) return page_ok;
-          torn_pages_.emplace(t, page_no);
-        }
-        const uint8_t* e = page + kTablePageHeader;
-        for (uint32_t k = 0; k < per; ++k, e += d.entry_size) {
-          const uint64_t index = page_no * per + k;
-          if (index >= d.entries) break;
-          if (IsZero(e, d.entry_size)) continue;
-          if (!page_ok &&
-              std::binary_search(journaled.begin(), journaled.end(), std::make_pair(t, index))) {
-            continue;
+    VSTACK_RETURN_IF_ERROR(ReadTablePages(
+        io(), sb_, t, who_,
+        [&](uint64_t page_no, const uint8_t* page, const Status& page_ok) -> Status {
+          // A checkpoint overwrites pages in place, so a crash may tear one (sector by sector:
+          // each entry is old or new, one that straddles a sector may be neither). Every entry
+          // the checkpoint changed is in the journal, which it had not yet retired: such a
+          // page is loaded without those entries, and the replay below sets them. A bad page
+          // that the journal does not rewrite is corruption.
+          if (!page_ok) {
+            if (journaled.empty()) journaled = JournaledEntries();
+            auto it = std::lower_bound(journaled.begin(), journaled.end(),
+                                       std::make_pair(t, page_no * per));
+            if (it == journaled.end() || !(*it < std::make_pair(t, (page_no + 1) * per))) {
+              return page_ok;
+            }
+            torn_pages_.emplace(t, page_no);
           }
-          VSTACK_RETURN_IF_ERROR(sink(t, index, e));
-        }
-      }
-    }
+          const uint8_t* e = page + kTablePageHeader;
+          for (uint32_t k = 0; k < per; ++k, e += d.entry_size) {
+            const uint64_t index = page_no * per + k;
+            if (index >= d.entries) break;
+            if (IsZero(e, d.entry_size)) continue;
+            if (!page_ok && std::binary_search(journaled.begin(), journaled.end(),
+                                               std::make_pair(t, index))) {
+              continue;
+            }
+            VSTACK_RETURN_IF_ERROR(sink(t, index, e));
+          }
+          return OkStatus();
+        }));
   }
   // The journal, in commit order, over the tables.
   for (size_t at = 0; at < since_checkpoint_.size();) {
@@ -594,6 +566,15 @@ Status MetaStore::Checkpoint() {
   since_checkpoint_.clear();
   torn_pages_.clear();
   ++counters_.checkpoints;
+  return OkStatus();
+}
+
+Status MetaStore::RewritePayload(std::vector<uint8_t> payload) {
+  Superblock next = sb_;
+  ++next.generation;
+  next.payload = std::move(payload);
+  VSTACK_RETURN_IF_ERROR(WriteSuperblock(io(), next, who_));
+  sb_ = std::move(next);
   return OkStatus();
 }
 

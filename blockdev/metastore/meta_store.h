@@ -121,6 +121,10 @@ class MetaStore {
   // reaped before it returns. Returns the bytes discarded; a failed discard only leaves its
   // bytes where they were. REQUIRES: the commit lock.
   uint64_t Discard(std::span<const std::pair<uint64_t, uint64_t>> ranges);
+  // Writes the superblock again as its next generation, with `payload` in place of the
+  // layer's fields (a layer migrating an image of an older version of its format).
+  // REQUIRES: the commit lock; not read-only.
+  Status RewritePayload(std::vector<uint8_t> payload);
   // Releases the store's queue of the device below; the next metadata I/O opens a new one.
   // For `vstack check`, which repairs the device below next (BlockDevice::Check).
   // REQUIRES: the commit lock.
@@ -160,26 +164,6 @@ class MetaStore {
   Counters counters_;
 };
 
-// Submits every request of `reqs` as one batch on `queue` and polls until all have completed.
-// Returns the first error. Their callbacks are overwritten.
-std::error_code RunRequests(IoQueue& queue, std::span<IoRequest> reqs);
-
-// Loading, the first step a layer whose whole state is one engine over a MetaStore (dedup,
-// zstd) takes the same way (the commits are MappedLayer's). Engine: LoadEntry(table, index,
-// entry) -> Status; FinishLoad().
-
-// Loads `store` into `engine`; errors name `layer`.
-template <class Engine>
-Status LoadEngine(MetaStore& store, Engine& engine, const char* layer) {
-  Status loaded = store.Load([&](uint32_t table, uint64_t index, const uint8_t* entry) -> Status {
-    Status st = engine.LoadEntry(table, index, entry);
-    if (!st) return Annotate(std::move(st).error(), layer);
-    return OkStatus();
-  });
-  if (!loaded) return loaded;
-  engine.FinishLoad();
-  return OkStatus();
-}
 
 }  // namespace vstack
 

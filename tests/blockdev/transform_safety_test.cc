@@ -10,7 +10,7 @@
 #include <iterator>
 #include <map>
 
-#include "blockdev/dedup/dedup_engine.h"
+#include "blockdev/dedup/dedup_device.h"
 #include "blockdev/memory/memory_device.h"
 #include "blockdev/metastore/meta_store.h"
 #include "lib/endian.h"
@@ -242,7 +242,7 @@ TEST_F(ForgedJournal, ATransactionHeaderClaimingTheWholeJournalEndsReplayCleanly
 // the virtual grains below 2^32 - 1 keeps the 32-bit count from overflowing. The edge: the
 // largest size opens, one grain more is refused by name.
 TEST(DedupRefcounts, VirtualGrainsStopBelowTheCountersLimit) {
-  const uint64_t max = DedupEngine::kMaxVirtualGrains;
+  const uint64_t max = DedupDevice::kMaxVirtualGrains;
   auto too_big = Open("dedup:size=" + std::to_string((max + 1) * 4096) + "+null:18G");
   ASSERT_FALSE(too_big);
   EXPECT_NE(too_big.error().message.find("32-bit reference count"), std::string::npos)
