@@ -5,7 +5,7 @@
 namespace vstack {
 namespace {
 
-constexpr uint64_t kMaxLoadPercent = 80;
+constexpr uint64_t kMaxLoadPercent = 70;  // grown by half beyond it
 
 }  // namespace
 
@@ -33,14 +33,10 @@ std::optional<DedupIndex::Hit> DedupIndex::Find(const Fingerprint& fp) const {
 
 void DedupIndex::Insert(const Fingerprint& fp, uint64_t unit, uint64_t owner) {
   Shard& s = shards_[ShardOf(fp)];
-  if ((s.entries + s.tombstones + 1) * 100 > s.slots.size() * kMaxLoadPercent) {
-    const bool grow = (s.entries + 1) * 100 > s.slots.size() * 60;  // else purge tombstones
-    Rehash(s, grow ? s.slots.size() * 3 / 2 : s.slots.size());
-  }
+  if ((s.entries + 1) * 100 > s.slots.size() * kMaxLoadPercent) Rehash(s, s.slots.size() * 3 / 2);
   const uint64_t n = s.slots.size();
   uint64_t i = SlotOf(s, fp);
-  while (s.tags[i] != 0 && s.tags[i] != kTombstone) i = i + 1 == n ? 0 : i + 1;
-  if (s.tags[i] == kTombstone) --s.tombstones;
+  while (s.tags[i] != 0) i = i + 1 == n ? 0 : i + 1;
   s.tags[i] = TagOf(fp);
   s.slots[i] = static_cast<uint32_t>(unit);
   ++s.entries;
@@ -55,15 +51,23 @@ void DedupIndex::Erase(uint64_t unit) {
   s.owners.Erase(unit);
   const uint8_t tag = TagOf(fp);
   const uint64_t n = s.slots.size();
-  for (uint64_t i = SlotOf(s, fp);; i = i + 1 == n ? 0 : i + 1) {
-    if (s.tags[i] == 0) return;
-    if (s.tags[i] == tag && s.slots[i] == unit) {
-      s.tags[i] = kTombstone;
-      --s.entries;
-      ++s.tombstones;
-      return;
-    }
+  uint64_t hole = SlotOf(s, fp);
+  for (;; hole = hole + 1 == n ? 0 : hole + 1) {
+    if (s.tags[hole] == 0) return;  // not indexed (a duplicate kept after a collision)
+    if (s.tags[hole] == tag && s.slots[hole] == unit) break;
   }
+  // Backward-shift deletion (no tombstones): each later entry of the cluster moves into the
+  // hole unless its home slot lies cyclically in (hole, j].
+  for (uint64_t j = hole + 1 == n ? 0 : hole + 1; s.tags[j] != 0; j = j + 1 == n ? 0 : j + 1) {
+    const uint64_t home = SlotOf(s, Of(s.slots[j]));
+    const bool stays = hole <= j ? home > hole && home <= j : home > hole || home <= j;
+    if (stays) continue;
+    s.tags[hole] = s.tags[j];
+    s.slots[hole] = s.slots[j];
+    hole = j;
+  }
+  s.tags[hole] = 0;
+  --s.entries;
 }
 
 void DedupIndex::Rehash(Shard& s, size_t slots) {
@@ -71,9 +75,8 @@ void DedupIndex::Rehash(Shard& s, size_t slots) {
   std::vector<uint32_t> units(slots, 0);
   tags.swap(s.tags);
   units.swap(s.slots);
-  s.tombstones = 0;
   for (uint64_t i = 0; i < units.size(); ++i) {
-    if (tags[i] == 0 || tags[i] == kTombstone) continue;
+    if (tags[i] == 0) continue;
     uint64_t j = SlotOf(s, Of(units[i]));
     while (s.tags[j] != 0) j = j + 1 == slots ? 0 : j + 1;
     s.tags[j] = tags[i];

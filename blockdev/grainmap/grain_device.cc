@@ -206,25 +206,26 @@ Status GrainDevice::Commit(CommitKind kind) {
     if (!units.empty()) DiscardUnits(units);
   }
   UnitMap::Capture c = map_.TakeCapture();
-  std::vector<uint8_t> rec(std::max<uint32_t>(format_.unit_entry_bytes, 8), 0);
+  MetaBatch& batch = batch_;  // reused: its capacity stays
+  batch.records.clear();
+  batch.group_ends.clear();
+  uint8_t rec[64] = {};
   size_t n = 0;
-  auto group = [&] {
-    if (++n % kRecordsPerGroup == 0) store_->EndGroup();
+  auto add = [&](uint32_t table, uint64_t index) {
+    store_->Record(&batch, table, index, rec);
+    if (++n % kRecordsPerGroup == 0) batch.group_ends.push_back(batch.records.size());
   };
   if (format_.unit_records) {
     for (uint64_t u : c.stored) {
-      std::fill(rec.begin(), rec.end(), 0);
-      UnitRecord(u, rec.data());
-      store_->Set(kUnitTable, u, rec.data());
-      group();
+      std::fill(std::begin(rec), std::end(rec), 0);
+      UnitRecord(u, rec);
+      add(kUnitTable, u);
     }
   }
   for (const auto& [v, e] : c.grains) {
-    StoreLE64(rec.data(), e);  // little-endian: the low 4 bytes are a 4-byte entry
-    store_->Set(kMapTable, v, rec.data());
-    group();
+    StoreLE64(rec, e);  // little-endian: the low 4 bytes are a 4-byte entry
+    add(kMapTable, v);
   }
-  MetaBatch batch = store_->TakePending();
   Status s = store_->Commit(&batch);
   if (s) {
     std::vector<uint64_t> freed;

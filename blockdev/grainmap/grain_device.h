@@ -285,6 +285,7 @@ class GrainDevice : public GrainLayer {
   const GrainFormat format_;
   UnitMap map_;
   std::unique_ptr<MetaStore> store_;
+  MetaBatch batch_;  // a commit's records, reused; under the commit lock
   const bool verifies_reads_;
   size_t commit_threshold_ = 0;
 };

@@ -371,10 +371,14 @@ Status MetaStore::ReadJournal() {
 // Recording
 
 void MetaStore::Set(uint32_t table, uint64_t index, const void* entry) {
+  Record(&pending_, table, index, entry);
+}
+
+void MetaStore::Record(MetaBatch* batch, uint32_t table, uint64_t index, const void* entry) const {
   const uint32_t es = sb_.tables[table].entry_size;
-  const size_t at = pending_.records.size();
-  pending_.records.resize(at + 7 + es);
-  uint8_t* p = &pending_.records[at];
+  const size_t at = batch->records.size();
+  batch->records.resize(at + 7 + es);
+  uint8_t* p = &batch->records[at];
   p[0] = static_cast<uint8_t>(table);
   for (int i = 0; i < 6; ++i) p[1 + i] = static_cast<uint8_t>(index >> (8 * i));
   std::memcpy(p + 7, entry, es);
@@ -410,8 +414,10 @@ void MetaStore::RestorePending(MetaBatch batch) {
 
 Status MetaStore::WriteTransaction(const uint8_t* payload, size_t bytes) {
   const uint64_t blocks = TxnBlocks(bytes);
-  AlignedBuffer txn(blocks * kMetaPageSize);
+  if (txn_.size() < blocks * kMetaPageSize) txn_ = AlignedBuffer(blocks * kMetaPageSize);
+  const std::span<std::byte> txn = txn_.span().first(blocks * kMetaPageSize);
   auto* t = reinterpret_cast<uint8_t*>(txn.data());
+  std::memset(t + kTxnHeader + bytes, 0, txn.size() - kTxnHeader - bytes);  // the padding
   StoreLE32(t, kTxnMagic);
   StoreLE64(t + 8, next_seq_);
   StoreLE64(t + 16, sb_.volume_id);
@@ -420,7 +426,7 @@ Status MetaStore::WriteTransaction(const uint8_t* payload, size_t bytes) {
   std::memcpy(t + kTxnHeader, payload, bytes);
   StoreLE32(t + 4, TxnCrc(t, txn.size(), sb_.volume_id));
   const uint64_t offset = sb_.journal_offset + journal_pos_;
-  if (std::error_code ec = io().Write(offset, txn.span(), kIoFua)) {
+  if (std::error_code ec = io().Write(offset, txn, kIoFua)) {
     return MakeError(ec, who_ + ": cannot write journal transaction " + std::to_string(next_seq_) +
                              " at offset " + std::to_string(offset) + ": " + ec.message());
   }

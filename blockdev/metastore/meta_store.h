@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "blockdev/metastore/superblock.h"
+#include "lib/aligned_buffer.h"
 #include "lib/block_device.h"
 #include "lib/sync_io.h"
 
@@ -97,6 +98,8 @@ class MetaStore {
 
   // Records that entry `index` of `table` now holds `entry` (entry_size bytes).
   void Set(uint32_t table, uint64_t index, const void* entry);
+  // The same record, appended to `batch` (a layer that builds its batches itself).
+  void Record(MetaBatch* batch, uint32_t table, uint64_t index, const void* entry) const;
   // Ends the current atomic group of records.
   void EndGroup();
   size_t pending_bytes() const { return pending_.records.size(); }
@@ -152,6 +155,7 @@ class MetaStore {
   const bool read_only_;
   const std::string who_;
   std::unique_ptr<SyncIo> io_;
+  AlignedBuffer txn_;  // a transaction's blocks, reused; guarded by commit_mu_
 
   MetaBatch pending_;  // guarded by the layer's mutex
 
