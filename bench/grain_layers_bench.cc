@@ -5,7 +5,12 @@
 // level 1, XXH3-128 and CRC-32C.
 //
 //   build/bench/grain_layers_bench [--rounds 5] [--duration 2] [--threads 4]
-//                                  [--stack SPEC]... (layers over memory:1G; default: the four)
+//                                  [--stack SPEC]... (layers over memory:1G; default: the three)
+//
+// For callgrind (instructions per I/O, independent of the machine's load): one stack, a
+// fixed count of I/Os on one thread, smaller devices, no bare measurement:
+//   valgrind --tool=callgrind --toggle-collect='vstack::bench::RunWorkload*' \
+//     build/bench/grain_layers_bench --callgrind dedup --ios 200000
 //
 // Each stack gets a fresh memory:1G backend whose pages are all touched before the layers are
 // formatted on it, so no layer pays for the backend's first touch of a page (a log-structured
@@ -35,7 +40,7 @@
 namespace vstack::bench {
 namespace {
 
-constexpr uint64_t kLower = uint64_t{1} << 30;
+uint64_t kLower = uint64_t{1} << 30;
 
 double ThreadCpuNs() {
   timespec ts;
@@ -141,16 +146,30 @@ int Main(int argc, char** argv) {
   int rounds = 5;
   WorkloadKnobs k;
   std::vector<std::string> stacks;
+  std::string callgrind;  // one stack ("memory": none), for instruction counts
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], v = argv[i + 1];
     if (flag == "--rounds") rounds = std::stoi(v);
     else if (flag == "--duration") k.duration_s = std::stod(v);
     else if (flag == "--threads") k.threads = static_cast<uint32_t>(std::stoul(v));
     else if (flag == "--stack") stacks.push_back(v);
+    else if (flag == "--callgrind") callgrind = v;
+    else if (flag == "--ios") k.io_count = std::stoull(v);
     else {
-      std::fprintf(stderr, "unknown flag %s (--rounds, --duration, --threads, --stack)\n", argv[i]);
+      std::fprintf(stderr, "unknown flag %s (--rounds, --duration, --threads, --stack, "
+                           "--callgrind, --ios)\n", argv[i]);
       return 2;
     }
+  }
+  if (!callgrind.empty()) {
+    kLower = 256 << 20;
+    k.target_size = 64 << 20;
+    k.threads = 1;
+    k.warmup_s = 0;
+    if (k.io_count == 0) k.io_count = 100000;
+    Result<double> c = RunStack(callgrind == "memory" ? "" : callgrind, k);
+    if (!c) std::fprintf(stderr, "%s\n", c.error().message.c_str());
+    return c ? 0 : 1;
   }
   if (stacks.empty()) stacks = {"dedup", "zstd", "crc32c"};
   stacks.insert(stacks.begin(), "");  // the bare memory backend

@@ -78,8 +78,7 @@ Encoded DedupDevice::Encode(QueueState* qs, const GrainWrite& w, const std::byte
   auto lock = index_.Lock(fp);
   const std::optional<DedupIndex::Hit> hit = index_.Find(fp);
   if (hit && hit->owner && hit->owner != w.owner) return {Encoded::kBusy};  // on its way below
-  if (hit && verify_ && !hit->owner) {
-    map().Pin(hit->unit);  // not reused while it is read and compared
+  if (hit && verify_ && !hit->owner) {  // (the write entered the read generation: not reused)
     IoOf(qs).Count(kVerifyReads);
     return {Encoded::kConfirm, 0, hit->unit};
   }
@@ -97,19 +96,20 @@ Encoded DedupDevice::Confirm(QueueState* qs, const GrainWrite& w, const std::byt
                              const std::byte* stored, Encoded e) {
   const Fingerprint fp = index_.Of(e.unit);
   auto lock = index_.Lock(fp);
-  const bool equal = stored && std::memcmp(stored, bytes, grain()) == 0;
-  if (equal) map().AddRef(*w.journal, e.unit);
-  map().Unpin(e.unit);
-  if (equal) {
+  const std::optional<DedupIndex::Hit> hit = index_.Find(fp);
+  if (stored && std::memcmp(stored, bytes, grain()) == 0 && hit && hit->unit == e.unit &&
+      !hit->owner) {
+    map().AddRef(*w.journal, e.unit);
     IoOf(qs).Count(kDedupHits);
     return {Encoded::kShare, UnitMap::EntryOf(e.unit)};
   }
-  if (stored) {  // same fingerprint, other bytes (a failed read is no collision)
+  if (stored && hit && hit->unit == e.unit) {  // same fingerprint, other bytes
     IoOf(qs).Count(kCollisions);
     collisions_.fetch_add(1, std::memory_order_relaxed);
   }
   IoOf(qs).Count(kUniqueWrites);
-  return StoreNew(w, fp, /*unindexed=*/true);
+  // Stored anew, unindexed if the fingerprint stays taken (or freed and taken again since).
+  return StoreNew(w, fp, /*unindexed=*/hit.has_value());
 }
 
 Encoded DedupDevice::StoreNew(const GrainWrite& w, const Fingerprint& fp, bool unindexed) {
@@ -121,7 +121,7 @@ Encoded DedupDevice::StoreNew(const GrainWrite& w, const Fingerprint& fp, bool u
 }
 
 void DedupDevice::Unencode(const GrainWrite& w, const Encoded& e) {
-  if (e.kind == Encoded::kConfirm) return map().Unpin(e.unit);
+  if (e.kind == Encoded::kConfirm) return;
   auto lock = index_.Lock(index_.Of(e.unit));
   index_.Erase(e.unit);  // its pending entry (kStore), if indexed
 }
@@ -131,11 +131,19 @@ void DedupDevice::Stored(uint64_t unit) {
   index_.Ready(unit);
 }
 
-bool DedupDevice::MayFree(uint64_t unit, const std::function<bool()>& still_free) {
-  auto lock = index_.Lock(index_.Of(unit));  // Encode's hits take references under it
-  if (!still_free()) return false;
-  index_.Erase(unit);
-  return true;
+void DedupDevice::Reclaim(std::span<const uint64_t> units,
+                          const std::function<bool(uint64_t)>& free_if) {
+  // Encode's hits take references under the shard locks: check and erase under them, a shard
+  // at a time.
+  std::vector<std::vector<uint64_t>> by_shard(size_t{1} << DedupIndex::kShardBits);
+  for (uint64_t u : units) by_shard[DedupIndex::ShardOf(index_.Of(u))].push_back(u);
+  for (const std::vector<uint64_t>& shard : by_shard) {
+    if (shard.empty()) continue;
+    auto lock = index_.Lock(index_.Of(shard.front()));
+    for (uint64_t u : shard) {
+      if (free_if(u)) index_.Erase(u);
+    }
+  }
 }
 
 void DedupDevice::UnitRecord(uint64_t unit, uint8_t* out) const {

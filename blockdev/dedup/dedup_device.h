@@ -67,7 +67,8 @@ class DedupDevice final : public GrainDevice {
                   const std::byte* stored, Encoded e) override;
   void Unencode(const GrainWrite& w, const Encoded& e) override;
   void Stored(uint64_t unit) override;
-  bool MayFree(uint64_t unit, const std::function<bool()>& still_free) override;
+  void Reclaim(std::span<const uint64_t> units,
+               const std::function<bool(uint64_t)>& free_if) override;
   void UnitRecord(uint64_t unit, uint8_t* out) const override;
   Status LoadUnitRecord(uint64_t unit, const uint8_t* in) override;
   void FinishLoad() override;

@@ -5,17 +5,14 @@
 namespace vstack {
 namespace {
 
-constexpr uint64_t kMaxLoadPercent = 70;  // grown by half beyond it
+constexpr uint64_t kMaxLoadPercent = 80;
 
 }  // namespace
 
 DedupIndex::DedupIndex(uint64_t units) : fps_(2 * units), shards_(size_t{1} << kShardBits) {
   // Sized up front for an eighth of the units (grown by half when needed).
   const size_t slots = std::max<uint64_t>(256, units >> (kShardBits + 3));
-  for (Shard& s : shards_) {
-    s.tags.assign(slots, 0);
-    s.slots.assign(slots, 0);
-  }
+  for (Shard& s : shards_) s.slots.assign(slots, Slot{0, 0});
 }
 
 std::optional<DedupIndex::Hit> DedupIndex::Find(const Fingerprint& fp) const {
@@ -23,22 +20,26 @@ std::optional<DedupIndex::Hit> DedupIndex::Find(const Fingerprint& fp) const {
   const uint8_t tag = TagOf(fp);
   const uint64_t n = s.slots.size();
   for (uint64_t i = SlotOf(s, fp);; i = i + 1 == n ? 0 : i + 1) {
-    if (s.tags[i] == 0) return std::nullopt;
-    if (s.tags[i] == tag && Of(s.slots[i]) == fp) {
-      const uint64_t* owner = s.owners.Find(s.slots[i]);
-      return Hit{s.slots[i], owner ? *owner : 0};
+    const Slot slot = s.slots[i];
+    if (slot.tag == 0) return std::nullopt;
+    if (slot.tag == tag && Of(slot.unit) == fp) {
+      const uint64_t* owner = s.owners.Find(slot.unit);
+      return Hit{slot.unit, owner ? *owner : 0};
     }
   }
 }
 
 void DedupIndex::Insert(const Fingerprint& fp, uint64_t unit, uint64_t owner) {
   Shard& s = shards_[ShardOf(fp)];
-  if ((s.entries + 1) * 100 > s.slots.size() * kMaxLoadPercent) Rehash(s, s.slots.size() * 3 / 2);
+  if ((s.entries + s.tombstones + 1) * 100 > s.slots.size() * kMaxLoadPercent) {
+    const bool grow = (s.entries + 1) * 100 > s.slots.size() * 60;  // else purge tombstones
+    Rehash(s, grow ? s.slots.size() * 3 / 2 : s.slots.size());
+  }
   const uint64_t n = s.slots.size();
   uint64_t i = SlotOf(s, fp);
-  while (s.tags[i] != 0) i = i + 1 == n ? 0 : i + 1;
-  s.tags[i] = TagOf(fp);
-  s.slots[i] = static_cast<uint32_t>(unit);
+  while (s.slots[i].tag != 0 && s.slots[i].tag != kTombstone) i = i + 1 == n ? 0 : i + 1;
+  if (s.slots[i].tag == kTombstone) --s.tombstones;
+  s.slots[i] = Slot{static_cast<uint32_t>(unit), TagOf(fp)};
   ++s.entries;
   if (owner) s.owners[unit] = owner;
 }
@@ -51,36 +52,26 @@ void DedupIndex::Erase(uint64_t unit) {
   s.owners.Erase(unit);
   const uint8_t tag = TagOf(fp);
   const uint64_t n = s.slots.size();
-  uint64_t hole = SlotOf(s, fp);
-  for (;; hole = hole + 1 == n ? 0 : hole + 1) {
-    if (s.tags[hole] == 0) return;  // not indexed (a duplicate kept after a collision)
-    if (s.tags[hole] == tag && s.slots[hole] == unit) break;
+  for (uint64_t i = SlotOf(s, fp);; i = i + 1 == n ? 0 : i + 1) {
+    if (s.slots[i].tag == 0) return;  // not indexed (a duplicate kept after a collision)
+    if (s.slots[i].tag == tag && s.slots[i].unit == unit) {
+      s.slots[i].tag = kTombstone;
+      --s.entries;
+      ++s.tombstones;
+      return;
+    }
   }
-  // Backward-shift deletion (no tombstones): each later entry of the cluster moves into the
-  // hole unless its home slot lies cyclically in (hole, j].
-  for (uint64_t j = hole + 1 == n ? 0 : hole + 1; s.tags[j] != 0; j = j + 1 == n ? 0 : j + 1) {
-    const uint64_t home = SlotOf(s, Of(s.slots[j]));
-    const bool stays = hole <= j ? home > hole && home <= j : home > hole || home <= j;
-    if (stays) continue;
-    s.tags[hole] = s.tags[j];
-    s.slots[hole] = s.slots[j];
-    hole = j;
-  }
-  s.tags[hole] = 0;
-  --s.entries;
 }
 
 void DedupIndex::Rehash(Shard& s, size_t slots) {
-  std::vector<uint8_t> tags(slots, 0);
-  std::vector<uint32_t> units(slots, 0);
-  tags.swap(s.tags);
-  units.swap(s.slots);
-  for (uint64_t i = 0; i < units.size(); ++i) {
-    if (tags[i] == 0) continue;
-    uint64_t j = SlotOf(s, Of(units[i]));
-    while (s.tags[j] != 0) j = j + 1 == slots ? 0 : j + 1;
-    s.tags[j] = tags[i];
-    s.slots[j] = units[i];
+  std::vector<Slot> old(slots, Slot{0, 0});
+  old.swap(s.slots);
+  s.tombstones = 0;
+  for (const Slot& slot : old) {
+    if (slot.tag == 0 || slot.tag == kTombstone) continue;
+    uint64_t j = SlotOf(s, Of(slot.unit));
+    while (s.slots[j].tag != 0) j = j + 1 == slots ? 0 : j + 1;
+    s.slots[j] = slot;
   }
 }
 
@@ -97,7 +88,7 @@ uint64_t DedupIndex::memory_bytes() const {
   uint64_t n = fps_.bytes();
   for (const Shard& s : shards_) {
     std::lock_guard lock(s.mu);
-    n += s.tags.capacity() + s.slots.capacity() * sizeof(uint32_t);
+    n += s.slots.capacity() * sizeof(Slot);
   }
   return n;
 }

@@ -229,7 +229,9 @@ Status GrainDevice::Commit(CommitKind kind) {
   Status s = store_->Commit(&batch);
   if (s) {
     std::vector<uint64_t> freed;
-    map_.Reclaim(c, [this](uint64_t u, const std::function<bool()>& f) { return MayFree(u, f); },
+    map_.Reclaim(c,
+                 [this](std::span<const uint64_t> units,
+                        const std::function<bool(uint64_t)>& free_if) { Reclaim(units, free_if); },
                  &freed);
   } else {
     map_.Restore(std::move(c));  // the next commit journals them (what was journaled stays)

@@ -192,10 +192,12 @@ class GrainDevice : public GrainLayer {
   virtual std::string BadEntry(uint64_t entry) const { return {}; }
   // After loading (references are counted): rebuild what the layer derives from the map.
   virtual void FinishLoad() {}
-  // Whether unit `u`, released and unreferenced, may be reused: `still_free()` must hold,
-  // checked under any lock that keeps the layer from referencing it again (dedup's index).
-  virtual bool MayFree(uint64_t u, const std::function<bool()>& still_free) {
-    return still_free();
+  // Units released and unreferenced, on their way to reuse: calls free_if(u) for each, under
+  // whatever lock keeps the layer from referencing u again (dedup's index shards: one lock per
+  // shard, not per unit), and forgets those for which it returns true (their index entries).
+  virtual void Reclaim(std::span<const uint64_t> units,
+                       const std::function<bool(uint64_t)>& free_if) {
+    for (uint64_t u : units) free_if(u);
   }
   // References the layer holds on `unit` besides map entries (for Check).
   virtual uint32_t Holds(uint64_t unit) const { return 0; }

@@ -28,6 +28,7 @@ struct GrainQueue::Op {
   std::error_code error;
   bool write = false, zeroes = false, unmap = false;
   bool locked = false, room_tried = false, verify_failed = false;
+  uint64_t gen = 0;  // the read generation it entered (UnitMap::Enter)
 };
 
 struct GrainQueue::Lower {
@@ -217,6 +218,7 @@ void GrainQueue::Next(Op* op) {
                              op->error ? nullptr : s.stored->data(), s.enc);
       }
       op->error.clear();  // a candidate that could not be read is not the same grain
+      if (!dev_.in_place()) map_.Leave(*journal_, op->gen);
       for (size_t i = 0; i < op->slots.size(); ++i) {
         if (op->slots[i].enc.kind == Encoded::kNoSpace) {
           Undo(op, op->slots.size());
@@ -238,6 +240,7 @@ void GrainQueue::Read(Op* op) {
   op->stage = Stage::kRead;
   op->pending = 1;
   op->verify_failed = false;
+  if (!dev_.in_place()) op->gen = map_.Enter(*journal_);  // units stay until it leaves
   Lower* run = nullptr;
   uint64_t run_end = 0;
   bool run_direct = false;
@@ -250,7 +253,7 @@ void GrainQueue::Read(Op* op) {
   };
   for (uint32_t i = 0; i < op->slots.size(); ++i) {
     Slot& s = op->slots[i];
-    s.entry = dev_.in_place() ? map_.Get(s.v) : map_.PinEntry(s.v);
+    s.entry = map_.Get(s.v);
     if (!dev_.in_place() && !UnitMap::HasUnit(s.entry)) {
       ZeroIov(p.iov, p.iovcnt, s.rel, s.len);
       close_run();
@@ -331,12 +334,12 @@ void GrainQueue::Deliver(Lower* l) {
         }
       }
     }
-    if (!l->rmw && !dev_.in_place()) map_.Unpin(UnitMap::UnitOf(s.entry));
   }
   l->req.status = status;
 }
 
 void GrainQueue::ReadDone(Op* op) {
+  if (!dev_.in_place()) map_.Leave(*journal_, op->gen);
   if (op->verify_failed && !op->locked && !op->error) {
     // A write may have overlapped the read: read again with the writers held off.
     Count(GrainDevice::kRetries);
@@ -400,7 +403,10 @@ void GrainQueue::EncodeAll(Op* op) {
   op->stage = Stage::kEncode;
   op->pending = 1;
   op->error.clear();
-  if (!dev_.in_place()) map_.Reserve(*journal_, op->count);
+  if (!dev_.in_place()) {
+    map_.Reserve(*journal_, op->count);
+    op->gen = map_.Enter(*journal_);  // units Encode finds (dedup) stay until Confirm
+  }
   for (size_t i = 0; i < op->slots.size(); ++i) {
     Slot& s = op->slots[i];
     if (op->zeroes && s.len == grain_) {
@@ -414,6 +420,7 @@ void GrainQueue::EncodeAll(Op* op) {
     if (s.enc.kind == Encoded::kBusy || s.enc.kind == Encoded::kNoSpace) {
       const bool busy = s.enc.kind == Encoded::kBusy;
       Undo(op, i);
+      if (!dev_.in_place()) map_.Leave(*journal_, op->gen);
       if (busy) return Park(op, Stage::kEncode);
       op->error = Errc::kNoSpace;
       op->pending = 0;

@@ -29,24 +29,27 @@ UnitMap::UnitMap(uint64_t grains, uint32_t entry_bytes, uint64_t units)
       map32_(wide_ ? 0 : grains),
       map64_(wide_ ? grains : 0),
       locks_((grains + 63) / 64),
+      dirty_(units ? (grains + 63) / 64 : 0),
       refs_(units),
-      pins_(units),
       released_in_(units),
       alloc_(units) {}
 
 UnitMap::~UnitMap() = default;
 
-uint64_t UnitMap::PinEntry(uint64_t v) {
+uint64_t UnitMap::Enter(Journal& j) {
   for (;;) {
-    const uint64_t e = Get(v);
-    if (!HasUnit(e) || units_ == 0) return e;
-    pins_[UnitOf(e)].fetch_add(1, std::memory_order_seq_cst);
-    if ((wide_ ? map64_.Load(v, std::memory_order_seq_cst)
-               : map32_.Load(v, std::memory_order_seq_cst)) == e) {
-      return e;
-    }
-    Unpin(UnitOf(e));
+    const uint64_t g = gen_.load(std::memory_order_seq_cst);
+    j.readers[g & 1].fetch_add(1, std::memory_order_seq_cst);
+    if (gen_.load(std::memory_order_seq_cst) == g) return g;
+    Leave(j, g);  // the generation moved on meanwhile: enter the new one
   }
+}
+
+bool UnitMap::Drained(uint64_t parity) const {
+  for (const auto& j : journals_) {
+    if (j->readers[parity & 1].load(std::memory_order_seq_cst) != 0) return false;
+  }
+  return true;
 }
 
 bool UnitMap::TryLock(uint64_t first, uint64_t count) {
@@ -102,7 +105,11 @@ void UnitMap::Remap(Journal& j, uint64_t v, uint64_t e, bool counted) {
   };
   bump(j.live, (e != kUnmapped) - (old != kUnmapped));
   bump(j.zeros, (e == kZero) - (old == kZero));
-  if (units_) j.grains.push_back(v);  // in place: nothing to journal
+  // Journaled once per commit interval: the bit says it is on a journal's list already.
+  if (units_ && !(dirty_[v / 64].fetch_or(uint64_t{1} << (v % 64), std::memory_order_relaxed) &
+                  (uint64_t{1} << (v % 64)))) {
+    j.grains.push_back(v);
+  }
 }
 
 void UnitMap::AddRef(Journal& j, uint64_t unit) {
@@ -164,6 +171,7 @@ UnitMap::Capture UnitMap::TakeCapture() {
     for (auto& j : journals_) held.emplace_back(j->mu);
     c.epoch = epoch_.fetch_add(1, std::memory_order_relaxed);
     for (auto [v, e] : carry_.grains) grains.push_back(v);
+    const bool carry_grains = !carry_.grains.empty();
     c.stored = std::move(carry_.stored);
     c.released = std::move(carry_.released);
     carry_ = Capture{};
@@ -175,9 +183,12 @@ UnitMap::Capture UnitMap::TakeCapture() {
       j->stored.clear();
       j->released.clear();
     }
-    SortUnique(grains);
+    if (carry_grains) SortUnique(grains);  // else each grain is on one list, once
     c.grains.reserve(grains.size());
-    for (uint64_t v : grains) c.grains.emplace_back(v, Get(v));  // at the cut
+    for (uint64_t v : grains) {  // at the cut
+      dirty_[v / 64].fetch_and(~(uint64_t{1} << (v % 64)), std::memory_order_relaxed);
+      c.grains.emplace_back(v, Get(v));
+    }
     held.clear();
     // Journals of closed queues are empty now: their usage moves to the base.
     std::erase_if(journals_, [&](const std::unique_ptr<Journal>& j) {
@@ -188,7 +199,6 @@ UnitMap::Capture UnitMap::TakeCapture() {
       return true;
     });
   }
-  SortUnique(c.stored);
   return c;
 }
 
@@ -199,34 +209,43 @@ void UnitMap::Restore(Capture c) {
   carry_.released.insert(carry_.released.end(), c.released.begin(), c.released.end());
 }
 
-void UnitMap::Reclaim(Capture& c,
-                      const std::function<bool(uint64_t, const std::function<bool()>&)>& may_free,
-                      std::vector<uint64_t>* freed) {
-  std::vector<uint64_t> deferred;
-  SortUnique(c.released);
-  for (uint64_t u : c.released) {
-    const uint32_t when = released_in_.Load(u);
-    if (when == 0 || when > c.epoch) continue;  // reused or released again since: not this cut's
-    auto still_free = [&] {
-      return refs_.Load(u, std::memory_order_seq_cst) == 0 &&
-             pins_.Load(u, std::memory_order_seq_cst) == 0;
-    };
-    if (refs_.Load(u) != 0) continue;  // referenced again (a dedup hit)
-    if (!may_free(u, still_free)) {
-      if (refs_.Load(u) == 0) deferred.push_back(u);  // pinned: the next commit tries again
-      continue;
-    }
-    released_in_.Store(u, 0);
-    freed->push_back(u);
-  }
+void UnitMap::Reclaim(Capture& c, const Reclaimer& reclaim, std::vector<uint64_t>* freed) {
+  std::vector<uint64_t> candidates;
   {
-    std::lock_guard lock(alloc_mu_);
-    for (uint64_t u : *freed) alloc_.Free(u);
-  }
-  if (!deferred.empty()) {
     std::lock_guard lock(journals_mu_);
-    carry_.released.insert(carry_.released.end(), deferred.begin(), deferred.end());
+    // Readers of generation g0 or before may have looked up what this cut released. Advance
+    // the generation if nobody is left in the one before; a unit that waits out generation t is
+    // then free of readers once the generation is past t + 1, or is t + 1 and nobody is left
+    // in t.
+    const uint64_t g0 = gen_.load(std::memory_order_seq_cst);
+    const uint64_t gen = Drained(g0 - 1) ? g0 + 1 : g0;
+    gen_.store(gen, std::memory_order_seq_cst);
+    const bool last_drained = Drained(gen - 1);
+    for (uint64_t u : c.released) waiting_.emplace_back(u, g0);
+    std::vector<std::pair<uint64_t, uint64_t>> later;
+    for (auto [u, t] : waiting_) {
+      const uint32_t when = released_in_.Load(u);
+      // Not this cut's: reused or released again since (or released twice: freed once).
+      if (when == 0 || when > c.epoch || refs_.Load(u) != 0) continue;
+      if (gen > t + 1 || (gen == t + 1 && last_drained)) {
+        candidates.push_back(u);
+      } else {
+        later.emplace_back(u, t);
+      }
+    }
+    waiting_ = std::move(later);
   }
+  reclaim(candidates, [&](uint64_t u) {
+    if (refs_.Load(u, std::memory_order_seq_cst) != 0 || released_in_.Load(u) == 0 ||
+        released_in_.Load(u) > c.epoch) {
+      return false;
+    }
+    released_in_.Store(u, 0);  // freed (a unit listed twice is freed once)
+    freed->push_back(u);
+    return true;
+  });
+  std::lock_guard lock(alloc_mu_);
+  for (uint64_t u : *freed) alloc_.Free(u);
 }
 
 void UnitMap::TakeAged(std::vector<uint64_t>* out, uint64_t keep, uint64_t min_run) {
@@ -285,7 +304,8 @@ void UnitMap::Check(CheckMode mode, const std::function<uint32_t(uint64_t)>& hol
     if (HasUnit(e)) derived[UnitOf(e)].fetch_add(1, std::memory_order_relaxed);
   }
   std::lock_guard lock(journals_mu_);
-  std::vector<uint64_t> spoken_for = carry_.released;  // awaiting a commit, or reserved
+  std::vector<uint64_t> spoken_for = carry_.released;  // awaiting a commit or readers, reserved
+  for (auto [u, t] : waiting_) spoken_for.push_back(u);
   for (const auto& j : journals_) {
     spoken_for.insert(spoken_for.end(), j->released.begin(), j->released.end());
     for (uint64_t u = j->next; u < j->end; ++u) spoken_for.push_back(u);
@@ -316,7 +336,7 @@ void UnitMap::Check(CheckMode mode, const std::function<uint32_t(uint64_t)>& hol
 
 uint64_t UnitMap::memory_bytes() const {
   std::lock_guard lock(alloc_mu_);
-  return map32_.bytes() + map64_.bytes() + locks_.bytes() + refs_.bytes() + pins_.bytes() +
+  return map32_.bytes() + map64_.bytes() + locks_.bytes() + refs_.bytes() +
          released_in_.bytes() + alloc_.memory_bytes();
 }
 

@@ -7,7 +7,7 @@
 //  - grain locks, one bit per virtual grain: a write holds the bits of its grains from before it
 //    reads or encodes them until it has remapped them;
 //  - per unit: its reference count (the map entries that name it, plus holds: a bin that a
-//    zstd queue still fills), the pins of readers, and the epoch of its release;
+//    zstd queue still fills) and the epoch of its release;
 //  - the allocator (bitmap_allocator.h, behind a mutex): a queue takes a run of free units at
 //    a time (its reserve) and allocates from it alone, so the grains of one write land on
 //    consecutive units and the mutex is taken about once per 64 units;
@@ -23,9 +23,12 @@
 // entry, a reference or a release is made holding the changing queue's journal mutex, so a cut
 // sees each operation whole or not at all.
 //
-// Readers pin: PinEntry reads a grain's entry, pins its unit and reads the entry again (if it
-// changed, the unit may be on its way to reuse: unpin, look again); Reclaim does not free a
-// pinned unit but tries again at the next commit.
+// Readers hold back reuse without touching the units they read: an operation that looks
+// entries up (a read; a write comparing with a stored unit) enters the current read
+// generation (its queue's own counter) before and leaves it after. Reclaim advances the
+// generation once nobody is left in the one before, and frees a released unit only when every
+// reader that entered before its release could have left: else it waits for the next commit.
+// A reader costs two atomic operations on its queue's own cache line, not one per unit.
 //
 // In-place layers (crc32c) have no units: a grain stays at its own position and its entry is
 // what the layer keeps for it (a checksum); they use the map and the locks only.
@@ -37,6 +40,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "blockdev/metastore/atomic_array.h"
@@ -47,6 +51,7 @@ namespace vstack {
 
 class UnitMap {
  public:
+  struct Journal;
   static constexpr uint64_t kUnmapped = 0;  // never written, or discarded
   static constexpr uint64_t kZero = 1;      // written with zeros, stored as nothing
   static bool HasUnit(uint64_t e) { return e > kZero; }
@@ -67,12 +72,12 @@ class UnitMap {
   }
   // Sets v's entry while loading (no references are counted: FinishLoad derives them).
   void Load(uint64_t v, uint64_t e) { Exchange(v, e); }
-  // v's entry, its unit (if any) pinned against reuse: Unpin(unit) once read.
-  uint64_t PinEntry(uint64_t v);
-  void Unpin(uint64_t unit) { pins_[unit].fetch_sub(1, std::memory_order_release); }
-  // Pins a unit the caller knows is not being reused (it holds the lock that Reclaim's
-  // may_free takes, e.g. dedup's index shard, and found the unit there).
-  void Pin(uint64_t unit) { pins_[unit].fetch_add(1, std::memory_order_seq_cst); }
+  // Entering and leaving the read generation (see above): between them, the units of the
+  // entries looked up are not reused. Returns the generation to leave.
+  uint64_t Enter(Journal& j);
+  void Leave(Journal& j, uint64_t gen) {
+    j.readers[gen & 1].fetch_sub(1, std::memory_order_release);
+  }
 
   // ---- Grain locks: try-locks, never waits. False (nothing held) if any grain is locked.
   bool TryLock(uint64_t first, uint64_t count);
@@ -86,6 +91,7 @@ class UnitMap {
     // Usage deltas, written by the owner thread only.
     std::atomic<int64_t> live{0}, zeros{0}, used{0};
     bool closed = false;
+    alignas(64) std::atomic<uint32_t> readers[2] = {};  // in generations of parity 0 and 1
   };
   Journal* Attach();
   // The queue is gone: its reserve goes back; its records wait for the next commit.
@@ -120,11 +126,14 @@ class UnitMap {
   Capture TakeCapture();
   // A failed commit: the capture's records and releases go to the next one.
   void Restore(Capture c);
-  // The commit of `c` is durable: frees its released units that are still unreferenced and
-  // unpinned (and those deferred by earlier commits), each once may_free(unit) agrees (the
-  // layer's last word, under its own lock: dedup's index). Appends freed units to `freed`.
-  void Reclaim(Capture& c, const std::function<bool(uint64_t, const std::function<bool()>&)>& may_free,
-               std::vector<uint64_t>* freed);
+  // The commit of `c` is durable: frees its released units that are still unreferenced once no
+  // reader that may have looked them up remains (else at a later commit). The layer has the
+  // last word: reclaim(units, free_if) calls free_if(u) for each candidate under its own lock
+  // (dedup's index shard, which its hits take references under), and free_if says whether u
+  // is free now. Appends the freed units to `freed`.
+  using Reclaimer = std::function<void(std::span<const uint64_t>,
+                                       const std::function<bool(uint64_t)>&)>;
+  void Reclaim(Capture& c, const Reclaimer& reclaim, std::vector<uint64_t>* freed);
   // Discards below (see GrainDevice::Commit): the allocator's calls, under its mutex.
   void TakeAged(std::vector<uint64_t>* out, uint64_t keep, uint64_t min_run);
   void TakeStale(std::vector<uint64_t>* out);
@@ -149,6 +158,8 @@ class UnitMap {
 
  private:
   void GiveBackReserve(Journal& j);
+  // No reader of a generation of this parity is left. REQUIRES: journals_mu_.
+  bool Drained(uint64_t parity) const;
   uint64_t Exchange(uint64_t v, uint64_t e) {
     return wide_ ? map64_[v].exchange(e) : map32_[v].exchange(static_cast<uint32_t>(e));
   }
@@ -159,14 +170,19 @@ class UnitMap {
   AtomicArray<uint32_t> map32_;
   AtomicArray<uint64_t> map64_;
   AtomicArray<uint64_t> locks_;        // a bit per grain
-  AtomicArray<uint32_t> refs_, pins_;  // per unit
+  AtomicArray<uint64_t> dirty_;        // a bit per grain remapped since the last cut
+  AtomicArray<uint32_t> refs_;         // per unit
   AtomicArray<uint32_t> released_in_;  // per unit: epoch of its release, 0 if not released
   std::atomic<uint32_t> epoch_{1};
+  std::atomic<uint64_t> gen_{2};       // the read generation
+  // Released units freed by a durable commit but waiting for readers: (unit, generation it
+  // waits out). Under journals_mu_.
+  std::vector<std::pair<uint64_t, uint64_t>> waiting_;
 
   mutable std::mutex journals_mu_;  // the list; a capture holds it and every journal's mutex
   std::vector<std::unique_ptr<Journal>> journals_;
   Usage base_;           // usage of detached journals and of the load; under journals_mu_
-  Capture carry_;        // records of failed commits; released units deferred while pinned
+  Capture carry_;        // records and releases of failed commits
 
   mutable std::mutex alloc_mu_;
   BitmapAllocator alloc_;  // under alloc_mu_

@@ -487,30 +487,30 @@ Status MetaStore::Commit(MetaBatch* batch) {
 Status MetaStore::Checkpoint() {
   if (read_only_) return MakeError(Errc::kReadOnly, who_ + ": metadata is read-only");
   if (since_checkpoint_.empty() && journal_pos_ == 0) return OkStatus();
-  // Every record's page, in page order; records of one page keep their journal order.
+  // Every record's page, in page order; records of one page keep their journal order (the
+  // record's offset breaks ties, so a plain sort is stable).
   struct Ref {
-    uint32_t table;
-    uint64_t page;
-    size_t at;
+    uint64_t key;  // table << 56 | page
+    uint32_t at;   // offset of the record (a journal is at most 64 MiB)
+    uint32_t table() const { return static_cast<uint32_t>(key >> 56); }
+    uint64_t page() const { return key & ((uint64_t{1} << 56) - 1); }
+    bool operator<(const Ref& o) const { return key != o.key ? key < o.key : at < o.at; }
   };
   std::vector<Ref> refs;
   for (size_t at = 0; at < since_checkpoint_.size();) {
     const uint32_t table = since_checkpoint_[at];
     const uint64_t index = LoadLE48(&since_checkpoint_[at + 1]);
-    refs.push_back({table, index / sb_.tables[table].per_page(), at});
+    refs.push_back({uint64_t{table} << 56 | index / sb_.tables[table].per_page(),
+                    static_cast<uint32_t>(at)});
     at += RecordSize(table);
   }
-  std::stable_sort(refs.begin(), refs.end(), [](const Ref& a, const Ref& b) {
-    return a.table != b.table ? a.table < b.table : a.page < b.page;
-  });
+  std::sort(refs.begin(), refs.end());
   SyncIo& io = this->io();
   IoQueue* queue = io.queue();
   if (queue == nullptr) return Annotate(io.open_error(), who_ + ": no queue for the checkpoint");
   uint64_t pages_to_write = 0;  // the chunk is no larger than the distinct pages
   for (size_t r = 0; r < refs.size(); ++r) {
-    if (r == 0 || refs[r].table != refs[r - 1].table || refs[r].page != refs[r - 1].page) {
-      ++pages_to_write;
-    }
+    pages_to_write += r == 0 || refs[r].key != refs[r - 1].key;
   }
   AlignedBuffer chunk(std::clamp<uint64_t>(pages_to_write, 1, kPagesPerChunk) * kMetaPageSize);
   for (size_t r = 0; r < refs.size();) {
@@ -518,9 +518,9 @@ Status MetaStore::Checkpoint() {
     std::vector<std::pair<uint32_t, uint64_t>> pages;
     size_t end = r;
     while (end < refs.size()) {
-      if (pages.empty() || pages.back() != std::make_pair(refs[end].table, refs[end].page)) {
+      if (pages.empty() || pages.back() != std::make_pair(refs[end].table(), refs[end].page())) {
         if (pages.size() == kPagesPerChunk) break;
-        pages.emplace_back(refs[end].table, refs[end].page);
+        pages.emplace_back(refs[end].table(), refs[end].page());
       }
       ++end;
     }
@@ -546,7 +546,7 @@ Status MetaStore::Checkpoint() {
             CheckTablePage(page, sb_.volume_id, table, page_no, reqs[i].offset, who_));
       }
       const TableDesc& d = sb_.tables[table];
-      for (; r + k < end && refs[r + k].table == table && refs[r + k].page == page_no; ++k) {
+      for (; r + k < end && refs[r + k].table() == table && refs[r + k].page() == page_no; ++k) {
         const uint8_t* rec = &since_checkpoint_[refs[r + k].at];
         const uint64_t slot = LoadLE48(rec + 1) % d.per_page();
         std::memcpy(page + kTablePageHeader + slot * d.entry_size, rec + 7, d.entry_size);

@@ -14,11 +14,15 @@ namespace {
 
 using E = UnitMap;
 
+// A layer without a say in reuse.
+void FreeAll(std::span<const uint64_t> units, const std::function<bool(uint64_t)>& free_if) {
+  for (uint64_t u : units) free_if(u);
+}
+
 std::vector<uint64_t> CommitAndReclaim(UnitMap& m) {
   UnitMap::Capture c = m.TakeCapture();
   std::vector<uint64_t> freed;
-  m.Reclaim(c, [](uint64_t, const std::function<bool()>& still_free) { return still_free(); },
-            &freed);
+  m.Reclaim(c, FreeAll, &freed);
   return freed;
 }
 
@@ -44,7 +48,7 @@ TEST(UnitMap, ReleasedUnitIsReusedOnlyAfterACommitThatCapturedTheRelease) {
                                                                     {1, E::EntryOf(b)}}));
   Remap(m, *j, 1, E::kUnmapped);  // releases b after the cut: not this commit's to free
   std::vector<uint64_t> freed;
-  m.Reclaim(cut, [](uint64_t, const std::function<bool()>& f) { return f(); }, &freed);
+  m.Reclaim(cut, FreeAll, &freed);
   EXPECT_EQ(freed, std::vector<uint64_t>{a});
   ASSERT_TRUE(m.TakeUnit(*j, &c));
   EXPECT_EQ(c, a);
@@ -54,19 +58,24 @@ TEST(UnitMap, ReleasedUnitIsReusedOnlyAfterACommitThatCapturedTheRelease) {
   m.Detach(j);
 }
 
-TEST(UnitMap, PinnedUnitWaitsForItsReader) {
+TEST(UnitMap, AReaderHoldsBackTheReuseOfWhatItMayHaveLookedUp) {
   UnitMap m(10, 8, 1);
   m.FinishLoad();
   UnitMap::Journal* j = m.Attach();
+  UnitMap::Journal* reader = m.Attach();
   uint64_t a, b;
   ASSERT_TRUE(m.TakeUnit(*j, &a));
   Remap(m, *j, 0, E::EntryOf(a));
-  EXPECT_EQ(m.PinEntry(0), E::EntryOf(a));  // a reader is on its way to `a`
+  const uint64_t gen = m.Enter(*reader);  // a reader on its way to `a`
+  EXPECT_EQ(m.Get(0), E::EntryOf(a));
   Remap(m, *j, 0, E::kZero);
-  EXPECT_TRUE(CommitAndReclaim(m).empty()) << "a pinned unit is not reused";
+  EXPECT_TRUE(CommitAndReclaim(m).empty()) << "a unit a reader may read is not reused";
   EXPECT_FALSE(m.TakeUnit(*j, &b));
-  m.Unpin(a);
+  const uint64_t later = m.Enter(*reader);  // a reader that came after: it cannot see `a`
+  m.Leave(*reader, gen);
   EXPECT_EQ(CommitAndReclaim(m), std::vector<uint64_t>{a}) << "the next commit frees it";
+  m.Leave(*reader, later);
+  m.Detach(reader);
   m.Detach(j);
 }
 
