@@ -1,21 +1,23 @@
 #include "blockdev/grainmap/grain_queue.h"
 
-#include <bit>
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "lib/iovec.h"
 
 namespace vstack {
 
+using IoOp = ::vstack::Op;
+
 struct GrainQueue::Slot {
   uint64_t v = 0;
   uint32_t in_off = 0, len = 0;  // the caller's part of the grain
   uint64_t rel = 0;              // where that part is in the caller's iovecs
-  uint64_t entry = 0;            // reads: the entry looked up (its unit pinned)
+  uint64_t entry = 0;            // the entry read
   Encoded enc;
   AlignedBuffer* buf = nullptr;      // the grain's content: merged, or gathered
-  AlignedBuffer* scratch = nullptr;  // encoded bytes
-  AlignedBuffer* stored = nullptr;   // kConfirm: the candidate's bytes
+  AlignedBuffer* scratch = nullptr;  // encoded bytes; kConfirm: the candidate's bytes
   Op* op = nullptr;
 };
 
@@ -23,12 +25,12 @@ struct GrainQueue::Op {
   IoRequest* parent = nullptr;
   Stage stage = Stage::kRead;
   uint64_t first = 0, count = 0;
+  uint64_t gen = 0;  // the read generation it entered (UnitMap::Enter)
   std::vector<Slot> slots;
   uint32_t pending = 0;
   std::error_code error;
   bool write = false, zeroes = false, unmap = false;
-  bool locked = false, room_tried = false, verify_failed = false;
-  uint64_t gen = 0;  // the read generation it entered (UnitMap::Enter)
+  bool locked = false, room_tried = false, bad_read = false;
 };
 
 struct GrainQueue::Lower {
@@ -37,28 +39,10 @@ struct GrainQueue::Lower {
   IoRequest req;
   std::vector<iovec> iov;
   AlignedBuffer* bounce = nullptr;
-  uint32_t first_slot = 0, slots = 0;  // reads: the slots whose bytes it holds
-  bool rmw = false;                    // a read-modify-write's read (into the slot's buffer)
+  uint32_t first_slot = 0, slots = 0;  // reads: the slots it holds the bytes of
   GrainIo::Done done = nullptr;
   void* ctx = nullptr;
 };
-
-namespace {
-
-uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
-// Calls fn(v, in_off, len, rel) for each grain that bytes [offset, offset+length) touch.
-template <typename Fn>
-void ForEachGrain(uint64_t offset, uint64_t length, uint32_t grain, Fn fn) {
-  for (uint64_t pos = offset, end = offset + length; pos < end;) {
-    const uint32_t in_off = static_cast<uint32_t>(pos % grain);
-    const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(grain - in_off, end - pos));
-    fn(pos / grain, in_off, len, pos - offset);
-    pos += len;
-  }
-}
-
-}  // namespace
 
 GrainQueue::GrainQueue(GrainDevice& dev, std::unique_ptr<IoQueue> lower)
     : LayerQueue(dev, std::move(lower)),
@@ -68,8 +52,8 @@ GrainQueue::GrainQueue(GrainDevice& dev, std::unique_ptr<IoQueue> lower)
       grain_(dev.grain()),
       block_(this->lower().device().geometry().logical_block),
       lower_align_(this->lower().device().geometry().mem_alignment),
-      align_(std::max<uint64_t>(4096, lower_align_)),
-      buffers_(64) {
+      in_place_(dev.in_place()),
+      buffers_(std::max<uint64_t>(4096, lower_align_)) {
   state_ = dev.NewQueueState(*this);
 }
 
@@ -87,51 +71,41 @@ void GrainQueue::Unhold(uint64_t unit) {
 // The loop
 
 void GrainQueue::DoSubmit(std::span<IoRequest* const> batch) {
-  if (commit_due_) {
-    commit_due_ = false;
+  if (std::exchange(commit_due_, false)) {
     Quiesce();
     (void)dev_.Commit(GrainDevice::CommitKind::kDue);
   }
   for (IoRequest* p : batch) {
-    if (p->op == ::vstack::Op::kFlush) {
+    if (p->op == IoOp::kFlush) {
       Quiesce();
-      Status s = dev_.Commit(GrainDevice::CommitKind::kFlush);
+      const Status s = dev_.Commit(GrainDevice::CommitKind::kFlush);
       Complete(*p, s ? std::error_code() : s.error().code);
-      continue;
-    }
-    const bool partial = p->offset % grain_ || p->length % grain_;
-    if (p->op == ::vstack::Op::kWriteZeroes && (p->flags & kIoFastZero) && partial) {
+    } else if (p->op == IoOp::kWriteZeroes && (p->flags & kIoFastZero) &&
+               (p->offset % grain_ || p->length % grain_)) {
       Complete(*p, Errc::kNotSupported);  // a partial grain is a read-modify-write: not fast
-      continue;
+    } else if (Op* op = NewOp(p); !op->write) {
+      Read(op, Stage::kRead);
+    } else if (Status s = dev_.BeforeWrite(*this, op->first, op->count); !s) {
+      Finish(op, s.error().code);
+    } else {
+      Resume(op);  // stage kLock
     }
-    Op* op = NewOp(p);
-    if (!op->write) {
-      Read(op);
-      continue;
-    }
-    if (Status s = dev_.BeforeWrite(*this, op->first, op->count); !s) {
-      Complete(*p, s.error().code);
-      Recycle(op);
-      continue;
-    }
-    Lock(op);
   }
   Send();
 }
 
 void GrainQueue::DoPoll(bool wait) {
-  if (need_commit_) {
-    need_commit_ = false;
+  if (std::exchange(need_commit_, false)) {
     Quiesce();
     (void)dev_.Commit(commit_kind_);  // failures show as the retried writes' errors
   }
   if (!parked_.empty()) {
-    std::vector<Op*> retry;
-    retry.swap(parked_);
-    for (Op* op : retry) {
+    retry_.swap(parked_);
+    for (Op* op : retry_) {
       Count(GrainDevice::kRetries);
       Resume(op);
     }
+    retry_.clear();
     Send();
   }
   LayerQueue::DoPoll(wait);
@@ -140,35 +114,25 @@ void GrainQueue::DoPoll(bool wait) {
 GrainQueue::Op* GrainQueue::NewOp(IoRequest* p) {
   Op* op = ops_.Get();
   op->parent = p;
-  op->write = p->op != ::vstack::Op::kRead;
-  op->zeroes = op->write && p->op != ::vstack::Op::kWrite;
-  op->unmap = p->op == ::vstack::Op::kDiscard ||
-              (p->op == ::vstack::Op::kWriteZeroes && (p->flags & kIoMayUnmap));
+  op->stage = Stage::kLock;
+  op->write = p->op != IoOp::kRead;
+  op->zeroes = op->write && p->op != IoOp::kWrite;
+  op->unmap = p->op == IoOp::kDiscard || (p->op == IoOp::kWriteZeroes && (p->flags & kIoMayUnmap));
   op->first = p->offset / grain_;
   op->count = (p->offset + p->length - 1) / grain_ - op->first + 1;
-  op->pending = 0;
   op->error.clear();
-  op->locked = op->room_tried = op->verify_failed = false;
-  op->slots.clear();
-  ForEachGrain(p->offset, p->length, grain_, [&](uint64_t v, uint32_t in_off, uint32_t len,
-                                                 uint64_t rel) {
-    Slot& s = op->slots.emplace_back();
-    s.v = v;
-    s.in_off = in_off;
-    s.len = len;
-    s.rel = rel;
+  op->locked = op->room_tried = false;
+  op->slots.resize(op->count);
+  for (uint64_t i = 0, pos = p->offset; i < op->count; ++i) {
+    Slot& s = op->slots[i] = Slot{};
+    s.v = op->first + i;
+    s.in_off = static_cast<uint32_t>(pos % grain_);
+    s.len = static_cast<uint32_t>(std::min<uint64_t>(grain_ - s.in_off, p->offset + p->length - pos));
+    s.rel = pos - p->offset;
     s.op = op;
-  });
-  return op;
-}
-
-void GrainQueue::Recycle(Op* op) {
-  for (Slot& s : op->slots) {
-    GiveBuffer(s.buf);
-    GiveBuffer(s.scratch);
-    GiveBuffer(s.stored);
+    pos += s.len;
   }
-  ops_.Put(op);
+  return op;
 }
 
 void GrainQueue::Park(Op* op, Stage stage) {
@@ -177,16 +141,11 @@ void GrainQueue::Park(Op* op, Stage stage) {
 }
 
 void GrainQueue::Resume(Op* op) {
-  switch (op->stage) {
-    case Stage::kRead:  // a read to start over holding its grains' locks
-      if (!map_.TryLock(op->first, op->count)) return Park(op, Stage::kRead);
-      op->locked = true;
-      return Read(op);
-    case Stage::kLock:
-      return Lock(op);
-    default:
-      return EncodeAll(op);
-  }
+  if (op->stage == Stage::kEncode) return EncodeAll(op);
+  // A write to start (kLock), or a read to start over holding its grains' locks (kRead).
+  if (!map_.TryLock(op->first, op->count)) return Park(op, op->stage);
+  op->locked = true;
+  Read(op, op->write ? Stage::kRmw : Stage::kRead);
 }
 
 void GrainQueue::Piece(Op* op, std::error_code status) {
@@ -195,36 +154,36 @@ void GrainQueue::Piece(Op* op, std::error_code status) {
 }
 
 void GrainQueue::Next(Op* op) {
+  const IoRequest& p = *op->parent;
   switch (op->stage) {
     case Stage::kRead:
       return ReadDone(op);
     case Stage::kRmw:
       if (op->error) return Finish(op, op->error);
-      for (Slot& s : op->slots) {
+      for (Slot& s : op->slots) {  // merge the caller's part into the old grain
         if (s.len == grain_) continue;
-        std::byte* at = s.buf->data() + s.in_off;
         if (op->zeroes) {
-          std::memset(at, 0, s.len);
+          std::memset(s.buf->data() + s.in_off, 0, s.len);
         } else {
-          CopyFromIov(op->parent->iov, op->parent->iovcnt, s.rel, at, s.len);
+          CopyFromIov(p.iov, p.iovcnt, s.rel, s.buf->data() + s.in_off, s.len);
         }
       }
       return EncodeAll(op);
     case Stage::kEncode:
-      for (Slot& s : op->slots) {
+      for (Slot& s : op->slots) {  // a candidate that could not be read is another grain
         if (s.enc.kind != Encoded::kConfirm) continue;
-        GrainWrite w{s.v, reinterpret_cast<uint64_t>(op), s.scratch->data(), &map_, journal_};
-        s.enc = dev_.Confirm(state_.get(), w, GrainBytes(op, s),
-                             op->error ? nullptr : s.stored->data(), s.enc);
+        s.enc = dev_.Confirm(state_.get(),
+                             GrainWrite{s.v, reinterpret_cast<uint64_t>(op), s.scratch->data(),
+                                        &map_, journal_},
+                             GrainBytes(op, s), op->error ? nullptr : s.scratch->data(), s.enc);
       }
-      op->error.clear();  // a candidate that could not be read is not the same grain
-      if (!dev_.in_place()) map_.Leave(*journal_, op->gen);
-      for (size_t i = 0; i < op->slots.size(); ++i) {
-        if (op->slots[i].enc.kind == Encoded::kNoSpace) {
-          Undo(op, op->slots.size());
-          op->error = Errc::kNoSpace;
-          return WriteDone(op);
-        }
+      if (!in_place_) map_.Leave(*journal_, op->gen);
+      op->error.clear();
+      if (std::any_of(op->slots.begin(), op->slots.end(),
+                      [](const Slot& s) { return s.enc.kind == Encoded::kNoSpace; })) {
+        Undo(op, op->slots.size());
+        op->error = Errc::kNoSpace;
+        return WriteDone(op);
       }
       return StoreAll(op);
     default:
@@ -232,57 +191,66 @@ void GrainQueue::Next(Op* op) {
   }
 }
 
+Location GrainQueue::Where(const Slot& s, uint64_t* at) const {
+  const Location l = in_place_ ? Location{s.v, 0, 0} : dev_.Locate(s.entry);
+  *at = dev_.data_offset() + l.unit * grain_ + l.offset;
+  return l;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reads
 
-void GrainQueue::Read(Op* op) {
+void GrainQueue::Read(Op* op, Stage stage) {
   const IoRequest& p = *op->parent;
-  op->stage = Stage::kRead;
+  const bool rmw = stage == Stage::kRmw;
+  op->stage = stage;
   op->pending = 1;
-  op->verify_failed = false;
-  if (!dev_.in_place()) op->gen = map_.Enter(*journal_);  // units stay until it leaves
+  op->bad_read = false;
+  if (!rmw && !in_place_) op->gen = map_.Enter(*journal_);  // its units stay until it leaves
   Lower* run = nullptr;
-  uint64_t run_end = 0;
-  bool run_direct = false;
-  auto close_run = [&] {
+  uint64_t end = 0;  // where the run's blocks end below
+  bool direct = false;
+  auto close = [&] {
     if (run == nullptr) return;
-    if (!run_direct) Bounce(run, run_end - run->req.offset);
+    run->req.length = end - run->req.offset;
+    if (!direct) {
+      run->bounce = buffers_.Get(run->req.length);
+      run->iov.assign(1, iovec{run->bounce->data(), run->req.length});
+    }
     out_.push_back(&run->req);
     ++op->pending;
     run = nullptr;
   };
   for (uint32_t i = 0; i < op->slots.size(); ++i) {
     Slot& s = op->slots[i];
-    s.entry = map_.Get(s.v);
-    if (!dev_.in_place() && !UnitMap::HasUnit(s.entry)) {
-      ZeroIov(p.iov, p.iovcnt, s.rel, s.len);
-      close_run();
+    if (rmw && s.len == grain_) continue;
+    if (rmw) s.buf = buffers_.Get(grain_);
+    s.entry = map_.Get(s.v);  // (read-modify-write: the grain is locked, its unit stays)
+    if (!in_place_ && !UnitMap::HasUnit(s.entry)) {
+      if (rmw) std::memset(s.buf->data(), 0, grain_);
+      if (!rmw) ZeroIov(p.iov, p.iovcnt, s.rel, s.len);
+      close();
       continue;
     }
-    const Location loc = dev_.in_place() ? Location{s.v, 0, 0} : dev_.Locate(s.entry);
-    const uint64_t at = dev_.data_offset() + loc.unit * grain_ + loc.offset;
+    if (rmw) Count(GrainDevice::kRmwReads);
+    uint64_t at;
+    const Location l = Where(s, &at);
     const uint64_t lo = at / block_ * block_;
-    const uint64_t hi = RoundUp(at + (loc.raw() ? grain_ : loc.length), block_);
-    const bool direct = loc.raw() && s.len == grain_ &&
-                        SliceAligned(p.iov, p.iovcnt, s.rel, grain_, lower_align_);
-    const bool joins = run && direct == run_direct &&
-                       (direct ? lo == run_end : lo >= run->req.offset && lo <= run_end);
-    if (!joins) {
-      close_run();
-      run = NewLower(op, ::vstack::Op::kRead, lo);
+    const uint64_t hi = (at + (l.raw() ? grain_ : l.length) + block_ - 1) / block_ * block_;
+    const bool d = !rmw && l.raw() && s.len == grain_ &&
+                   SliceAligned(p.iov, p.iovcnt, s.rel, grain_, lower_align_);
+    if (!run || rmw || d != direct || (d ? lo != end : lo < run->req.offset || lo > end)) {
+      close();
+      run = NewLower(op, IoOp::kRead, lo);
       run->first_slot = i;
-      run->slots = 0;
-      run_direct = direct;
-      run_end = lo;
+      direct = d;
+      end = lo;
     }
     ++run->slots;
-    run_end = std::max(run_end, hi);
-    if (direct) {
-      IovSlice(p.iov, p.iovcnt, s.rel, grain_, &run->iov);
-      run->req.length += grain_;
-    }
+    end = std::max(end, hi);
+    if (d) IovSlice(p.iov, p.iovcnt, s.rel, grain_, &run->iov);
   }
-  close_run();
+  close();
   Piece(op, {});
 }
 
@@ -291,110 +259,64 @@ void GrainQueue::Read(Op* op) {
 void GrainQueue::Deliver(Lower* l) {
   Op* op = l->op;
   const IoRequest& p = *op->parent;
-  std::error_code status = l->req.status;
-  for (uint32_t k = 0; k < l->slots; ++k) {
+  const bool rmw = op->stage == Stage::kRmw;
+  const bool sure = rmw || op->locked;  // no writer can have raced it: a mismatch is real
+  for (uint32_t k = 0; k < l->slots && !l->req.status; ++k) {
     Slot& s = op->slots[l->first_slot + k];
-    if (!status) {
-      bool ok = true;
-      if (l->bounce) {
-        const Location loc = dev_.in_place() ? Location{s.v, 0, 0} : dev_.Locate(s.entry);
-        const std::byte* at =
-            l->bounce->data() + (dev_.data_offset() + loc.unit * grain_ + loc.offset -
-                                 l->req.offset);
-        AlignedBuffer* tmp = nullptr;
-        std::byte* dst = l->rmw ? s.buf->data()
-                         : s.len == grain_
-                             ? reinterpret_cast<std::byte*>(
-                                   ContiguousSlice(p.iov, p.iovcnt, s.rel, grain_))
-                             : nullptr;
-        if (dst == nullptr) dst = (tmp = TakeBuffer(grain_))->data();
-        if (loc.raw()) {
-          std::memcpy(dst, at, grain_);
-        } else {
-          ok = dev_.Decode(state_.get(), at, loc.length, dst);
-          if (!ok) status = Errc::kCorruption;
-        }
-        const iovec whole{dst, grain_};
-        if (ok && dev_.verifies_reads() &&
-            !dev_.VerifyRead(s.v, s.entry, &whole, 1, 0, op->locked || l->rmw)) {
-          ok = false;
-        }
-        if (tmp) {
-          if (ok) CopyToIov(p.iov, p.iovcnt, s.rel, tmp->data() + s.in_off, s.len);
-          GiveBuffer(tmp);
-        }
-      } else if (dev_.verifies_reads()) {
-        ok = dev_.VerifyRead(s.v, s.entry, p.iov, p.iovcnt, s.rel, op->locked);
+    if (l->bounce == nullptr) {  // it went straight into the caller's buffers
+      if (dev_.verifies_reads() && !dev_.VerifyRead(s.v, s.entry, p.iov, p.iovcnt, s.rel, sure)) {
+        op->bad_read = true;
       }
-      if (!ok && !status) {
-        if (l->rmw) {
-          status = Errc::kChecksumMismatch;  // merging would give the damage a valid checksum
-        } else {
-          op->verify_failed = true;
-        }
-      }
+      continue;
     }
+    uint64_t at;
+    const Location loc = Where(s, &at);
+    const std::byte* src = l->bounce->data() + (at - l->req.offset);
+    std::byte* dst = rmw ? s.buf->data()
+                     : s.len == grain_
+                         ? reinterpret_cast<std::byte*>(ContiguousSlice(p.iov, p.iovcnt, s.rel, grain_))
+                         : nullptr;
+    AlignedBuffer* tmp = dst ? nullptr : buffers_.Get(grain_);
+    if (tmp) dst = tmp->data();
+    if (loc.raw()) {
+      std::memcpy(dst, src, grain_);
+    } else if (!dev_.Decode(state_.get(), src, loc.length, dst)) {
+      l->req.status = Errc::kCorruption;
+    }
+    const iovec whole{dst, grain_};
+    if (!l->req.status && dev_.verifies_reads() &&
+        !dev_.VerifyRead(s.v, s.entry, &whole, 1, 0, sure)) {
+      if (rmw) l->req.status = Errc::kChecksumMismatch;  // merging would bless the damage
+      op->bad_read = !rmw;
+    }
+    if (tmp && !l->req.status) CopyToIov(p.iov, p.iovcnt, s.rel, tmp->data() + s.in_off, s.len);
+    buffers_.Put(tmp);
   }
-  l->req.status = status;
 }
 
 void GrainQueue::ReadDone(Op* op) {
-  if (!dev_.in_place()) map_.Leave(*journal_, op->gen);
-  if (op->verify_failed && !op->locked && !op->error) {
-    // A write may have overlapped the read: read again with the writers held off.
-    Count(GrainDevice::kRetries);
-    op->stage = Stage::kRead;
+  if (!in_place_) map_.Leave(*journal_, op->gen);
+  if (op->bad_read && !op->locked && !op->error) {
+    Count(GrainDevice::kRetries);  // a write may have overlapped it: again, writers held off
     return Resume(op);
   }
   std::error_code status = op->error;
-  if (!status && op->verify_failed) status = Errc::kChecksumMismatch;
-  if (status) ZeroIov(op->parent->iov, op->parent->iovcnt, 0, op->parent->length);
+  if (!status && op->bad_read) status = Errc::kChecksumMismatch;
+  if (status) ZeroIov(op->parent->iov, op->parent->iovcnt, 0, op->parent->length);  // no bad data
   Finish(op, status);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Writes
 
-void GrainQueue::Lock(Op* op) {
-  if (!map_.TryLock(op->first, op->count)) return Park(op, Stage::kLock);
-  op->locked = true;
-  ReadForMerge(op);
-}
-
-void GrainQueue::ReadForMerge(Op* op) {
-  op->stage = Stage::kRmw;
-  op->pending = 1;
-  for (uint32_t i = 0; i < op->slots.size(); ++i) {
-    Slot& s = op->slots[i];
-    if (s.len == grain_) continue;
-    s.buf = TakeBuffer(grain_);
-    s.entry = map_.Get(s.v);  // stable: the grain is locked, so its unit stays referenced
-    if (!dev_.in_place() && !UnitMap::HasUnit(s.entry)) {
-      std::memset(s.buf->data(), 0, grain_);
-      continue;
-    }
-    Count(GrainDevice::kRmwReads);
-    const Location loc = dev_.in_place() ? Location{s.v, 0, 0} : dev_.Locate(s.entry);
-    const uint64_t at = dev_.data_offset() + loc.unit * grain_ + loc.offset;
-    Lower* l = NewLower(op, ::vstack::Op::kRead, at / block_ * block_);
-    l->rmw = true;
-    l->first_slot = i;
-    l->slots = 1;
-    Bounce(l, RoundUp(at + (loc.raw() ? grain_ : loc.length), block_) - l->req.offset);
-    out_.push_back(&l->req);
-    ++op->pending;
-  }
-  Piece(op, {});
-}
-
-const std::byte* GrainQueue::GrainBytes(Op* op, Slot& s) {
+std::byte* GrainQueue::GrainBytes(Op* op, Slot& s) {
   if (s.buf) return s.buf->data();
   const IoRequest& p = *op->parent;
   char* c = ContiguousSlice(p.iov, p.iovcnt, s.rel, grain_);
   if (c && (reinterpret_cast<uintptr_t>(c) & (lower_align_ - 1)) == 0) {
-    return reinterpret_cast<const std::byte*>(c);
+    return reinterpret_cast<std::byte*>(c);
   }
-  s.buf = TakeBuffer(grain_);  // gathered, or aligned for the device below
+  s.buf = buffers_.Get(grain_);  // gathered, or aligned for the device below
   CopyFromIov(p.iov, p.iovcnt, s.rel, s.buf->data(), grain_);
   return s.buf->data();
 }
@@ -403,36 +325,36 @@ void GrainQueue::EncodeAll(Op* op) {
   op->stage = Stage::kEncode;
   op->pending = 1;
   op->error.clear();
-  if (!dev_.in_place()) {
+  if (!in_place_) {
     map_.Reserve(*journal_, op->count);
-    op->gen = map_.Enter(*journal_);  // units Encode finds (dedup) stay until Confirm
+    op->gen = map_.Enter(*journal_);  // what Encode finds (dedup) is not reused before Confirm
   }
   for (size_t i = 0; i < op->slots.size(); ++i) {
     Slot& s = op->slots[i];
     if (op->zeroes && s.len == grain_) {
       // Mapped: kZero or kUnmapped. In place: zeroed below, and entry 0 (the layer's).
-      s.enc = Encoded{Encoded::kZero, op->unmap || dev_.in_place() ? 0 : UnitMap::kZero};
+      s.enc = Encoded{Encoded::kZero, op->unmap || in_place_ ? 0 : UnitMap::kZero};
       continue;
     }
-    if (s.scratch == nullptr) s.scratch = TakeBuffer(grain_);
-    const GrainWrite w{s.v, reinterpret_cast<uint64_t>(op), s.scratch->data(), &map_, journal_};
-    s.enc = dev_.Encode(state_.get(), w, GrainBytes(op, s));
+    if (s.scratch == nullptr) s.scratch = buffers_.Get(grain_);
+    s.enc = dev_.Encode(state_.get(),
+                        GrainWrite{s.v, reinterpret_cast<uint64_t>(op), s.scratch->data(), &map_,
+                                   journal_},
+                        GrainBytes(op, s));
     if (s.enc.kind == Encoded::kBusy || s.enc.kind == Encoded::kNoSpace) {
       const bool busy = s.enc.kind == Encoded::kBusy;
       Undo(op, i);
-      if (!dev_.in_place()) map_.Leave(*journal_, op->gen);
+      if (!in_place_) map_.Leave(*journal_, op->gen);
       if (busy) return Park(op, Stage::kEncode);
       op->error = Errc::kNoSpace;
-      op->pending = 0;
-      op->stage = Stage::kStore;
       return WriteDone(op);
     }
   }
   for (Slot& s : op->slots) {  // verify=on: read the candidates, then Confirm (Next)
     if (s.enc.kind != Encoded::kConfirm) continue;
-    if (s.stored == nullptr) s.stored = TakeBuffer(grain_);
-    Lower* l = NewLower(op, ::vstack::Op::kRead, dev_.data_offset() + s.enc.unit * grain_);
-    AddBytes(l, s.stored->data(), grain_);
+    Lower* l = NewLower(op, IoOp::kRead, dev_.data_offset() + s.enc.unit * grain_);
+    l->iov.assign(1, iovec{s.scratch->data(), grain_});
+    l->req.length = grain_;
     out_.push_back(&l->req);
     ++op->pending;
   }
@@ -443,45 +365,41 @@ void GrainQueue::StoreAll(Op* op) {
   op->stage = Stage::kStore;
   op->pending = 1;
   const IoRequest& p = *op->parent;
+  pack_grains_.clear();
+  pack_bytes_.clear();
+  pack_encoded_.clear();
   Lower* w = nullptr;
   uint64_t next = 0;
-  std::vector<void*>& handles = pack_grains_;
-  std::vector<const std::byte*>& bytes = pack_bytes_;
-  std::vector<Encoded>& packs = pack_encoded_;
-  handles.clear();
-  bytes.clear();
-  packs.clear();
+  auto send = [&] {
+    if (w) out_.push_back(&w->req), ++op->pending;
+  };
   for (Slot& s : op->slots) {
-    const bool zero_run = s.enc.kind == Encoded::kZero && dev_.in_place();
     if (s.enc.kind == Encoded::kPack) {
-      handles.push_back(&s);
-      bytes.push_back(s.scratch->data());
-      packs.push_back(s.enc);
-      continue;
+      pack_grains_.push_back(&s);
+      pack_bytes_.push_back(s.scratch->data());
+      pack_encoded_.push_back(s.enc);
     }
-    if (s.enc.kind != Encoded::kStore && !zero_run) continue;
-    const uint64_t unit = dev_.in_place() ? s.v : s.enc.unit;
-    const ::vstack::Op kind = zero_run ? ::vstack::Op::kWriteZeroes : ::vstack::Op::kWrite;
-    if (!w || unit != next || w->req.op != kind) {
-      if (w) out_.push_back(&w->req), ++op->pending;
+    const bool zeroes = s.enc.kind == Encoded::kZero && in_place_;
+    if (s.enc.kind != Encoded::kStore && !zeroes) continue;
+    const uint64_t unit = in_place_ ? s.v : s.enc.unit;
+    const IoOp kind = zeroes ? IoOp::kWriteZeroes : IoOp::kWrite;
+    if (!w || unit != next || w->req.op != kind) {  // consecutive units: one request below
+      send();
       w = NewLower(op, kind, dev_.data_offset() + unit * grain_);
-      if (dev_.in_place()) {
-        w->req.flags = zero_run ? p.flags & (kIoFua | kIoFastZero | kIoMayUnmap) |
-                                      (op->unmap ? kIoMayUnmap : 0)
-                                : p.flags & kIoFua;
+      if (in_place_) {  // the caller's flags go down with its grains
+        w->req.flags = zeroes ? (p.flags & (kIoFua | kIoFastZero | kIoMayUnmap)) |
+                                    (op->unmap ? kIoMayUnmap : 0)
+                              : p.flags & kIoFua;
       }
     }
-    if (zero_run) {
-      w->req.length += grain_;
-    } else {
-      AddBytes(w, const_cast<std::byte*>(GrainBytes(op, s)), grain_);
-    }
+    if (!zeroes) w->iov.push_back(iovec{GrainBytes(op, s), grain_});
+    w->req.length += grain_;
     next = unit + 1;
   }
-  if (w) out_.push_back(&w->req), ++op->pending;
-  if (!handles.empty()) {
-    op->pending += static_cast<uint32_t>(handles.size());
-    dev_.Pack(state_.get(), *this, handles, bytes, packs);
+  send();
+  if (!pack_grains_.empty()) {
+    op->pending += static_cast<uint32_t>(pack_grains_.size());
+    dev_.Pack(state_.get(), *this, pack_grains_, pack_bytes_, pack_encoded_);
   }
   Piece(op, {});
 }
@@ -496,11 +414,10 @@ void GrainQueue::WriteDone(Op* op) {
   if (op->error) {
     Undo(op, op->slots.size());
     const bool below = op->error == std::errc::no_space_on_device;
-    if ((below || op->error == Errc::kNoSpace) && !op->room_tried && !dev_.in_place()) {
-      // Space may come back: what was released comes free with a commit, and (below) the
-      // commit discards every free unit. Then once more.
-      op->room_tried = true;
-      need_commit_ = true;
+    if ((below || op->error == Errc::kNoSpace) && !op->room_tried && !in_place_) {
+      // Space may come back: a commit frees what was released and (below) discards every
+      // free unit. Then once more.
+      op->room_tried = need_commit_ = true;
       commit_kind_ = below ? GrainDevice::CommitKind::kMakeRoom : GrainDevice::CommitKind::kDue;
       return Park(op, Stage::kEncode);
     }
@@ -510,18 +427,16 @@ void GrainQueue::WriteDone(Op* op) {
   {
     std::lock_guard lock(journal_->mu);
     for (Slot& s : op->slots) {
-      uint64_t e = s.enc.entry;
-      if (s.enc.kind == Encoded::kStore && !dev_.in_place()) e = UnitMap::EntryOf(s.enc.unit);
+      const bool stored = s.enc.kind == Encoded::kStore && !in_place_;
       zeros += s.enc.kind == Encoded::kZero;
-      map_.Remap(*journal_, s.v, e, s.enc.kind == Encoded::kShare);
-      if (s.enc.kind == Encoded::kStore && !dev_.in_place()) {
-        if (dev_.format().unit_records) map_.Stored(*journal_, s.enc.unit);
-        dev_.Stored(s.enc.unit);
-      }
+      map_.Remap(*journal_, s.v, stored ? UnitMap::EntryOf(s.enc.unit) : s.enc.entry,
+                 s.enc.kind == Encoded::kShare);
+      if (!stored) continue;
+      if (dev_.format().unit_records) map_.Stored(*journal_, s.enc.unit);
+      dev_.Stored(s.enc.unit);
     }
-    if (!dev_.in_place() && dev_.commit_due(journal_->grains.size() + journal_->stored.size())) {
-      commit_due_ = true;
-    }
+    commit_due_ = commit_due_ || (!in_place_ && dev_.commit_due(journal_->grains.size() +
+                                                                journal_->stored.size()));
   }
   if (zeros) Count(GrainDevice::kZeroGrains, zeros);
   Finish(op, {});
@@ -530,39 +445,34 @@ void GrainQueue::WriteDone(Op* op) {
 void GrainQueue::Undo(Op* op, size_t slots) {
   std::lock_guard lock(journal_->mu);
   for (size_t i = 0; i < slots; ++i) {
-    Slot& s = op->slots[i];
-    const GrainWrite w{s.v, reinterpret_cast<uint64_t>(op), nullptr, &map_, journal_};
-    switch (s.enc.kind) {
-      case Encoded::kShare:
-        map_.DropRef(*journal_, UnitMap::UnitOf(s.enc.entry));
-        break;
-      case Encoded::kStore:
-        if (dev_.in_place()) break;
-        dev_.Unencode(w, s.enc);
-        map_.GiveBack(s.enc.unit);
-        break;
-      case Encoded::kConfirm:
-        dev_.Unencode(w, s.enc);
-        break;
-      default:
-        break;
+    Encoded& e = op->slots[i].enc;
+    if (e.kind == Encoded::kShare) map_.DropRef(*journal_, UnitMap::UnitOf(e.entry));
+    if ((e.kind == Encoded::kStore && !in_place_) || e.kind == Encoded::kConfirm) {
+      dev_.Unencode(GrainWrite{op->slots[i].v, reinterpret_cast<uint64_t>(op), nullptr, &map_,
+                               journal_},
+                    e);
+      if (e.kind == Encoded::kStore) map_.GiveBack(e.unit);
     }
-    s.enc = Encoded{};
+    e = Encoded{};
   }
 }
 
 void GrainQueue::Finish(Op* op, std::error_code status) {
   if (op->locked) map_.Unlock(op->first, op->count);
   if (op->write) dev_.AfterWrite(op->first, op->count);
+  for (Slot& s : op->slots) {
+    buffers_.Put(s.buf);
+    buffers_.Put(s.scratch);
+  }
   IoRequest* parent = op->parent;
-  Recycle(op);
+  ops_.Put(op);
   Complete(*parent, status);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Requests below
 
-GrainQueue::Lower* GrainQueue::NewLower(Op* op, ::vstack::Op kind, uint64_t offset) {
+GrainQueue::Lower* GrainQueue::NewLower(Op* op, IoOp kind, uint64_t offset) {
   Lower* l = lowers_.Get();
   l->q = this;
   l->op = op;
@@ -574,27 +484,16 @@ GrainQueue::Lower* GrainQueue::NewLower(Op* op, ::vstack::Op kind, uint64_t offs
   l->iov.clear();
   l->bounce = nullptr;
   l->first_slot = l->slots = 0;
-  l->rmw = false;
   return l;
 }
 
-void GrainQueue::AddBytes(Lower* l, std::byte* buf, uint64_t length) {
-  l->iov.push_back(iovec{buf, length});
-  l->req.length += length;
-}
-
-void GrainQueue::Bounce(Lower* l, uint64_t length) {
-  l->bounce = TakeBuffer(length);
-  l->iov.assign(1, iovec{l->bounce->data(), length});
-  l->req.length = length;
-}
-
-void GrainQueue::Issue(::vstack::Op op, uint64_t offset, std::byte* buf, uint32_t length,
-                       Done done, void* ctx) {
+void GrainQueue::Issue(IoOp op, uint64_t offset, std::byte* buf, uint32_t length, Done done,
+                       void* ctx) {
   Lower* l = NewLower(nullptr, op, dev_.data_offset() + offset);
   l->done = done;
   l->ctx = ctx;
-  AddBytes(l, buf, length);
+  l->iov.assign(1, iovec{buf, length});
+  l->req.length = length;
   out_.push_back(&l->req);
 }
 
@@ -603,18 +502,18 @@ void GrainQueue::Send() {
   in_send_ = true;
   while (!out_.empty()) {
     for (IoRequest* r : out_) {
-      Lower* l = static_cast<Lower*>(r->user_data);
+      std::vector<iovec>& iov = static_cast<Lower*>(r->user_data)->iov;
       size_t n = 0;  // adjacent pieces merged: a run of the caller's buffer is one iovec
-      for (const iovec& v : l->iov) {
-        if (n && static_cast<char*>(l->iov[n - 1].iov_base) + l->iov[n - 1].iov_len == v.iov_base) {
-          l->iov[n - 1].iov_len += v.iov_len;
+      for (const iovec& v : iov) {
+        if (n && static_cast<char*>(iov[n - 1].iov_base) + iov[n - 1].iov_len == v.iov_base) {
+          iov[n - 1].iov_len += v.iov_len;
         } else {
-          l->iov[n++] = v;
+          iov[n++] = v;
         }
       }
-      l->iov.resize(n);
-      r->iov = l->iov.data();
-      r->iovcnt = static_cast<uint32_t>(l->iov.size());
+      iov.resize(n);
+      r->iov = iov.data();
+      r->iovcnt = static_cast<uint32_t>(n);
     }
     sending_.swap(out_);
     lower().Submit(sending_);
@@ -626,37 +525,19 @@ void GrainQueue::Send() {
 void GrainQueue::OnLower(IoRequest& r) {
   Lower* l = static_cast<Lower*>(r.user_data);
   GrainQueue* q = l->q;
-  Op* op = l->op;
-  if (op == nullptr) {
+  if (Op* op = l->op) {
+    if (op->stage == Stage::kRead || op->stage == Stage::kRmw) q->Deliver(l);
+    const std::error_code status = l->req.status;
+    q->buffers_.Put(l->bounce);
+    q->lowers_.Put(l);
+    q->Piece(op, status);
+  } else {
     const GrainIo::Done done = l->done;
     void* ctx = l->ctx;
     q->lowers_.Put(l);
     done(ctx, r.status);
-  } else {
-    if (op->stage == Stage::kRead || l->rmw) q->Deliver(l);
-    const std::error_code status = l->req.status;
-    q->GiveBuffer(l->bounce);
-    q->lowers_.Put(l);
-    q->Piece(op, status);
   }
   q->Send();
-}
-
-AlignedBuffer* GrainQueue::TakeBuffer(uint64_t size) {
-  const unsigned cls = std::bit_width(std::max<uint64_t>(size, 4096) - 1);
-  if (buffers_[cls].empty()) {
-    all_buffers_.push_back(std::make_unique<AlignedBuffer>(uint64_t{1} << cls, align_));
-    return all_buffers_.back().get();
-  }
-  AlignedBuffer* b = buffers_[cls].back();
-  buffers_[cls].pop_back();
-  return b;
-}
-
-void GrainQueue::GiveBuffer(AlignedBuffer*& b) {
-  if (b == nullptr) return;
-  buffers_[std::bit_width(b->size() - 1)].push_back(b);
-  b = nullptr;
 }
 
 }  // namespace vstack

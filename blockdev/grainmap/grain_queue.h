@@ -2,22 +2,23 @@
 // the engine's data path, driving the layer's hooks once per grain.
 //
 // A caller's request is one operation (Op) with a slot per grain it touches:
-//   read:   each grain's entry is looked up and its unit pinned; grains whose bytes are
-//           consecutive below are read with one request (into the caller's buffers when they
-//           are whole raw grains and the buffers suit the device below, else into a bounce
-//           buffer, then decoded or copied); zero and unmapped grains are zero-filled. A grain
-//           that fails VerifyRead makes the read start over once holding its grains' locks.
+//   read:   each grain's entry is looked up (inside the read generation, unit_map.h); grains
+//           whose bytes lie next to each other below are read with one request (into the
+//           caller's buffers when they are whole raw grains and the buffers suit the device
+//           below, else into a bounce buffer, then decoded or copied); zero and unmapped grains
+//           are zero-filled. A grain that fails VerifyRead makes the read start over once
+//           holding its grains' locks.
 //   write, write-zeroes, discard:
-//           lock the grains (or park) -> read-modify-write the partial grains (read, decode,
-//           merge) -> Encode each grain -> store: the grains stored whole on consecutive units go
+//           lock the grains (or park) -> read the partial grains and merge them (read-modify-
+//           write) -> Encode each grain -> store: the grains stored whole on consecutive units go
 //           below as one request, packed ones through the layer's Pack -> remap them all under
 //           the queue's journal mutex -> unlock, complete.
-// Flush commits (GrainDevice::Commit). A batch commits first when enough records are pending.
-// Out of space (no free unit, or the device below says ENOSPC): undo the encodes, commit (which
-// frees what is released, and discards below what is free), and try once more.
-// Requests below are pooled (Lower), and so are operations and buffers: nothing is allocated per
-// request once the pools are warm. Blocking (a commit) waits first until nothing this queue sent
-// below is in flight (QuiesceBelow), as the progress rule of lib/block_device.h asks.
+// Flush commits (GrainDevice::Commit); so does a batch when enough records are pending. Out of
+// space (no free unit, or ENOSPC below): undo the encodes, commit (which frees what was
+// released, and discards below what is free), and try once more.
+// Operations, requests below and buffers are pooled: nothing is allocated per request once
+// warm. Before blocking (a commit) the queue waits until nothing it sent below is in flight
+// (Quiesce), as the progress rule of lib/block_device.h asks.
 #ifndef VSTACK_BLOCKDEV_GRAINMAP_GRAIN_QUEUE_H_
 #define VSTACK_BLOCKDEV_GRAINMAP_GRAIN_QUEUE_H_
 
@@ -39,9 +40,9 @@ class GrainQueue final : public LayerQueue, public GrainIo {
   void Issue(Op op, uint64_t offset, std::byte* buf, uint32_t length, Done done,
              void* ctx) override;
   void Packed(void* grain, uint64_t entry, std::error_code status) override;
-  void Hold(uint64_t unit) override { dev_.map().AddRef(*journal_, unit); }
+  void Hold(uint64_t unit) override { map_.AddRef(*journal_, unit); }
   void Unhold(uint64_t unit) override;
-  bool TakeUnit(uint64_t* unit) override { return dev_.map().TakeUnit(*journal_, unit); }
+  bool TakeUnit(uint64_t* unit) override { return map_.TakeUnit(*journal_, unit); }
   void Quiesce() override { lower().WaitIdle(); }
   void Count(size_t counter, uint64_t n = 1) override { IoQueue::Count(counter, n); }
 
@@ -55,34 +56,31 @@ class GrainQueue final : public LayerQueue, public GrainIo {
   void DoPoll(bool wait) override;
 
   Op* NewOp(IoRequest* parent);
-  void Recycle(Op* op);
   void Park(Op* op, Stage stage);
   void Resume(Op* op);
   // One piece of `op` (a request below, a packed grain) is done; after the last, the next stage.
   void Piece(Op* op, std::error_code status);
   void Next(Op* op);
-
-  void Read(Op* op);
+  // Reads the op's grains into the caller's buffers, or (kRmw) its partial grains into their
+  // slots' buffers.
+  void Read(Op* op, Stage stage);
   void Deliver(Lower* l);
   void ReadDone(Op* op);
-  void Lock(Op* op);
-  void ReadForMerge(Op* op);
+  void Merge(Op* op);
   void EncodeAll(Op* op);
   void StoreAll(Op* op);
   void WriteDone(Op* op);
-  // Gives back what Encode took (units, references) for the grains encoded so far.
+  // Gives back what Encode took (units, references) for the first `slots` slots.
   void Undo(Op* op, size_t slots);
   void Finish(Op* op, std::error_code status);
   // The bytes of slot s's grain to encode: its buffer, or the caller's when contiguous.
-  const std::byte* GrainBytes(Op* op, Slot& s);
+  std::byte* GrainBytes(Op* op, Slot& s);
+  // Where s's bytes are below: [*at, *at + length), raw (the grain itself) or not.
+  Location Where(const Slot& s, uint64_t* at) const;
 
   Lower* NewLower(Op* op, ::vstack::Op kind, uint64_t offset);
-  void AddBytes(Lower* l, std::byte* buf, uint64_t length);
-  void Bounce(Lower* l, uint64_t length);
   void Send();
   static void OnLower(IoRequest& r);
-  AlignedBuffer* TakeBuffer(uint64_t size);
-  void GiveBuffer(AlignedBuffer*& b);
 
   GrainDevice& dev_;
   UnitMap& map_;
@@ -91,20 +89,19 @@ class GrainQueue final : public LayerQueue, public GrainIo {
   const uint32_t grain_;
   const uint32_t block_;        // logical block below: reads and writes are aligned to it
   const uint64_t lower_align_;  // memory alignment below
-  const uint64_t align_;        // of this queue's buffers: lower_align_, at least 4 KiB
+  const bool in_place_;
   RequestPool<Op> ops_;
   RequestPool<Lower> lowers_;
-  std::vector<std::vector<AlignedBuffer*>> buffers_;  // free buffers by size class (log2)
-  std::vector<std::unique_ptr<AlignedBuffer>> all_buffers_;
-  std::vector<Op*> parked_;
+  BufferPool buffers_;
+  std::vector<Op*> parked_, retry_;
   std::vector<IoRequest*> out_, sending_;
   std::vector<void*> pack_grains_;  // StoreAll's arguments to Pack, reused
   std::vector<const std::byte*> pack_bytes_;
   std::vector<Encoded> pack_encoded_;
   bool in_send_ = false;
   bool commit_due_ = false;
-  GrainDevice::CommitKind commit_kind_ = GrainDevice::CommitKind::kDue;
   bool need_commit_ = false;
+  GrainDevice::CommitKind commit_kind_ = GrainDevice::CommitKind::kDue;
 };
 
 }  // namespace vstack
