@@ -20,7 +20,8 @@ PACKAGES=(
   clang libclang-rt-14-dev
   e2fsprogs sqlite3 librsvg2-bin procps
   doxygen help2man dpkg-dev
-  python3
+  python3 python3-dev pybind11-dev
+  python3-pytest python3-numpy python3-pandas python3-matplotlib
   ceph-mon ceph-osd ceph-mgr ceph-common librbd-dev librados-dev libradospp-dev uuid-runtime
 )
 

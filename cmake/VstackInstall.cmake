@@ -9,6 +9,7 @@
 #   lib/pkgconfig/vstack.pc                         pkg-config --cflags --libs vstack
 #   share/man/man1/vstack*.1                        from the CLI's own --help (help2man)
 #   <nbdkit plugindir below the prefix>             nbdkit-vstack-plugin.so
+#   lib/python3/dist-packages/vstack/               the Python module (tools/python)
 #
 # `cpack -G DEB` (in the build directory) packs all of it into vstack_VERSION_ARCH.deb.
 include(GNUInstallDirs)
@@ -114,11 +115,11 @@ set(CPACK_PACKAGE_NAME vstack)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "vstack maintainers <vstack@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
-    "virtual storage stack emulator: CLI, library, headers, nbdkit plugin")
+    "virtual storage stack emulator: CLI, library, headers, nbdkit plugin, Python module")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "nbdkit")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "nbdkit, python3")
 set(CPACK_STRIP_FILES ON)
 include(CPack)

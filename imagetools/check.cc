@@ -1,5 +1,7 @@
 #include "imagetools/check.h"
 
+#include <nlohmann/json.hpp>
+
 #include "lib/registry.h"
 
 namespace vstack {
@@ -20,6 +22,33 @@ uint64_t ImageCheck::repaired() const {
   uint64_t n = 0;
   for (const LayerCheck& l : layers) n += l.result.repaired;
   return n;
+}
+
+int ImageCheck::exit_code() const { return corruptions() > 0 ? 2 : leaks() > 0 ? 3 : 0; }
+
+std::string ImageCheck::status() const {
+  const int code = exit_code();
+  return code == 2 ? "corrupt" : code == 3 ? "leaks" : "clean";
+}
+
+std::string CheckJson(const ImageCheck& check) {
+  nlohmann::json j = {{"spec", check.spec},
+                      {"status", check.status()},
+                      {"exit_code", check.exit_code()},
+                      {"corruptions", check.corruptions()},
+                      {"leaks", check.leaks()},
+                      {"repaired", check.repaired()}};
+  if (!check.open_error.empty()) j["open_error"] = check.open_error;
+  nlohmann::json layers = nlohmann::json::array();
+  for (const LayerCheck& l : check.layers) {
+    layers.push_back({{"kind", l.kind},
+                      {"corruptions", l.result.corruptions},
+                      {"leaks", l.result.leaks},
+                      {"repaired", l.result.repaired},
+                      {"messages", l.result.messages}});
+  }
+  j["layers"] = std::move(layers);
+  return j.dump(2);
 }
 
 Result<ImageCheck> CheckImage(std::string_view spec_or_path, CheckMode mode) {

@@ -31,7 +31,17 @@ struct ImageCheck {
   uint64_t leaks() const;
   uint64_t repaired() const;
   bool clean() const { return corruptions() == 0 && leaks() == 0; }
+  // qemu-img check's exit status, which `vstack check` exits with: 0 clean, 2 corruption,
+  // 3 leaked space only.
+  int exit_code() const;
+  // "clean", "corrupt" or "leaks", as exit_code() says.
+  std::string status() const;
 };
+
+// The JSON document `vstack check --output=json` prints (and Python's vstack.check() returns):
+// {"spec", "status", "exit_code", "corruptions", "leaks", "repaired"[, "open_error"],
+//  "layers": [{"kind", "corruptions", "leaks", "repaired", "messages": [...]}]}, top first.
+std::string CheckJson(const ImageCheck& check);
 
 // Opens `spec_or_path` (OpenImage) with OpenOptions::for_check, read-only unless `mode`
 // repairs, runs every layer's Check(mode) and closes the stack. Errors: an open failing for

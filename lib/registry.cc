@@ -12,6 +12,7 @@
 #include "lib/probe_guard.h"
 #include "lib/new_file.h"
 #include "lib/size.h"
+#include "lib/suggest.h"
 
 namespace vstack {
 
@@ -150,10 +151,13 @@ Result<const ComponentInfo*> Resolve(const SpecPart& part, bool is_last) {
   const Registry& reg = Registry::Global();
   const ComponentInfo* info = reg.Find(part.name);
   if (info == nullptr) {
+    std::vector<std::string> names;
+    for (const ComponentInfo* c : reg.All()) names.push_back(c->name);
     return MakeError(Errc::kNotFound,
                      "unknown " + std::string(is_last ? "backend" : "layer") + " '" + part.name +
                          "'; backends: " + reg.Names(ComponentKind::kBackend) +
-                         "; layers: " + reg.Names(ComponentKind::kLayer));
+                         "; layers: " + reg.Names(ComponentKind::kLayer) +
+                         DidYouMean(part.name, names));
   }
   if (is_last && info->kind != ComponentKind::kBackend) {
     return MakeError(Errc::kInvalidArgument,
@@ -182,10 +186,16 @@ Result<const ComponentInfo*> Resolve(const SpecPart& part, bool is_last) {
                                    [&](const OptionInfo& d) { return d.name == o.key; });
     if (!known) {
       std::string valid;
-      for (const OptionInfo& d : info->options) valid += d.name + ", ";
-      return MakeError(Errc::kInvalidArgument, "unknown option '" + o.key + "' for '" +
-                                                   part.name + "'; valid options: " + valid +
-                                                   std::string(kStatsOption) + " (every part)");
+      std::vector<std::string> names;
+      for (const OptionInfo& d : info->options) {
+        valid += d.name + ", ";
+        names.push_back(d.name);
+      }
+      names.emplace_back(kStatsOption);
+      return MakeError(Errc::kInvalidArgument,
+                       "unknown option '" + o.key + "' for '" + part.name + "'; valid options: " +
+                           valid + std::string(kStatsOption) + " (every part)" +
+                           DidYouMean(o.key, names));
     }
   }
   return info;
@@ -265,20 +275,29 @@ Result<std::pair<SpecPart, const ComponentInfo*>> ResolveCreate(std::string_view
   const ComponentInfo* info = Registry::Global().Find(part.name);
   if (info == nullptr || !info->create) {
     std::string formats = "raw";
+    std::vector<std::string> names = {"raw"};
     for (const ComponentInfo* c : Registry::Global().All()) {
-      if (c->create) formats += ", " + c->name;
+      if (!c->create) continue;
+      formats += ", " + c->name;
+      names.push_back(c->name);
     }
     return MakeError(Errc::kNotFound, "unknown image format '" + part.name +
-                                          "'; formats that can be created: " + formats);
+                                          "'; formats that can be created: " + formats +
+                                          DidYouMean(part.name, names));
   }
   for (const SpecOption& o : part.options) {
     const bool known = std::any_of(info->create_options.begin(), info->create_options.end(),
                                    [&](const OptionInfo& d) { return d.name == o.key; });
     if (!known) {
       std::string valid;
-      for (const OptionInfo& d : info->create_options) valid += (valid.empty() ? "" : ", ") + d.name;
+      std::vector<std::string> names;
+      for (const OptionInfo& d : info->create_options) {
+        valid += (valid.empty() ? "" : ", ") + d.name;
+        names.push_back(d.name);
+      }
       return MakeError(Errc::kInvalidArgument, "unknown create option '" + o.key + "' for '" +
-                                                   part.name + "'; valid options: " + valid);
+                                                   part.name + "'; valid options: " + valid +
+                                                   DidYouMean(o.key, names));
     }
   }
   return std::make_pair(std::move(part), info);

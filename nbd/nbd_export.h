@@ -7,11 +7,11 @@
 //
 // Threading: an NbdExport is shared by every server thread. The data methods (Read, Write,
 // Flush, Trim, Zero, Extents) may be called from any number of threads at once when parallel()
-// is true. Each calling thread gets its own IoQueue on its first call (the contract's
-// one-queue-per-thread rule, docs/design.md); the queue lives in thread-local storage until the
-// thread exits, until that thread calls ReleaseThreadQueue(), or until Close(). A stack without
-// thread_safe (parallel() false) allows one queue at a time, so the server must run one
-// connection at a time on one thread and call ReleaseThreadQueue() when the connection ends.
+// is true. Each calling thread gets its own IoQueue on its first call (SharedSyncIo,
+// lib/shared_sync_io.h); the queue lives in thread-local storage until the thread exits, until
+// that thread calls ReleaseThreadQueue(), or until Close(). A stack without thread_safe
+// (parallel() false) allows one queue at a time, so the server must run one connection at a
+// time on one thread and call ReleaseThreadQueue() when the connection ends.
 #ifndef VSTACK_NBD_NBD_EXPORT_H_
 #define VSTACK_NBD_NBD_EXPORT_H_
 
@@ -25,14 +25,10 @@
 #include "lib/errors.h"
 #include "lib/export.h"
 #include "lib/extent.h"
+#include "lib/shared_sync_io.h"
 
 VSTACK_PUBLIC_BEGIN
 namespace vstack::nbd {
-
-namespace internal {
-struct SharedState;
-struct ThreadSlot;
-}  // namespace internal
 
 // The NBD block size constraints (NBD_INFO_BLOCK_SIZE) a stack asks of its clients.
 struct BlockSizes {
@@ -81,11 +77,11 @@ class NbdExport {
   NbdExport& operator=(const NbdExport&) = delete;
 
   // The spec actually opened (for a probed image file, e.g. "vhd+file:/var/tmp/d.vhd").
-  const std::string& spec() const { return spec_; }
-  BlockDevice& device() const { return *device_; }
-  uint64_t size() const { return device_->geometry().size_bytes; }
+  const std::string& spec() const { return io_.spec(); }
+  BlockDevice& device() const { return io_.device(); }
+  uint64_t size() const { return device().geometry().size_bytes; }
   // True if several threads (and so several connections) may call the data methods at once.
-  bool parallel() const { return device_->Has(kCapThreadSafe); }
+  bool parallel() const { return device().Has(kCapThreadSafe); }
   BlockSizes block_sizes() const;
   ExportFlags flags() const;
 
@@ -104,24 +100,15 @@ class NbdExport {
 
   // Destroys the calling thread's queue, if it has one (the end of a connection on a stack
   // that is not parallel()). Safe to call on any thread at any time it has no call running.
-  void ReleaseThreadQueue();
+  void ReleaseThreadQueue() { io_.ReleaseThreadQueue(); }
 
-  // Flushes the stack (when it is writable), destroys every thread's queue and closes the
-  // stack, which persists its metadata. Returns the first error, with a message. Idempotent.
-  // REQUIRES: no data method is running on any thread.
-  Status Close();
+  // Waits for the data methods running on other threads, destroys every thread's queue,
+  // flushes the stack (when it is writable) and closes it, which persists its metadata; later
+  // data calls fail with Errc::kCancelled. Returns the first error, with a message. Idempotent.
+  Status Close() { return io_.Close(); }
 
  private:
-  // The calling thread's slot (with its queue), created on first use.
-  Result<internal::ThreadSlot*> Slot();
-  std::error_code RunData(Op op, void* buf, uint32_t count, uint64_t offset, IoFlags flags);
-
-  std::string spec_;
-  DevicePtr device_;
-  const uint64_t id_;               // tells this export's thread slots from another's
-  std::shared_ptr<internal::SharedState> shared_;  // outlives us in threads that still hold a slot
-  bool closed_ = false;
-  Status close_status_;
+  SharedSyncIo io_;
 };
 
 }  // namespace vstack::nbd

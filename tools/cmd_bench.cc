@@ -44,7 +44,8 @@ void OnSignal(int) {
 
 struct BenchArgs {
   std::vector<std::string> stacks;
-  std::string bs = "8K", size = "256M", duration = "2s", warmup = "0.5s";
+  std::string bs = "8K", size = "256M", warmup = "0.5s";
+  std::string duration;  // "": 2s, or the --preset's own
   std::string pattern = "random", distribution = "uniform", content = "random";
   std::string backend = "uring", direct = "on", prepare = "auto";
   uint32_t write_pct = 50, qd = 8, threads = 4, flush_interval = 0, dedupe_pct = 0,
@@ -252,7 +253,9 @@ Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
   }
   k.queue_depth = a.qd;
   k.threads = a.threads;
-  VSTACK_ASSIGN_OR_RETURN(k.duration_s, ParseSeconds("--duration", a.duration));
+  if (!a.duration.empty()) {
+    VSTACK_ASSIGN_OR_RETURN(k.duration_s, ParseSeconds("--duration", a.duration));
+  }
   k.io_count = a.ios;
   VSTACK_ASSIGN_OR_RETURN(k.warmup_s, ParseSeconds("--warmup", a.warmup));
   auto size = ParseSize(a.size);
@@ -273,7 +276,7 @@ Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
   std::optional<bench::SeedPreset> preset;
   if (!a.preset.empty()) {
     VSTACK_ASSIGN_OR_RETURN(preset, bench::FindSeedPreset(a.preset));
-    bench::ApplySeedKnobs(*preset, &k);
+    bench::ApplySeedKnobs(&*preset, &k, !a.duration.empty());
   }
   VSTACK_RETURN_IF_ERROR(ApplySchedulerArgs(a, &k));
   VSTACK_RETURN_IF_ERROR(bench::ValidateKnobs(k));
@@ -511,7 +514,8 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--pattern", a->pattern, "random or sequential")->capture_default_str();
   cmd->add_option("--qd", a->qd, "outstanding requests per thread")->capture_default_str();
   cmd->add_option("--threads", a->threads, "threads, each with its own queue")->capture_default_str();
-  cmd->add_option("--duration", a->duration, "measured time per run (e.g. 2s, 500ms)")->capture_default_str();
+  cmd->add_option("--duration", a->duration,
+                  "measured time per run (e.g. 2s, 500ms); default 2s, or the --preset's own");
   cmd->add_option("--ios", a->ios, "measured I/Os per run instead of a duration (0: timed)")->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "unmeasured warm-up per run")->capture_default_str();
   cmd->add_option("--size", a->size, "bytes exercised from offset 0 (and the size of created images)")
@@ -557,7 +561,7 @@ void AddBenchCommand(CLI::App& app) {
                 "vstack, so vstack and --compare-qemu both start from qemu's own image");
   cmd->add_flag("--compare-fio", a->compare_fio, "also run fio with the same knobs on the raw file (or, for an rbd: stack, the RBD image with fio's rbd engine) every round");
   cmd->add_flag("--quiet", a->quiet, "no live progress line");
-  cmd->add_option("--preset", a->preset, "reproduce a published finding (docs/seeds.md): hyperv-passthrough");
+  cmd->add_option("--preset", a->preset, "reproduce a published finding (docs/seeds.md): hyperv-passthrough, kvm-vs-hyperv");
   cmd->add_option("--cpu-ready", a->cpu_ready,
                   "RDY%: stall each scheduler this share of wall time (quantum scheduler on); "
                   "several values (1.2,5.1,28.4) sweep")

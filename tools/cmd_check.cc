@@ -5,7 +5,8 @@
 // The check is the library's CheckImage (imagetools/check.h): the stack is opened with
 // OpenOptions::for_check, so layers accept (and report) metadata a normal open refuses;
 // read-only unless -r is given. An image too damaged to open even so counts as corrupt: its
-// open error is reported and the status is 2. This file parses the flags and prints.
+// open error is reported and the status is 2. This file parses the flags and prints (the JSON
+// document is the library's CheckJson).
 #include <fmt/format.h>
 
 #include "imagetools/check.h"
@@ -22,31 +23,11 @@ struct CheckArgs {
   OutputFormat output = OutputFormat::kText;
 };
 
-int ExitCode(uint64_t corruptions, uint64_t leaks) {
-  return corruptions > 0 ? 2 : leaks > 0 ? 3 : 0;
-}
-
-std::string Verdict(int code) { return code == 2 ? "corrupt" : code == 3 ? "leaks" : "clean"; }
-
 void Print(const ImageCheck& check, OutputFormat output) {
   const uint64_t corruptions = check.corruptions(), leaks = check.leaks(),
                  repaired = check.repaired();
-  const int code = ExitCode(corruptions, leaks);
   if (output == OutputFormat::kJson) {
-    nlohmann::json j = {{"spec", check.spec}, {"status", Verdict(code)},
-                        {"exit_code", code},  {"corruptions", corruptions},
-                        {"leaks", leaks},     {"repaired", repaired}};
-    if (!check.open_error.empty()) j["open_error"] = check.open_error;
-    nlohmann::json arr = nlohmann::json::array();
-    for (const LayerCheck& l : check.layers) {
-      arr.push_back({{"kind", l.kind},
-                     {"corruptions", l.result.corruptions},
-                     {"leaks", l.result.leaks},
-                     {"repaired", l.result.repaired},
-                     {"messages", l.result.messages}});
-    }
-    j["layers"] = arr;
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", CheckJson(check));
     return;
   }
   if (!check.open_error.empty()) {
@@ -86,8 +67,7 @@ void AddCheckCommand(CLI::App& app) {
     auto check = CheckImage(args->target, mode);
     if (!check) Fail("check", check.error().ToString());
     Print(*check, args->output);
-    const int code = ExitCode(check->corruptions(), check->leaks());
-    if (code != 0) Exit(code);
+    if (check->exit_code() != 0) Exit(check->exit_code());
   });
 }
 

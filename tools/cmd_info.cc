@@ -1,9 +1,11 @@
 // vstack info [--output=json] [--backing-chain] SPEC|FILE: geometry, capabilities and the
 // layer chain of a stack, with each layer's own facts (Properties); with --backing-chain, the
 // same for every image of a differencing-VHD chain, top first (qemu-img info --backing-chain;
-// BackingChain, imagetools/map.h).
+// BackingChain, imagetools/map.h). The JSON document is the library's InfoJson
+// (imagetools/info.h).
 #include <fmt/format.h>
 
+#include "imagetools/info.h"
 #include "imagetools/map.h"
 #include "lib/registry.h"
 #include "lib/spec.h"
@@ -46,23 +48,6 @@ void PrintText(const std::string& spec, BlockDevice& dev) {
   }
 }
 
-nlohmann::json Json(const std::string& spec, BlockDevice& dev) {
-  nlohmann::json layers = nlohmann::json::array();
-  for (BlockDevice* d : StackChain(dev)) {
-    PropertyList props;
-    d->Properties(props);
-    layers.push_back({{"kind", d->kind()},
-                      {"description", d->Describe()},
-                      {"geometry", ToJson(d->geometry())},
-                      {"capabilities", CapabilitiesJson(d->capabilities())},
-                      {"properties", ToJson(props)}});
-  }
-  return {{"spec", spec},
-          {"geometry", ToJson(dev.geometry())},
-          {"capabilities", CapabilitiesJson(dev.capabilities())},
-          {"layers", layers}};
-}
-
 // True for a spec whose bottom asks to create its file (`file:PATH,create=on,size=...`): info
 // then opens it writable, as that is the only way to create it; anything else is read-only.
 bool AsksToCreate(const std::string& target) {
@@ -94,13 +79,8 @@ void AddInfoCommand(CLI::App& app) {
     std::vector<ChainImage> images = {{spec, dev->get()}};
     if (args->backing_chain) images = BackingChain(spec, **dev);
     if (args->output == OutputFormat::kJson) {
-      if (!args->backing_chain) {
-        fmt::print("{}\n", Json(spec, **dev).dump(2));
-        return;
-      }
-      nlohmann::json arr = nlohmann::json::array();
-      for (const ChainImage& image : images) arr.push_back(Json(image.spec, *image.device));
-      fmt::print("{}\n", arr.dump(2));
+      fmt::print("{}\n", args->backing_chain ? BackingChainInfoJson(spec, **dev)
+                                              : InfoJson(spec, **dev));
       return;
     }
     for (size_t i = 0; i < images.size(); ++i) {

@@ -1,6 +1,6 @@
 // Shared output helpers for subcommands: aligned text tables, the --output=text|json option,
-// and JSON forms of the contract's types. Text and JSON are always produced from the same
-// values.
+// property text and the layers of a stack. (The JSON forms of the contract's types are the
+// library's: imagetools/info_json.h.) Text and JSON are always produced from the same values.
 #ifndef VSTACK_TOOLS_OUTPUT_H_
 #define VSTACK_TOOLS_OUTPUT_H_
 
@@ -34,12 +34,6 @@ class TextTable {
   std::vector<bool> numeric_;
   std::vector<std::vector<std::string>> rows_;  // empty row = rule
 };
-
-nlohmann::json ToJson(const PropertyValue& v);
-nlohmann::json ToJson(const PropertyList& props);
-nlohmann::json ToJson(const Geometry& g);
-nlohmann::json CapabilitiesJson(Capabilities caps);
-nlohmann::json ToJson(const LayerStats& stats);
 
 // "value" or "value (64 MiB)" for properties with unit "bytes".
 std::string PropertyText(const Property& p);

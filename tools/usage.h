@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/suggest.h"  // DidYouMean, NearestMatch
+
 namespace vstack::cli {
 
 inline constexpr int kExitOk = 0;
@@ -23,13 +25,6 @@ inline constexpr int kExitUsage = 2;
 // The exit status of a usage error in `command` ("" for vstack itself): kExitUsage, except for
 // check, whose 2 means "corrupt".
 int UsageExitCode(const std::string& command);
-
-// The candidate a mistyped `word` most likely meant (a small edit distance, or a unique prefix),
-// or "" if none is close.
-std::string NearestMatch(const std::string& word, const std::vector<std::string>& candidates);
-
-// " (did you mean `X`?)" for the nearest match of `word`, or "".
-std::string DidYouMean(const std::string& word, const std::vector<std::string>& candidates);
 
 // Restricts an option to `choices`: --help shows "NAME a|b|c", a bad value says
 // "--NAME: 'x' is not one of a|b|c" (with a suggestion when one is close).

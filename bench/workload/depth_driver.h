@@ -19,8 +19,8 @@
 //                    work per request: the Google Benchmark suites use it. Submitted and
 //                    Waiting are not called (there is no loop to run them in).
 //   kFromLoop        completions only free their slot; the loop asks Next for every free slot,
-//                    submits them as one batch, then polls for at least one completion, and
-//                    repeats, so the caller's code runs between batches (the workload runner:
+//                    submits them as one batch, then (unless a slot was freed meanwhile) polls
+//                    for at least one completion, and repeats, so the caller's code runs between batches (the workload runner:
 //                    submission times, the quantum scheduler).
 // Either way, once Next says the run is over, Run waits for the requests in flight and returns.
 #ifndef VSTACK_BENCH_WORKLOAD_DEPTH_DRIVER_H_
@@ -104,7 +104,10 @@ class DepthDriver {
       if (mode_ == Resubmit::kFromCompletion) break;
       if constexpr (requires { source_.Submitted(); }) source_.Submitted();
       if (over) break;
-      if (queue_.in_flight() > 0) {
+      // Requests that completed during the submission (a layer that delivers what is due as
+      // it submits) freed their slots already: refill them now instead of leaving them empty
+      // until the next completion.
+      if (queue_.in_flight() > 0 && free_.empty()) {
         if constexpr (requires { source_.Waiting(true); }) source_.Waiting(true);
         queue_.Poll(1);
         if constexpr (requires { source_.Waiting(false); }) source_.Waiting(false);

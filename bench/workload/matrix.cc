@@ -116,6 +116,7 @@ class MatrixRun {
     const bool anchors_first = AnchorsFirst(s, round);
     if (p.cpu_ready_pct >= 0) knobs.cpu_ready_pct = p.cpu_ready_pct;
     if (!p.ready_stall.empty()) knobs.ready_stall = p.ready_stall;
+    if (p.duration_s > 0 && knobs.io_count == 0) knobs.duration_s = p.duration_s;
     if (anchors_first) {
       RunAnchors(s, round, knobs, s.prepared);
       if (Stopped()) return;

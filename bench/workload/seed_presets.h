@@ -32,13 +32,16 @@ struct SeedPreset {
   std::vector<SeedPair> pairs;  // the first is the published one
   PublishedColumn published_host, published_guest;
   std::vector<std::string> calibration;  // "parameter <- published number", one line each
+  std::string diskspd;  // the source's diskspd parameters, when it ran diskspd ("" otherwise)
 };
 
 std::vector<std::string> SeedPresetNames();
 // The preset, or an error listing the names.
 Result<SeedPreset> FindSeedPreset(const std::string& name);
-// Sets the knobs the preset's source used (block size, mix, threads, queue depth, pattern).
-void ApplySeedKnobs(const SeedPreset& preset, WorkloadKnobs* k);
+// Sets the knobs the preset's source used (block size, mix, threads, queue depth, pattern, and
+// for kvm-vs-hyperv the preset's run length unless `duration_given`), and makes the preset's
+// stacks for them (kvm-vs-hyperv scales its stalls to the run length: kvm_hyperv.h).
+void ApplySeedKnobs(SeedPreset* preset, WorkloadKnobs* k, bool duration_given);
 
 // A CPU Ready sweep: every plan once per RDY% value (values outer, plans inner), named
 // "<plan> RDY <v>%", each with its own cpu_ready_pct, so the rounds interleave the values.

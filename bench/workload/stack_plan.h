@@ -46,6 +46,7 @@ struct StackPlan {
   std::string note;           // shown with the results
   double cpu_ready_pct = -1;  // >= 0: this plan's --cpu-ready (a sweep); -1: the knobs'
   std::string ready_stall;    // this plan's --ready-stall (a sweep); "": the knobs'
+  double duration_s = -1;     // > 0: this plan's --duration (a seed's short prediction runs)
   // Differencing-VHD presets: `image` is the top of a chain of this many differencing levels
   // over a dynamic VHD that is created and filled once; the levels are made anew (empty) every
   // round, so reads go down the chain and first writes allocate in the top.

@@ -10,11 +10,24 @@ class DelayQueue final : public TimedQueue {
  public:
   DelayQueue(DelayDevice& device, std::unique_ptr<IoQueue> lower, Clock& clock, uint64_t seed)
       : TimedQueue(device, std::move(lower), clock, device.config().queue),
+        device_(device),
         config_(device.config()),
         rng_(seed) {}
 
  protected:
   uint64_t ServiceNs(const IoRequest& req) override {
+    const uint64_t ns = Draw(req);
+    if (config_.stalls.empty()) return ns;
+    const uint64_t now = clock().Now();
+    const uint64_t held = device_.HeldUntil(now + ns);
+    if (held == now + ns) return ns;
+    Count(DelayDevice::kStallNs, held - (now + ns));
+    Count(DelayDevice::kStalled);
+    return held - now;
+  }
+
+ private:
+  uint64_t Draw(const IoRequest& req) {
     switch (req.op) {
       case Op::kRead:
         return config_.read.Draw(rng_);
@@ -25,10 +38,46 @@ class DelayQueue final : public TimedQueue {
     }
   }
 
- private:
+  const DelayDevice& device_;
   const DelayConfig& config_;
   TimingRng rng_;
 };
+
+// stalls=2s/500ms and stall_period=60s: the lengths must fit in the period.
+Status ParseStalls(const OptionValues& o, DelayConfig* c) {
+  if (!o.Has("stalls")) {
+    if (o.Has("stall_period")) {
+      return MakeError(Errc::kInvalidArgument, "delay: stall_period needs stalls (e.g. stalls=2s/500ms)");
+    }
+    return OkStatus();
+  }
+  const std::string text = o.Get("stalls");
+  uint64_t sum = 0;
+  for (size_t start = 0; start <= text.size();) {
+    size_t slash = text.find('/', start);
+    if (slash == std::string::npos) slash = text.size();
+    auto ns = ParseDurationNs(text.substr(start, slash - start));
+    if (!ns || *ns == 0) {
+      return MakeError(Errc::kInvalidArgument,
+                       "delay: stalls '" + text + "' is not a list of durations above 0 (e.g. 2s/500ms)");
+    }
+    c->stalls.push_back(*ns);
+    sum += *ns;
+    start = slash + 1;
+  }
+  if (!o.Has("stall_period")) {
+    return MakeError(Errc::kInvalidArgument, "delay: stalls need a stall_period (e.g. stall_period=60s)");
+  }
+  auto period = ParseDurationNs(o.Get("stall_period"));
+  if (!period || *period <= sum) {
+    return MakeError(Errc::kInvalidArgument,
+                     "delay: stall_period '" + o.Get("stall_period") +
+                         "' must be a duration longer than the stalls together (" +
+                         FormatDurationNs(double(sum)) + ")");
+  }
+  c->stall_period_ns = *period;
+  return OkStatus();
+}
 
 Result<DevicePtr> OpenDelay(DevicePtr lower, const OptionValues& o, const OpenOptions&) {
   DelayConfig c;
@@ -43,6 +92,7 @@ Result<DevicePtr> OpenDelay(DevicePtr lower, const OptionValues& o, const OpenOp
   VSTACK_ASSIGN_OR_RETURN(c.queue.bytes_per_s, o.Size("bw"));
   VSTACK_ASSIGN_OR_RETURN(int64_t seed, o.Int("seed", 0, INT64_MAX));
   c.seed = static_cast<uint64_t>(seed);
+  VSTACK_RETURN_IF_ERROR(ParseStalls(o, &c));
   return MakeDevice<DelayDevice>(std::move(lower), c, SystemClock());
 }
 
@@ -60,6 +110,9 @@ ComponentInfo DelayComponent() {
       {"qd", "requests served at a time per queue (0: no limit)", "0"},
       {"bw", "bytes per second per queue for reads and writes, e.g. 200M (0: no cap)", "0"},
       {"seed", "seed of the random draws (queue i uses seed + i)", "1"},
+      {"stalls", "the device stops for these lengths in every stall_period, e.g. 2s/500ms: a "
+                 "request due during a stall completes when it ends", ""},
+      {"stall_period", "the period the stalls repeat in, spread evenly over it (e.g. 60s)", ""},
   };
   c.open_layer = &OpenDelay;
   return c;
@@ -68,14 +121,41 @@ ComponentInfo DelayComponent() {
 }  // namespace
 
 DelayDevice::DelayDevice(DevicePtr lower, DelayConfig config, Clock& clock)
-    : Layer("delay", std::move(lower)), config_(config), clock_(clock) {
-  DeclareCounters(TimedQueue::CounterNames());
+    : Layer("delay", std::move(lower)), config_(config), clock_(clock), origin_ns_(clock.Now()) {
+  std::vector<std::string> names = TimedQueue::CounterNames();
+  names.push_back("stall_ns");
+  names.push_back("stalled");
+  DeclareCounters(names);
+  uint64_t sum = 0;
+  for (uint64_t len : config_.stalls) sum += len;
+  if (config_.stalls.empty() || config_.stall_period_ns <= sum) return;
+  const uint64_t gap = (config_.stall_period_ns - sum) / config_.stalls.size();
+  uint64_t at = gap / 2;
+  for (uint64_t len : config_.stalls) {
+    stall_windows_.emplace_back(at, at + len);
+    at += len + gap;
+  }
+}
+
+uint64_t DelayDevice::HeldUntil(uint64_t t) const {
+  if (stall_windows_.empty() || t < origin_ns_) return t;
+  const uint64_t phase = (t - origin_ns_) % config_.stall_period_ns;
+  for (const auto& [start, end] : stall_windows_) {
+    if (phase >= start && phase < end) return t + (end - phase);
+  }
+  return t;
 }
 
 std::string DelayDevice::Describe() const {
   std::string s = "delay read " + config_.read.ToString() + ", write " + config_.write.ToString();
   if (config_.queue.max_in_service) s += ", qd " + std::to_string(config_.queue.max_in_service);
   if (config_.queue.bytes_per_s) s += ", " + FormatSize(config_.queue.bytes_per_s) + "/s";
+  if (!config_.stalls.empty()) {
+    uint64_t sum = 0;
+    for (uint64_t len : config_.stalls) sum += len;
+    s += ", " + std::to_string(config_.stalls.size()) + " stalls (" + FormatDurationNs(double(sum)) +
+         ") every " + FormatDurationNs(double(config_.stall_period_ns));
+  }
   return s;
 }
 
@@ -85,6 +165,12 @@ void DelayDevice::Properties(PropertyList& out) const {
   out.push_back({"flush_latency", config_.flush.ToString(), ""});
   out.push_back({"queue_depth_limit", uint64_t{config_.queue.max_in_service}, ""});
   out.push_back({"bandwidth", config_.queue.bytes_per_s, "bytes/s"});
+  if (!config_.stalls.empty()) {
+    std::string list;
+    for (uint64_t len : config_.stalls) list += (list.empty() ? "" : "/") + FormatDurationNs(double(len));
+    out.push_back({"stalls", list, ""});
+    out.push_back({"stall_period", FormatDurationNs(double(config_.stall_period_ns)), ""});
+  }
 }
 
 Result<std::unique_ptr<IoQueue>> DelayDevice::DoOpenQueue() {

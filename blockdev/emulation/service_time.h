@@ -1,12 +1,16 @@
 // Durations and their distributions, as written in stack specs: "5ms", "254.4us",
 // "uniform:1ms:3ms" (min:max), "lognormal:5ms:2ms" (mean:standard deviation), "exp:4ms"
-// (exponential with that mean). A ServiceTime draws from one of them with a caller's Rng, so
+// (exponential with that mean), "pct:0=1ms/50=6.5ms/99=77ms/100=175ms" (a percentile table,
+// as fio and diskspd print one: the value at each percentile, log-linear in between). A
+// ServiceTime draws from one of them with a caller's Rng, so
 // a layer's draws are deterministic for a given seed.
 #ifndef VSTACK_BLOCKDEV_EMULATION_SERVICE_TIME_H_
 #define VSTACK_BLOCKDEV_EMULATION_SERVICE_TIME_H_
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "lib/errors.h"
 
@@ -37,7 +41,7 @@ std::string FormatDurationNs(double ns);
 
 class ServiceTime {
  public:
-  enum class Kind { kFixed, kUniform, kLogNormal, kExponential };
+  enum class Kind { kFixed, kUniform, kLogNormal, kExponential, kPercentiles };
 
   ServiceTime() = default;
   static ServiceTime Fixed(uint64_t ns);
@@ -53,6 +57,9 @@ class ServiceTime {
   Kind kind_ = Kind::kFixed;
   double a_ = 0, b_ = 0;  // fixed: a; uniform: [a, b]; log-normal: mean a, sd b; exp: mean a
   double mu_ = 0, sigma_ = 0;  // log-normal parameters of the underlying normal
+  // Percentile table: (percentile 0..100, ns) points from 0 to 100, both increasing; between
+  // two points the value grows log-linearly with the percentile.
+  std::vector<std::pair<double, double>> table_;
 };
 
 }  // namespace vstack

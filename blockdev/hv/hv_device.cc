@@ -1,5 +1,7 @@
 #include "blockdev/hv/hv_device.h"
 
+#include <algorithm>
+
 #include "lib/registry.h"
 
 namespace vstack {
@@ -25,6 +27,7 @@ class HvQueue final : public TimedQueue {
  public:
   HvQueue(HvDevice& device, std::unique_ptr<IoQueue> lower, Clock& clock)
       : TimedQueue(device, std::move(lower), clock, TimedQueueOptions{.after_lower = true}),
+        device_(device),
         config_(device.config()),
         rng_(device.config().seed) {}
 
@@ -35,11 +38,18 @@ class HvQueue final : public TimedQueue {
   void OnAccepted(const IoRequest&) override {
     const uint64_t ns = config_.cpu.Draw(rng_);
     if (ns == 0) return;
-    clock().Spin(ns);
+    if (config_.vcpus == 0) {
+      clock().Spin(ns);
+    } else {
+      const auto [vcpu, end] = device_.ReserveVcpu(clock().Now(), ns);
+      clock().SleepUntil(end);
+      Count(HvDevice::kVcpu0Ns + vcpu, ns);
+    }
     Count(HvDevice::kCpuNs, ns);
   }
 
  private:
+  HvDevice& device_;
   const HvConfig& config_;
   TimingRng rng_;
 };
@@ -80,6 +90,8 @@ Result<DevicePtr> OpenHv(DevicePtr lower, const OptionValues& o, const OpenOptio
   }
   c.cpu = ServiceTime::Fixed(cpu);
   if (o.Has("cpu")) VSTACK_RETURN_IF_ERROR(ParseInto("hv: cpu", o.Get("cpu"), &c.cpu));
+  VSTACK_ASSIGN_OR_RETURN(int64_t vcpus, o.Int("vcpus", 0, 64));
+  c.vcpus = static_cast<uint32_t>(vcpus);
   VSTACK_ASSIGN_OR_RETURN(int64_t seed, o.Int("seed", 0, INT64_MAX));
   c.seed = static_cast<uint64_t>(seed);
   return MakeDevice<HvDevice>(std::move(lower), c, SystemClock());
@@ -96,6 +108,8 @@ ComponentInfo HvComponent() {
       {"read", "added latency of reads (overrides latency)", ""},
       {"write", "added latency of writes, flushes, write-zeroes, discards", ""},
       {"cpu", "CPU burned per request on the submitting thread: 5us, or a distribution", ""},
+      {"vcpus", "the guest's vCPUs (0: none modelled): each request's cpu is held on one of "
+                "them, the thread asleep, instead of burned (CPU-bound at vcpus / cpu)", "0"},
       {"seed", "seed of the random draws", "1"},
   };
   c.open_layer = &OpenHv;
@@ -108,14 +122,26 @@ HvDevice::HvDevice(DevicePtr lower, HvConfig config, Clock& clock)
     : Layer("hv", std::move(lower)), config_(config), clock_(clock) {
   std::vector<std::string> names = TimedQueue::CounterNames();
   names.push_back("cpu_ns");
+  for (uint32_t i = 0; i < config_.vcpus; ++i) names.push_back("vcpu" + std::to_string(i) + "_ns");
   DeclareCounters(names);
+  vcpu_free_at_.assign(config_.vcpus, 0);
+}
+
+std::pair<uint32_t, uint64_t> HvDevice::ReserveVcpu(uint64_t now, uint64_t ns) {
+  std::lock_guard lock(vcpu_mu_);
+  const auto first = std::min_element(vcpu_free_at_.begin(), vcpu_free_at_.end());
+  const uint64_t end = std::max(*first, now) + ns;
+  *first = end;
+  return {static_cast<uint32_t>(first - vcpu_free_at_.begin()), end};
 }
 
 std::string HvDevice::Describe() const {
   std::string s = "hv";
   if (!config_.preset.empty()) s += " " + config_.preset;
-  return s + ": +" + config_.read.ToString() + " read, +" + config_.write.ToString() + " write, " +
-         config_.cpu.ToString() + " CPU per request";
+  s += ": +" + config_.read.ToString() + " read, +" + config_.write.ToString() + " write, " +
+       config_.cpu.ToString() + " CPU per request";
+  if (config_.vcpus) s += " held on " + std::to_string(config_.vcpus) + " vCPUs";
+  return s;
 }
 
 void HvDevice::Properties(PropertyList& out) const {
@@ -123,6 +149,7 @@ void HvDevice::Properties(PropertyList& out) const {
   out.push_back({"read_latency", config_.read.ToString(), ""});
   out.push_back({"write_latency", config_.write.ToString(), ""});
   out.push_back({"cpu_per_request", config_.cpu.ToString(), ""});
+  out.push_back({"vcpus", uint64_t{config_.vcpus}, ""});
 }
 
 Result<std::unique_ptr<IoQueue>> HvDevice::DoOpenQueue() {

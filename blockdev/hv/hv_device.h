@@ -4,15 +4,21 @@
 // the whitepaper's IOPS per %CPU move). Presets name the published measurement they come from.
 // Built on TimedQueue without a service limit, its latency starting when the lower request
 // completes: it adds to the lower device's time, as the exit and the completion path surround
-// the device's work.
+// the device's work. With `vcpus` the guest's CPU is modelled instead of burned: each request
+// holds one of that many vCPUs, shared by all queues, for its CPU time while the submitting
+// thread sleeps, so the guest can be CPU-bound (vcpus / cpu requests per second) whatever the
+// host's load.
 // docs/layers/hv.md.
 //
 // Spec: hv:preset=hyperv-passthrough+delay:read=5.4066ms,write=254.4us+null:1G
 //       hv:read=50us,write=50us,cpu=5us+<lower>
+//       hv:cpu=275us,vcpus=2+<lower>
 #ifndef VSTACK_BLOCKDEV_HV_HV_DEVICE_H_
 #define VSTACK_BLOCKDEV_HV_HV_DEVICE_H_
 
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "blockdev/emulation/service_time.h"
 #include "blockdev/emulation/timed_queue.h"
@@ -24,6 +30,7 @@ struct HvConfig {
   std::string preset;       // "" when none
   ServiceTime read, write;  // added latency; write also for write-zeroes, discard and flush
   ServiceTime cpu;          // CPU burned per request on the submitting thread
+  uint32_t vcpus = 0;       // 0: burned; N: held on one of N modelled vCPUs, asleep
   uint64_t seed = 1;
 };
 
@@ -37,7 +44,8 @@ const std::vector<HvPreset>& HvPresets();
 
 class HvDevice final : public Layer {
  public:
-  enum Counter { kCpuNs = TimedQueue::kFirstOwnCounter };
+  // cpu_ns, then with vcpus one counter per vCPU (vcpu0_ns, vcpu1_ns, ...): the CPU each held.
+  enum Counter { kCpuNs = TimedQueue::kFirstOwnCounter, kVcpu0Ns };
 
   // `clock` must outlive the device; SystemClock() outside tests.
   HvDevice(DevicePtr lower, HvConfig config, Clock& clock);
@@ -48,6 +56,9 @@ class HvDevice final : public Layer {
     return lower_device().MapExtents(offset, length, out);
   }
   const HvConfig& config() const { return config_; }
+  // Books `ns` of CPU at `now` on the vCPU that is free first (FIFO: a request waits for
+  // it): which one, and when its CPU time ends. REQUIRES: config().vcpus > 0. Thread-safe.
+  std::pair<uint32_t, uint64_t> ReserveVcpu(uint64_t now, uint64_t ns);
 
  protected:
   Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
@@ -55,6 +66,8 @@ class HvDevice final : public Layer {
  private:
   const HvConfig config_;
   Clock& clock_;
+  std::mutex vcpu_mu_;
+  std::vector<uint64_t> vcpu_free_at_;  // when each vCPU's booked CPU ends
 };
 
 }  // namespace vstack

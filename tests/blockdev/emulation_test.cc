@@ -2,7 +2,9 @@
 // ManualClock: semantics on synthetic time, no wall-clock thresholds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <thread>
 
 #include "bench/workload/quantum_scheduler.h"
@@ -127,6 +129,77 @@ TEST(Delay, DistributionMeansAreTheConfiguredOnes) {
   EXPECT_NEAR(MeanLatencyNs("uniform:1ms:3ms", 20000), 2'000'000, 0.01 * 2'000'000);
   EXPECT_NEAR(MeanLatencyNs("lognormal:1ms:500us", 20000), 1'000'000, 0.015 * 1'000'000);
   EXPECT_NEAR(MeanLatencyNs("exp:80us", 20000), 80'000, 0.02 * 80'000);
+}
+
+// A percentile table draws its points' values at their percentiles, log-linearly in between,
+// and its mean is the integral of that.
+TEST(ServiceTime, PercentileTableDrawsItsPercentilesAndItsMean) {
+  auto t = ServiceTime::Parse("read", "pct:0=1ms/50=6ms/90=27ms/100=200ms");
+  ASSERT_TRUE(t) << t.error().message;
+  TimingRng rng(3);
+  std::vector<uint64_t> v;
+  double sum = 0;
+  for (int i = 0; i < 200'000; ++i) {
+    v.push_back(t->Draw(rng));
+    sum += double(v.back());
+  }
+  std::sort(v.begin(), v.end());
+  EXPECT_NEAR(double(v[100'000]), 6e6, 0.02 * 6e6);
+  EXPECT_NEAR(double(v[180'000]), 27e6, 0.02 * 27e6);
+  EXPECT_GE(v.front(), 1'000'000u);
+  EXPECT_LE(v.back(), 200'000'000u);
+  // 0-50: (6 - 1) / ln 6, 50-90: 21 / ln 4.5, 90-100: 173 / ln(200 / 27), in ms.
+  const double mean = (0.5 * 5 / std::log(6.0) + 0.4 * 21 / std::log(4.5) +
+                       0.1 * 173 / std::log(200.0 / 27)) * 1e6;
+  EXPECT_NEAR(t->mean_ns(), mean, 1);
+  EXPECT_NEAR(sum / double(v.size()), mean, 0.01 * mean);
+  EXPECT_EQ(ServiceTime::Parse("read", t->ToString())->ToString(), t->ToString());
+  for (const char* bad : {"pct:50=6ms/100=9ms", "pct:0=1ms/50=6ms", "pct:0=1ms/60=6ms/50=9ms",
+                          "pct:0=1ms/50=6ms/100=2ms", "pct:0=0/100=1ms", "pct:0=1ms/x/100=2ms"}) {
+    auto r = ServiceTime::Parse("delay: read", bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().message.find("pct:P=DURATION"), std::string::npos) << r.error().message;
+  }
+}
+
+// Stalls stop the device for every queue: a request due inside a stall completes at its end,
+// one due outside is untouched, and the schedule repeats every period.
+TEST(Delay, RequestsDueDuringAStallCompleteWhenItEnds) {
+  ManualClock clock;
+  DelayConfig c;
+  c.read = ServiceTime::Fixed(1'000'000);
+  // Period 10 s, stalls 2 s and 1 s: gap (10 - 3) / 2 = 3.5 s, so the stalls are [1.75, 3.75)
+  // and [7.25, 8.25) s after the device opened.
+  c.stalls = {2'000'000'000, 1'000'000'000};
+  c.stall_period_ns = 10'000'000'000;
+  const uint64_t t0 = clock.Now();
+  DevicePtr dev = MakeDevice<DelayDevice>(Memory(), c, clock);
+  auto a = dev->OpenQueue();
+  auto b = dev->OpenQueue();
+  Timed ta(clock, 1), tb(clock, 1);
+  auto at = [&](uint64_t ns) { clock.Advance(t0 + ns - clock.Now()); };
+  at(1'000'000'000);  // due at 1.001 s: before the first stall
+  (*a)->Submit(ta.reqs[0]);
+  (*a)->WaitIdle();
+  EXPECT_EQ(ta.done_at[0], t0 + 1'001'000'000);
+  at(2'000'000'000);  // due inside [1.75, 3.75): both queues wait for its end
+  (*a)->Submit(ta.reqs[0]);
+  (*b)->Submit(tb.reqs[0]);
+  (*a)->WaitIdle();
+  (*b)->WaitIdle();
+  EXPECT_EQ(ta.done_at[0], t0 + 3'750'000'000);
+  EXPECT_EQ(tb.done_at[0], t0 + 3'750'000'000);
+  at(17'500'000'000);  // the second period's second stall, [17.25, 18.25)
+  (*a)->Submit(ta.reqs[0]);
+  (*a)->WaitIdle();
+  EXPECT_EQ(ta.done_at[0], t0 + 18'250'000'000);
+  EXPECT_EQ(Counter(*dev, "stalled"), 3u);
+  EXPECT_EQ(Counter(*dev, "stall_ns"), 2 * 1'749'000'000u + 749'000'000u);
+  EXPECT_TRUE(Open("delay:latency=pct:0=1ms/100=9ms,stalls=2s/500ms,stall_period=60s+null:1M"));
+  EXPECT_FALSE(Open("delay:latency=1ms,stalls=2s+null:1M")) << "stalls need a period";
+  EXPECT_FALSE(Open("delay:latency=1ms,stalls=40s/30s,stall_period=60s+null:1M"));
+  EXPECT_FALSE(Open("delay:latency=1ms,stall_period=60s+null:1M"));
+  EXPECT_FALSE(Open("delay:latency=1ms,stalls=2s/0,stall_period=60s+null:1M"));
 }
 
 // A clock whose sleeps wake up late, as a loaded host's scheduler makes them: by a draw from
@@ -337,6 +410,38 @@ TEST(Hv, LatencyAddsToTheLowerDevicesTime) {
   (*q)->Submit(t.reqs[0]);
   (*q)->WaitIdle();
   EXPECT_EQ(t.done_at[0], start + 5'406'600 + 363'100) << "not the slower of the two";
+}
+
+// With vcpus the CPU is held, not burned: the thread sleeps while its request holds the vCPU
+// that is free first, and requests wait for one when all are busy (FIFO), so N vCPUs serve at
+// most N / cpu requests per second.
+TEST(Hv, VcpusHoldTheCpuAsleepAndQueueForAFreeOne) {
+  ManualClock clock;
+  HvConfig c;
+  c.cpu = ServiceTime::Fixed(100'000);
+  c.vcpus = 2;
+  DevicePtr owner = MakeDevice<HvDevice>(Memory(), c, clock);
+  HvDevice* dev = static_cast<HvDevice*>(owner.get());
+  const uint64_t t0 = clock.Now();
+  EXPECT_EQ(dev->ReserveVcpu(t0, 100'000), std::make_pair(0u, t0 + 100'000));
+  EXPECT_EQ(dev->ReserveVcpu(t0, 100'000), std::make_pair(1u, t0 + 100'000));
+  EXPECT_EQ(dev->ReserveVcpu(t0, 100'000), std::make_pair(0u, t0 + 200'000)) << "waits for vCPU 0";
+  EXPECT_EQ(dev->ReserveVcpu(t0 + 150'000, 100'000), std::make_pair(1u, t0 + 250'000));
+  EXPECT_EQ(dev->ReserveVcpu(t0 + 900'000, 50'000), std::make_pair(0u, t0 + 950'000)) << "idle";
+
+  DevicePtr held = MakeDevice<HvDevice>(Memory(), c, clock);
+  auto q = held->OpenQueue();
+  Timed t(clock, 3);
+  const uint64_t start = clock.Now();
+  (*q)->Submit(t.Ptrs());
+  (*q)->WaitIdle();
+  // One thread: it sleeps through each request's CPU in turn, on alternating vCPUs.
+  EXPECT_EQ(t.done_at[2], start + 300'000);
+  EXPECT_EQ(clock.spun_ns(), 0u) << "nothing burned";
+  EXPECT_EQ(Counter(*held, "cpu_ns"), 300'000u);
+  EXPECT_EQ(Counter(*held, "vcpu0_ns") + Counter(*held, "vcpu1_ns"), 300'000u);
+  EXPECT_TRUE(Open("hv:cpu=275us,vcpus=2+null:1M"));
+  EXPECT_FALSE(Open("hv:cpu=275us,vcpus=65+null:1M"));
 }
 
 TEST(StallSchedule, StalledTimeIsTheConfiguredFractionOfWallTime) {

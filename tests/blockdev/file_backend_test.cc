@@ -151,6 +151,15 @@ TEST(UringBackend, IsAvailableHere) { EXPECT_OK(UringDevice::CheckAvailable()); 
 TEST(OpenSpec, ErrorsListTheValidChoices) {
   ExpectError(Open("nosuch+memory:1M"), "unknown layer 'nosuch'; backends: file, memory, null, rados, rbd, uring");
   ExpectError(Open("memory:1M,colour=red"), "unknown option 'colour' for 'memory'; valid options: block");
+  // A near miss is named: a layer, a backend, an option (`stats` included).
+  ExpectError(Open("dedupx+memory:1M"), "; did you mean `dedup`?");
+  ExpectError(Open("memroy:1M"), "unknown backend 'memroy'; backends: file, memory, null, rados, "
+                                 "rbd, uring; layers: ");
+  ExpectError(Open("memroy:1M"), "; did you mean `memory`?");
+  ExpectError(Open("zstd:levle=3+memory:1M"), "; did you mean `level`?");
+  ExpectError(Open("memory:1M,stat=counts"), "; did you mean `stats`?");
+  ExpectError(Open("frobnicate+memory:1M"), "layers: crc32c");  // far from all: no suggestion
+  EXPECT_EQ(Open("frobnicate+memory:1M").error().message.find("did you mean"), std::string::npos);
   ExpectError(Open("passthrough"), "'passthrough' is a layer, but a spec must end with a backend");
   ExpectError(Open("memory:1M+memory:1M"), "'memory' is a backend and must come last");
   ExpectError(Open("memory"), "backend 'memory' needs a SIZE");

@@ -1,5 +1,6 @@
-// The image tooling as library calls (imagetools/): CopyImage, ConvertImage, CompareImages and
-// NewImageFile, called directly, as a program linking vstack would.
+// The image tooling as library calls (imagetools/): CopyImage, ConvertImage, CompareImages,
+// CheckImage, NewImageFile and the JSON documents of info and check, called directly, as a
+// program linking vstack would.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,10 +8,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "imagetools/check.h"
 #include "imagetools/compare.h"
 #include "imagetools/convert.h"
+#include "imagetools/info.h"
 #include "imagetools/new_image_file.h"
 #include "lib/registry.h"
 #include "lib/sync_io.h"
@@ -186,7 +189,33 @@ TEST(ImageTools, CheckImageChecksEveryLayerTopToBottom) {
   EXPECT_EQ(check->layers[0].kind, "vhd");
   EXPECT_EQ(check->layers[1].kind, "file");
   EXPECT_TRUE(check->clean());
+  EXPECT_EQ(check->exit_code(), 0);
+  const auto json = nlohmann::json::parse(CheckJson(*check));
+  EXPECT_EQ(json["status"], "clean");
+  EXPECT_EQ(json["layers"][0]["kind"], "vhd");
+  EXPECT_FALSE(json.contains("open_error"));
   EXPECT_FALSE(CheckImage(dir.File("missing.vhd")));
+}
+
+TEST(ImageTools, InfoJsonDescribesEveryLayerAndWithStatsCountsItsRequests) {
+  DevicePtr dev = OpenOrDie("dedup:size=8M+memory:16M");
+  Fill(*dev, 0, 8192, 0x11);
+  const auto plain = nlohmann::json::parse(InfoJson("dedup:size=8M+memory:16M", *dev));
+  EXPECT_EQ(plain["spec"], "dedup:size=8M+memory:16M");
+  EXPECT_EQ(plain["geometry"]["size_bytes"], 8 << 20);
+  ASSERT_EQ(plain["layers"].size(), 2u);
+  EXPECT_EQ(plain["layers"][0]["kind"], "dedup");
+  EXPECT_EQ(plain["layers"][1]["kind"], "memory");
+  EXPECT_FALSE(plain["layers"][0].contains("stats"));
+  EXPECT_GT(plain["layers"][0]["properties"]["space_unique_grains"], 0);
+  const auto stats =
+      nlohmann::json::parse(InfoJson("dedup:size=8M+memory:16M", *dev, {.stats = true}));
+  EXPECT_EQ(stats["layers"][0]["stats"]["ops"]["write"]["ops"], 1);
+  EXPECT_EQ(stats["layers"][0]["stats"]["ops"]["write"]["bytes"], 8192);
+  EXPECT_EQ(stats["layers"][0]["stats"]["counters"]["dedup_hits"], 1);  // two equal grains
+  auto without = stats;
+  for (auto& layer : without["layers"]) layer.erase("stats");
+  EXPECT_EQ(without, plain);
 }
 
 // Issue 11 item 8: a new image is written through the descriptor that created it (O_EXCL), never

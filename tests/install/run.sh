@@ -5,7 +5,8 @@
 #
 #  1. `cmake --install` into a temporary prefix; check the shared library's exports
 #     (check_exports.py) and that `vstack --version`, the CMake package and vstack.pc agree.
-#  2. Pack the .deb with CPack and install it into a scratch root (dpkg --root).
+#  2. Pack the .deb with CPack and install it into a scratch root (dpkg --root); import the
+#     Python module from it (tests/python/run.sh runs the module's tests on the prefix).
 #  3. Move the source tree out of the way, then build examples/ against the prefix alone (shared,
 #     static, and example 1 through pkg-config) and against the scratch root, and run them.
 #     The source tree is moved back on exit, also on failure.
@@ -44,6 +45,11 @@ dpkg --root="$root" --force-depends --force-not-root --force-script-chrootless \
   --log=/dev/null -i "$deb" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; exit 1; }
 echo "$(basename "$deb"): $(dpkg -c "$deb" | grep -vc '/$') files, installed into $root"
 echo "deb: $("$root/usr/bin/vstack" --version)"
+python=$(sed -n 's/^PYTHON_EXECUTABLE:FILEPATH=//p' "$build/CMakeCache.txt")
+module=$(PYTHONPATH="$root/usr/lib/python3/dist-packages" "$python" -c \
+  'import vstack; print(vstack.__version__, vstack.__file__, vstack.open("memory:1M").size)')
+echo "deb: python module $module"
+[ "${module%% *}" = "$package_version" ]
 
 cp -r "$src/examples" "$work/examples"
 echo "== examples against the prefix alone ($src moved to $away)"

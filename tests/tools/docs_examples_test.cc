@@ -54,6 +54,7 @@ const std::vector<Expectation>& Expectations() {
        "a placeholder, ..."},
       {"docs/space-savings.md", "vstack space --rule=min-saving=12.5 --protection=raid5 ...", 0,
        "a placeholder, ..."},
+      {"docs/stack-spec.md", "vstack info dedupx+memory:1M", 1, ""},
       {"docs/stack-spec.md", "vstack info nosuch+memory:1M", 1, ""},
       {"docs/stack-spec.md", "vstack info memory:1M,colour=red", 1, ""},
       {"docs/stack-spec.md", "vstack info passthrough", 1, ""},

@@ -8,13 +8,15 @@
 #   - dedup, zstd and crc32c (MetaStore commits, pins, the reclaimer), the MetaStore itself,
 #     and their blocking commits over a multi-queue VHD (blocking_commit_test.cc);
 #   - the NBD export with one queue per server thread, as nbdkit runs it (nbdkit itself is not
-#     instrumented, so the plugin is exercised in-process by nbd_export_test.cc).
+#     instrumented, so the plugin is exercised in-process by nbd_export_test.cc), and the
+#     SharedSyncIo under it (and under the Python module), closed while another thread reads.
 # Reports fail the test (halt_on_error); tests/tsan/tsan.supp lists each suppression's reason.
 add_executable(vstack_tsan_tests
   testing/test_util.cc
   testing/recording_device.cc
   testing/layer_stack.cc
   testing/crash_workload.cc
+  testing/gate_device.cc
   conformance/targets.cc
   conformance/conformance_test.cc
   formats/vhd_test_util.cc
@@ -28,6 +30,7 @@ add_executable(vstack_tsan_tests
   blockdev/crc32c_test.cc
   blockdev/blocking_commit_test.cc
   nbd/nbd_export_test.cc
+  lib/shared_sync_io_test.cc
   bench/exchange_test.cc
 )
 target_link_libraries(vstack_tsan_tests PRIVATE vstack::all GTest::gtest

@@ -78,6 +78,11 @@ std::string CpuReadyWarning(const BenchReport& r);
 // One table as text: its title, the table, the legend wrapped.
 std::string RenderTableText(const ReportTable& t);
 nlohmann::json SeedTablesJson(const BenchReport& r);
+// The kvm-vs-hyperv seed's tables (bench/workload/kvm_hyperv_report.h): each guest in diskspd's
+// layout beside the published output, the KVM / Hyper-V ratios with intervals, the attribution,
+// the prediction and the calibration; and the same numbers as JSON.
+std::string KvmHypervText(const BenchReport& r);
+nlohmann::json KvmHypervJson(const BenchReport& r);
 
 // "12,345" / "1,234.5": thousands grouped, `decimals` after the point.
 std::string Num(double v, int decimals = 0);

@@ -288,7 +288,9 @@ std::vector<ReportTable> CpuReadyTables(const BenchReport& r) {
 
 std::string RenderSeedTables(const BenchReport& r) {
   std::string out;
-  if (!r.preset.empty()) {
+  if (r.preset == "kvm-vs-hyperv") {
+    out += KvmHypervText(r);
+  } else if (!r.preset.empty()) {
     if (auto p = bench::FindSeedPreset(r.preset)) out += SeedPresetText(r, *p);
   }
   out += CpuReadyText(r);
@@ -297,7 +299,9 @@ std::string RenderSeedTables(const BenchReport& r) {
 
 json SeedTablesJson(const BenchReport& r) {
   json j = json::object();
-  if (!r.preset.empty()) {
+  if (r.preset == "kvm-vs-hyperv") {
+    j["preset"] = KvmHypervJson(r);
+  } else if (!r.preset.empty()) {
     if (auto p = bench::FindSeedPreset(r.preset)) j["preset"] = SeedPresetJson(r, *p);
   }
   if (json c = CpuReadyJson(r); !c.is_null()) j["cpu_ready"] = c;

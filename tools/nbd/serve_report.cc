@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "imagetools/info_json.h"
 #include "lib/size.h"
 #include "tools/output.h"
 
@@ -37,7 +38,7 @@ nlohmann::json ServeSummaryJson(const std::string& spec, BlockDevice& top, doubl
   nlohmann::json layers = nlohmann::json::array();
   for (BlockDevice* d : cli::StackChain(top)) {
     layers.push_back(
-        {{"kind", d->kind()}, {"description", d->Describe()}, {"stats", cli::ToJson(d->Stats())}});
+        {{"kind", d->kind()}, {"description", d->Describe()}, {"stats", LayerStatsJson(d->Stats())}});
   }
   return {{"spec", spec}, {"seconds", seconds}, {"layers", layers}};
 }

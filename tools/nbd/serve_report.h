@@ -15,8 +15,8 @@ namespace vstack::nbd {
 // One row per layer, top first: requests and bytes per operation, and errors.
 std::string ServeSummaryText(const std::string& spec, BlockDevice& top, double seconds);
 
-// {"spec", "seconds", "layers": [{"kind", "description", "stats"}]} with tools/output.h's
-// LayerStats JSON for each layer.
+// {"spec", "seconds", "layers": [{"kind", "description", "stats"}]} with the library's
+// LayerStats JSON for each layer (imagetools/info_json.h, as in Python's Device.stats()).
 nlohmann::json ServeSummaryJson(const std::string& spec, BlockDevice& top, double seconds);
 
 }  // namespace vstack::nbd

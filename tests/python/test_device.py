@@ -1,0 +1,302 @@
+"""vstack.open and vstack.Device: the data path, the buffer protocol, statistics, closing, and
+every kind of bad input (which raises, never crashes)."""
+
+import errno
+import gc
+import mmap
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import vstack
+
+MiB = 1 << 20
+
+
+def pattern(n, seed=1):
+    return bytes((i * 7 + seed) % 251 for i in range(n))
+
+
+def memory_of(buf):
+    """The bytes of `buf` in the order they lie in memory (a Fortran-order array too)."""
+    if isinstance(buf, np.ndarray):
+        return buf.ravel(order="K").tobytes()
+    return bytes(buf)
+
+
+def test_open_is_a_context_manager_and_every_operation_round_trips():
+    with vstack.open("memory:1M") as dev:
+        assert (dev.spec, dev.size, dev.block_size, dev.read_only) == ("memory:1M", MiB, 512, False)
+        data = pattern(8192)
+        assert dev.write(4096, data) == 8192
+        assert dev.read(4096, 8192) == data
+        dev.flush()
+        dev.write_zeroes(4096, 4096)
+        assert dev.read(4096, 8192) == bytes(4096) + data[4096:]
+        dev.discard(0, 65536)
+        assert not dev.closed
+    assert dev.closed
+    assert "closed" in repr(dev)
+
+
+def test_an_image_path_is_probed_and_its_spec_reported(tmp_path):
+    path = str(tmp_path / "d.vhd")
+    size = vstack.create(path, "4M", format="vhd")  # rounded up to whole CHS cylinders
+    assert size >= 4 * MiB
+    with vstack.open(path) as dev:
+        assert dev.spec == "vhd+file:" + path
+        assert dev.size == size
+        dev.write(0, pattern(4096))
+    with vstack.open(path, read_only=True) as dev:
+        assert dev.read_only
+        assert dev.read(0, 4096) == pattern(4096)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: bytearray(8192),
+        lambda: memoryview(bytearray(8192)),
+        lambda: np.zeros(8192, dtype=np.uint8),
+        lambda: np.zeros((4, 512), dtype=np.uint32),  # 8 KiB of 32-bit items, 2-D
+        lambda: np.zeros((64, 32), dtype=np.uint32, order="F"),  # Fortran order: contiguous too
+    ],
+    ids=["bytearray", "memoryview", "numpy-u8", "numpy-u32-2d", "numpy-fortran"],
+)
+def test_readinto_fills_any_writable_buffer_in_place(make):
+    with vstack.open("memory:1M") as dev:
+        dev.write(0, pattern(8192))
+        buf = make()
+        assert dev.readinto(0, buf) == 8192
+        assert memory_of(buf) == pattern(8192)
+
+
+def test_readinto_writes_into_the_callers_memory_not_a_copy():
+    with vstack.open("memory:1M") as dev:
+        dev.write(0, pattern(4096))
+        big = bytearray(b"\xee" * 12288)
+        assert dev.readinto(0, memoryview(big)[4096:8192]) == 4096  # a window into `big`
+        assert big[:4096] == b"\xee" * 4096 and big[8192:] == b"\xee" * 4096
+        assert bytes(big[4096:8192]) == pattern(4096)
+        arr = np.zeros(1024, dtype=np.uint32)
+        dev.readinto(0, arr)
+        assert arr.tobytes() == pattern(4096)
+        with mmap.mmap(-1, 4096) as m:
+            dev.readinto(0, m)
+            assert m[:] == pattern(4096)
+
+
+def test_write_takes_any_contiguous_bytes_like_object():
+    with vstack.open("memory:1M") as dev:
+        for i, data in enumerate(
+            [pattern(512), bytearray(pattern(512)), memoryview(pattern(512)),
+             np.frombuffer(pattern(512), dtype=np.uint8)]
+        ):
+            assert dev.write(i * 512, data) == 512
+        assert dev.read(0, 2048) == pattern(512) * 4
+
+
+def test_buffers_that_cannot_be_used_in_place_are_refused():
+    with vstack.open("memory:1M") as dev:
+        with pytest.raises((BufferError, ValueError), match="contiguous"):
+            dev.readinto(0, np.zeros(2048, dtype=np.uint8)[::2])  # numpy: ValueError
+        with pytest.raises((BufferError, ValueError), match="contiguous"):
+            dev.write(0, np.zeros(2048, dtype=np.uint8)[::2])
+        with pytest.raises((BufferError, ValueError)):
+            dev.readinto(0, memoryview(bytearray(2048))[::2])
+        with pytest.raises((BufferError, TypeError)):
+            dev.readinto(0, bytes(512))  # read-only
+        with pytest.raises(TypeError):
+            dev.readinto(0, "not a buffer")
+        with pytest.raises(TypeError):
+            dev.write(0, 512)
+        with pytest.raises(TypeError):
+            dev.read("0", 512)
+
+
+def test_out_of_range_misaligned_and_negative_requests_raise_value_error():
+    with vstack.open("memory:1M") as dev:
+        with pytest.raises(ValueError, match=r"read of 4096 bytes at offset 1048576: beyond the end"):
+            dev.read(MiB, 4096)
+        with pytest.raises(ValueError, match="beyond the end"):
+            dev.read(0, 1 << 60)  # refused before anything is allocated
+        with pytest.raises(ValueError, match="beyond the end"):
+            dev.write(MiB - 512, bytes(1024))
+        with pytest.raises(ValueError, match=r"multiples of the block size \(512 bytes\)"):
+            dev.read(100, 512)
+        with pytest.raises(ValueError, match="multiples of the block size"):
+            dev.readinto(0, bytearray(100))
+        with pytest.raises(ValueError, match="multiples of the block size"):
+            dev.discard(0, 100)
+        with pytest.raises(ValueError, match="offset must not be negative"):
+            dev.read(-512, 512)
+        with pytest.raises(ValueError, match="length must not be negative"):
+            dev.write_zeroes(0, -1)
+        with pytest.raises(ValueError, match="beyond the end"):
+            dev.write_zeroes(0, 2 * MiB)
+        assert dev.read(MiB, 0) == b""  # an empty read at the end is fine
+
+
+def test_extreme_values_raise_and_never_crash():
+    big = (1 << 63) - 512  # the largest int64 multiple of 512: offset + length overflows
+    with vstack.open("dedup:size=1M+memory:8M") as dev:
+        for call in (
+            lambda: dev.read(big, 512),
+            lambda: dev.readinto(big, bytearray(512)),
+            lambda: dev.write(big, bytes(512)),
+            lambda: dev.discard(big, big),
+            lambda: dev.write_zeroes(512, big),
+            lambda: dev.read(512, big),
+        ):
+            with pytest.raises(ValueError, match="beyond the end"):
+                call()
+        for call in (lambda: dev.read(1 << 64, 512), lambda: dev.discard(0, -(1 << 70))):
+            with pytest.raises((TypeError, OverflowError)):
+                call()
+        assert dev.read(0, 512) == bytes(512)  # and the device is none the worse
+
+
+def test_a_closed_device_refuses_io_and_close_is_idempotent():
+    dev = vstack.open("memory:1M")
+    dev.close()
+    dev.close()
+    for call in (
+        lambda: dev.read(0, 512),
+        lambda: dev.readinto(0, bytearray(512)),
+        lambda: dev.write(0, bytes(512)),
+        dev.flush,
+        lambda: dev.discard(0, 512),
+        lambda: dev.write_zeroes(0, 512),
+        dev.stats,
+    ):
+        with pytest.raises(ValueError, match="closed"):
+            call()
+
+
+def test_io_errors_raise_io_error_with_the_errno():
+    with vstack.open("error:ops=read,errno=EIO+memory:1M") as dev:
+        with pytest.raises(vstack.IoError) as e:
+            dev.read(0, 4096)
+        assert isinstance(e.value, OSError)
+        assert e.value.errno == errno.EIO
+        assert "read of 4096 bytes at offset 0" in str(e.value)
+        dev.write(0, bytes(4096))  # writes still work
+    with vstack.open("error:ops=write,errno=ENOSPC+memory:1M") as dev:
+        with pytest.raises(vstack.IoError) as e:
+            dev.write(0, bytes(4096))
+        assert e.value.errno == errno.ENOSPC
+    with vstack.open("memory:1M", read_only=True) as dev:
+        with pytest.raises(vstack.IoError) as e:
+            dev.write(0, bytes(512))
+        assert e.value.errno == errno.EROFS
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["dedupx+memory:16M", "zstd:levle=3+memory:16M", "memory:lots", "dedup+", "memroy:1M",
+     "vhd:x=1+memory:16M", "memory:16M+dedup"],
+)
+def test_a_bad_spec_raises_spec_error_with_the_clis_words(spec, cli):
+    out = cli.run("info", spec, check=False)
+    assert out.returncode != 0
+    with pytest.raises(vstack.SpecError) as e:
+        vstack.open(spec)
+    assert isinstance(e.value, ValueError)
+    assert out.stderr.strip() == "vstack info: " + str(e.value)
+
+
+def test_the_spec_error_suggests_the_name_meant():
+    with pytest.raises(vstack.SpecError, match="did you mean `dedup`"):
+        vstack.open("dedupx+memory:16M")
+
+
+def test_a_missing_file_raises_io_error_enoent(tmp_path):
+    with pytest.raises(vstack.IoError) as e:
+        vstack.open(str(tmp_path / "missing.vhd"))
+    assert e.value.errno == errno.ENOENT
+
+
+def test_stats_is_the_info_document_with_each_layers_live_statistics(tmp_path, cli):
+    path = str(tmp_path / "s.vhd")
+    vstack.create(path, "8M", format="vhd", options="subformat=dynamic")
+    with vstack.open(path) as dev:
+        for i in range(3):
+            dev.write(i * 4096, pattern(4096, i))
+        dev.read(0, 8192)
+        stats = dev.stats()
+        top = stats["layers"][0]
+        assert top["kind"] == "vhd"
+        assert top["stats"]["ops"]["write"]["ops"] == 3
+        assert top["stats"]["ops"]["write"]["bytes"] == 3 * 4096
+        assert top["stats"]["ops"]["read"]["ops"] == 1
+        assert stats["layers"][1]["kind"] == "file"
+        assert "counters" in top["stats"]
+    # Without the statistics, the same document as `vstack info --output=json`.
+    with vstack.open(path, read_only=True) as dev:
+        stats = dev.stats()
+        for layer in stats["layers"]:
+            del layer["stats"]
+        assert stats == cli.json("info", path)
+
+
+def test_counters_of_a_layer_follow_the_io():
+    with vstack.open("dedup+memory:32M") as dev:
+        for i in range(8):
+            dev.write(i * 4096, b"\x5a" * 4096)  # eight copies of one grain
+        dedup = dev.stats()["layers"][0]
+        assert dedup["kind"] == "dedup"
+        assert dedup["stats"]["ops"]["write"]["ops"] == 8
+        assert sum(dedup["stats"]["counters"].values()) > 0
+        assert dedup["properties"]
+
+
+def test_the_device_type_is_made_by_open_only():
+    with pytest.raises(TypeError):
+        vstack.Device()
+
+
+def test_devices_left_open_are_closed_at_exit(tmp_path):
+    """A stack kept open by a global until the interpreter exits still persists its
+    metadata: vstack closes it at exit."""
+    path = str(tmp_path / "exit.vhd")
+    vstack.create(path, "8M", format="vhd")
+    script = textwrap.dedent(f"""
+        import vstack
+        keep = vstack.open({path!r})
+        keep.write(1 << 20, b"\\x33" * 4096)
+        cycle = [keep]
+        cycle.append(cycle)
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, env=os.environ)
+    assert vstack.check(path)["status"] == "clean"
+    with vstack.open(path, read_only=True) as dev:
+        assert dev.read(1 << 20, 4096) == b"\x33" * 4096
+
+
+def test_a_dropped_device_is_closed_and_its_image_stays_clean(tmp_path):
+    path = str(tmp_path / "drop.vhd")
+    vstack.create(path, "8M", format="vhd")
+    dev = vstack.open(path)
+    dev.write(0, b"\x44" * 4096)
+    del dev
+    gc.collect()
+    assert vstack.check(path)["status"] == "clean"
+    with vstack.open(path) as again:  # not held open by anything left over
+        assert again.read(0, 4096) == b"\x44" * 4096
+
+
+def test_version_and_layers_are_the_clis(cli):
+    assert "vstack " + vstack.__version__ == cli.run("--version").stdout.strip()
+    listed = cli.json("layers")
+    ours = [c for c in vstack.layers() if c["name"] != "gate"]  # the tests' own layer
+    assert [c["name"] for c in ours] == [c["name"] for c in listed]
+    for mine, theirs in zip(ours, listed):
+        assert mine["description"] == theirs["summary"]
+        assert (mine["kind"], mine["positional"], mine["options"]) == (
+            theirs["kind"], theirs["positional"], theirs["options"])
+    dedup = next(c for c in ours if c["name"] == "dedup")
+    assert dedup["kind"] == "layer" and dedup["options"]

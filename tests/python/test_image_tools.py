@@ -1,0 +1,139 @@
+"""The image tools as functions: each returns what its command prints with --output=json where
+the command has one, and refuses bad input with the CLI's words."""
+
+import errno
+import os
+
+import pytest
+
+import vstack
+
+MiB = 1 << 20
+
+
+def test_create_makes_raw_and_vhd_images_and_refuses_to_overwrite(tmp_path):
+    raw = str(tmp_path / "d.img")
+    assert vstack.create(raw, 4 * MiB) == 4 * MiB
+    assert os.path.getsize(raw) == 4 * MiB
+    vhd = str(tmp_path / "d.vhd")
+    size = vstack.create(vhd, "16M", format="vhd", options="subformat=fixed")
+    assert size >= 16 * MiB  # a VHD rounds up to whole CHS cylinders
+    info = vstack.info(vhd)
+    assert info["geometry"]["size_bytes"] == size
+    assert info["layers"][0]["properties"]["type"] == "fixed"
+    with pytest.raises(vstack.IoError) as e:
+        vstack.create(vhd, "16M", format="vhd")
+    assert e.value.errno == errno.EEXIST
+    assert 8 * MiB <= vstack.create(vhd, "8M", format="vhd", overwrite=True) < size
+
+
+@pytest.mark.parametrize(
+    "args,kwargs,cli_args",
+    [
+        (("x.img", "4M"), {"format": "vhdd"}, ["-f", "vhdd", "x.img", "4M"]),
+        (("x.vhd", "4M"), {"format": "vhd", "options": "subformt=fixed"},
+         ["-f", "vhd", "-o", "subformt=fixed", "x.vhd", "4M"]),
+    ],
+)
+def test_create_refuses_a_bad_format_or_option_with_the_clis_words(tmp_path, cli, args, kwargs,
+                                                                  cli_args):
+    os.chdir(tmp_path)
+    out = cli.run("create", *cli_args, check=False)
+    assert out.returncode == 2
+    with pytest.raises(vstack.SpecError) as e:
+        vstack.create(*args, **kwargs)
+    assert out.stderr.strip() == "vstack create: " + str(e.value)
+    assert not os.path.exists(args[0])
+
+
+def test_create_refuses_a_bad_size():
+    with pytest.raises(ValueError, match="size"):
+        vstack.create("never.img", "12Q")
+    with pytest.raises(ValueError, match="size"):
+        vstack.create("never.img", -1)
+
+
+def test_check_returns_the_clis_json(tmp_path, cli):
+    path = str(tmp_path / "c.vhd")
+    vstack.create(path, "8M", format="vhd")
+    result = vstack.check(path)
+    assert result == cli.json("check", path)
+    assert (result["status"], result["exit_code"]) == ("clean", 0)
+    with pytest.raises(ValueError, match="repair"):
+        vstack.check(path, repair="everything")
+    assert vstack.check(path, repair="all")["status"] == "clean"
+
+
+def test_check_reports_a_damaged_image_as_the_cli_does(tmp_path, cli):
+    path = str(tmp_path / "bad.vhd")
+    vstack.create(path, "8M", format="vhd")
+    with open(path, "r+b") as f:  # break the footer's checksum at the end and the copy at 0
+        for where in (0, os.path.getsize(path) - 512):
+            f.seek(where + 64)
+            f.write(b"\xff\xff\xff\xff")
+    result = vstack.check(path)
+    out = cli.run("check", path, "--output=json", check=False)
+    assert out.returncode == result["exit_code"] == 2
+    assert result["status"] == "corrupt"
+
+
+def test_convert_copies_with_progress_and_compare_agrees(tmp_path):
+    src = "memory:4M"
+    dst = str(tmp_path / "out.vhd")
+    calls = []
+    copied = vstack.convert(src, dst, format="vhd", progress=lambda d, t: calls.append((d, t)))
+    assert copied["copied"] == 4 * MiB
+    assert calls and calls[-1] == (4 * MiB, 4 * MiB)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    size = vstack.info(dst)["geometry"]["size_bytes"]  # rounded up to whole CHS cylinders
+    assert vstack.compare(src, dst) == {"identical": True, "first_difference": None,
+                                        "size_a": 4 * MiB, "size_b": size}
+
+
+def test_convert_reads_a_stack_and_writes_an_image_that_compare_tells_apart(tmp_path):
+    a = str(tmp_path / "a.img")
+    vstack.create(a, "2M")
+    with vstack.open("file:" + a) as dev:
+        dev.write(MiB, b"\x01" * 4096)
+    b = str(tmp_path / "b.vhd")
+    vstack.convert(a, b, format="vhd")
+    assert vstack.compare(a, b)["identical"]
+    with vstack.open(b) as dev:
+        dev.write(MiB + 512, b"\x02" * 512)
+    assert vstack.compare(a, b)["first_difference"] == MiB + 512
+    bigger = str(tmp_path / "c.img")
+    vstack.create(bigger, "3M")
+    vstack.convert(a, "file:" + bigger)  # into an existing stack, as it is
+    result = vstack.compare(a, bigger)
+    assert result["identical"] and result["size_b"] == 3 * MiB
+    assert not vstack.compare(a, bigger, strict=True)["identical"]
+
+
+def test_an_exception_in_the_progress_callback_stops_nothing_but_is_raised(tmp_path):
+    dst = str(tmp_path / "p.img")
+
+    def progress(done, total):
+        raise KeyError("stop")
+
+    with pytest.raises(KeyError, match="stop"):
+        vstack.convert("memory:2M", dst, progress=progress)
+
+
+def test_convert_and_compare_refuse_bad_sources():
+    with pytest.raises(vstack.SpecError, match="did you mean"):
+        vstack.convert("memry:1M", "/nonexistent/x.img")
+    with pytest.raises(vstack.IoError) as e:
+        vstack.compare("/nonexistent/a.img", "memory:1M")
+    assert e.value.errno == errno.ENOENT
+
+
+def test_info_returns_the_clis_json_with_the_backing_chain(tmp_path, cli):
+    parent = str(tmp_path / "parent.vhd")
+    child = str(tmp_path / "child.vhd")
+    vstack.create(parent, "8M", format="vhd")
+    vstack.create(child, 0, format="vhd", options="backing_file=parent.vhd")
+    assert vstack.info(child) == cli.json("info", child)
+    chain = vstack.info(child, backing_chain=True)
+    assert chain == cli.json("info", "--backing-chain", child)
+    assert [image["spec"] for image in chain] == ["vhd+file:" + child, "vhd+file:" + parent]
+    assert vstack.info("dedup+memory:16M") == cli.json("info", "dedup+memory:16M")

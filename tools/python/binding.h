@@ -1,0 +1,46 @@
+// What the files of the Python binding share: the exceptions and how library errors become
+// them, and the functions that add each part of the module. The binding only converts
+// arguments and results and calls the library, as the CLI does (docs/python.md).
+#ifndef VSTACK_TOOLS_PYTHON_BINDING_H_
+#define VSTACK_TOOLS_PYTHON_BINDING_H_
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <string>
+#include <system_error>
+
+#include "lib/errors.h"
+
+namespace vstack::python {
+
+namespace py = pybind11;
+
+// Creates vstack.SpecError(ValueError) and vstack.IoError(OSError) in `m`.
+void AddExceptions(py::module_& m);
+
+// Raises the exception for a control-path error (open, create, check...): SpecError for a
+// request the library refuses (Errc::kInvalidArgument, kNotFound: a bad spec, option or
+// format), IoError for everything else, with the errno the error maps to. The message is
+// Error::ToString(), the words the CLI prints after "vstack COMMAND: ".
+[[noreturn]] void Raise(const Error& e);
+
+// Raises the exception for a data-path status of `what` ("read of 4096 bytes at offset 0"):
+// ValueError for a request the device refuses (out of range, misaligned, invalid), ValueError
+// "I/O operation on a closed device" after close(), IoError with the errno otherwise.
+// `block` and `size` complete the messages of misaligned and out-of-range requests.
+[[noreturn]] void RaiseIo(std::error_code ec, const std::string& what, uint32_t block,
+                          uint64_t size);
+
+// A Python int argument that must not be negative, as uint64_t; ValueError names `what`.
+uint64_t NonNegative(int64_t v, const char* what);
+
+// The JSON text `json` as Python objects (json.loads).
+py::object FromJson(const std::string& json);
+
+void AddDevice(py::module_& m);
+void AddImageTools(py::module_& m);
+
+}  // namespace vstack::python
+
+#endif  // VSTACK_TOOLS_PYTHON_BINDING_H_

@@ -1,0 +1,78 @@
+// The binding's exceptions: vstack.SpecError(ValueError) with the CLI's message, and
+// vstack.IoError(OSError) carrying an errno; how library errors map onto them.
+#include <cerrno>
+
+#include "nbd/nbd_export.h"
+#include "tools/python/binding.h"
+
+namespace vstack::python {
+namespace {
+
+PyObject* g_spec_error = nullptr;
+PyObject* g_io_error = nullptr;
+
+bool IsRefusal(std::error_code ec) {
+  return ec == make_error_code(Errc::kInvalidArgument) || ec == make_error_code(Errc::kNotFound);
+}
+
+[[noreturn]] void RaiseOs(int err, const std::string& message) {
+  // OSError(errno, strerror) sets .errno and .strerror.
+  PyErr_SetObject(g_io_error, py::make_tuple(err, message).ptr());
+  throw py::error_already_set();
+}
+
+}  // namespace
+
+void AddExceptions(py::module_& m) {
+  g_spec_error = PyErr_NewExceptionWithDoc(
+      "vstack.SpecError",
+      "A stack spec, option or image format the library refuses; the message is the CLI's, with "
+      "its suggestion (\"did you mean dedup?\").",
+      PyExc_ValueError, nullptr);
+  g_io_error = PyErr_NewExceptionWithDoc(
+      "vstack.IoError",
+      "An I/O error of the stack: .errno is the OS error, or the errno a vstack error maps to "
+      "(corruption: EIO, read-only: EROFS, no space: ENOSPC...).",
+      PyExc_OSError, nullptr);
+  if (g_spec_error == nullptr || g_io_error == nullptr) throw py::error_already_set();
+  m.attr("SpecError") = py::handle(g_spec_error);
+  m.attr("IoError") = py::handle(g_io_error);
+}
+
+void Raise(const Error& e) {
+  if (e.code.category() == vstack_category() && IsRefusal(e.code)) {
+    PyErr_SetString(g_spec_error, e.ToString().c_str());
+    throw py::error_already_set();
+  }
+  RaiseOs(nbd::ErrnoFor(e.code), e.ToString());
+}
+
+void RaiseIo(std::error_code ec, const std::string& what, uint32_t block, uint64_t size) {
+  if (ec == make_error_code(Errc::kCancelled)) {
+    throw py::value_error("I/O operation on a closed device");
+  }
+  if (ec == make_error_code(Errc::kOutOfRange)) {
+    throw py::value_error(what + ": beyond the end of the device (" + std::to_string(size) +
+                          " bytes)");
+  }
+  if (ec == make_error_code(Errc::kUnaligned)) {
+    throw py::value_error(what + ": offset and length must be multiples of the block size (" +
+                          std::to_string(block) + " bytes)");
+  }
+  if (ec == make_error_code(Errc::kInvalidArgument) ||
+      ec == make_error_code(Errc::kBadBufferAlignment)) {
+    throw py::value_error(what + ": " + ec.message());
+  }
+  RaiseOs(nbd::ErrnoFor(ec), what + ": " + ec.message());
+}
+
+uint64_t NonNegative(int64_t v, const char* what) {
+  if (v < 0) throw py::value_error(std::string(what) + " must not be negative");
+  return static_cast<uint64_t>(v);
+}
+
+py::object FromJson(const std::string& json) {
+  return py::module_::import("json").attr("loads")(json);
+}
+
+}  // namespace vstack::python

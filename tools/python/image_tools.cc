@@ -1,0 +1,186 @@
+// The image tools as Python functions: create, check, convert, compare and info call the same
+// library functions as `vstack create`, `check`, `convert`, `compare` and `info`
+// (imagetools/), and return what those commands print with --output=json where they have it.
+#include <pybind11/stl.h>  // std::optional arguments
+
+#include <optional>
+#include <string>
+
+#include "imagetools/check.h"
+#include "imagetools/compare.h"
+#include "imagetools/convert.h"
+#include "imagetools/info.h"
+#include "imagetools/new_image_file.h"
+#include "lib/registry.h"
+#include "lib/size.h"
+#include "tools/python/binding.h"
+
+namespace vstack::python {
+namespace {
+
+// A size given as an int (bytes) or as the CLI takes it ("10G", "512M", "1000").
+uint64_t SizeArg(const py::object& size) {
+  if (py::isinstance<py::str>(size)) {
+    auto parsed = ParseSize(size.cast<std::string>());
+    if (!parsed) throw py::value_error("size: " + parsed.error().message);
+    return *parsed;
+  }
+  return NonNegative(size.cast<int64_t>(), "size");
+}
+
+DevicePtr OpenReadOnly(const std::string& spec) {
+  OpenOptions options;
+  options.read_only = true;
+  Result<DevicePtr> device = MakeError(Errc::kIo, "not opened");
+  {
+    py::gil_scoped_release unlocked;
+    device = OpenImage(spec, options);
+  }
+  if (!device) Raise(device.error());
+  return std::move(*device);
+}
+
+uint64_t Create(const std::string& path, const py::object& size_arg, const std::string& format,
+                const std::string& options, bool overwrite) {
+  const uint64_t size = SizeArg(size_arg);
+  Status status;
+  uint64_t actual = 0;
+  {
+    py::gil_scoped_release unlocked;
+    auto file = NewImageFile::Create(path, format, size, options, overwrite);
+    if (file) {
+      actual = file->device().geometry().size_bytes;
+      status = file->Commit();
+    } else {
+      status = std::move(file).error();
+    }
+  }
+  if (!status) Raise(status.error());
+  return actual;
+}
+
+py::object Check(const std::string& target, const std::optional<std::string>& repair) {
+  CheckMode mode = CheckMode::kReadOnly;
+  if (repair == "leaks") {
+    mode = CheckMode::kRepairLeaks;
+  } else if (repair == "all") {
+    mode = CheckMode::kRepairAll;
+  } else if (repair) {
+    throw py::value_error("repair: '" + *repair + "' is not one of None, 'leaks', 'all'");
+  }
+  Result<ImageCheck> check = MakeError(Errc::kIo, "not checked");
+  {
+    py::gil_scoped_release unlocked;
+    check = CheckImage(target, mode);
+  }
+  if (!check) Raise(check.error());
+  return FromJson(CheckJson(*check));
+}
+
+py::dict Convert(const std::string& src, const std::string& dst,
+                 const std::optional<std::string>& format, const std::string& options,
+                 bool overwrite, const py::object& progress) {
+  DevicePtr source = OpenReadOnly(src);
+  ConvertOptions convert;
+  convert.format = format.value_or("");
+  convert.create_options = options;
+  convert.overwrite = overwrite;
+  // The callback runs on this thread with the GIL taken back; an exception it raises is kept,
+  // later calls are skipped, and it is raised once the copy has ended.
+  std::optional<py::error_already_set> raised;
+  if (!progress.is_none()) {
+    convert.progress = [&](uint64_t done, uint64_t total) {
+      py::gil_scoped_acquire locked;
+      if (raised) return;
+      try {
+        progress(done, total);
+      } catch (py::error_already_set& e) {
+        raised.emplace(std::move(e));
+      }
+    };
+  }
+  Result<CopyStats> copied = MakeError(Errc::kIo, "not copied");
+  {
+    py::gil_scoped_release unlocked;
+    copied = ConvertImage(*source, dst, convert);
+    source.reset();
+  }
+  if (raised) throw std::move(*raised);
+  if (!copied) Raise(copied.error());
+  py::dict out;
+  out["copied"] = copied->copied;
+  out["written"] = copied->written;
+  return out;
+}
+
+py::dict Compare(const std::string& a, const std::string& b, bool strict) {
+  DevicePtr first = OpenReadOnly(a);
+  DevicePtr second = OpenReadOnly(b);
+  CompareOptions options;
+  options.strict = strict;
+  Result<Comparison> c = MakeError(Errc::kIo, "not compared");
+  {
+    py::gil_scoped_release unlocked;
+    c = CompareImages(*first, *second, options);
+  }
+  if (!c) Raise(c.error());
+  py::dict out;
+  out["identical"] = c->identical;
+  out["first_difference"] = c->first_difference ? py::cast(*c->first_difference) : py::none();
+  out["size_a"] = c->size_a;
+  out["size_b"] = c->size_b;
+  return out;
+}
+
+py::object Info(const std::string& target, bool backing_chain) {
+  OpenOptions options;
+  options.read_only = true;
+  std::string spec;
+  std::string json;
+  Status status;
+  {
+    py::gil_scoped_release unlocked;
+    auto device = OpenImage(target, options, &spec);
+    if (device) {
+      json = backing_chain ? BackingChainInfoJson(spec, **device) : InfoJson(spec, **device);
+    } else {
+      status = std::move(device).error();
+    }
+  }
+  if (!status) Raise(status.error());
+  return FromJson(json);
+}
+
+}  // namespace
+
+void AddImageTools(py::module_& m) {
+  m.def("create", &Create, py::arg("path"), py::arg("size"), py::kw_only(),
+        py::arg("format") = "raw", py::arg("options") = "", py::arg("overwrite") = false,
+        R"(Creates an image file, as `vstack create -f FORMAT -o OPTIONS PATH SIZE` does.
+
+`size` is bytes, or a string such as '10G'. `format` is 'raw' or a format with a create hook
+('vhd', 'vhdx'); `options` are its create options, 'k=v,k=v' ('subformat=fixed'). An existing
+file is refused unless `overwrite`, and then replaced only once the new image is complete.
+Returns the virtual size (a format may round it up).)");
+  m.def("check", &Check, py::arg("target"), py::kw_only(), py::arg("repair") = py::none(),
+        R"(Checks every layer's metadata, top to bottom, as `vstack check` does; `repair` is
+None, 'leaks' or 'all'. Returns the dict `vstack check --output=json` prints: 'status' is
+'clean', 'corrupt' or 'leaks', 'exit_code' the CLI's exit status.)");
+  m.def("convert", &Convert, py::arg("src"), py::arg("dst"), py::kw_only(),
+        py::arg("format") = py::none(), py::arg("options") = "", py::arg("overwrite") = false,
+        py::arg("progress") = py::none(),
+        R"(Copies the virtual disk of `src` (a spec or an image file) into `dst`, as
+`vstack convert` does: a new image file of `format` (default 'raw') with create `options`, or
+an existing stack given by its spec (then with no format, options or overwrite). `progress(done, total)` is called after every chunk copied. Returns
+{'copied': bytes covered, 'written': bytes written with data}.)");
+  m.def("compare", &Compare, py::arg("a"), py::arg("b"), py::kw_only(),
+        py::arg("strict") = false,
+        R"(Compares the content of two images (specs or files), as `vstack compare` does.
+Returns {'identical', 'first_difference' (an offset or None), 'size_a', 'size_b'}; with
+`strict`, different sizes alone make them differ.)");
+  m.def("info", &Info, py::arg("target"), py::kw_only(), py::arg("backing_chain") = false,
+        R"(The dict `vstack info --output=json` prints for a spec or image file (opened
+read-only); with `backing_chain`, a list of them, one per image of a differencing chain.)");
+}
+
+}  // namespace vstack::python
