@@ -31,6 +31,7 @@ struct GrainQueue::Op {
   std::error_code error;
   bool write = false, zeroes = false, unmap = false;
   bool locked = false, room_tried = false, bad_read = false;
+  bool no_unit = false;  // this layer had no free unit (not: the device below is full)
 };
 
 struct GrainQueue::Lower {
@@ -121,7 +122,7 @@ GrainQueue::Op* GrainQueue::NewOp(IoRequest* p) {
   op->first = p->offset / grain_;
   op->count = (p->offset + p->length - 1) / grain_ - op->first + 1;
   op->error.clear();
-  op->locked = op->room_tried = false;
+  op->locked = op->room_tried = op->no_unit = false;
   op->slots.resize(op->count);
   for (uint64_t i = 0, pos = p->offset; i < op->count; ++i) {
     Slot& s = op->slots[i] = Slot{};
@@ -183,6 +184,7 @@ void GrainQueue::Next(Op* op) {
                       [](const Slot& s) { return s.enc.kind == Encoded::kNoSpace; })) {
         Undo(op, op->slots.size());
         op->error = Errc::kNoSpace;
+        op->no_unit = true;
         return WriteDone(op);
       }
       return StoreAll(op);
@@ -347,6 +349,7 @@ void GrainQueue::EncodeAll(Op* op) {
       if (!in_place_) map_.Leave(*journal_, op->gen);
       if (busy) return Park(op, Stage::kEncode);
       op->error = Errc::kNoSpace;
+      op->no_unit = true;
       return WriteDone(op);
     }
   }
@@ -413,8 +416,9 @@ void GrainQueue::Packed(void* grain, uint64_t entry, std::error_code status) {
 void GrainQueue::WriteDone(Op* op) {
   if (op->error) {
     Undo(op, op->slots.size());
-    const bool below = op->error == std::errc::no_space_on_device;
-    if ((below || op->error == Errc::kNoSpace) && !op->room_tried && !in_place_) {
+    // (Errc::kNoSpace compares equal to ENOSPC: a layer below that ran out says it that way.)
+    const bool below = !op->no_unit && op->error == std::errc::no_space_on_device;
+    if ((below || op->no_unit) && !op->room_tried && !in_place_) {
       // Space may come back: a commit frees what was released and (below) discards every
       // free unit. Then once more.
       op->room_tried = need_commit_ = true;

@@ -316,6 +316,27 @@ TEST(DedupDiscard, OverwritesReuseFreedGrainsInsteadOfDiscardingThem) {
   EXPECT_GE((*dev)->Stats().counter("discarded_bytes"), kRegion);
 }
 
+// A layer that runs out of its own units commits (which frees what was released) and retries,
+// but does not discard every free unit below as it does when the device below is full: that
+// was thousands of one-unit discards per commit (ENOSPC and the layer's own Errc::kNoSpace
+// compare equal). Counted, not timed.
+TEST(DedupDiscard, OwnUnitsRunningOutCommitsWithoutDiscardingEveryFreeUnit) {
+  for (const char* spec : {"zstd:size=8M+memory:12M", "dedup:size=8M+memory:12M"}) {
+    SCOPED_TRACE(spec);
+    auto dev = Open(spec);
+    ASSERT_OK(dev);
+    SyncIo io(**dev);
+    Rng rng(17);
+    for (int i = 0; i < 6144; ++i) {  // 24 MiB of incompressible 4 KiB overwrites, no flush
+      AlignedBuffer b = RandomBuffer(rng, 4096);
+      ASSERT_OK(io.Write(rng.Below(2048) * 4096, b.span())) << "write " << i;
+    }
+    const LayerStats st = (*dev)->Stats();
+    EXPECT_GT(st.counter("retries"), 0u) << "the layer never ran out of units: tests nothing";
+    EXPECT_LE(st.counter("discards"), 64u) << "free units are discarded at every commit";
+  }
+}
+
 // A size-limited tmpfs that the test mounts itself (root only, as in CI), unmounted at the end.
 class SmallFilesystem {
  public:
