@@ -5,10 +5,14 @@
 #include <cstdlib>
 
 #include "lib/clock.h"
+#include "lib/cpu_tag.h"
 #include "lib/iovec.h"
 #include "lib/parent_completion.h"
 
 namespace vstack {
+
+using internal::t_cpu_tag;
+using internal::TagScope;
 
 // ---------------------------------------------------------------------------------------------
 // BlockDevice
@@ -68,6 +72,8 @@ LayerStats BlockDevice::Collect(bool histograms) const {
   for (size_t i = 0; i < counter_names_.size(); ++i) {
     out.counters[i] += shared_counters_[i].load(std::memory_order_relaxed);
   }
+  out.cpu_ns = cpu_.ns.load(std::memory_order_relaxed);
+  out.cpu_samples = cpu_.samples.load(std::memory_order_relaxed);
   return out;
 }
 
@@ -230,7 +236,8 @@ IoQueue::IoQueue(BlockDevice& device)
       mem_mask_(device.geometry().mem_alignment - 1),
       max_transfer_(device.geometry().max_transfer ? device.geometry().max_transfer : UINT64_MAX),
       write_flags_(device.Has(kCapFua) ? kIoFua : 0),
-      writable_(device.Has(kCapWrite)) {
+      writable_(device.Has(kCapWrite)),
+      cpu_tag_(&device.cpu_account()) {
   device_.AddQueue(this);
 }
 
@@ -411,6 +418,8 @@ void IoQueue::SubmitBatch(std::span<IoRequest* const> batch, bool forwarded) {
   // from its own Submit, or from a completion callback).
   const uint64_t now = !timed ? 0 : t_time.now != 0 ? t_time.now : NowNs();
   ScopedTime scope(timed, now);
+  // From here on the device's code runs; the requests' callbacks will run as their submitter's.
+  TagScope tag(cpu_tag_);
   // While callbacks run (draining_), new requests are plugged: collected in plugged_ and
   // handed to the device as one batch when the drain runs dry, so a burst of resubmissions
   // from completion callbacks costs one device submission (one io_uring_submit), not one each.
@@ -423,6 +432,7 @@ void IoQueue::SubmitBatch(std::span<IoRequest* const> batch, bool forwarded) {
     // Only the fields this queue reads back: next_ is set when the request completes, status
     // by Complete, the time fields only when this queue keeps time.
     r->internal_ = nullptr;
+    r->cpu_tag_ = tag.saved();
     if (timed) {
       r->submit_ns_ = now;
       r->done_ns_ = 0;
@@ -482,6 +492,12 @@ void IoQueue::MovePosted() {
   for (IoRequest* r : posted) PushCompletion(*r);
 }
 
+inline void IoQueue::RunCallback(IoRequest& r) {
+  t_cpu_tag = r.cpu_tag_;
+  r.on_complete(r);
+  t_cpu_tag = cpu_tag_;
+}
+
 size_t IoQueue::Drain() {
   if (draining_) return 0;  // the outer Drain on this stack will pick up new completions
   draining_ = true;
@@ -525,7 +541,7 @@ size_t IoQueue::Drain() {
     if (stats_.latency()) {
       CompleteTimed(*r, batch_now, last, /*own=*/true);
     } else if (r->on_complete) {
-      r->on_complete(*r);
+      RunCallback(*r);
     }
   }
   draining_ = false;
@@ -571,7 +587,13 @@ void IoQueue::CompleteTimed(IoRequest& r, uint64_t& batch_now, uint64_t& last, b
   }
   const TimeContext saved = t_time;
   t_time = ctx;
-  if (r.on_complete) r.on_complete(r);
+  if (r.on_complete) {
+    if (own) {
+      RunCallback(r);
+    } else {
+      r.on_complete(r);  // our own child's: this queue's code
+    }
+  }
   const bool linked = t_time.linked;
   t_time = saved;
   // Nobody above completed from this callback: the request's path ends here.
@@ -580,6 +602,7 @@ void IoQueue::CompleteTimed(IoRequest& r, uint64_t& batch_now, uint64_t& last, b
 
 size_t IoQueue::Poll(size_t min_completions) {
   ScopedTime scope(stats_.latency(), 0);
+  TagScope tag(cpu_tag_);
   size_t done = Drain();
   if (min_completions == 0) {
     DoPoll(false);

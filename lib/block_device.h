@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/cpu_account.h"
 #include "lib/errors.h"
 #include "lib/export.h"
 #include "lib/extent.h"
@@ -136,6 +137,12 @@ class BlockDevice {
   }
   StatsMode stats_mode() const { return stats_mode_.load(std::memory_order_relaxed); }
 
+  // The account this device's CPU is charged to (lib/cpu_account.h): IoQueue tags the thread
+  // with it while the device's own code runs. A layer that starts a thread of its own (commits,
+  // write-back, discards) enrols it with this account as its home, on the thread:
+  // `EnrolledThread helper(device.cpu_account());`. Thread-safe.
+  CpuAccount& cpu_account() const { return cpu_; }
+
   // Layer-specific facts for `vstack info` (VHD type, dedup space figures...). Appends to
   // `out`; the base adds nothing.
   virtual void Properties(PropertyList& out) const {}
@@ -225,6 +232,7 @@ class BlockDevice {
   Capabilities caps_;
   std::vector<std::string> counter_names_;
   std::unique_ptr<std::atomic<uint64_t>[]> shared_counters_;
+  mutable CpuAccount cpu_;
 
   mutable std::mutex mu_;
   std::mutex resize_mu_;           // serialises Resize()
@@ -335,6 +343,9 @@ class IoQueue {
   }
   void MovePosted();
   size_t Drain();
+  // Runs the callback of a caller's request as its submitter's code (IoRequest::cpu_tag_), then
+  // tags the thread with this device again.
+  void RunCallback(IoRequest& r);
 
   BlockDevice& device_;
   QueueStats stats_;
@@ -346,6 +357,7 @@ class IoQueue {
   const uint64_t max_transfer_;  // UINT64_MAX if unlimited
   const IoFlags write_flags_;    // flags a plain write may carry: kIoFua if native, else none
   const bool writable_;
+  CpuAccount* const cpu_tag_;    // the device's CPU account: the thread's tag in its code
   uint64_t in_flight_ = 0;
   bool draining_ = false;
   IoRequest* done_head_ = nullptr;  // completed, callbacks pending (FIFO)

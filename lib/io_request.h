@@ -14,6 +14,8 @@
 VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
+struct CpuAccount;  // lib/cpu_account.h
+
 enum class Op : uint8_t { kRead, kWrite, kFlush, kDiscard, kWriteZeroes };
 inline constexpr int kOpCount = 5;
 // The deepest stack whose per-layer self times a request carries (lib/stats.h, PathStats);
@@ -60,6 +62,9 @@ struct IoRequest {
   uint32_t path_ns_[kMaxStackDepth] = {};
   IoRequest* next_ = nullptr;
   void* internal_ = nullptr;
+  // The CPU tag of the code that submitted the request (lib/cpu_account.h): its callback runs
+  // under it.
+  CpuAccount* cpu_tag_ = nullptr;
 };
 
 }  // namespace vstack

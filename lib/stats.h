@@ -74,6 +74,10 @@ struct LayerStats {
   uint64_t in_flight = 0;
   std::vector<std::string> counter_names;
   std::vector<uint64_t> counters;  // parallel to counter_names
+  // CPU charged to the layer by sampling (lib/cpu_account.h; 0 unless sampling ran), and the
+  // samples that charged it.
+  uint64_t cpu_ns = 0;
+  uint64_t cpu_samples = 0;
 
   const OpCounts& of(Op o) const { return op[static_cast<int>(o)]; }
   const LatencyHistogram& latency_of(Op o) const { return latency[static_cast<int>(o)]; }

@@ -47,7 +47,7 @@ struct BenchArgs {
   std::string bs = "8K", size = "256M", warmup = "0.5s";
   std::string duration;  // "": 2s, or the --preset's own
   std::string pattern = "random", distribution = "uniform", content = "random";
-  std::string backend = "uring", direct = "on", prepare = "auto";
+  std::string backend = "uring", direct = "on", prepare = "auto", cpu_sampling = "on";
   uint32_t write_pct = 50, qd = 8, threads = 4, flush_interval = 0, dedupe_pct = 0,
            compress_pct = 0;
   uint64_t ios = 0, seed = 1;
@@ -273,6 +273,7 @@ Result<bench::MatrixOptions> BuildOptions(const BenchArgs& a) {
   }
   k.dedupe_pct = a.dedupe_pct;
   k.compress_pct = a.compress_pct;
+  VSTACK_ASSIGN_OR_RETURN(k.sample_cpu, ParseOnOff("--cpu-sampling", a.cpu_sampling));
   std::optional<bench::SeedPreset> preset;
   if (!a.preset.empty()) {
     VSTACK_ASSIGN_OR_RETURN(preset, bench::FindSeedPreset(a.preset));
@@ -581,6 +582,10 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--task-cpu-mode", a->task_cpu_mode,
                   "burn: --task-cpu is real CPU on the thread; sleep: the thread holds its "
                   "scheduler that long asleep (more schedulers than this machine has cores)")
+      ->capture_default_str();
+  cmd->add_option("--cpu-sampling", a->cpu_sampling,
+                  "sample each thread's CPU by layer for the per-layer CPU (on), or not (off: only "
+                  "to measure what the sampling costs)")
       ->capture_default_str();
   cmd->add_flag("--exchange", a->exchange,
                 "the threads run as one parallel query: each thread's next I/O waits until every "

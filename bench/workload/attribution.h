@@ -21,6 +21,18 @@
 // exactly 0, however much CPU it spent: that CPU counts in the level below, and in the stack's
 // CPU per I/O. A self time below kSelfTimeResolutionUs per guest I/O is therefore reported as
 // "below the timestamp resolution" (`self_resolved` false), never as a bare 0.
+//
+// CPU. Each layer's CPU per guest I/O is what the sampler charged to it (lib/cpu_account.h): its
+// code on every thread (the checks and DoSubmit of its queue, its completion callbacks, its
+// DoPoll, the system calls made from them) and its own helper threads. What ran outside every
+// layer is `outside_cpu_us_per_io`: the workload threads' own code (the engine) and the io_uring
+// kernel workers. Layers plus outside should equal the benchmark's CPU as the process measured
+// it (CpuUsage::threads_s); the difference is CPU on threads the sampler does not cover (a
+// layer's thread that is not enrolled, a library's own threads), and when it is more than
+// kCpuSumTolerance of the total the words say that the sum misses, and by how much. A layer that
+// models CPU instead of spending it (hv with vcpus: the request's CPU is held on a modelled vCPU
+// while the thread sleeps) counts it in its counter kHeldCpuCounter; that is the guest's CPU, not
+// the host's, so it is reported beside the layer's CPU (held_cpu_us_per_io) and is in no sum.
 #ifndef VSTACK_BENCH_WORKLOAD_ATTRIBUTION_H_
 #define VSTACK_BENCH_WORKLOAD_ATTRIBUTION_H_
 
@@ -39,6 +51,10 @@ namespace vstack::bench {
 // Self times per guest I/O below this (they would print as 0.00 us) are below the resolution
 // of one timestamp per batch.
 inline constexpr double kSelfTimeResolutionUs = 0.005;
+// Layers + outside must come within this share of the measured CPU to "add up".
+inline constexpr double kCpuSumTolerance = 0.10;
+// The counter (in ns) of a layer's CPU held on modelled vCPUs, not spent on the host (hv).
+inline constexpr const char* kHeldCpuCounter = "held_cpu_ns";
 
 struct CounterRate {
   std::string name;
@@ -69,6 +85,9 @@ struct LayerCost {
   double own_us_per_io = 0;
   double own_device_us_per_io = 0;
   bool own_overlaps = false;              // own_us_per_io > self_us_per_io: not all waited for
+  double cpu_us_per_io = 0;               // CPU charged to the layer per guest I/O (sampled)
+  uint64_t cpu_samples = 0;               // the samples behind it
+  double held_cpu_us_per_io = 0;          // modelled CPU held, not spent (kHeldCpuCounter)
   std::vector<CounterRate> counters;      // the layer's own counters that moved
   std::string words;                      // all of the above in one sentence
 };
@@ -85,11 +104,23 @@ struct Attribution {
   double residual_pct = 0;     // (sum_us - measured_us) / measured_us * 100 (0: not given)
   uint64_t joined = 0;  // guest requests that joined lower work begun before them (PathStats)
   std::vector<LayerCost> layers;  // top first
+  // CPU per guest I/O (all 0 when `cpu_sampled` is false; `cpu_words` then says why).
+  bool cpu_sampled = false;
+  double cpu_total_us_per_io = 0;        // the benchmark's CPU, measured (CpuUsage::threads_s)
+  double outside_cpu_us_per_io = 0;      // the engine + the io_uring workers
+  double outside_engine_us_per_io = 0;   // the workload threads outside every layer (sampled)
+  double outside_uring_us_per_io = 0;    // the io_uring kernel workers (their /proc stat)
+  double cpu_sum_us_per_io = 0;          // every layer's + outside
+  double cpu_residual_pct = 0;           // (sum - total) / total * 100
+  bool cpu_adds_up = false;              // |residual| <= kCpuSumTolerance
+  std::string cpu_words;                 // the CPU split and its check in one sentence
 };
 
 // REQUIRES: `layers` is top first (as RunResult::layers), summed over any number of windows.
-// `measured_us`: the mean latency the workload measured for the same requests, or 0.
-Attribution Attribute(const std::vector<LayerDelta>& layers, double measured_us = 0);
+// `measured_us`: the mean latency the workload measured for the same requests, or 0. `cpu`: the
+// CPU of the same windows, summed (CpuUsage::Merge), for the per-layer CPU; null: none.
+Attribution Attribute(const std::vector<LayerDelta>& layers, double measured_us = 0,
+                      const CpuUsage* cpu = nullptr);
 
 // One sentence for a summary: the layers' self time, the largest, and the residual against
 // the measured latency. Layers whose self time is below the timestamp resolution are named as
@@ -104,6 +135,8 @@ double MeasuredMeanUs(const std::vector<const RunResult*>& runs);
 
 // Sums the layer deltas of several runs of the same stack.
 std::vector<LayerDelta> MergeLayerDeltas(const std::vector<const RunResult*>& runs);
+// Sums their CPU.
+CpuUsage MergeCpu(const std::vector<const RunResult*>& runs);
 
 }  // namespace vstack::bench
 VSTACK_PUBLIC_END

@@ -1,6 +1,9 @@
 #include "bench/workload/cpu_usage.h"
 
+#include "bench/workload/host_ready.h"
+
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +21,10 @@ CpuSnapshot TakeCpuSnapshot() {
   if (getrusage(RUSAGE_SELF, &ru) == 0) {
     s.process_user_s = double(ru.ru_utime.tv_sec) + double(ru.ru_utime.tv_usec) * 1e-6;
     s.process_kernel_s = double(ru.ru_stime.tv_sec) + double(ru.ru_stime.tv_usec) * 1e-6;
+  }
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+    s.caller_s = double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
   }
   FILE* f = std::fopen("/proc/stat", "r");
   if (f == nullptr) return s;
@@ -47,6 +54,7 @@ CpuUsage CpuBetween(const CpuSnapshot& before, const CpuSnapshot& after, double 
   u.wall_s = wall_s;
   u.process_user_s = std::max(0.0, after.process_user_s - before.process_user_s);
   u.process_kernel_s = std::max(0.0, after.process_kernel_s - before.process_kernel_s);
+  u.threads_s = std::max(0.0, u.process_s() - std::max(0.0, after.caller_s - before.caller_s));
   const size_t n = std::min(before.cpus.size(), after.cpus.size());
   for (size_t i = 0; i < n; ++i) {
     const CpuTimes& a = before.cpus[i];
@@ -74,6 +82,11 @@ std::map<int, double> IoUringWorkerCpu() {
   std::map<int, double> out;
   const double tick = 1.0 / double(std::max(1L, sysconf(_SC_CLK_TCK)));
   for (int tid : IoUringWorkerThreads()) {
+    // In nanoseconds from schedstat where the kernel keeps it; else in clock ticks from stat.
+    if (auto ss = ReadSchedStat(ThreadSchedStatPath(tid)); ss && ss->timeslices != 0) {
+      out[tid] = double(ss->on_cpu_ns) * 1e-9;
+      continue;
+    }
     std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
     std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     const size_t close = stat.rfind(')');
@@ -122,6 +135,10 @@ void CpuUsage::Merge(const CpuUsage& o) {
   process_user_s += o.process_user_s;
   process_kernel_s += o.process_kernel_s;
   if (o.threads_s >= 0) threads_s = std::max(0.0, threads_s) + o.threads_s;
+  uring_workers_s += o.uring_workers_s;
+  engine_s += o.engine_s;
+  sampled = sampled || o.sampled;
+  if (sampling_error.empty()) sampling_error = o.sampling_error;
   load_average = std::max(load_average, o.load_average);
   if (cpus.size() < o.cpus.size()) cpus.resize(o.cpus.size());
   for (size_t i = 0; i < o.cpus.size(); ++i) {

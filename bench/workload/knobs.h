@@ -48,6 +48,9 @@ struct WorkloadKnobs {
   // plan's workers meet at an exchange (SQL Server's CXPACKET wait). The slowest thread, or
   // the scheduler that is stalled, sets the pace of all.
   bool exchange = false;
+  // --cpu-sampling: sample each thread's CPU by layer (lib/cpu_account.h) for the per-layer
+  // CPU of the attribution. Off only to measure what the sampling costs.
+  bool sample_cpu = true;
 };
 
 // Checks the knobs alone; the message names the flag and the allowed range.

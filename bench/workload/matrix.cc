@@ -111,18 +111,17 @@ class MatrixRun {
     return round % 2 == 1 && !s.rounds.empty();
   }
 
-  void RunStack(StackOutcome& s, int round, WorkloadKnobs knobs) {
+  // `round_knobs`: the round's, before the plan's own (PlanKnobs gives both sides the same).
+  void RunStack(StackOutcome& s, int round, const WorkloadKnobs& round_knobs) {
     const StackPlan& p = s.plan;
     const bool anchors_first = AnchorsFirst(s, round);
-    if (p.cpu_ready_pct >= 0) knobs.cpu_ready_pct = p.cpu_ready_pct;
-    if (!p.ready_stall.empty()) knobs.ready_stall = p.ready_stall;
-    if (p.duration_s > 0 && knobs.io_count == 0) knobs.duration_s = p.duration_s;
     if (anchors_first) {
-      RunAnchors(s, round, knobs, s.prepared);
+      // Prepared as in the earlier rounds (kAuto was resolved by the first).
+      RunAnchors(s, round, PlanKnobs(p, s.prepared, round_knobs), s.prepared);
       if (Stopped()) return;
     }
     Report(s, round, "preparing");
-    if (Status st = MakeImage(p, knobs); !st) {
+    if (Status st = MakeImage(p, round_knobs); !st) {
       s.error = "creating the image: " + st.error().ToString();
       return;
     }
@@ -141,6 +140,7 @@ class MatrixRun {
     Prepare prepare = p.prepare;
     if (prepare == Prepare::kAuto) prepare = starts_empty ? Prepare::kFill : Prepare::kNone;
     s.prepared = prepare;
+    const WorkloadKnobs knobs = PlanKnobs(p, prepare, round_knobs);
     const std::string key = p.image.empty() ? s.spec : p.image;
     if (prepare == Prepare::kFill && (starts_empty || !images_[key].filled)) {
       Report(s, round, "filling");
@@ -153,7 +153,6 @@ class MatrixRun {
       }
       images_[key].filled = true;
     }
-    if (prepare == Prepare::kFresh) knobs.warmup_s = 0;  // the first writes are the point
 
     RunControl control;
     control.stop = o_.stop;
@@ -177,6 +176,7 @@ class MatrixRun {
     RunAnchors(s, round, knobs, prepare);
   }
 
+  // `knobs`: the plan's for this round (PlanKnobs), as the vstack side runs them.
   void RunAnchors(StackOutcome& s, int round, const WorkloadKnobs& knobs, Prepare prepare) {
     const StackPlan& p = s.plan;
     for (Anchor* a : o_.anchors) {
@@ -185,7 +185,6 @@ class MatrixRun {
       AnchorJob job;
       job.plan = &p;
       job.knobs = knobs;
-      if (prepare == Prepare::kFresh) job.knobs.warmup_s = 0;  // as the vstack run has it
       job.image = p.image.empty() ? BackendFile(s.spec) : ImagePath(p);
       job.scratch_dir = dir_;
       job.vstack = &s.rounds.back();  // this round's, or the previous one's when anchors go first

@@ -72,6 +72,8 @@ void LayerDelta::Merge(const LayerDelta& o) {
     latency[i].Merge(o.latency[i]);
   }
   level = o.level;
+  cpu_ns += o.cpu_ns;
+  cpu_samples += o.cpu_samples;
   paths.requests += o.paths.requests;
   paths.total_ns += o.paths.total_ns;
   paths.negative += o.paths.negative;

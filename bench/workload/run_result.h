@@ -61,6 +61,10 @@ struct LayerDelta {
   std::array<WindowHistogram, kOpCount> latency{};  // submit->completion, this window only
   std::vector<std::string> counter_names;           // the layer's own counters
   std::vector<uint64_t> counters;
+  // CPU the sampler charged to the layer (its code on every thread, and its helper threads),
+  // and the samples that charged it (lib/cpu_account.h); 0 when the run did not sample.
+  uint64_t cpu_ns = 0;
+  uint64_t cpu_samples = 0;
   // The request paths that ended at this layer in this window (lib/stats.h PathStats; empty
   // unless the stack ran with StatsMode::kLatency): at the top layer the guest's requests,
   // below it the I/O the layer above issued for itself. Index = level (0: the backend).

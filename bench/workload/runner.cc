@@ -1,7 +1,5 @@
 #include "bench/workload/runner.h"
 
-#include <pthread.h>
-#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -21,17 +19,11 @@
 #include "bench/workload/write_content.h"
 #include "lib/aligned_buffer.h"
 #include "lib/clock.h"
+#include "lib/cpu_account.h"
 #include "lib/sync_io.h"
 
 namespace vstack::bench {
 namespace {
-
-// Seconds on `clock`, 0 if it cannot be read.
-double ClockSeconds(clockid_t clock) {
-  timespec ts{};
-  if (clock == clockid_t(-1) || clock_gettime(clock, &ts) != 0) return 0;
-  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
 
 enum Phase : int { kWarmup = 0, kMeasure = 1, kStop = 2 };
 
@@ -45,6 +37,7 @@ struct Shared {
   QuantumScheduler* scheduler = nullptr;  // threads take turns on it; null = free-running
   std::optional<ServiceTime> task_cpu;    // CPU worked before each I/O, on the scheduler
   std::optional<Exchange> exchange;  // --exchange: every thread's step ends here
+  CpuAccount engine;  // the CPU the workload threads spend outside every layer (sampled)
 };
 
 // One thread of the workload: its own queue, `queue_depth` slots (a DepthDriver, whose source
@@ -65,14 +58,16 @@ class Worker {
   }
 
   void Run() {
-    if (pthread_getcpuclockid(pthread_self(), &cpu_clock) != 0) cpu_clock = -1;
     tid = gettid();
+    // Sampled while the run samples CPU: what no layer's code does is the engine's.
+    std::optional<EnrolledThread> enrolled(std::in_place, shared_.engine);
     auto queue = device_.OpenQueue();
     if (!queue) {
       open_error = queue.error().ToString();
       shared_.failed.store(true);
       if (shared_.exchange) shared_.exchange->Leave();
       shared_.opened.fetch_add(1);
+      enrolled.reset();
       finished.store(true);
       return;
     }
@@ -93,16 +88,11 @@ class Worker {
       if (shared_.exchange) shared_.exchange->Leave();  // the others go on without it
     }
     queue->reset();
-    exit_cpu_s = ClockSeconds(CLOCK_THREAD_CPUTIME_ID);
+    enrolled.reset();
     exit_sched = ReadSchedStat(kOwnSchedStatPath);
     finished.store(true, std::memory_order_release);
   }
 
-  // This thread's CPU so far: its clock while it runs, the value it left when it finished.
-  double CpuSeconds() const {
-    if (finished.load(std::memory_order_acquire)) return exit_cpu_s;
-    return ClockSeconds(cpu_clock);
-  }
   // Its scheduling counters so far, likewise (nullopt: the kernel keeps none).
   std::optional<SchedStat> SchedNow() const {
     if (finished.load(std::memory_order_acquire)) return exit_sched;
@@ -117,8 +107,6 @@ class Worker {
   std::atomic<uint64_t> measured{0};  // progress, read by the coordinator
   std::atomic<bool> finished{false};
   uint64_t last_measured_ns = 0;      // completion time of the last measured request
-  clockid_t cpu_clock = -1;           // this thread's CPU clock (set before `opened`)
-  double exit_cpu_s = 0;              // its CPU time when it finished (before `finished`)
   int tid = 0;                        // its thread id (set before `opened`)
   std::optional<SchedStat> exit_sched;  // its schedstat when it finished (before `finished`)
 
@@ -253,6 +241,12 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
   }
   ScopedStackStatsMode latency(device, StatsMode::kLatency);  // per-layer time for attribution
 
+  // Per-layer CPU (lib/cpu_account.h): the workload threads, and the layers' helper threads,
+  // are sampled while `sampling` lives; it outlives the workers.
+  Result<std::unique_ptr<CpuSampling>> sampling =
+      k.sample_cpu ? CpuSampling::Start()
+                   : Result<std::unique_ptr<CpuSampling>>(
+                         MakeError(Errc::kCancelled, "per-layer CPU not sampled (--cpu-sampling off)"));
   Shared shared;
   shared.count_mode = k.io_count != 0;
   if (k.exchange) shared.exchange.emplace(k.threads);
@@ -300,13 +294,8 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
   result.region_bytes = region;
   std::vector<LayerStats> stats_before;
   CpuSnapshot cpu_before;
-  double threads_before = 0;
+  uint64_t engine_before = 0;
   std::map<int, double> uring_before;
-  auto threads_cpu = [&] {
-    double sum = 0;
-    for (auto& w : workers) sum += w->CpuSeconds();
-    return sum;
-  };
   // The host's CPU Ready: run-queue wait of the workload threads and the io_uring workers.
   auto add_workers_sched = [&](SchedSnapshot& s) {
     for (auto& w : workers) s.Add(w->tid, w->SchedNow(), /*required=*/true);
@@ -323,7 +312,7 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
     if (scheduler) yields_before = scheduler->Snapshot(/*reset_max=*/true);
     stats_before = SnapshotStack(device);
     cpu_before = TakeCpuSnapshot();
-    threads_before = threads_cpu();
+    engine_before = shared.engine.ns.load(std::memory_order_relaxed);
     uring_before = IoUringWorkerCpu();
     sched_before = SchedSnapshot{};
     add_workers_sched(sched_before);
@@ -381,7 +370,7 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
   YieldStats yields_after;
   // Every worker has finished in a complete count-based window, so its ring's io_uring workers
   // are read now, before they go with the queues.
-  double threads_after = 0;
+  uint64_t engine_after = 0;
   const std::map<int, double> uring_after = IoUringWorkerCpu();
   SchedSnapshot sched_after;
   add_uring_sched(sched_after);
@@ -389,7 +378,7 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
     if (scheduler) yields_after = scheduler->Snapshot();
     stats_after = SnapshotStack(device);
     cpu_after = TakeCpuSnapshot();
-    threads_after = threads_cpu();
+    engine_after = shared.engine.ns.load(std::memory_order_relaxed);
     add_workers_sched(sched_after);
     window_end = NowNs();
   }
@@ -399,7 +388,7 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
     if (scheduler) yields_after = scheduler->Snapshot();
     stats_after = SnapshotStack(device);
     cpu_after = TakeCpuSnapshot();
-    threads_after = threads_cpu();
+    engine_after = shared.engine.ns.load(std::memory_order_relaxed);
     add_workers_sched(sched_after);
     for (auto& w : workers) window_end = std::max(window_end, w->last_measured_ns);
     window_end = std::max(window_end, window_start);
@@ -407,8 +396,13 @@ Result<RunResult> RunWorkload(BlockDevice& device, const WorkloadKnobs& k,
 
   result.seconds = Seconds(window_end - window_start);
   result.cpu = CpuBetween(cpu_before, cpu_after, result.seconds);
-  result.cpu.threads_s =
-      std::max(0.0, threads_after - threads_before) + IoUringWorkerCpuBetween(uring_before, uring_after);
+  result.cpu.uring_workers_s = IoUringWorkerCpuBetween(uring_before, uring_after);
+  if (sampling) {
+    result.cpu.sampled = true;
+    result.cpu.engine_s = Seconds(engine_after - engine_before);
+  } else {
+    result.cpu.sampling_error = sampling.error().ToString();
+  }
   result.host_ready = HostReadyBetween(sched_before, sched_after, result.seconds);
   if (double load[1]; getloadavg(load, 1) == 1) result.cpu.load_average = load[0];
   result.layers = StackDelta(device, stats_before, stats_after);

@@ -187,6 +187,14 @@ Result<StackPlan> ResolveStack(const std::string& text, const BackendChoice& b) 
   return p;
 }
 
+WorkloadKnobs PlanKnobs(const StackPlan& plan, Prepare prepared, WorkloadKnobs k) {
+  if (plan.cpu_ready_pct >= 0) k.cpu_ready_pct = plan.cpu_ready_pct;
+  if (!plan.ready_stall.empty()) k.ready_stall = plan.ready_stall;
+  if (plan.duration_s > 0 && k.io_count == 0) k.duration_s = plan.duration_s;
+  if (prepared == Prepare::kFresh) k.warmup_s = 0;
+  return k;
+}
+
 std::vector<std::string> MissingComponents(const StackPlan& plan) {
   std::vector<std::string> missing;
   for (const std::string& c : plan.components) {

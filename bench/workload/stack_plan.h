@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/workload/knobs.h"
 #include "lib/errors.h"
 #include "lib/export.h"
 
@@ -70,6 +71,12 @@ std::vector<std::string> PresetNames();
 // A preset by name, or a plan for a spec. Errors name what is wrong with the text (an unknown
 // preset, a malformed spec, an unknown layer or backend).
 Result<StackPlan> ResolveStack(const std::string& text, const BackendChoice& backend);
+
+// The knobs one round of `plan` runs with, on both sides of the round (vstack and the anchors
+// beside it, whichever goes first): the round's knobs, with the plan's own (a sweep's RDY% and
+// stall, its own duration) and the ramp its preparation calls for (`prepared`, auto resolved; a fresh image is
+// measured from its first write: no warm-up).
+WorkloadKnobs PlanKnobs(const StackPlan& plan, Prepare prepared, WorkloadKnobs round);
 
 // The components of `plan` that are not registered in this build; empty if it can run.
 std::vector<std::string> MissingComponents(const StackPlan& plan);

@@ -57,6 +57,8 @@ std::vector<LayerDelta> StackDelta(BlockDevice& top, const std::vector<LayerStat
     }
     l.counter_names = d.counter_names;
     l.counters = d.counters;
+    l.cpu_ns = d.cpu_ns;
+    l.cpu_samples = d.cpu_samples;
     out.push_back(std::move(l));
   }
   return out;

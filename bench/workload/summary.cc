@@ -240,7 +240,8 @@ MatrixSummary Summarize(const MatrixResult& m) {
       s.others_cpu_pct = MedianOf(ms, [](const RunMetrics& x) { return x.others_cpu_pct; });
       s.iops_per_cpu_s = MedianOf(ms, [](const RunMetrics& x) { return x.iops_per_cpu_s; });
       s.iops_per_cpu_pct = MedianOf(ms, [](const RunMetrics& x) { return x.iops_per_cpu_pct; });
-      s.attribution = Attribute(MergeLayerDeltas(measured), MeasuredMeanUs(measured));
+      const CpuUsage cpu = MergeCpu(measured);
+      s.attribution = Attribute(MergeLayerDeltas(measured), MeasuredMeanUs(measured), &cpu);
     }
     s.anchors = SummarizeAnchors(o);
     if (out.baseline.empty() && s.runs > 0) {

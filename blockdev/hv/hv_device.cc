@@ -44,6 +44,7 @@ class HvQueue final : public TimedQueue {
       const auto [vcpu, end] = device_.ReserveVcpu(clock().Now(), ns);
       clock().SleepUntil(end);
       Count(HvDevice::kVcpu0Ns + vcpu, ns);
+      Count(HvDevice::kHeldCpuNs, ns);
     }
     Count(HvDevice::kCpuNs, ns);
   }
@@ -122,6 +123,7 @@ HvDevice::HvDevice(DevicePtr lower, HvConfig config, Clock& clock)
     : Layer("hv", std::move(lower)), config_(config), clock_(clock) {
   std::vector<std::string> names = TimedQueue::CounterNames();
   names.push_back("cpu_ns");
+  names.push_back("held_cpu_ns");
   for (uint32_t i = 0; i < config_.vcpus; ++i) names.push_back("vcpu" + std::to_string(i) + "_ns");
   DeclareCounters(names);
   vcpu_free_at_.assign(config_.vcpus, 0);

@@ -44,8 +44,10 @@ const std::vector<HvPreset>& HvPresets();
 
 class HvDevice final : public Layer {
  public:
-  // cpu_ns, then with vcpus one counter per vCPU (vcpu0_ns, vcpu1_ns, ...): the CPU each held.
-  enum Counter { kCpuNs = TimedQueue::kFirstOwnCounter, kVcpu0Ns };
+  // cpu_ns (burned or held), held_cpu_ns (held on the modelled vCPUs: the guest's CPU, which
+  // the host does not spend; the bench's CPU attribution reports it beside the layer's host
+  // CPU), then with vcpus one counter per vCPU (vcpu0_ns, vcpu1_ns, ...): the CPU each held.
+  enum Counter { kCpuNs = TimedQueue::kFirstOwnCounter, kHeldCpuNs, kVcpu0Ns };
 
   // `clock` must outlive the device; SystemClock() outside tests.
   HvDevice(DevicePtr lower, HvConfig config, Clock& clock);

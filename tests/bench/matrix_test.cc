@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <sys/stat.h>
 
 #include "bench/workload/attribution.h"
@@ -143,6 +144,46 @@ TEST(Matrix, AnchorsGoAfterTheStackInEvenRoundsAndBeforeItInOddOnes) {
   const MatrixSummary s = Summarize(m);
   ASSERT_EQ(s.stacks[0].anchors.size(), 1u);
   EXPECT_EQ(s.stacks[0].anchors[0].runs, 4);
+}
+
+// An anchor beside every stack that records the warm-up it was given, per stack, in order.
+class RampAnchor : public Anchor {
+ public:
+  std::string name() const override { return "ramp"; }
+  bool AppliesTo(const StackPlan&) const override { return true; }
+  Result<AnchorResult> Run(const AnchorJob& job) override {
+    warmups[job.plan->name].push_back(job.knobs.warmup_s);
+    AnchorResult r;
+    r.ios = r.iops = 1000;
+    r.seconds = 1;
+    return r;
+  }
+  std::map<std::string, std::vector<double>> warmups;
+};
+
+TEST(Matrix, BothSidesOfARoundRunTheWarmUpThePlansPreparationCallsFor) {
+  testing::TempDir dir;
+  MatrixOptions o;
+  o.knobs = Tiny();
+  o.rounds = 4;  // rounds 1 and 3 put the anchors first
+  o.scratch_parent = dir.path();
+  const BackendChoice file{"file", false};
+  for (const char* name : {"raw", "raw-fresh"}) {
+    auto plan = ResolveStack(name, file);
+    ASSERT_OK(plan);
+    o.stacks.push_back(*plan);
+  }
+  RampAnchor anchor;
+  o.anchors.push_back(&anchor);
+  const MatrixResult m = RunMatrix(o);
+  ASSERT_TRUE(m.error.empty()) << m.error;
+  for (const StackOutcome& s : m.stacks) {
+    ASSERT_EQ(s.rounds.size(), 4u) << s.plan.name << ": " << s.error;
+    // A filled image warms up; a fresh one is measured from its first write, on both sides.
+    const double want = s.plan.prepare == Prepare::kFresh ? 0 : o.knobs.warmup_s;
+    for (const RunResult& r : s.rounds) EXPECT_EQ(r.knobs.warmup_s, want) << s.plan.name;
+    EXPECT_EQ(anchor.warmups[s.plan.name], std::vector<double>(4, want)) << s.plan.name;
+  }
 }
 
 TEST(Matrix, AnInvalidStackIsAClearErrorAndPresetsKnowTheirFiles) {

@@ -216,11 +216,15 @@ TEST_F(ReportTest, ReportFolderHasEveryFileAndCompleteCharts) {
   EXPECT_EQ(lines, 3u);  // one CDF per stack
   EXPECT_NE(OverheadSvg(*report_).find("passthrough+memory:16M"), std::string::npos);
   EXPECT_NE(LayerCostSvg(*report_).find(">passthrough<"), std::string::npos);
+  const std::string cpu = CpuCostSvg(*report_);
+  EXPECT_NE(cpu.find(">passthrough<"), std::string::npos) << "a layer in the legend";
+  EXPECT_NE(cpu.find("outside (engine, io_uring workers)"), std::string::npos);
   const std::string html = [&] {
     std::ifstream h(out + "/index.html");
     return std::string(std::istreambuf_iterator<char>(h), {});
   }();
-  for (const char* ref : {"latency_cdf.svg", "overhead.svg", "layer_cost.svg", "report.json"}) {
+  for (const char* ref :
+       {"latency_cdf.svg", "overhead.svg", "layer_cost.svg", "cpu_cost.svg", "report.json"}) {
     EXPECT_NE(html.find(ref), std::string::npos) << ref;
   }
   // index.html carries every column and every cell of the text's tables.

@@ -391,6 +391,7 @@ TEST(Hv, AddsLatencyPerOpAndBurnsCpuOnTheSubmittingThread) {
   EXPECT_EQ(t.done_at[1], start + 20'000 + 117'200);
   EXPECT_EQ(clock.spun_ns(), 20'000u);
   EXPECT_EQ(Counter(*dev, "cpu_ns"), 20'000u);
+  EXPECT_EQ(Counter(*dev, "held_cpu_ns"), 0u) << "burned, not held";
   EXPECT_TRUE(Open("hv:preset=hyperv-passthrough+null:1M"));
   auto bad = Open("hv:preset=vmware+null:1M");
   ASSERT_FALSE(bad);
@@ -440,6 +441,7 @@ TEST(Hv, VcpusHoldTheCpuAsleepAndQueueForAFreeOne) {
   EXPECT_EQ(clock.spun_ns(), 0u) << "nothing burned";
   EXPECT_EQ(Counter(*held, "cpu_ns"), 300'000u);
   EXPECT_EQ(Counter(*held, "vcpu0_ns") + Counter(*held, "vcpu1_ns"), 300'000u);
+  EXPECT_EQ(Counter(*held, "held_cpu_ns"), 300'000u);
   EXPECT_TRUE(Open("hv:cpu=275us,vcpus=2+null:1M"));
   EXPECT_FALSE(Open("hv:cpu=275us,vcpus=65+null:1M"));
 }

@@ -184,6 +184,9 @@ json RunJson(const bench::RunResult& r) {
           {"layers", layers}};
 }
 
+// `v`, or null when it was not measured.
+json NullUnless(bool measured, double v) { return measured ? json(v) : json(nullptr); }
+
 json AttributionJson(const bench::Attribution& a) {
   json layers = json::array();
   for (const bench::LayerCost& c : a.layers) {
@@ -211,6 +214,9 @@ json AttributionJson(const bench::Attribution& a) {
                       {"own_device_us_per_io", c.own_device_us_per_io},
                       {"own_overlaps", c.own_overlaps},
                       {"mean_latency_us", c.mean_latency_us},
+                      {"cpu_us_per_io", a.cpu_sampled ? json(c.cpu_us_per_io) : json(nullptr)},
+                      {"cpu_samples", c.cpu_samples},
+                      {"held_cpu_us_per_io", c.held_cpu_us_per_io},
                       {"counters", counters},
                       {"words", c.words}});
   }
@@ -224,6 +230,15 @@ json AttributionJson(const bench::Attribution& a) {
           {"measured_us", a.measured_us},
           {"residual_pct", a.residual_pct},
           {"joined", a.joined},
+          {"cpu_sampled", a.cpu_sampled},
+          {"outside_cpu_us_per_io", NullUnless(a.cpu_sampled, a.outside_cpu_us_per_io)},
+          {"outside_engine_cpu_us_per_io", NullUnless(a.cpu_sampled, a.outside_engine_us_per_io)},
+          {"outside_uring_workers_cpu_us_per_io", NullUnless(a.cpu_sampled, a.outside_uring_us_per_io)},
+          {"cpu_sum_us_per_io", NullUnless(a.cpu_sampled, a.cpu_sum_us_per_io)},
+          {"cpu_total_us_per_io", NullUnless(a.cpu_sampled, a.cpu_total_us_per_io)},
+          {"cpu_residual_pct", NullUnless(a.cpu_sampled, a.cpu_residual_pct)},
+          {"cpu_adds_up", a.cpu_sampled ? json(a.cpu_adds_up) : json(nullptr)},
+          {"cpu_words", a.cpu_words},
           {"layers", layers}};
 }
 

@@ -57,13 +57,15 @@ std::string IndexHtml(const BenchReport& r) {
     h += "</table>\n<p>" + XmlEscape(t.legend) + "</p>\n";
   }
   h += "<h2>Charts</h2>\n<img src=\"latency_cdf.svg\" alt=\"latency CDF\">\n"
-       "<img src=\"overhead.svg\" alt=\"overhead\">\n<img src=\"layer_cost.svg\" alt=\"layer cost\">\n";
+       "<img src=\"overhead.svg\" alt=\"overhead\">\n<img src=\"layer_cost.svg\" alt=\"layer cost\">\n"
+       "<img src=\"cpu_cost.svg\" alt=\"CPU per layer\">\n";
   if (!CpuReadyGrowthRows(r).empty()) h += "<img src=\"cpu_ready.svg\" alt=\"CPU Ready sweep\">\n";
   h += "<h2>Gaps, layer by layer</h2>\n<ul>\n";
   for (const bench::StackSummary& s : r.summary.stacks) {
     if (s.runs == 0) continue;
     h += "<li><b>" + XmlEscape(s.name) + "</b>: " + XmlEscape(s.gap) + "<ul>\n";
     for (const bench::LayerCost& c : s.attribution.layers) h += "<li>" + XmlEscape(c.words) + "</li>\n";
+    if (!s.attribution.cpu_words.empty()) h += "<li>" + XmlEscape(s.attribution.cpu_words) + "</li>\n";
     h += "</ul></li>\n";
   }
   h += "</ul>\n<h2>Full text report</h2>\n<pre>" + XmlEscape(RenderText(r)) + "</pre>\n</body></html>\n";
@@ -74,7 +76,8 @@ std::string IndexHtml(const BenchReport& r) {
 
 const std::vector<std::string>& ReportFiles() {
   static const std::vector<std::string> files = {"index.html", "report.txt", "report.json",
-                                                 "latency_cdf.svg", "overhead.svg", "layer_cost.svg"};
+                                                 "latency_cdf.svg", "overhead.svg", "layer_cost.svg",
+                                                 "cpu_cost.svg"};
   return files;
 }
 
@@ -87,6 +90,7 @@ Status WriteReportDir(const std::string& dir, const BenchReport& r) {
   VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/latency_cdf.svg", LatencyCdfSvg(r)));
   VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/overhead.svg", OverheadSvg(r)));
   VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/layer_cost.svg", LayerCostSvg(r)));
+  VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/cpu_cost.svg", CpuCostSvg(r)));
   if (!CpuReadyGrowthRows(r).empty()) {
     VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/cpu_ready.svg", CpuReadySvg(r)));
   }

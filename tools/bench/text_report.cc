@@ -126,8 +126,9 @@ void CpuTable(const RunResult& run, std::string& out) {
       "  vstack process: user {:.2f} s, kernel {:.2f} s = {} of the machine; others {}\n",
       c.process_user_s, c.process_kernel_s, Pct(m.process_cpu_pct), Pct(m.others_cpu_pct));
   if (c.threads_s >= 0) {
-    out += fmt::format("  benchmark threads (workload threads + io_uring workers): {:.3f} s = {:.2f} us "
-                       "per I/O\n", c.threads_s, m.cpu_us_per_io);
+    out += fmt::format("  benchmark threads (every thread but the coordinator's: workload, io_uring "
+                       "workers, layers' helpers): {:.3f} s = {:.2f} us per I/O\n",
+                       c.threads_s, m.cpu_us_per_io);
   }
   const bench::HostReady& h = run.host_ready;
   if (!h.measured) {
@@ -196,6 +197,7 @@ void RunDetails(const StackSummary& s, const RunResult& run, int rounds, std::st
   PercentileTable(run, out);
   out += "\n  Layers, per guest I/O (all rounds):\n";
   for (const bench::LayerCost& c : s.attribution.layers) out += "    " + c.words + "\n";
+  if (!s.attribution.cpu_words.empty()) out += "    " + s.attribution.cpu_words + "\n";
 }
 
 }  // namespace
@@ -326,6 +328,7 @@ std::string RenderComparisonText(const BenchReport& r) {
     any_gap = true;
     out += "  " + s.name + ": " + s.gap + "\n";
     for (const bench::LayerCost& c : s.attribution.layers) out += "    " + c.words + "\n";
+    if (!s.attribution.cpu_words.empty()) out += "    " + s.attribution.cpu_words + "\n";
   }
   bool any_anchor = false;
   for (const StackSummary& s : sum.stacks) {
