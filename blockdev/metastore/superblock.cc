@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "blockdev/crc32c/crc32c.h"
+#include "blockdev/metastore/crc32c.h"
 #include "blockdev/metastore/table_page.h"
 #include "lib/aligned_buffer.h"
 #include "lib/endian.h"

@@ -11,7 +11,7 @@
 #include <iterator>
 #include <map>
 
-#include "blockdev/dedup/dedup_engine.h"
+#include "blockdev/dedup/dedup_device.h"
 #include "blockdev/memory/memory_device.h"
 #include "blockdev/metastore/meta_store.h"
 #include "lib/aligned_buffer.h"
@@ -292,7 +292,7 @@ TEST_F(ForgedJournal, ATransactionHeaderClaimingTheWholeJournalEndsReplayCleanly
 // the virtual grains below 2^32 - 1 keeps the 32-bit count from overflowing. The edge: the
 // largest size opens, one grain more is refused by name.
 TEST(DedupRefcounts, VirtualGrainsStopBelowTheCountersLimit) {
-  const uint64_t max = DedupEngine::kMaxVirtualGrains;
+  const uint64_t max = DedupDevice::kMaxVirtualGrains;
   auto too_big = Open("dedup:size=" + std::to_string((max + 1) * 4096) + "+null:18G");
   ASSERT_FALSE(too_big);
   EXPECT_NE(too_big.error().message.find("32-bit reference count"), std::string::npos)
@@ -364,6 +364,27 @@ TEST(DedupDiscard, OverwritesReuseFreedGrainsInsteadOfDiscardingThem) {
   }
   ASSERT_OK((*dev)->Close());
   EXPECT_GE((*dev)->Stats().counter("discarded_bytes"), kRegion);
+}
+
+// A layer that runs out of its own units commits (which frees what was released) and retries,
+// but does not discard every free unit below as it does when the device below is full: that
+// was thousands of one-unit discards per commit (ENOSPC and the layer's own Errc::kNoSpace
+// compare equal). Counted, not timed.
+TEST(DedupDiscard, OwnUnitsRunningOutCommitsWithoutDiscardingEveryFreeUnit) {
+  for (const char* spec : {"zstd:size=8M+memory:12M", "dedup:size=8M+memory:12M"}) {
+    SCOPED_TRACE(spec);
+    auto dev = Open(spec);
+    ASSERT_OK(dev);
+    SyncIo io(**dev);
+    Rng rng(17);
+    for (int i = 0; i < 6144; ++i) {  // 24 MiB of incompressible 4 KiB overwrites, no flush
+      AlignedBuffer b = RandomBuffer(rng, 4096);
+      ASSERT_OK(io.Write(rng.Below(2048) * 4096, b.span())) << "write " << i;
+    }
+    const LayerStats st = (*dev)->Stats();
+    EXPECT_GT(st.counter("retries"), 0u) << "the layer never ran out of units: tests nothing";
+    EXPECT_LE(st.counter("discards"), 64u) << "free units are discarded at every commit";
+  }
 }
 
 // A size-limited tmpfs that the test mounts itself (root only, as in CI), unmounted at the end.

@@ -1,4 +1,4 @@
-#include "blockdev/crc32c/crc32c.h"
+#include "blockdev/metastore/crc32c.h"
 
 #include <isa-l/crc.h>
 

@@ -3,8 +3,8 @@
 // crc32_iscsi, which folds with PCLMULQDQ at memory speed. ISA-L stays private to this folder:
 // everything else in vstack (the metadata store's page and journal checksums, the crc32c
 // layer) calls these functions.
-#ifndef VSTACK_BLOCKDEV_CRC32C_CRC32C_H_
-#define VSTACK_BLOCKDEV_CRC32C_CRC32C_H_
+#ifndef VSTACK_BLOCKDEV_METASTORE_CRC32C_H_
+#define VSTACK_BLOCKDEV_METASTORE_CRC32C_H_
 
 #include <sys/uio.h>
 
@@ -25,4 +25,4 @@ uint32_t Crc32cIov(const iovec* iov, uint32_t iovcnt, uint64_t offset, uint64_t 
 
 }  // namespace vstack
 
-#endif  // VSTACK_BLOCKDEV_CRC32C_CRC32C_H_
+#endif  // VSTACK_BLOCKDEV_METASTORE_CRC32C_H_
