@@ -27,6 +27,7 @@
 
 #include "blockdev/grainmap/grain_device.h"
 #include "blockdev/metastore/grain_io.h"
+#include "lib/historical_bug.h"
 #include "lib/layer.h"
 
 namespace vstack {
