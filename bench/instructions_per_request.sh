@@ -19,6 +19,7 @@ fi
 CASES=(
   "layers_bench ^BM_Layer/bare/memory_read/32$ 4096 bare"
   "layers_bench ^BM_Layer/passthrough/memory_read/32$ 4096 passthrough"
+  "layers_bench ^BM_Layer/passthrough\\+passthrough\\+passthrough\\+passthrough/memory_read/32$ 4096 passthrough-x4"
   "vhd_bench ^BM_Memory_Raw_Read/32/real_time$ 8192 raw"
   "vhd_bench ^BM_Memory_VhdFixed_Read/32/real_time$ 8192 vhd-fixed"
   "vhd_bench ^BM_Memory_VhdDynamic_Read/32/real_time$ 8192 vhd-dynamic"
@@ -40,11 +41,12 @@ for build in "$@"; do
     per_request[$label]=$(( (total + requests / 2) / requests ))
   done
   echo "$build"
-  printf '  %-12s %8s %8s\n' case instr/req "over bare"
-  for label in bare passthrough raw vhd-fixed vhd-dynamic; do
+  printf '  %-14s %8s %8s\n' case instr/req "over bare"
+  for label in bare passthrough passthrough-x4 raw vhd-fixed vhd-dynamic; do
     base=${per_request[raw]}
-    [[ $label == bare || $label == passthrough ]] && base=${per_request[bare]}
-    printf '  %-12s %8d %+8d\n' "$label" "${per_request[$label]}" $(( per_request[$label] - base ))
+    [[ $label == bare || $label == passthrough* ]] && base=${per_request[bare]}
+    printf '  %-14s %8d %+8d\n' "$label" "${per_request[$label]}" $(( per_request[$label] - base ))
   done
+  printf '  %-14s %8s %+8d\n' "per level (x4)" "" $(( (${per_request[passthrough-x4]} - ${per_request[bare]}) / 4 ))
   unset per_request
 done

@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "bench/queue_driver.h"
-#include "blockdev/crc32c/crc32c.h"
+#include "blockdev/metastore/crc32c.h"
 #include "blockdev/dedup/fingerprint.h"
 #include "blockdev/zstd/grain_codec.h"
 #include "lib/aligned_buffer.h"

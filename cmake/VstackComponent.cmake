@@ -29,9 +29,8 @@ function(vstack_component)
                         C_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
   file(RELATIVE_PATH dir ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
   # vstack_* names are components: recorded for the include check (their objects all end up
-  # in one library, and crc32c and metastore use each other). Anything else is linked; an
-  # imported target made in this folder (pkg_check_modules) becomes global, so that the
-  # libraries made at the top can link it too.
+  # in one library). Anything else is linked; an imported target made in this folder
+  # (pkg_check_modules) becomes global, so that the libraries made at the top can link it too.
   set(components)
   foreach(kind DEPS PRIVATE_DEPS)
     set(scope PUBLIC)

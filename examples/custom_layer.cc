@@ -1,7 +1,8 @@
 // Example 2: a layer written outside vstack's tree, registered under the name "buckets" and
 // used in a spec together with built-in layers. It forwards every request unchanged and counts
 // the requests that touch each 4 KiB bucket of the device (a request spanning three buckets
-// counts in all three), then prints the busiest buckets.
+// counts in all three), then prints the busiest buckets. It keeps the data below as they are,
+// so it derives from ForwardingLayer and inherits everything but one hook of its queue.
 //
 //   custom_layer [SPEC_BELOW]      (default: zstd+memory:64M; the example opens buckets+SPEC)
 #include <algorithm>
@@ -11,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include <vstack/layer.h>
+#include <vstack/forwarding_layer.h>
 #include <vstack/registry.h>
 #include <vstack/sync_io.h>
 
@@ -19,10 +20,10 @@ namespace {
 
 constexpr uint64_t kBucket = 4096;
 
-class BucketsDevice final : public vstack::Layer {
+class BucketsDevice final : public vstack::ForwardingLayer {
  public:
   explicit BucketsDevice(vstack::DevicePtr lower)
-      : Layer("buckets", std::move(lower)),
+      : ForwardingLayer("buckets", std::move(lower)),
         counts_((geometry().size_bytes + kBucket - 1) / kBucket) {}
 
   void Count(const vstack::IoRequest& req) {
@@ -45,53 +46,32 @@ class BucketsDevice final : public vstack::Layer {
   }
 
  protected:
-  vstack::Result<std::unique_ptr<vstack::IoQueue>> DoOpenQueue() override;
+  std::unique_ptr<vstack::ForwardingQueue> NewQueue(
+      std::unique_ptr<vstack::IoQueue> lower) override;
 
  private:
   std::vector<std::atomic<uint64_t>> counts_;  // shared by every queue
 };
 
-// One per thread: counts, then forwards each request as it is (the passthrough pattern).
-class BucketsQueue final : public vstack::LayerQueue {
+// One per thread: counts each request as it is accepted, then forwards it as it is.
+class BucketsQueue final : public vstack::ForwardingQueue {
  public:
   BucketsQueue(BucketsDevice& device, std::unique_ptr<vstack::IoQueue> lower)
-      : LayerQueue(device, std::move(lower)), device_(device) {}
+      : ForwardingQueue(device, std::move(lower)), device_(device) {}
 
  protected:
-  void DoSubmit(std::span<vstack::IoRequest* const> batch) override {
-    std::vector<vstack::IoRequest*> children;
-    for (vstack::IoRequest* parent : batch) {
-      device_.Count(*parent);
-      Child* c = pool_.Get();
-      c->parent = parent;
-      c->queue = this;
-      vstack::ForwardRequest(*parent, &c->req);
-      c->req.on_complete = &BucketsQueue::OnLowerDone;
-      c->req.user_data = c;
-      children.push_back(&c->req);
-    }
-    lower().Submit(children);
+  void Accept(vstack::IoRequest& req) override {
+    device_.Count(req);
+    Forward(req);
   }
 
  private:
-  struct Child {
-    vstack::IoRequest req;
-    vstack::IoRequest* parent = nullptr;
-    BucketsQueue* queue = nullptr;
-  };
-  static void OnLowerDone(vstack::IoRequest& req) {
-    Child* c = static_cast<Child*>(req.user_data);
-    c->queue->Complete(*c->parent, req.status);
-    c->queue->pool_.Put(c);
-  }
-
   BucketsDevice& device_;
-  vstack::RequestPool<Child> pool_;
 };
 
-vstack::Result<std::unique_ptr<vstack::IoQueue>> BucketsDevice::DoOpenQueue() {
-  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<vstack::IoQueue> lower, lower_device().OpenQueue());
-  return std::unique_ptr<vstack::IoQueue>(new BucketsQueue(*this, std::move(lower)));
+std::unique_ptr<vstack::ForwardingQueue> BucketsDevice::NewQueue(
+    std::unique_ptr<vstack::IoQueue> lower) {
+  return std::make_unique<BucketsQueue>(*this, std::move(lower));
 }
 
 vstack::ComponentInfo BucketsComponent() {

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "formats/vhd/vhd_chain_tools.h"
 #include "lib/registry.h"
 
 namespace vstack {
@@ -29,7 +30,19 @@ Result<NewImageFile> NewImageFile::Create(const std::string& path, std::string_v
   const std::string& where = temp.empty() ? path : temp;
   // Written through the descriptor that created it, never reopened by path.
   VSTACK_ASSIGN_OR_RETURN(DevicePtr device, CreateAndOpenImage(format, where, size, options));
-  return NewImageFile(path, std::move(temp), std::move(device));
+  NewImageFile image(path, std::move(temp), std::move(device));
+  // A differencing image replacing a file of its own parent chain would be its own ancestor.
+  const auto levels = vhd::ChainLevels(image.device());
+  if (levels.size() > 1) {
+    if (const std::string loop = vhd::ParentLoop(path, *levels[1]); !loop.empty()) {
+      return MakeError(Errc::kInvalidArgument,
+                       "'" + path +
+                           "' cannot replace a file of its own backing chain: the chain "
+                           "would loop (" +
+                           loop + "); '" + path + "' is left as it was");
+    }
+  }
+  return image;
 }
 
 NewImageFile::NewImageFile(std::string path, std::string temp, DevicePtr device)

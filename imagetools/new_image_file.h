@@ -25,8 +25,9 @@ class NewImageFile {
   // "vhdx"), virtual size `size` and create options `options` ("k=v,k=v", as CreateImage), and
   // opens it for reading and writing. Errors: the path exists (EEXIST, saying to pass
   // overwrite), or exists and is not a regular file (with `overwrite`, only files are
-  // replaced); CreateImage's errors (Errc::kInvalidArgument or kNotFound for a bad format or
-  // option); the open's.
+  // replaced); a differencing image whose backing chain holds the file it replaces (a loop,
+  // Errc::kInvalidArgument); CreateImage's errors (Errc::kInvalidArgument or kNotFound for a bad
+  // format or option); the open's.
   static Result<NewImageFile> Create(const std::string& path, std::string_view format,
                                      uint64_t size, std::string_view options = "",
                                      bool overwrite = false);

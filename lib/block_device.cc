@@ -53,6 +53,13 @@ size_t BlockDevice::open_queues() const {
   return queues_.size();
 }
 
+std::vector<uint64_t> BlockDevice::InFlightByQueue() const {
+  std::lock_guard lock(mu_);
+  std::vector<uint64_t> out;
+  for (const IoQueue* q : queues_) out.push_back(q->in_flight());
+  return out;
+}
+
 LayerStats BlockDevice::Stats() const { return Collect(true); }
 
 LayerStats BlockDevice::Counts() const { return Collect(false); }
@@ -280,6 +287,21 @@ std::error_code IoQueue::Validate(const IoRequest& r) const {
   return {};
 }
 
+inline void IoQueue::Admit(IoRequest& r, uint64_t now, CpuAccount* submitter_tag) {
+  // Only the fields this queue reads back: next_ is set when the request completes, status
+  // by Complete, the time fields only when this queue keeps time.
+  r.internal_ = nullptr;
+  r.cpu_tag_ = submitter_tag;  // its callback runs as its submitter's code
+  if (now != 0) {
+    r.submit_ns_ = now;
+    r.done_ns_ = 0;
+    r.below_ns_ = 0;
+    std::fill(r.path_ns_, r.path_ns_ + level_ + 1, 0u);
+  }
+  ++in_flight_;
+  stats_.OnSubmit();
+}
+
 inline bool IoQueue::IsPlain(const IoRequest& r, bool forwarded) const {
   if (r.op == Op::kRead) {
     if (r.flags != 0) return false;
@@ -287,7 +309,8 @@ inline bool IoQueue::IsPlain(const IoRequest& r, bool forwarded) const {
     return false;  // other ops, read-only, flags to refuse or emulate: the full path
   }
   const uint64_t size = device_.size_bytes();
-  if (r.length == 0 || r.length > max_transfer_ || ((r.offset | r.length) & block_mask_) ||
+  // length - 1 wraps for 0: one test for "0 < length <= max_transfer".
+  if (r.length - 1 >= max_transfer_ || ((r.offset | r.length) & block_mask_) ||
       r.offset > size || r.length > size - r.offset) {
     return false;
   }
@@ -420,6 +443,19 @@ void IoQueue::SubmitBatch(std::span<IoRequest* const> batch, bool forwarded) {
   ScopedTime scope(timed, now);
   // From here on the device's code runs; the requests' callbacks will run as their submitter's.
   TagScope tag(cpu_tag_);
+  // The common case: no callback is running and every request is plain. The batch then goes
+  // to the device as it is, without being copied.
+  size_t plain = 0;
+  if (!draining_) {
+    while (plain < batch.size() && IsPlain(*batch[plain], forwarded)) {
+      Admit(*batch[plain++], now, tag.saved());
+    }
+    if (plain == batch.size()) {
+      if (plain != 0) DoSubmit(batch);
+      Drain();
+      return;
+    }
+  }
   // While callbacks run (draining_), new requests are plugged: collected in plugged_ and
   // handed to the device as one batch when the drain runs dry, so a burst of resubmissions
   // from completion callbacks costs one device submission (one io_uring_submit), not one each.
@@ -428,19 +464,10 @@ void IoQueue::SubmitBatch(std::span<IoRequest* const> batch, bool forwarded) {
   std::vector<IoRequest*> ready;
   if (!draining_) ready.swap(scratch_);
   std::vector<IoRequest*>& out = draining_ ? plugged_ : ready;
-  for (IoRequest* r : batch) {
-    // Only the fields this queue reads back: next_ is set when the request completes, status
-    // by Complete, the time fields only when this queue keeps time.
-    r->internal_ = nullptr;
-    r->cpu_tag_ = tag.saved();
-    if (timed) {
-      r->submit_ns_ = now;
-      r->done_ns_ = 0;
-      r->below_ns_ = 0;
-      std::fill(r->path_ns_, r->path_ns_ + level_ + 1, 0u);
-    }
-    ++in_flight_;
-    stats_.OnSubmit();
+  if (plain != 0) out.insert(out.end(), batch.begin(), batch.begin() + plain);  // admitted above
+  for (size_t i = plain; i < batch.size(); ++i) {
+    IoRequest* r = batch[i];
+    Admit(*r, now, tag.saved());
     if (IsPlain(*r, forwarded)) {
       out.push_back(r);
     } else if (std::error_code ec = Validate(*r)) {

@@ -175,6 +175,10 @@ class BlockDevice {
   virtual Status Check(CheckMode mode, CheckResult* out) { return OkStatus(); }
   // How many queues of this device exist now. Thread-safe.
   size_t open_queues() const;
+  // The requests in flight on each queue of this device, in the order the queues were opened:
+  // a diagnostic, for a simulator's liveness report (which layer holds what). REQUIRES: no
+  // queue of this device is in use by another thread (the counts are read unsynchronised).
+  std::vector<uint64_t> InFlightByQueue() const;
 
   // Changes the size of a device with kCapResizable (others: Errc::kNotSupported; read-only
   // devices: Errc::kReadOnly), for an image
@@ -321,6 +325,9 @@ class IoQueue {
   // that Validate accepts and that needs no emulation. False sends it down the full path
   // (Validate, NeedsEmulation), which decides.
   bool IsPlain(const IoRequest& r, bool forwarded) const;
+  // The bookkeeping of a request this queue accepts: in flight, counted, timed when `now` is
+  // not 0 (this queue keeps latency), its callback to run under `submitter_tag`.
+  void Admit(IoRequest& r, uint64_t now, CpuAccount* submitter_tag);
   std::error_code Validate(const IoRequest& req) const;
   // Complete()'s latency part: takes the time of the lower request whose callback is running.
   void LinkTime(IoRequest& req);

@@ -24,6 +24,7 @@ class VstackCategory final : public std::error_category {
       case Errc::kBusy: return "resource busy; retry";
       case Errc::kCancelled: return "request cancelled";
       case Errc::kNotFound: return "not found";
+      case Errc::kBadSpec: return "invalid stack spec";
     }
     return "unknown vstack error " + std::to_string(code);
   }
@@ -31,6 +32,7 @@ class VstackCategory final : public std::error_category {
   std::error_condition default_error_condition(int code) const noexcept override {
     switch (static_cast<Errc>(code)) {
       case Errc::kInvalidArgument:
+      case Errc::kBadSpec:
       case Errc::kUnaligned:
       case Errc::kBadBufferAlignment: return std::errc::invalid_argument;
       case Errc::kOutOfRange: return std::errc::result_out_of_range;

@@ -36,7 +36,9 @@ enum class Errc {
   kIo,                   // generic I/O failure with no better code
   kBusy,                 // resource temporarily exhausted; retry later
   kCancelled,            // request cancelled (device closing, interrupted run)
-  kNotFound,             // named thing (layer, option, file) does not exist
+  kNotFound,             // named thing (file, image, pool) does not exist
+  kBadSpec,              // a stack spec names an unknown layer, backend or option, gives an
+                         // option a bad value, or does not parse: a usage error (exit 2)
 };
 
 const std::error_category& vstack_category() noexcept;

@@ -4,45 +4,92 @@
 
 namespace vstack {
 
+ForwardingQueue::~ForwardingQueue() = default;
+
+ForwardingQueue::Forwarded* ForwardingQueue::TakeNew() {
+  entries_.push_back(NewEntry());
+  Forwarded* f = entries_.back().get();
+  // Set once: an entry always comes back to this queue, through the same callback (a plain
+  // queue's skips the hook).
+  f->queue = this;
+  f->down.on_complete = plain_ > 0 ? &ForwardingQueue::OnDownPlain : &ForwardingQueue::OnDown;
+  f->down.user_data = f;
+  return f;
+}
+
 void ForwardingQueue::DoSubmit(std::span<IoRequest* const> batch) {
   // Known only once constructed: during construction typeid names this class.
   if (plain_ < 0) plain_ = typeid(*this) == typeid(ForwardingQueue);
-  // Build the whole batch of lower requests first, then submit it once.
-  std::vector<IoRequest*> children;
-  children.swap(children_);  // reentrancy-safe reuse of the vector's capacity
-  for (IoRequest* parent : batch) {
-    Child* c = pool_.Get();
-    ForwardRequest(*parent, &c->req);
-    if (!plain_) {
-      if (std::error_code refused = Translate(*parent, &c->req)) {
-        pool_.Put(c);
-        Complete(*parent, refused);
-        continue;
-      }
-    }
-    c->parent = parent;
-    c->queue = this;
-    c->req.on_complete = &ForwardingQueue::OnChildDone;
-    c->req.user_data = c;
-    children.push_back(&c->req);
+  if (plain_) {
+    SubmitPlain(batch);
+    return;
   }
-  if (!children.empty()) {
-    if (plain_) {
-      SubmitForwarded(children);
-    } else {
-      lower().Submit(children);
-    }
-  }
-  children.clear();
-  children_.swap(children);
+  BeforeWork();
+  for (IoRequest* req : batch) Accept(*req);
+  SendForwarded();
+  AfterSubmit();
+  SendForwarded();
 }
 
-// The lower device completed a child: complete the parent and recycle the child.
-void ForwardingQueue::OnChildDone(IoRequest& req) {
-  Child* c = static_cast<Child*>(req.user_data);
-  ForwardingQueue* q = c->queue;
-  q->Complete(*c->parent, q->plain_ ? req.status : q->OnLowerDone(*c->parent, req));
-  q->pool_.Put(c);
+void ForwardingQueue::SubmitPlain(std::span<IoRequest* const> batch) {
+  std::vector<IoRequest*> out;
+  out.swap(outgoing_);  // reentrancy-safe reuse of the vector's capacity
+  for (IoRequest* up : batch) {
+    Forwarded* f = Take();
+    f->up = up;
+    ForwardRequest(*up, &f->down);
+    out.push_back(&f->down);
+  }
+  SubmitForwarded(out);
+  out.clear();
+  outgoing_.swap(out);
+}
+
+ForwardingQueue::Forwarded* ForwardingQueue::Forward(IoRequest& req) {
+  Forwarded* f = Take();
+  ForwardRequest(req, &f->down);
+  if (std::error_code refused = Translate(req, &f->down)) {
+    Recycle(f);
+    Complete(req, refused);
+    return nullptr;
+  }
+  f->up = &req;
+  outgoing_.push_back(&f->down);
+  return f;
+}
+
+void ForwardingQueue::SendForwarded() {
+  while (!outgoing_.empty()) {
+    // Requests that complete inline run OnLowerDone inside this Submit, which may forward
+    // more: those land in outgoing_ again and go in the next round.
+    std::vector<IoRequest*> batch;
+    batch.swap(outgoing_);
+    lower().Submit(batch);
+    batch.clear();
+    if (outgoing_.empty()) outgoing_.swap(batch);  // keep the capacity
+  }
+}
+
+void ForwardingQueue::DoPoll(bool wait) {
+  if (plain_ > 0) {
+    LayerQueue::DoPoll(wait);
+    return;
+  }
+  BeforeWork();
+  Progress(wait);
+  SendForwarded();
+}
+
+// The device below completed a lower request: the layer decides (OnLowerDone); a plain queue
+// completes the caller's request with its status.
+void ForwardingQueue::OnDown(IoRequest& down) {
+  Forwarded* f = static_cast<Forwarded*>(down.user_data);
+  f->queue->OnLowerDone(*f);
+}
+
+void ForwardingQueue::OnDownPlain(IoRequest& down) {
+  Forwarded* f = static_cast<Forwarded*>(down.user_data);
+  f->queue->Finish(*f, down.status);
 }
 
 }  // namespace vstack

@@ -1,6 +1,6 @@
 #include "lib/layer.h"
 
-#include <thread>
+#include "lib/progress.h"
 
 namespace vstack {
 
@@ -20,7 +20,7 @@ void LayerQueue::DoPoll(bool wait) {
     lower_->Poll(wait ? 1 : 0);
   } else {
     lower_->Poll(0);
-    if (wait) std::this_thread::yield();
+    if (wait) WaitForProgress("a layer's requests wait for another queue");
   }
 }
 

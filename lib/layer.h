@@ -2,13 +2,22 @@
 //
 // A Layer owns the device below it and closes it after its own DoClose. A LayerQueue owns one
 // queue of the device below, opened for the same thread, and by default makes progress by
-// polling it. Layers forward Flush only if they choose to: nothing is passed through
-// implicitly, because a layer that changes addressing or content must state every operation
-// (the lesson of nbdkit's filters and QEMU's is_filter). blockdev/passthrough is the template to
-// copy.
+// polling it. Nothing is passed through implicitly: a Layer forwards no operation, query or
+// capability it does not state, because a layer that changes addressing or content (an image
+// format, a transform that maps, compresses or checksums) and forwards something it does not
+// understand describes or corrupts the wrong bytes (the lesson of nbdkit's filters and QEMU's
+// is_filter). Such a layer derives from Layer and states every operation.
+//
+// Forwarding by default is for layers that preserve data (same addresses, same bytes): they
+// derive from ForwardingLayer (lib/forwarding_layer.h) and override only what they change;
+// blockdev/passthrough is the template. A layer that sends each request down as one request
+// uses ForwardingQueue (lib/forwarding_queue.h) whichever base it has; one that maps grains
+// builds on blockdev/grainmap.
 #ifndef VSTACK_LIB_LAYER_H_
 #define VSTACK_LIB_LAYER_H_
 
+#include <cstddef>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -72,7 +81,8 @@ class LayerQueue : public IoQueue {
   }
 
   // Polls the lower queue; if it has nothing in flight (our requests wait on something else,
-  // e.g. another thread's metadata commit), yields the CPU instead of spinning hard.
+  // e.g. another thread's metadata commit), waits through the progress seam (lib/progress.h:
+  // a CPU yield, or the simulator's turn to run the other queues) instead of spinning hard.
   void DoPoll(bool wait) override;
 
  private:
@@ -81,14 +91,16 @@ class LayerQueue : public IoQueue {
 };
 
 // Copies what a layer forwards unchanged: op, flags, offset, length and the data buffers.
-// Callback, user_data and status of `to` are left alone.
+// Callback, user_data and status of `to` are left alone. Those fields lead IoRequest: they are
+// copied as one block (the padding between them included), the cheapest copy per level.
 inline void ForwardRequest(const IoRequest& from, IoRequest* to) {
-  to->op = from.op;
-  to->flags = from.flags;
-  to->offset = from.offset;
-  to->length = from.length;
-  to->iov = from.iov;
-  to->iovcnt = from.iovcnt;
+  constexpr size_t kForwardedBytes = offsetof(IoRequest, on_complete);
+  static_assert(offsetof(IoRequest, op) == 0 && offsetof(IoRequest, flags) < kForwardedBytes &&
+                offsetof(IoRequest, offset) < kForwardedBytes &&
+                offsetof(IoRequest, length) < kForwardedBytes &&
+                offsetof(IoRequest, iov) < kForwardedBytes &&
+                offsetof(IoRequest, iovcnt) < kForwardedBytes);
+  std::memcpy(static_cast<void*>(to), &from, kForwardedBytes);
 }
 
 // A free list of request wrappers a layer sends down: T must be default-constructible. Objects

@@ -4,24 +4,18 @@
 #include <cstring>
 
 #include "lib/format_table.h"
-#include "lib/forwarding_queue.h"
+#include "lib/forwarding_layer.h"
 #include "lib/iovec.h"
-#include "lib/layer.h"
 
 namespace vstack {
 namespace {
 
-class ProbeGuard final : public Layer {
+class ProbeGuard final : public ForwardingLayer {
  public:
   ProbeGuard(DevicePtr lower, std::vector<ProbeSignature> signatures)
-      : Layer("raw-guard", std::move(lower)), signatures_(std::move(signatures)) {
-    set_capabilities(capabilities() | (lower_device().capabilities() & kCapResizable));
-  }
+      : ForwardingLayer("raw-guard", std::move(lower)), signatures_(std::move(signatures)) {}
 
   std::string Describe() const override { return "raw (probed: format signatures refused)"; }
-  Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override {
-    return lower_device().MapExtents(offset, length, out);
-  }
 
   // True if writing `req` would place a signature: the bytes it writes over a signature's
   // place equal that part of the signature (a write covering only part of it is judged on
@@ -43,35 +37,20 @@ class ProbeGuard final : public Layer {
     return false;
   }
 
+  // The queue's check: a write that would place a signature is refused as read-only.
+  std::error_code Refuse(const IoRequest& req) const {
+    if (req.op == Op::kWrite && PlacesSignature(req)) return make_error_code(Errc::kReadOnly);
+    return NoError();
+  }
+
  protected:
-  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
-  Status DoResize(uint64_t size) override { return lower_device().Resize(size); }
+  std::unique_ptr<ForwardingQueue> NewQueue(std::unique_ptr<IoQueue> lower) override {
+    return std::make_unique<RefusingQueue<ProbeGuard>>(*this, std::move(lower));
+  }
 
  private:
   std::vector<ProbeSignature> signatures_;
 };
-
-class ProbeGuardQueue final : public ForwardingQueue {
- public:
-  ProbeGuardQueue(ProbeGuard& guard, std::unique_ptr<IoQueue> lower)
-      : ForwardingQueue(guard, std::move(lower)), guard_(guard) {}
-
- protected:
-  std::error_code Translate(const IoRequest& req, IoRequest*) override {
-    if (req.op == Op::kWrite && guard_.PlacesSignature(req)) {
-      return make_error_code(Errc::kReadOnly);
-    }
-    return {};
-  }
-
- private:
-  ProbeGuard& guard_;
-};
-
-Result<std::unique_ptr<IoQueue>> ProbeGuard::DoOpenQueue() {
-  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
-  return std::unique_ptr<IoQueue>(new ProbeGuardQueue(*this, std::move(lower)));
-}
 
 }  // namespace
 

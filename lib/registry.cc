@@ -9,8 +9,9 @@
 #include <cstdlib>
 #include <optional>
 
-#include "lib/probe_guard.h"
+#include "lib/clock.h"
 #include "lib/new_file.h"
+#include "lib/probe_guard.h"
 #include "lib/size.h"
 #include "lib/suggest.h"
 
@@ -35,9 +36,13 @@ std::string OptionValues::Get(std::string_view key) const {
   return "";
 }
 
+Error BadOptionValue(std::string_view component, std::string_view key, const std::string& why) {
+  return MakeError(Errc::kBadSpec,
+                   std::string(component) + ": option '" + std::string(key) + "': " + why);
+}
+
 Error OptionValues::Bad(std::string_view key, const std::string& why) const {
-  return MakeError(Errc::kInvalidArgument,
-                   component_ + ": option '" + std::string(key) + "': " + why);
+  return BadOptionValue(component_, key, why);
 }
 
 Result<uint64_t> OptionValues::Size(std::string_view key) const {
@@ -85,11 +90,11 @@ Result<uint32_t> OptionValues::LogicalBlock(std::string_view key) const {
 
 Result<uint64_t> OptionValues::PositionalSize(uint64_t multiple) const {
   auto size = ParseSize(positional_);
-  if (!size) return MakeError(Errc::kInvalidArgument, component_ + ": " + size.error().message);
+  if (!size) return MakeError(Errc::kBadSpec, component_ + ": " + size.error().message);
   if (*size == 0 || *size % multiple != 0) {
-    return MakeError(Errc::kInvalidArgument, component_ + ": size " + std::to_string(*size) +
-                                                 " must be a positive multiple of " +
-                                                 std::to_string(multiple));
+    return MakeError(Errc::kBadSpec, component_ + ": size " + std::to_string(*size) +
+                                         " must be a positive multiple of " +
+                                         std::to_string(multiple));
   }
   return *size;
 }
@@ -153,32 +158,33 @@ Result<const ComponentInfo*> Resolve(const SpecPart& part, bool is_last) {
   if (info == nullptr) {
     std::vector<std::string> names;
     for (const ComponentInfo* c : reg.All()) names.push_back(c->name);
-    return MakeError(Errc::kNotFound,
+    return MakeError(Errc::kBadSpec,
                      "unknown " + std::string(is_last ? "backend" : "layer") + " '" + part.name +
                          "'; backends: " + reg.Names(ComponentKind::kBackend) +
                          "; layers: " + reg.Names(ComponentKind::kLayer) +
                          DidYouMean(part.name, names));
   }
   if (is_last && info->kind != ComponentKind::kBackend) {
-    return MakeError(Errc::kInvalidArgument,
-                     "'" + part.name + "' is a layer, but a spec must end with a backend (" +
-                         reg.Names(ComponentKind::kBackend) + "), e.g. " + part.name +
-                         "+file:/var/tmp/disk.img");
+    return MakeError(Errc::kBadSpec, "'" + part.name +
+                                         "' is a layer, but a spec must end with a backend (" +
+                                         reg.Names(ComponentKind::kBackend) + "), e.g. " +
+                                         part.name + "+file:/var/tmp/disk.img");
   }
   if (!is_last && info->kind != ComponentKind::kLayer) {
-    return MakeError(Errc::kInvalidArgument,
+    return MakeError(Errc::kBadSpec,
                      "'" + part.name + "' is a backend and must come last in the spec");
   }
   if (info->kind == ComponentKind::kBackend && part.positional.empty() &&
       !info->positional.empty()) {
-    return MakeError(Errc::kInvalidArgument,
+    return MakeError(Errc::kBadSpec,
                      "backend '" + part.name + "' needs a " + info->positional + ", e.g. " +
-                         part.name + ":" + (info->positional == "SIZE" ? "64M" : "/var/tmp/disk.img"));
+                         part.name + ":" +
+                         (info->positional == "SIZE" ? "64M" : "/var/tmp/disk.img"));
   }
   if (info->kind == ComponentKind::kLayer && !part.positional.empty()) {
-    return MakeError(Errc::kInvalidArgument, "layer '" + part.name +
-                                                 "' takes only key=value options, not '" +
-                                                 part.positional + "'");
+    return MakeError(
+        Errc::kBadSpec,
+        "layer '" + part.name + "' takes only key=value options, not '" + part.positional + "'");
   }
   for (const SpecOption& o : part.options) {
     if (o.key == kStatsOption) continue;  // every part takes it (TakeStatsOption)
@@ -192,7 +198,7 @@ Result<const ComponentInfo*> Resolve(const SpecPart& part, bool is_last) {
         names.push_back(d.name);
       }
       names.emplace_back(kStatsOption);
-      return MakeError(Errc::kInvalidArgument,
+      return MakeError(Errc::kBadSpec,
                        "unknown option '" + o.key + "' for '" + part.name + "'; valid options: " +
                            valid + std::string(kStatsOption) + " (every part)" +
                            DidYouMean(o.key, names));
@@ -211,9 +217,8 @@ Result<std::optional<StatsMode>> TakeStatsOption(SpecPart& part) {
   if (it->value == "counts") mode = StatsMode::kCounts;
   if (it->value == "latency") mode = StatsMode::kLatency;
   if (!mode) {
-    return MakeError(Errc::kInvalidArgument, "option 'stats' of '" + part.name +
-                                                 "' must be counts or latency, not '" +
-                                                 it->value + "'");
+    return MakeError(Errc::kBadSpec, "option 'stats' of '" + part.name +
+                                         "' must be counts or latency, not '" + it->value + "'");
   }
   part.options.erase(it);
   return mode;
@@ -221,18 +226,22 @@ Result<std::optional<StatsMode>> TakeStatsOption(SpecPart& part) {
 
 }  // namespace
 
-Result<DevicePtr> Open(std::string_view spec, const OpenOptions& options) {
-  VSTACK_ASSIGN_OR_RETURN(std::vector<SpecPart> parts, ParseSpec(spec));
+namespace {
+
+// Resolves `parts` (the last one a backend if `with_backend`) and opens them from the bottom
+// up, the first over `device` (the backend's, or the one given).
+Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, DevicePtr device,
+                            const OpenOptions& options) {
   std::vector<const ComponentInfo*> infos;
   std::vector<std::optional<StatsMode>> stats;
   for (size_t i = 0; i < parts.size(); ++i) {
-    VSTACK_ASSIGN_OR_RETURN(const ComponentInfo* info, Resolve(parts[i], i + 1 == parts.size()));
+    VSTACK_ASSIGN_OR_RETURN(const ComponentInfo* info,
+                            Resolve(parts[i], with_backend && i + 1 == parts.size()));
     infos.push_back(info);
     VSTACK_ASSIGN_OR_RETURN(std::optional<StatsMode> mode, TakeStatsOption(parts[i]));
     stats.push_back(mode);
   }
   // Build from the backend up.
-  DevicePtr device;
   for (size_t k = parts.size(); k-- > 0;) {
     const SpecPart& part = parts[k];
     OptionValues values(part.name, part.positional, part.options, &infos[k]->options);
@@ -243,6 +252,21 @@ Result<DevicePtr> Open(std::string_view spec, const OpenOptions& options) {
     if (stats[k]) device->PinStatsMode(*stats[k]);
   }
   return device;
+}
+
+}  // namespace
+
+Clock& OpenOptions::clock_or_system() const { return clock != nullptr ? *clock : SystemClock(); }
+
+Result<DevicePtr> Open(std::string_view spec, const OpenOptions& options) {
+  VSTACK_ASSIGN_OR_RETURN(std::vector<SpecPart> parts, ParseSpec(spec));
+  return OpenParts(std::move(parts), /*with_backend=*/true, nullptr, options);
+}
+
+Result<DevicePtr> OpenLayers(std::string_view layers, DevicePtr lower,
+                             const OpenOptions& options) {
+  VSTACK_ASSIGN_OR_RETURN(std::vector<SpecPart> parts, ParseSpec(layers));
+  return OpenParts(std::move(parts), /*with_backend=*/false, std::move(lower), options);
 }
 
 bool IsStackSpec(std::string_view text) {
@@ -274,13 +298,9 @@ Result<std::pair<SpecPart, const ComponentInfo*>> ResolveCreate(std::string_view
   }
   const ComponentInfo* info = Registry::Global().Find(part.name);
   if (info == nullptr || !info->create) {
-    std::string formats = "raw";
-    std::vector<std::string> names = {"raw"};
-    for (const ComponentInfo* c : Registry::Global().All()) {
-      if (!c->create) continue;
-      formats += ", " + c->name;
-      names.push_back(c->name);
-    }
+    const std::vector<std::string> names = CreatableFormats();
+    std::string formats;
+    for (const std::string& n : names) formats += (formats.empty() ? "" : ", ") + n;
     return MakeError(Errc::kNotFound, "unknown image format '" + part.name +
                                           "'; formats that can be created: " + formats +
                                           DidYouMean(part.name, names));
@@ -304,6 +324,14 @@ Result<std::pair<SpecPart, const ComponentInfo*>> ResolveCreate(std::string_view
 }
 
 }  // namespace
+
+std::vector<std::string> CreatableFormats() {
+  std::vector<std::string> formats = {"raw"};
+  for (const ComponentInfo* c : Registry::Global().All()) {
+    if (c->create) formats.push_back(c->name);
+  }
+  return formats;
+}
 
 Result<DevicePtr> CreateAndOpenImage(std::string_view format, const std::string& path,
                                      uint64_t size, std::string_view options) {

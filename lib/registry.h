@@ -25,6 +25,8 @@
 VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
+class Clock;  // lib/clock.h
+
 struct OptionInfo {
   std::string name;
   std::string help;
@@ -39,7 +41,18 @@ struct OpenOptions {
   // data I/O that depends on the broken parts fails with Errc::kCorruption. Metadata that
   // cannot be read at all still fails the open.
   bool for_check = false;
+  // The clock of the layers that model time (delay, hv, ready); nullptr: SystemClock(). A
+  // simulator gives its virtual clock (analysis/sim). Must outlive the stack.
+  Clock* clock = nullptr;
+
+  // `clock`, or SystemClock() when it is nullptr.
+  Clock& clock_or_system() const;
 };
+
+// The error for a bad value of option `key` of `component` in a spec or in create options:
+// Errc::kBadSpec, "<component>: option '<key>': <why>" (e.g. "dedup: option 'grain': 3072 is not
+// a power of two from 4K to 64K"). A usage error: the CLI exits 2.
+Error BadOptionValue(std::string_view component, std::string_view key, const std::string& why);
 
 // The options of one spec part, checked against its component's OptionInfo list. Getters fall
 // back to the declared default and return errors that name the component and the option.
@@ -127,8 +140,17 @@ class Registry {
 // Builds the stack described by `spec`.
 Result<DevicePtr> Open(std::string_view spec, const OpenOptions& options = {});
 
+// Opens the layers of `layers` (a spec without its backend, e.g. "dedup+zstd:level=1") on top
+// of `lower`, bottom layer first, exactly as Open() does over a backend.
+Result<DevicePtr> OpenLayers(std::string_view layers, DevicePtr lower,
+                             const OpenOptions& options = {});
+
 // True if `text` parses as a spec whose last part is a registered backend.
 bool IsStackSpec(std::string_view text);
+
+// The formats CreateImage makes: "raw", then every registered format with a `create` hook,
+// sorted ("raw", "vhd", "vhdx").
+std::vector<std::string> CreatableFormats();
 
 // Creates an image file, like `qemu-img create -f FORMAT -o OPTIONS PATH SIZE`. FORMAT is "raw"
 // (a sparse file) or a registered format with a `create` hook; OPTIONS is "k=v,k=v" checked

@@ -53,7 +53,7 @@ std::string Escape(std::string_view s) {
 
 Result<std::vector<SpecPart>> ParseSpec(std::string_view spec) {
   const std::string quoted = "spec '" + std::string(spec) + "': ";
-  if (spec.empty()) return MakeError(Errc::kInvalidArgument, "empty stack spec");
+  if (spec.empty()) return MakeError(Errc::kBadSpec, "empty stack spec");
 
   // Pass 1: split into parts and items, resolving escapes.
   std::vector<RawPart> raw(1);
@@ -63,7 +63,7 @@ Result<std::vector<SpecPart>> ParseSpec(std::string_view spec) {
     RawPart& part = raw.back();
     if (c == '\\') {
       if (i + 1 == spec.size()) {
-        return MakeError(Errc::kInvalidArgument, quoted + "trailing backslash");
+        return MakeError(Errc::kBadSpec, quoted + "trailing backslash");
       }
       c = spec[++i];
       if (in_items) {
@@ -103,12 +103,11 @@ Result<std::vector<SpecPart>> ParseSpec(std::string_view spec) {
   for (const RawPart& rp : raw) {
     const std::string where = " at character " + std::to_string(rp.start + 1);
     if (rp.name.empty()) {
-      return MakeError(Errc::kInvalidArgument, quoted + "empty part" + where);
+      return MakeError(Errc::kBadSpec, quoted + "empty part" + where);
     }
     if (!IsName(rp.name)) {
-      return MakeError(Errc::kInvalidArgument,
-                       quoted + "invalid name '" + rp.name + "'" + where +
-                           " (names are lower-case letters, digits, '_' and '-')");
+      return MakeError(Errc::kBadSpec, quoted + "invalid name '" + rp.name + "'" + where +
+                                           " (names are lower-case letters, digits, '_' and '-')");
     }
     SpecPart part;
     part.name = rp.name;
@@ -118,12 +117,12 @@ Result<std::vector<SpecPart>> ParseSpec(std::string_view spec) {
           item.eq != std::string::npos && IsIdentifier(std::string_view(item.text).substr(0, item.eq));
       if (!is_option) {
         if (k != 0) {
-          return MakeError(Errc::kInvalidArgument,
+          return MakeError(Errc::kBadSpec,
                            quoted + "item '" + item.text + "' of '" + rp.name +
                                "' is not key=value (only the first item may be a path or size)");
         }
         if (item.text.empty()) {
-          return MakeError(Errc::kInvalidArgument, quoted + "empty argument after '" + rp.name + ":'");
+          return MakeError(Errc::kBadSpec, quoted + "empty argument after '" + rp.name + ":'");
         }
         part.positional = item.text;
         continue;
@@ -131,7 +130,7 @@ Result<std::vector<SpecPart>> ParseSpec(std::string_view spec) {
       SpecOption opt{item.text.substr(0, item.eq), item.text.substr(item.eq + 1)};
       for (const SpecOption& seen : part.options) {
         if (seen.key == opt.key) {
-          return MakeError(Errc::kInvalidArgument,
+          return MakeError(Errc::kBadSpec,
                            quoted + "option '" + opt.key + "' given twice for '" + rp.name + "'");
         }
       }

@@ -33,7 +33,7 @@ struct SpecPart {
   bool operator==(const SpecPart&) const = default;
 };
 
-// Errors say what is wrong and where: "spec 'a++b': empty part at character 2".
+// Errors (Errc::kBadSpec) say what is wrong and where: "spec 'a++b': empty part at character 2".
 Result<std::vector<SpecPart>> ParseSpec(std::string_view spec);
 
 // The canonical text of a part or a whole spec, escaping '+', ',', ':', '=' and '\' in values,

@@ -1,21 +1,26 @@
-// "Did you mean": the valid word a mistyped one most likely meant, for every error that names
-// what would have been accepted: the registry's unknown layers, backends, options and image
-// formats (lib/registry.cc), and the CLI's unknown commands, flags and choices (tools/usage.cc).
+// "Did you mean": the valid word a mistyped one most likely meant, for every message that
+// names a bad word (a command, an option, a choice, a layer or a spec option), in the library
+// and in the CLI alike.
 #ifndef VSTACK_LIB_SUGGEST_H_
 #define VSTACK_LIB_SUGGEST_H_
 
 #include <string>
 #include <vector>
 
+#include "lib/export.h"
+
+VSTACK_PUBLIC_BEGIN
 namespace vstack {
 
-// The candidate a mistyped `word` most likely meant (a small edit distance, or a unique prefix),
-// or "" if none is close.
+// The candidate a mistyped `word` most likely meant (at most one edit, a swap of neighbours
+// included, per four characters; or the only candidate `word` is a prefix of), or "" if none
+// is close.
 std::string NearestMatch(const std::string& word, const std::vector<std::string>& candidates);
 
 // "; did you mean `X`?" for the nearest match of `word`, or "".
 std::string DidYouMean(const std::string& word, const std::vector<std::string>& candidates);
 
 }  // namespace vstack
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_LIB_SUGGEST_H_

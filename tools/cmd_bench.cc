@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
@@ -17,11 +18,13 @@
 #include "bench/report/report_dir.h"
 #include "bench/anchors/child_process.h"
 #include "bench/workload/bench_knobs.h"
+#include "bench/workload/foreign_args.h"
+#include "bench/workload/seed_presets.h"
 #include "bench/workload/stack_plan.h"
-#include "tools/bench/foreign_args.h"
 #include "tools/bench/progress_line.h"
 #include "tools/command.h"
 #include "tools/output.h"
+#include "tools/usage.h"
 
 namespace vstack::cli {
 namespace {
@@ -107,39 +110,39 @@ void RunBench(const BenchArgs& args) {
 }
 
 // Sets the knobs a --diskspd or --fio-job translation gives, as if typed on the command line,
-// and says on stderr what it ran as. Options typed on the command line win over the translation.
+// and says on stderr what it ran as. Options typed on the command line win over the translation
+// (a typed --duration or --ios over either of them).
 void ApplyForeign(CLI::App& cmd, BenchArgs& a) {
   if (a.diskspd.empty() && a.fio_job.empty()) return;
   const std::string from =
       a.diskspd.empty() ? "--fio-job " + a.fio_job : "--diskspd \"" + a.diskspd + "\"";
-  auto translate = [&]() -> Result<ForeignArgs> {
-    if (!a.diskspd.empty()) return TranslateDiskspd(a.diskspd);
+  auto translate = [&]() -> Result<bench::ForeignArgs> {
+    if (!a.diskspd.empty()) return bench::TranslateDiskspd(a.diskspd);
     std::ifstream f(a.fio_job);
     if (!f) Fail("bench", "--fio-job: cannot read '" + a.fio_job + "'");
     std::stringstream text;
     text << f.rdbuf();
-    return TranslateFioJob(text.str());
+    return bench::TranslateFioJob(text.str());
   };
-  Result<ForeignArgs> t = translate();
+  Result<bench::ForeignArgs> t = translate();
   if (!t) FailUsage("bench", t.error().message);
-  std::vector<std::string> kept, translated;
-  auto has = [](const std::vector<std::string>& v, const std::string& k) {
-    return std::find(v.begin(), v.end(), k) != v.end();
-  };
-  for (const auto& [knob, value] : t->knobs) {
-    CLI::Option* opt = cmd.get_option(knob);
-    if (has(kept, knob)) continue;
-    if (opt->count() > 0 && !has(translated, knob)) {
-      kept.push_back(knob);
+  std::vector<std::string> kept;
+  for (const bench::ForeignKnob& knob : t->knobs) {
+    std::string typed;  // the option of knob's group given on the command line, if any
+    for (const std::string& g : bench::KnobGroup(knob.flag)) {
+      if (cmd.get_option(g)->count() > 0 && (typed.empty() || g == knob.flag)) typed = g;
+    }
+    if (!typed.empty()) {
+      if (std::find(kept.begin(), kept.end(), typed) == kept.end()) kept.push_back(typed);
       continue;
     }
-    translated.push_back(knob);
+    CLI::Option* opt = cmd.get_option(knob.flag);
     try {
-      opt->clear();
-      opt->add_result(value);
+      opt->add_result(knob.value);
       opt->run_callback();
+      opt->clear();  // still "not typed" for the knobs after it
     } catch (const CLI::Error& e) {
-      FailUsage("bench", from + " gives " + knob + " " + value + ": " + e.what());
+      FailUsage("bench", from + " gives " + knob.flag + " " + knob.value + ": " + e.what());
     }
   }
   std::string stacks;
@@ -147,7 +150,7 @@ void ApplyForeign(CLI::App& cmd, BenchArgs& a) {
     a.knobs.stacks = t->targets;
     for (const std::string& s : t->targets) stacks += " --stack " + s;
   }
-  std::string line = "vstack bench: " + from + " runs as " + KnobsText(*t) + stacks;
+  std::string line = "vstack bench: " + from + " runs as " + bench::TranslationText(*t, stacks);
   for (const std::string& k : kept) line += "; " + k + " as given on the command line";
   for (const std::string& n : t->notes) line += "; " + n;
   std::fprintf(stderr, "%s\n", line.c_str());
@@ -178,7 +181,7 @@ void AddBenchCommand(CLI::App& app) {
           "directory");
   knob("--bs", k.bs, "block size per request");
   knob("--write-pct", k.write_pct, "percent of requests that write (0..100)");
-  knob("--pattern", k.pattern, "random or sequential");
+  Choices(knob("--pattern", k.pattern, "access pattern"), bench::PatternNames());
   knob("--qd", k.qd, "outstanding requests per thread");
   knob("--threads", k.threads, "threads, each with its own queue");
   cmd->add_option("--duration", k.duration,
@@ -189,7 +192,9 @@ void AddBenchCommand(CLI::App& app) {
   knob("--seed", k.seed, "RNG seed (round r uses seed + r)");
   knob("--distribution", k.distribution, "uniform or zipf:THETA (random pattern)");
   knob("--flush-interval", k.flush_interval, "a flush after every N writes per thread (0: none)");
-  knob("--content", k.content, "write buffers: random or zeros");
+  Choices(knob("--content", k.content,
+               "write buffers (pattern: bytes 0..255 repeating, diskspd's default)"),
+          bench::ContentNames());
   knob("--dedupe-pct", k.dedupe_pct, "percent of writes repeating earlier data");
   knob("--compress-pct", k.compress_pct, "percent of each 4 KiB chunk that compresses away");
   cmd->add_option("--rounds", k.rounds,
@@ -220,7 +225,8 @@ void AddBenchCommand(CLI::App& app) {
                 "vstack, so vstack and --compare-qemu both start from qemu's own image");
   cmd->add_flag("--compare-fio", k.compare_fio, "also run fio with the same knobs on the raw file (or, for an rbd: stack, the RBD image with fio's rbd engine) every round");
   cmd->add_flag("--quiet", a->quiet, "no live progress line");
-  cmd->add_option("--preset", k.preset, "reproduce a published finding (docs/seeds.md): hyperv-passthrough, kvm-vs-hyperv");
+  Choices(cmd->add_option("--preset", k.preset, "reproduce a published finding (docs/seeds.md)"),
+          bench::SeedPresetNames());
   cmd->add_option("--cpu-ready", k.cpu_ready,
                   "RDY%: stall each scheduler this share of wall time (quantum scheduler on); "
                   "several values (1.2,5.1,28.4) sweep")

@@ -65,7 +65,7 @@ void AddCheckCommand(CLI::App& app) {
                            : args->repair == "leaks" ? CheckMode::kRepairLeaks
                                                      : CheckMode::kRepairAll;
     auto check = CheckImage(args->target, mode);
-    if (!check) Fail("check", check.error().ToString());
+    if (!check) Fail("check", check.error());
     Print(*check, args->output);
     if (check->exit_code() != 0) Exit(check->exit_code());
   });

@@ -26,7 +26,7 @@ void AddCommitCommand(CLI::App& app) {
     };
     Result<uint64_t> bytes = CommitImage(*child, options);
     bar.reset();
-    if (!bytes) Fail("commit", bytes.error().ToString());
+    if (!bytes) Fail("commit", bytes.error());
     fmt::print("Image committed: {} ({} bytes) copied into the parent\n", FormatSize(*bytes),
                *bytes);
   });

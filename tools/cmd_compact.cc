@@ -35,7 +35,7 @@ void AddCompactCommand(CLI::App& app) {
     };
     Result<CompactReport> report = CompactImage(*target, on_progress);
     bar.reset();
-    if (!report) Fail("compact", report.error().ToString());
+    if (!report) Fail("compact", report.error());
     fmt::print("{}: {} all-zero block(s) freed of {}, {} block(s) moved; file {} -> {}\n", *target,
                report->zero_blocks_freed, report->blocks_before, report->blocks_moved,
                FormatSize(report->file_size_before), FormatSize(report->file_size_after));

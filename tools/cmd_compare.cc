@@ -13,6 +13,7 @@
 #include "lib/registry.h"
 #include "tools/command.h"
 #include "tools/image_args.h"
+#include "tools/usage.h"
 
 namespace vstack::cli {
 
@@ -26,8 +27,10 @@ void AddCompareCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "compare", "Compare two images' content (exit 0 identical, 1 different, 2 error)");
   cmd->add_flag("-s,--strict", args->strict, "images of different sizes differ (exit 1)");
-  cmd->add_option("-f", args->a_format, "format of A: raw, vhd or vpc (default: probed)");
-  cmd->add_option("-F", args->b_format, "format of B: raw, vhd or vpc (default: probed)");
+  Choices(cmd->add_option("-f", args->a_format, "format of A (default: probed)"),
+          FormatChoices(/*creatable=*/false));
+  Choices(cmd->add_option("-F", args->b_format, "format of B (default: probed)"),
+          FormatChoices(/*creatable=*/false));
   cmd->add_option("a", args->a, "first image file or stack spec")->required();
   cmd->add_option("b", args->b, "second image file or stack spec")->required();
   cmd->callback([args] {
@@ -38,9 +41,9 @@ void AddCompareCommand(CLI::App& app) {
     OpenOptions ro;
     ro.read_only = true;
     auto a = OpenImage(*a_spec, ro);
-    if (!a) Fail("compare", a.error().ToString(), 2);
+    if (!a) Fail("compare", a.error(), 2);
     auto b = OpenImage(*b_spec, ro);
-    if (!b) Fail("compare", b.error().ToString(), 2);
+    if (!b) Fail("compare", b.error(), 2);
     CompareOptions options;
     options.strict = args->strict;
     auto c = CompareImages(**a, **b, options);
@@ -48,7 +51,7 @@ void AddCompareCommand(CLI::App& app) {
       fmt::print("{}: Image size mismatch! ({} vs {} bytes)\n",
                  args->strict ? "Strict mode" : "Warning", c->size_a, c->size_b);
     }
-    if (!c) Fail("compare", c.error().ToString(), 2);
+    if (!c) Fail("compare", c.error(), 2);
     if (c->first_difference) fmt::print("Content mismatch at offset {}!\n", *c->first_difference);
     if (!c->identical) Exit(1);
     fmt::print("Images are identical.\n");

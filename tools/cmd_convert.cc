@@ -1,4 +1,4 @@
-// vstack convert [-p] [-f FMT] [-O raw|vhd|vpc] [-o OPTIONS] [--overwrite] SRC DST: copies the
+// vstack convert [-p] [-f FMT] [-O raw|vhd|vhdx|vpc] [-o OPTIONS] [--overwrite] SRC DST: copies the
 // virtual disk of SRC into a new image DST, like qemu-img convert. SRC is a file (its format
 // probed, or named by -f) or a stack spec; DST is a new file of format -O (default raw), created
 // with -o OPTIONS (an existing file only with --overwrite), or an existing stack spec at least
@@ -11,6 +11,7 @@
 #include "tools/command.h"
 #include "tools/image_args.h"
 #include "tools/progress.h"
+#include "tools/usage.h"
 
 namespace vstack::cli {
 namespace {
@@ -32,10 +33,13 @@ void AddConvertCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "convert", "Copy an image into a new one of another format (qemu-img convert style)");
   cmd->add_flag("-p,--progress", args->progress, "show a progress bar");
-  cmd->add_option("-f,--format", args->src_format,
-                  "format of SRC: raw, vhd or vpc (default: probed from the file)");
-  cmd->add_option("-O,--output-format", args->format,
-                  "format of DST: raw (default), vhd (or vpc, qemu's name)");
+  Choices(cmd->add_option("-f,--format", args->src_format,
+                          "format of SRC (default: probed from the file; vpc is qemu's name for "
+                          "vhd)"),
+          FormatChoices(/*creatable=*/false));
+  Choices(cmd->add_option("-O,--output-format", args->format,
+                          "format of DST (default raw; vpc is qemu's name for vhd)"),
+          FormatChoices(/*creatable=*/true));
   cmd->add_option("-o,--options", args->options, "create options for DST, e.g. subformat=fixed");
   cmd->add_flag("--overwrite", args->overwrite, "replace DST if it is an existing file");
   cmd->add_option("src", args->src, "source image file or stack spec")->required();
@@ -47,7 +51,7 @@ void AddConvertCommand(CLI::App& app) {
     OpenOptions ro;
     ro.read_only = true;
     auto src = OpenImage(*src_spec, ro);
-    if (!src) Fail("convert", src.error().ToString());
+    if (!src) Fail("convert", src.error());
     const bool dst_is_spec = IsStackSpec(args->dst);
     if (dst_is_spec && (!args->format.empty() || !args->options.empty() || args->overwrite)) {
       FailUsage("convert", "-O, -o and --overwrite make a new file; '" + args->dst +
@@ -68,7 +72,7 @@ void AddConvertCommand(CLI::App& app) {
     if (!copied && !dst_is_spec && IsCreateUsageError(copied.error())) {
       FailUsage("convert", copied.error().message);  // an unknown format or -o option
     }
-    if (!copied) Fail("convert", copied.error().ToString());
+    if (!copied) Fail("convert", copied.error());
   });
 }
 

@@ -1,5 +1,5 @@
 // vstack create -f FORMAT [-o OPTIONS] [--overwrite] FILE SIZE: a new image, like qemu-img
-// create. FORMAT is raw or any format with a create hook (vhd, or qemu's name vpc); `-o help`
+// create. FORMAT is raw or any format with a create hook (vhd or qemu's name vpc, vhdx); `-o help`
 // lists the format's options. An existing FILE is refused unless --overwrite is given.
 #include <fmt/format.h>
 
@@ -8,6 +8,7 @@
 #include "lib/size.h"
 #include "tools/command.h"
 #include "tools/image_args.h"
+#include "tools/usage.h"
 
 namespace vstack::cli {
 namespace {
@@ -51,8 +52,9 @@ void PrintOptions(const std::string& format) {
 void AddCreateCommand(CLI::App& app) {
   auto args = std::make_shared<CreateArgs>();
   CLI::App* cmd = app.add_subcommand("create", "Create an image file (qemu-img create style)");
-  cmd->add_option("-f,--format", args->format, "image format: raw, vhd (or vpc, qemu's name)")
-      ->default_str("raw");
+  Choices(cmd->add_option("-f,--format", args->format,
+                          "image format (vpc is qemu's name for vhd); default raw"),
+          FormatChoices(/*creatable=*/true));
   cmd->add_option(
       "-o,--options", args->options,
       "format options k=v,k=v (e.g. subformat=dynamic,block_size=2M); -o help lists them");
@@ -71,6 +73,21 @@ void AddCreateCommand(CLI::App& app) {
     }
     if (args->file.empty()) FailUsage("create", "missing FILE and SIZE (e.g. disk.vhd 10G)");
     if (!args->backing.empty()) {
+      std::string with_backing;  // the formats whose images can have a parent
+      bool takes_backing = false;
+      for (const ComponentInfo* c : Registry::Global().All()) {
+        for (const OptionInfo& o : c->create_options) {
+          if (o.name != "backing_file") continue;
+          with_backing += (with_backing.empty() ? "" : ", ") + c->name;
+          takes_backing = takes_backing || c->name == format;
+        }
+      }
+      if (!takes_backing) {
+        FailUsage("create", "-b: format '" + format +
+                                "' has no differencing images (formats "
+                                "with a backing file: " +
+                                with_backing + ")");
+      }
       args->options += std::string(args->options.empty() ? "" : ",") +
                        "backing_file=" + EscapeOption(args->backing) +
                        (args->backing_format.empty() ? "" : ",backing_fmt=" + args->backing_format);
@@ -83,9 +100,9 @@ void AddCreateCommand(CLI::App& app) {
     if (!file && IsCreateUsageError(file.error())) {
       FailUsage("create", file.error().message);  // an unknown format or -o option
     }
-    if (!file) Fail("create", file.error().ToString());
+    if (!file) Fail("create", file.error());
     const uint64_t actual = file->device().geometry().size_bytes;
-    if (Status c = file->Commit(); !c) Fail("create", c.error().ToString());
+    if (Status c = file->Commit(); !c) Fail("create", c.error());
     fmt::print("Created '{}': format {}, virtual size {} ({} bytes){}\n", args->file, format,
                FormatSize(actual), actual,
                actual != *size && *size != 0 ? fmt::format(", {} requested", *size) : "");

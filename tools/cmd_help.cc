@@ -1,6 +1,8 @@
 // vstack help [COMMAND]: the same text as `vstack --help` or `vstack COMMAND --help`.
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include "tools/command.h"
 #include "tools/usage.h"
 
@@ -24,7 +26,11 @@ void AddHelpCommand(CLI::App& app) {
       }
       names.push_back(sub->get_name());
     }
-    FailUsage("help", "unknown command '" + *topic + "'" + DidYouMean(*topic, names));
+    // The commands are what to look at next, not `vstack help help`.
+    std::fprintf(stderr,
+                 "vstack help: unknown command '%s'%s\nTry `vstack help` for the commands.\n",
+                 topic->c_str(), DidYouMean(*topic, names).c_str());
+    Exit(kExitUsage);
   });
 }
 

@@ -75,7 +75,7 @@ void AddInfoCommand(CLI::App& app) {
     OpenOptions open;
     open.read_only = !AsksToCreate(args->target);
     auto dev = OpenImage(args->target, open, &spec);
-    if (!dev) Fail("info", dev.error().ToString());
+    if (!dev) Fail("info", dev.error());
     std::vector<ChainImage> images = {{spec, dev->get()}};
     if (args->backing_chain) images = BackingChain(spec, **dev);
     if (args->output == OutputFormat::kJson) {

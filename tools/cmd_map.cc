@@ -33,9 +33,9 @@ void AddMapCommand(CLI::App& app) {
     ro.read_only = true;
     std::string spec;
     auto dev = OpenImage(*target, ro, &spec);
-    if (!dev) Fail("map", dev.error().ToString());
+    if (!dev) Fail("map", dev.error());
     Result<ImageMap> map = MapImage(**dev);
-    if (!map) Fail("map", map.error().ToString());
+    if (!map) Fail("map", map.error());
     const bool chain = map->chain;
     const std::vector<ImageExtent>& extents = map->extents;
     const uint64_t data = map->data_bytes();

@@ -42,7 +42,7 @@ void AddRebaseCommand(CLI::App& app) {
     };
     Result<uint64_t> bytes = RebaseImage(args->child, args->backing, options);
     bar.reset();
-    if (!bytes) Fail("rebase", bytes.error().ToString());
+    if (!bytes) Fail("rebase", bytes.error());
     fmt::print("Rebased '{}' onto '{}'{}\n", args->child, args->backing,
                options.unsafe ? " (unsafe: link only)"
                               : fmt::format("; {} ({} bytes) copied into the child",

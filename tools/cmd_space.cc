@@ -71,7 +71,7 @@ void Run(const SpaceArgs& a) {
     std::fprintf(stderr, "vstack space: note: %s\n", note.c_str());
   }
   auto images = OpenSpaceImages(a.images, o->grain);
-  if (!images) Fail("space", images.error().ToString());
+  if (!images) Fail("space", images.error());
   uint64_t total = 0;
   for (const SpaceImage& i : *images) total += i.used_bytes();
   Progress progress(o->estimate ? "estimate" : a.knobs.mode, total,
@@ -82,7 +82,7 @@ void Run(const SpaceArgs& a) {
   if (!run && run.error().code == make_error_code(Errc::kInvalidArgument)) {
     FailUsage("space", run.error().message);  // options that do not go together
   }
-  if (!run) Fail("space", run.error().ToString());
+  if (!run) Fail("space", run.error());
   Print("space", a, *run);
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/errors.h"
+
 namespace vstack::cli {
 
 struct CommandRegistration {
@@ -24,9 +26,13 @@ const std::vector<CommandRegistration>& AllCommands();
 [[noreturn]] void Exit(int code);
 // Prints "vstack <command>: <message>" to stderr and exits with `code`.
 [[noreturn]] void Fail(const std::string& command, const std::string& message, int code = 1);
-// Fail() for a bad command line (a bad flag or value): exits with UsageExitCode(command), 2
-// (tools/usage.h has the policy).
+// Fail() for a bad command line (a bad flag or value): prints the message and a line pointing
+// to `vstack help COMMAND`, and exits with UsageExitCode(command), 2 (tools/usage.h has the
+// policy).
 [[noreturn]] void FailUsage(const std::string& command, const std::string& message);
+// Fail() with a library error: FailUsage() for a bad stack spec (Errc::kBadSpec: an unknown
+// layer or option, a bad option value), else Fail() with `code`.
+[[noreturn]] void Fail(const std::string& command, const Error& error, int code = 1);
 
 }  // namespace vstack::cli
 

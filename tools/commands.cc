@@ -20,6 +20,7 @@ void AddCompactCommand(CLI::App& app);
 void AddCommitCommand(CLI::App& app);
 void AddRebaseCommand(CLI::App& app);
 void AddSpaceCommand(CLI::App& app);
+void AddSimCommand(CLI::App& app);
 void AddServeCommand(CLI::App& app);
 void AddHelpCommand(CLI::App& app);
 void AddCompletionCommand(CLI::App& app);
@@ -38,6 +39,7 @@ const std::vector<CommandRegistration>& AllCommands() {
       {"commit", &AddCommitCommand},
       {"rebase", &AddRebaseCommand},
       {"space", &AddSpaceCommand},
+      {"sim", &AddSimCommand},
       {"serve", &AddServeCommand},
       {"help", &AddHelpCommand},
       {"completion", &AddCompletionCommand},
@@ -53,7 +55,15 @@ void Fail(const std::string& command, const std::string& message, int code) {
 }
 
 void FailUsage(const std::string& command, const std::string& message) {
-  Fail(command, message, UsageExitCode(command));
+  const std::string topic = command.substr(0, command.find(' '));  // "space merge": space
+  std::fprintf(stderr, "vstack %s: %s\nTry `vstack help %s` for usage.\n", command.c_str(),
+               message.c_str(), topic.c_str());
+  Exit(UsageExitCode(command));
+}
+
+void Fail(const std::string& command, const Error& error, int code) {
+  if (error.code == make_error_code(Errc::kBadSpec)) FailUsage(command, error.ToString());
+  Fail(command, error.ToString(), code);
 }
 
 }  // namespace vstack::cli

@@ -5,6 +5,7 @@
 #define VSTACK_TOOLS_IMAGE_ARGS_H_
 
 #include <string>
+#include <vector>
 
 #include "lib/errors.h"
 
@@ -13,6 +14,11 @@ namespace vstack::cli {
 // vstack's name for an image format given as vstack or qemu-img names it: "vpc" -> "vhd";
 // any other name is returned as it is.
 std::string FormatName(const std::string& format);
+
+// The image formats a command takes, as choices of its -f/-O option: the formats CreateImage
+// makes (`creatable`: raw, vhd, vhdx) or the formats a file can be opened as (raw and every
+// format with a probe), each with qemu's name vpc beside vhd.
+std::vector<std::string> FormatChoices(bool creatable);
 
 // The spec that opens `target` as `format` (qemu-img's -f): "file:PATH" for raw,
 // "vhd+file:PATH" for vhd/vpc. With an empty format, `target` itself (a spec, or a path whose

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+
+#include "lib/suggest.h"
 
 namespace vstack::cli {
 namespace {
@@ -43,7 +46,15 @@ int UsageExitCode(const std::string& command) {
   return command == "check" ? kExitError : kExitUsage;
 }
 
+// Every option made with Choices(), with its choices. Options live as long as the app, which
+// is made once per process.
+std::map<const CLI::Option*, std::vector<std::string>>& ChoicesTable() {
+  static auto* table = new std::map<const CLI::Option*, std::vector<std::string>>();
+  return *table;
+}
+
 CLI::Option* Choices(CLI::Option* option, const std::vector<std::string>& choices) {
+  ChoicesTable()[option] = choices;
   const std::string list = Join(choices, "|");
   option->type_name(list);
   option->check(CLI::Validator(
@@ -53,6 +64,11 @@ CLI::Option* Choices(CLI::Option* option, const std::vector<std::string>& choice
       },
       ""));
   return option;
+}
+
+std::vector<std::string> OptionChoices(const CLI::Option* option) {
+  auto it = ChoicesTable().find(option);
+  return it == ChoicesTable().end() ? std::vector<std::string>() : it->second;
 }
 
 std::vector<std::string> OptionNames(const CLI::App& cmd) {
@@ -65,16 +81,19 @@ std::vector<std::string> OptionNames(const CLI::App& cmd) {
 }
 
 int ReportParseError(CLI::App& app, const CLI::ParseError& e) {
-  if (dynamic_cast<const CLI::CallForHelp*>(&e) || dynamic_cast<const CLI::CallForAllHelp*>(&e) ||
-      dynamic_cast<const CLI::CallForVersion*>(&e)) {
+  CLI::App* cmd = ParsedSubcommand(app);
+  const bool help =
+      dynamic_cast<const CLI::CallForHelp*>(&e) || dynamic_cast<const CLI::CallForAllHelp*>(&e);
+  // `vstack frobnicate --help`: the help of no command; the unknown word is the error.
+  const std::vector<std::string> extras = app.remaining(true);
+  const bool unknown_command = cmd == nullptr && !extras.empty() && extras[0][0] != '-';
+  if ((help && !unknown_command) || dynamic_cast<const CLI::CallForVersion*>(&e)) {
     return app.exit(e);
   }
   if (dynamic_cast<const CLI::RuntimeError*>(&e)) return e.get_exit_code();  // Exit(code)
-  CLI::App* cmd = ParsedSubcommand(app);
   const std::string name = cmd ? cmd->get_name() : "";
   std::string message = e.what();
-  if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
-    const std::vector<std::string> extras = app.remaining(true);
+  if (help || dynamic_cast<const CLI::ExtrasError*>(&e)) {
     if (cmd != nullptr) {
       message = ExtrasMessage(cmd, extras);
     } else if (!extras.empty() && extras[0][0] != '-') {

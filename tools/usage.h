@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/suggest.h"  // DidYouMean, NearestMatch
+#include "lib/suggest.h"  // NearestMatch, DidYouMean
 
 namespace vstack::cli {
 
@@ -29,6 +29,8 @@ int UsageExitCode(const std::string& command);
 // Restricts an option to `choices`: --help shows "NAME a|b|c", a bad value says
 // "--NAME: 'x' is not one of a|b|c" (with a suggestion when one is close).
 CLI::Option* Choices(CLI::Option* option, const std::vector<std::string>& choices);
+// The choices Choices() gave `option` (for completion), or none.
+std::vector<std::string> OptionChoices(const CLI::Option* option);
 
 // Turns a CLI11 parse error of `app` into vstack's message ("vstack CMD: ..." on stderr) and
 // exit status. --help and --version print to stdout and return 0.

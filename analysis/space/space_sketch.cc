@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "blockdev/crc32c/crc32c.h"
+#include "blockdev/metastore/crc32c.h"
 #include "lib/endian.h"
 
 namespace vstack {

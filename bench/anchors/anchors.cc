@@ -229,6 +229,11 @@ class FioAnchor final : public Anchor {
     if (k.flush_interval) argv.push_back("--fsync=" + std::to_string(k.flush_interval));
     if (k.content == Content::kZeros) {
       argv.push_back("--zero_buffers");
+    } else if (k.content == Content::kPattern) {
+      std::string bytes = "--buffer_pattern=0x";  // 0x000102...ff: the same 256 bytes repeating
+      for (int b = 0; b < 256; ++b) bytes += fmt::format("{:02x}", b);
+      argv.push_back(bytes);
+      argv.push_back("--scramble_buffers=0");
     } else {
       argv.push_back("--refill_buffers");
       if (k.compress_pct) argv.push_back("--buffer_compress_percentage=" + std::to_string(k.compress_pct));

@@ -69,7 +69,7 @@ json KnobsJson(const bench::WorkloadKnobs& k) {
           {"target_size", k.target_size},
           {"seed", k.seed},
           {"flush_interval", k.flush_interval},
-          {"content", k.content == bench::Content::kZeros ? "zeros" : "random"},
+          {"content", bench::ContentName(k.content)},
           {"dedupe_pct", k.dedupe_pct},
           {"compress_pct", k.compress_pct},
           {"description", bench::DescribeWorkload(k)}};

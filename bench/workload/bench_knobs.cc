@@ -13,6 +13,7 @@
 #include "lib/duration.h"
 #include "lib/registry.h"
 #include "lib/size.h"
+#include "lib/suggest.h"
 
 namespace vstack::bench {
 namespace {
@@ -36,12 +37,24 @@ Result<uint32_t> ParseBlockSize(const std::string& text) {
 }
 
 // A knob of two words: true for `first`, false for `second`, else the error that names both
-// ("--pattern: 'diagonal' is neither random nor sequential").
+// ("--backend: 'spdk' is neither uring nor file").
 Result<bool> IsFirstOf(const std::string& flag, const std::string& text, const char* first,
                        const char* second) {
   if (text == first) return true;
   if (text == second) return false;
   return Bad(flag + ": '" + text + "' is neither " + first + " nor " + second);
+}
+
+// The index of `text` in `choices`, else the error the command line's choice options give
+// ("--pattern: 'randon' is not one of random|sequential; did you mean `random`?").
+Result<size_t> OneOf(const std::string& flag, const std::string& text,
+                     const std::vector<std::string>& choices) {
+  for (size_t i = 0; i < choices.size(); ++i) {
+    if (text == choices[i]) return i;
+  }
+  std::string list;
+  for (const std::string& c : choices) list += (list.empty() ? "" : "|") + c;
+  return Bad(flag + ": '" + text + "' is not one of " + list + DidYouMean(text, choices));
 }
 
 // `v` as the command line prints a number it parsed: the shortest digits that read back as `v`,
@@ -97,8 +110,8 @@ Status ApplyWorkloadKnobs(const BenchKnobs& a, std::optional<SeedPreset>* preset
   VSTACK_ASSIGN_OR_RETURN(k->block_size, ParseBlockSize(a.bs));
   k->write_pct = a.write_pct;
   VSTACK_ASSIGN_OR_RETURN(k->sample_cpu, IsFirstOf("--cpu-sampling", a.cpu_sampling, "on", "off"));
-  VSTACK_ASSIGN_OR_RETURN(const bool random, IsFirstOf("--pattern", a.pattern, "random", "sequential"));
-  k->pattern = random ? AccessPattern::kRandom : AccessPattern::kSequential;
+  VSTACK_ASSIGN_OR_RETURN(const size_t pattern, OneOf("--pattern", a.pattern, PatternNames()));
+  k->pattern = pattern == 0 ? AccessPattern::kRandom : AccessPattern::kSequential;
   k->queue_depth = a.qd;
   k->threads = a.threads;
   if (!a.duration.empty()) {
@@ -112,12 +125,12 @@ Status ApplyWorkloadKnobs(const BenchKnobs& a, std::optional<SeedPreset>* preset
   k->seed = a.seed;
   VSTACK_RETURN_IF_ERROR(ParseDistribution(a.distribution, k));
   k->flush_interval = a.flush_interval;
-  VSTACK_ASSIGN_OR_RETURN(const bool random_content,
-                          IsFirstOf("--content", a.content, "random", "zeros"));
-  k->content = random_content ? Content::kRandom : Content::kZeros;
+  VSTACK_RETURN_IF_ERROR(OneOf("--content", a.content, ContentNames()));
+  VSTACK_RETURN_IF_ERROR(ParseContent(a.content, k));
   k->dedupe_pct = a.dedupe_pct;
   k->compress_pct = a.compress_pct;
   if (!a.preset.empty()) {
+    VSTACK_RETURN_IF_ERROR(OneOf("--preset", a.preset, SeedPresetNames()));
     VSTACK_ASSIGN_OR_RETURN(*preset, FindSeedPreset(a.preset));
     ApplySeedKnobs(&**preset, k, !a.duration.empty());
   }

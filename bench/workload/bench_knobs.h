@@ -21,7 +21,7 @@ struct BenchKnobs {
   std::vector<std::string> stacks;  // --stack: presets, specs or image paths; none: the default matrix
   std::string bs = "8K";
   uint32_t write_pct = 50;
-  std::string pattern = "random";  // random | sequential
+  std::string pattern = "random";  // PatternNames(): random | sequential
   uint32_t qd = 8, threads = 4;
   std::string duration;             // "": 2s, or the preset's own
   uint64_t ios = 0;                // measured I/Os instead of a duration (0: timed)
@@ -30,7 +30,7 @@ struct BenchKnobs {
   uint64_t seed = 1;
   std::string distribution = "uniform";  // uniform | zipf:THETA
   uint32_t flush_interval = 0;
-  std::string content = "random";  // random | zeros
+  std::string content = "random";  // ContentNames(): random | zeros | pattern
   uint32_t dedupe_pct = 0, compress_pct = 0;
   std::string rounds;  // N or auto; "": auto for the default matrix, 3 otherwise
   std::string precision = "2%", max_time = "2m";  // --rounds auto

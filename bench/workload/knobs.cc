@@ -57,8 +57,9 @@ Status ValidateKnobs(const WorkloadKnobs& k) {
   if (k.compress_pct > 100) {
     return Bad("--compress-pct", std::to_string(k.compress_pct) + " is not in 0..100");
   }
-  if (k.content == Content::kZeros && (k.dedupe_pct != 0 || k.compress_pct != 0)) {
-    return Bad("--content", "zeros cannot be combined with --dedupe-pct or --compress-pct");
+  if (k.content != Content::kRandom && (k.dedupe_pct != 0 || k.compress_pct != 0)) {
+    return Bad("--content",
+               ContentName(k.content) + " cannot be combined with --dedupe-pct or --compress-pct");
   }
   if (k.flush_interval != 0 && k.write_pct == 0) {
     return Bad("--flush-interval", "needs writes (--write-pct > 0)");
@@ -141,8 +142,27 @@ Status ParseDistribution(const std::string& text, WorkloadKnobs* k) {
   return Bad("--distribution", "'" + text + "' is neither 'uniform' nor 'zipf:THETA'");
 }
 
+std::vector<std::string> PatternNames() { return {"random", "sequential"}; }
+
+std::vector<std::string> ContentNames() { return {"random", "zeros", "pattern"}; }
+
+std::string ContentName(Content c) {
+  return c == Content::kZeros ? "zeros" : c == Content::kPattern ? "pattern" : "random";
+}
+
+Status ParseContent(const std::string& text, WorkloadKnobs* k) {
+  for (Content c : {Content::kRandom, Content::kZeros, Content::kPattern}) {
+    if (text == ContentName(c)) {
+      k->content = c;
+      return OkStatus();
+    }
+  }
+  return Bad("--content", "'" + text + "' is not one of random|zeros|pattern");
+}
+
 std::string DescribeContent(const WorkloadKnobs& k) {
   if (k.content == Content::kZeros) return "zeros";
+  if (k.content == Content::kPattern) return "pattern (bytes 0..255 repeating)";
   return "random (dedupe " + std::to_string(k.dedupe_pct) + "%, compress " +
          std::to_string(k.compress_pct) + "%)";
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "lib/block_device.h"
 #include "lib/errors.h"
@@ -16,8 +17,9 @@ namespace vstack::bench {
 enum class AccessPattern { kRandom, kSequential };
 enum class Distribution { kUniform, kZipf };
 // What write buffers hold. kRandom: incompressible bytes, every 4 KiB chunk unique unless
-// dedupe_pct/compress_pct say otherwise. kZeros: all zeros.
-enum class Content { kRandom, kZeros };
+// dedupe_pct/compress_pct say otherwise. kZeros: all zeros. kPattern: the bytes 0, 1, ..., 255
+// repeating, in every write (diskspd's default write buffer).
+enum class Content { kRandom, kZeros, kPattern };
 
 struct WorkloadKnobs {
   uint32_t block_size = 8192;      // --bs: bytes per request
@@ -66,8 +68,15 @@ uint64_t RegionBytes(const WorkloadKnobs& k, const BlockDevice& device);
 
 // "8 KiB random (uniform), 50% writes, 4 threads x QD8, 2 s + 0.5 s warm-up"
 std::string DescribeWorkload(const WorkloadKnobs& k);
-// "random (dedupe 0%, compress 0%)" or "zeros"
+// "random (dedupe 0%, compress 0%)", "zeros" or "pattern (bytes 0..255 repeating)"
 std::string DescribeContent(const WorkloadKnobs& k);
+// The --pattern names: "random", "sequential".
+std::vector<std::string> PatternNames();
+// The --content names, "random", "zeros", "pattern", and the name of one.
+std::vector<std::string> ContentNames();
+std::string ContentName(Content c);
+// Parses a --content name into `k`.
+Status ParseContent(const std::string& text, WorkloadKnobs* k);
 // "uniform" or "zipf:1.2"
 std::string DescribeDistribution(const WorkloadKnobs& k);
 // Parses "uniform" or "zipf:THETA" into `k`.

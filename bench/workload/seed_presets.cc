@@ -61,6 +61,8 @@ SeedPreset HypervPassthrough() {
       "--threads 1 --qd 1      <- Little's law on the published table: 269.73 IOPS x 3.7066 ms "
       "= 1.00 I/O in flight, so one request at a time reached the disk (the text says 4 "
       "workers x 1 outstanding; with 4 in flight the IOPS would be ~4x for the same times)",
+      "--warmup, --ios         <- not the source's 30 s ramp and 10 min: vstack's 0.5 s warm-up "
+      "(delay+null has no state to warm) and a count per stack (docs/seeds.md: --ios 1500)",
   };
   return s;
 }
@@ -113,6 +115,10 @@ SeedPreset KvmVsHyperv(double seconds) {
   s.calibration.push_back("-b8K -o8 -t4 -r -w50 -c10G <- --bs 8K --qd 8 --threads 4 --pattern "
                           "random --write-pct 50 --size 10G (over null:10G); -h <- --direct on "
                           "(no cache: null has none); -L <- latency is always measured");
+  s.calibration.push_back("no -W (diskspd warms up 5 s) <- vstack's --warmup 0.5 s: nothing "
+                          "under null: needs warming, and the stalls are timed from the "
+                          "device's open; no -Z (diskspd's 0..255 buffer) <- any: null stores "
+                          "nothing");
   return s;
 }
 

@@ -9,7 +9,7 @@ constexpr uint32_t kTagBytes = 16;
 }  // namespace
 
 WriteContent::WriteContent(const WorkloadKnobs& k, uint32_t thread)
-    : zeros_(k.content == Content::kZeros),
+    : content_(k.content),
       dedupe_pct_(k.dedupe_pct),
       seed_(k.seed),
       tag_base_(static_cast<uint64_t>(thread) << 48) {
@@ -19,7 +19,11 @@ WriteContent::WriteContent(const WorkloadKnobs& k, uint32_t thread)
 
 void WriteContent::Initialize(std::byte* buf, uint32_t len) const {
   std::memset(buf, 0, len);
-  if (zeros_) return;
+  if (content_ == Content::kZeros) return;
+  if (content_ == Content::kPattern) {
+    for (uint32_t i = 0; i < len; ++i) buf[i] = static_cast<std::byte>(i & 0xff);
+    return;
+  }
   // The same template for every chunk of every buffer of every thread: only tags differ.
   WorkloadRng rng(seed_, 0x7e3a1a7e);
   std::byte chunk[kChunk] = {};
@@ -41,7 +45,7 @@ void WriteContent::StampTags(std::byte* buf, uint32_t len, uint64_t first_tag) c
 }
 
 bool WriteContent::Stamp(std::byte* buf, uint32_t len, WorkloadRng& rng) {
-  if (zeros_) return false;
+  if (content_ != Content::kRandom) return false;
   const uint64_t chunks = (len + kChunk - 1) / kChunk;
   if (dedupe_pct_ != 0 && next_tag_ >= chunks && rng.Below(100) < dedupe_pct_) {
     // Repeat an earlier write: a run of `chunks` tags that were all issued before.

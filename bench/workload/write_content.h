@@ -5,7 +5,8 @@
 // (so a chunk compresses to about (100 - compress_pct)% on its own). The tag makes a chunk
 // unique: each write takes fresh tags, except that dedupe_pct of writes reuse the tags of an
 // earlier write of the same thread (from its last kWorkingSetChunks chunks), so their data
-// repeats it exactly, chunk by chunk, like fio's dedupe_percentage. Content kZeros writes zeros.
+// repeats it exactly, chunk by chunk, like fio's dedupe_percentage. Content kZeros writes zeros,
+// kPattern the bytes 0, 1, ..., 255 repeating (diskspd's default), the same in every write.
 //
 // Writes only restamp the tags (two stores per chunk), so content costs almost nothing per I/O.
 #ifndef VSTACK_BENCH_WORKLOAD_WRITE_CONTENT_H_
@@ -36,7 +37,7 @@ class WriteContent {
  private:
   void StampTags(std::byte* buf, uint32_t len, uint64_t first_tag) const;
 
-  bool zeros_;
+  Content content_;
   uint32_t dedupe_pct_;
   uint32_t random_bytes_;  // template bytes after the tag that are random
   uint64_t seed_;

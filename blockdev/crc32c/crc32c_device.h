@@ -1,14 +1,16 @@
 // crc32c: a CRC-32C per grain, stored persistently and verified on every read.
 //
-// Spec: crc32c[:grain=4K]+<lower>
+// Spec: crc32c[:grain=4K,format=on]+<lower>
 //
-// Data stays where it is on the device below, after the metadata (superblock, checksum table,
-// dirty-region table). Every write computes the checksums of the grains it covers (a partial
-// grain is a read-modify-write that first verifies the old content); every read verifies them.
-// A mismatch completes the read with Errc::kChecksumMismatch, never with the bad data; the
-// device counts it and remembers its offset (`vstack info`, `vstack check` lists them all).
-// Crash consistency follows dm-integrity's bitmap mode (checksum_table.h). See
-// docs/layers/crc32c.md.
+// An in-place grain layer (blockdev/grainmap/grain_device.h): data stays where it is on the
+// device below, after the metadata (superblock, checksum table, dirty-region table). What
+// crc32c adds to the engine: the checksum of each grain written (its map entry, stored XORed
+// with the zero grain's so that never-written pages describe zero grains), the check of every
+// grain read (a mismatch completes the read with Errc::kChecksumMismatch, never with the bad
+// data; the device counts it and remembers its offset), and crash consistency in the way of
+// dm-integrity's bitmap mode (dirty_regions.h), on MetaStore's table pages. Cutting, locks,
+// read-modify-write (which verifies the old grain first), reads in one request, the retry of a
+// read that raced a write, scrub and reports are the engine's. See docs/layers/crc32c.md.
 #ifndef VSTACK_BLOCKDEV_CRC32C_CRC32C_DEVICE_H_
 #define VSTACK_BLOCKDEV_CRC32C_CRC32C_DEVICE_H_
 
@@ -16,68 +18,81 @@
 #include <memory>
 #include <mutex>
 
-#include "blockdev/crc32c/checksum_table.h"
-#include "blockdev/grainmap/grain_layer.h"
+#include "blockdev/crc32c/dirty_regions.h"
+#include "blockdev/grainmap/grain_device.h"
+#include "lib/progress.h"
 #include "lib/sync_io.h"
 
 namespace vstack {
 
-class Crc32cDevice final : public GrainLayer {
+class Crc32cDevice final : public GrainDevice {
  public:
+  static const GrainFormat kFormat;
+
   // Opens the crc32c metadata on `lower`. A blank device is formatted if it is fresh or
-  // `format` (format=on) is given, else refused (OpenSuperblock); read-only, it is presented as
-  // empty, all zeros. Recomputes the checksums of regions left dirty by a crash.
+  // `format` (format=on) is given, else refused; read-only, it is presented as empty, all
+  // zeros. Recomputes the checksums of regions left dirty by a crash.
   static Result<DevicePtr> Open(DevicePtr lower, uint32_t grain, bool grain_given, bool read_only,
                                 bool format);
 
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
   std::optional<SpaceUsage> Space() const override;
-  // Reads every grain and verifies its checksum (a scrub); names each bad grain's offset.
+  // The engine's scrub (every grain against its checksum); repair-all accepts the data's
+  // checksums, and persists them.
   Status Check(CheckMode mode, CheckResult* out) override;
+  // A flush: makes data durable and cleans the regions that went quiet. Blocks.
+  Status Commit(CommitKind kind) override;
 
-  // For the queue.
-  ChecksumTable& table() { return table_; }
-  // Durably marks `regions` dirty before data is written to them. Blocks the caller.
-  Status MarkDirty(const std::vector<uint64_t>& regions);
-  // A flush: makes data durable and cleans the regions that went quiet. Blocks the caller.
-  Status Commit(bool clean_all = false);
-  // Records a checksum mismatch of the grain at virtual byte `offset`.
-  void RecordMismatch(uint64_t offset);
   uint64_t mismatches() const { return mismatches_.load(); }
   uint64_t last_mismatch_offset() const { return last_mismatch_.load(); }
 
-  enum Counter : size_t { kChecksumErrors, kRmwReads, kReadRetries, kRegionsMarked, kRegionsCleaned };
+  enum Counter : size_t {
+    kChecksumErrors = kBaseCounters, kRegionsMarked, kRegionsCleaned
+  };
 
  protected:
-  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
   Status CloseLayer() override;
 
  private:
   Crc32cDevice(DevicePtr lower, uint32_t grain, Superblock sb, bool read_only);
 
-  // Check without the release of the metadata queue.
-  Status CheckGrains(CheckMode mode, CheckResult* out);
-  Status WriteDirtyPages(const std::vector<uint64_t>& pages, IoFlags flags);
+  // The policy (grain_device.h).
+  Encoded Encode(QueueState* qs, const GrainWrite& w, const std::byte* bytes) override;
+  bool VerifyRead(uint64_t grain, uint64_t entry, const iovec* iov, uint32_t iovcnt,
+                  uint64_t off, bool last_try) override;
+  Status BeforeWrite(GrainIo& io, uint64_t first, uint64_t count) override;
+  void AfterWrite(uint64_t first, uint64_t count) override;
+  std::string ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
+                         uint32_t length) override;
+
+  uint32_t Stored(uint32_t crc) const { return crc ^ zero_crc_; }  // the map entry of a checksum
+  uint64_t RegionOf(uint64_t grain) const { return grain / per_region_; }
+  Status Format();
   Status Load();
+  // Recomputes the checksums of every region a crash left dirty, from the data.
   Status Recover();
+  // Durably marks `regions` dirty before data is written to them. Blocks the caller.
+  Status MarkDirty(const std::vector<uint64_t>& regions);
+  Status WriteDirtyPages(const std::vector<uint64_t>& regions, IoFlags flags);
 
   Superblock sb_;
-  ChecksumTable table_;
+  const uint32_t per_region_;  // grains per region: the checksums of one table page
+  const uint32_t zero_crc_;
   const bool read_only_;
   bool formatted_ = false;  // false: a read-only blank device (nothing on disk)
+  DirtyRegions regions_;
+  CheckMode repair_ = CheckMode::kReadOnly;  // during Check
+  std::vector<uint64_t> repaired_;           // regions whose checksums a repair changed
 
-  std::mutex meta_mu_;               // serialises metadata I/O
-  std::unique_ptr<SyncIo> io_;       // guarded by meta_mu_
-  std::vector<uint8_t> dirty_;       // one byte per region, as on disk; guarded by meta_mu_
+  IoMutex meta_mu_;             // serialises metadata I/O (held across it)
+  std::unique_ptr<SyncIo> io_;  // guarded by meta_mu_
+  std::vector<uint8_t> dirty_;  // one byte per region, as on disk; guarded by meta_mu_
   uint64_t recovered_regions_ = 0;
   uint64_t torn_pages_ = 0;  // metadata pages a crash tore, found by Load (and recomputed)
   std::atomic<uint64_t> mismatches_{0};
   std::atomic<uint64_t> last_mismatch_{UINT64_MAX};
 };
-
-// The queue of a Crc32cDevice (crc32c_queue.cc).
-std::unique_ptr<IoQueue> NewCrc32cQueue(Crc32cDevice& device, std::unique_ptr<IoQueue> lower);
 
 }  // namespace vstack
 

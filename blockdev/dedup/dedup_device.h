@@ -1,82 +1,88 @@
 // dedup: inline deduplication of fixed-size grains, vSAN/VDO style.
 //
-// Spec: dedup[:grain=4K,verify=off|on,size=N]+<lower>
+// Spec: dedup[:grain=4K,verify=off|on,size=N,format=on]+<lower>
 //
-// Every write is cut into grains (4 KiB by default, up to 64 KiB). An all-zero grain becomes a
-// map entry and costs no space; any other grain is fingerprinted with XXH3-128 and shared with
-// an identical grain already stored (verify=on compares the bytes first), or written to a free
-// physical grain. Physical grains are reference-counted; an overwrite, write-zeroes or discard
-// releases the old grain, which is reused once a commit has made the release durable. A
-// partial-grain write is a read-modify-write. Metadata (map, grain table with fingerprints and
-// reference counts, journal) lives at the start of the device below; data follows it. See
-// docs/layers/dedup.md.
+// What dedup adds to the grain engine (blockdev/grainmap/grain_device.h): each grain it writes
+// is classified (fingerprint.h: zero test, then XXH3-128) and looked up in the fingerprint index
+// (dedup_index.h); an identical grain already stored is shared (verify=on compares the bytes
+// first), any other goes to a new unit, its fingerprint kept in the unit table. All the rest -
+// the map and reference counts, copy-on-write reuse, read-modify-write, placement, commits,
+// discards below, check - is the engine's. See docs/layers/dedup.md.
 #ifndef VSTACK_BLOCKDEV_DEDUP_DEDUP_DEVICE_H_
 #define VSTACK_BLOCKDEV_DEDUP_DEDUP_DEVICE_H_
 
+#include <atomic>
 #include <memory>
 
-#include "blockdev/dedup/dedup_engine.h"
-#include "blockdev/grainmap/mapped_layer.h"
+#include "blockdev/dedup/dedup_index.h"
+#include "blockdev/grainmap/grain_device.h"
 
 namespace vstack {
 
-// grain and size (grain_layer.h), and verify.
+// grain, size and format (grain_layer.h), and verify.
 struct DedupOptions : GrainOptions {
   bool verify = false;
 };
 
-// Bytes of dedup table pages that hold `mapped_grains` map entries and `unique_grains` grain
-// records (what `vstack space` reports as dedup metadata).
-uint64_t DedupMetadataBytes(uint64_t mapped_grains, uint64_t unique_grains);
-
 // Parses the options of a dedup spec part (shared with `vstack space`).
 Result<DedupOptions> ParseDedupOptions(const OptionValues& values, uint64_t lower_size);
 
-class DedupDevice final : public MappedLayer<DedupEngine> {
+// Bytes of dedup table pages that hold `mapped_grains` map entries and `unique_grains` unit
+// records (what `vstack space` reports as dedup metadata).
+uint64_t DedupMetadataBytes(uint64_t mapped_grains, uint64_t unique_grains);
+
+class DedupDevice final : public GrainDevice {
  public:
+  // The format: a 4-byte map entry per virtual grain; per unit, a 20-byte record: the
+  // fingerprint, then 4 bytes that version 1 used for the reference count (now derived from
+  // the map at open; version 1 images are migrated on their first writable open).
+  static const GrainFormat kFormat;
+  // Reference counts are 32-bit and a unit has at most one reference per virtual grain.
+  static constexpr uint64_t kMaxVirtualGrains = 0xFFFFFFFFull - 1;
+
   // Opens the dedup metadata on `lower`, formatting a blank device if it is fresh or
-  // options.format (format=on) is given, else refusing it (OpenSuperblock); read-only, a blank
-  // device is presented as empty without writing anything.
+  // options.format (format=on) is given, else refusing it; read-only, a blank device is
+  // presented as empty without writing anything.
   static Result<DevicePtr> Open(DevicePtr lower, const DedupOptions& options, bool read_only);
 
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
   std::optional<SpaceUsage> Space() const override;
-  // Reference counts against the map (as stored and in memory), the allocator and the index,
-  // then every used grain's content against its fingerprint.
-  Status Check(CheckMode mode, CheckResult* out) override;
 
   bool verify() const { return verify_; }
+  const DedupIndex& index() const { return index_; }
 
   enum Counter : size_t {
-    kDedupHits,
-    kUniqueWrites,
-    kZeroGrains,
-    kRmwReads,
-    kVerifyReads,
-    kCollisions,
-    kRetries,
-    kCommits,
-    kDiscards,  // discard requests sent below (runs of freed units)
-    kDiscardedBytes,
-    kCounterCount
+    kDedupHits = kBaseCounters, kUniqueWrites, kVerifyReads, kCollisions
   };
-  // MappedLayer counts discards in the two counters after kCommits.
-  static_assert(kDiscards == kCommits + 1 && kDiscardedBytes == kCommits + 2);
-
- protected:
-  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
 
  private:
-  DedupDevice(DevicePtr lower, uint32_t grain, bool verify, uint64_t size,
-              uint64_t physical_grains, std::unique_ptr<MetaStore> store, uint64_t data_offset,
-              bool read_only);
+  DedupDevice(DevicePtr lower, const Header& h, bool verify, std::unique_ptr<MetaStore> store,
+              uint64_t data_offset, bool read_only);
+
+  // The policy (grain_device.h).
+  std::unique_ptr<QueueState> NewQueueState(GrainIo& io) override;
+  Encoded Encode(QueueState* qs, const GrainWrite& w, const std::byte* bytes) override;
+  Encoded Confirm(QueueState* qs, const GrainWrite& w, const std::byte* bytes,
+                  const std::byte* stored, Encoded e) override;
+  void Unencode(const GrainWrite& w, const Encoded& e) override;
+  void Stored(uint64_t unit) override;
+  void Reclaim(std::span<const uint64_t> units,
+               const std::function<bool(uint64_t)>& free_if) override;
+  void UnitRecord(uint64_t unit, uint8_t* out) const override;
+  Status LoadUnitRecord(uint64_t unit, const uint8_t* in) override;
+  void FinishLoad() override;
+  void CheckMore(CheckMode mode, CheckResult* out) override;
+  std::string ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
+                         uint32_t length) override;
+
+  // A new unit for fingerprint `fp`: indexed (pending for w.owner) unless `unindexed`.
+  Encoded StoreNew(const GrainWrite& w, const Fingerprint& fp, bool unindexed);
 
   const bool verify_;
+  DedupIndex index_;
+  std::atomic<uint64_t> collisions_{0};
 };
-
-// The queue of a DedupDevice (dedup_queue.cc).
-std::unique_ptr<IoQueue> NewDedupQueue(DedupDevice& device, std::unique_ptr<IoQueue> lower);
 
 }  // namespace vstack
 

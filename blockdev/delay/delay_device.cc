@@ -79,7 +79,7 @@ Status ParseStalls(const OptionValues& o, DelayConfig* c) {
   return OkStatus();
 }
 
-Result<DevicePtr> OpenDelay(DevicePtr lower, const OptionValues& o, const OpenOptions&) {
+Result<DevicePtr> OpenDelay(DevicePtr lower, const OptionValues& o, const OpenOptions& open) {
   DelayConfig c;
   const std::string both = o.Get("latency");
   VSTACK_ASSIGN_OR_RETURN(c.read,
@@ -90,10 +90,9 @@ Result<DevicePtr> OpenDelay(DevicePtr lower, const OptionValues& o, const OpenOp
   VSTACK_ASSIGN_OR_RETURN(int64_t qd, o.Int("qd", 0, 1 << 20));
   c.queue.max_in_service = static_cast<uint32_t>(qd);
   VSTACK_ASSIGN_OR_RETURN(c.queue.bytes_per_s, o.Size("bw"));
-  VSTACK_ASSIGN_OR_RETURN(int64_t seed, o.Int("seed", 0, INT64_MAX));
-  c.seed = static_cast<uint64_t>(seed);
+  VSTACK_ASSIGN_OR_RETURN(c.seed, SeedOption(o));
   VSTACK_RETURN_IF_ERROR(ParseStalls(o, &c));
-  return MakeDevice<DelayDevice>(std::move(lower), c, SystemClock());
+  return MakeDevice<DelayDevice>(std::move(lower), c, open.clock_or_system());
 }
 
 ComponentInfo DelayComponent() {
@@ -120,18 +119,20 @@ ComponentInfo DelayComponent() {
 
 }  // namespace
 
-DelayDevice::DelayDevice(DevicePtr lower, DelayConfig config, Clock& clock)
-    : Layer("delay", std::move(lower)), config_(config), clock_(clock), origin_ns_(clock.Now()) {
+DelayDevice::DelayDevice(DevicePtr lower, DelayConfig options, Clock& clock)
+    : EmulationLayer("delay", std::move(lower), std::move(options), clock),
+      origin_ns_(clock.Now()) {
+  const DelayConfig& c = config();
   std::vector<std::string> names = TimedQueue::CounterNames();
   names.push_back("stall_ns");
   names.push_back("stalled");
   DeclareCounters(names);
   uint64_t sum = 0;
-  for (uint64_t len : config_.stalls) sum += len;
-  if (config_.stalls.empty() || config_.stall_period_ns <= sum) return;
-  const uint64_t gap = (config_.stall_period_ns - sum) / config_.stalls.size();
+  for (uint64_t len : c.stalls) sum += len;
+  if (c.stalls.empty() || c.stall_period_ns <= sum) return;
+  const uint64_t gap = (c.stall_period_ns - sum) / c.stalls.size();
   uint64_t at = gap / 2;
-  for (uint64_t len : config_.stalls) {
+  for (uint64_t len : c.stalls) {
     stall_windows_.emplace_back(at, at + len);
     at += len + gap;
   }
@@ -139,7 +140,7 @@ DelayDevice::DelayDevice(DevicePtr lower, DelayConfig config, Clock& clock)
 
 uint64_t DelayDevice::HeldUntil(uint64_t t) const {
   if (stall_windows_.empty() || t < origin_ns_) return t;
-  const uint64_t phase = (t - origin_ns_) % config_.stall_period_ns;
+  const uint64_t phase = (t - origin_ns_) % config().stall_period_ns;
   for (const auto& [start, end] : stall_windows_) {
     if (phase >= start && phase < end) return t + (end - phase);
   }
@@ -147,36 +148,36 @@ uint64_t DelayDevice::HeldUntil(uint64_t t) const {
 }
 
 std::string DelayDevice::Describe() const {
-  std::string s = "delay read " + config_.read.ToString() + ", write " + config_.write.ToString();
-  if (config_.queue.max_in_service) s += ", qd " + std::to_string(config_.queue.max_in_service);
-  if (config_.queue.bytes_per_s) s += ", " + FormatSize(config_.queue.bytes_per_s) + "/s";
-  if (!config_.stalls.empty()) {
+  const DelayConfig& c = config();
+  std::string s = "delay read " + c.read.ToString() + ", write " + c.write.ToString();
+  if (c.queue.max_in_service) s += ", qd " + std::to_string(c.queue.max_in_service);
+  if (c.queue.bytes_per_s) s += ", " + FormatSize(c.queue.bytes_per_s) + "/s";
+  if (!c.stalls.empty()) {
     uint64_t sum = 0;
-    for (uint64_t len : config_.stalls) sum += len;
-    s += ", " + std::to_string(config_.stalls.size()) + " stalls (" + FormatDurationNs(double(sum)) +
-         ") every " + FormatDurationNs(double(config_.stall_period_ns));
+    for (uint64_t len : c.stalls) sum += len;
+    s += ", " + std::to_string(c.stalls.size()) + " stalls (" + FormatDurationNs(double(sum)) +
+         ") every " + FormatDurationNs(double(c.stall_period_ns));
   }
   return s;
 }
 
 void DelayDevice::Properties(PropertyList& out) const {
-  out.push_back({"read_latency", config_.read.ToString(), ""});
-  out.push_back({"write_latency", config_.write.ToString(), ""});
-  out.push_back({"flush_latency", config_.flush.ToString(), ""});
-  out.push_back({"queue_depth_limit", uint64_t{config_.queue.max_in_service}, ""});
-  out.push_back({"bandwidth", config_.queue.bytes_per_s, "bytes/s"});
-  if (!config_.stalls.empty()) {
+  const DelayConfig& c = config();
+  out.push_back({"read_latency", c.read.ToString(), ""});
+  out.push_back({"write_latency", c.write.ToString(), ""});
+  out.push_back({"flush_latency", c.flush.ToString(), ""});
+  out.push_back({"queue_depth_limit", uint64_t{c.queue.max_in_service}, ""});
+  out.push_back({"bandwidth", c.queue.bytes_per_s, "bytes/s"});
+  if (!c.stalls.empty()) {
     std::string list;
-    for (uint64_t len : config_.stalls) list += (list.empty() ? "" : "/") + FormatDurationNs(double(len));
+    for (uint64_t len : c.stalls) list += (list.empty() ? "" : "/") + FormatDurationNs(double(len));
     out.push_back({"stalls", list, ""});
-    out.push_back({"stall_period", FormatDurationNs(double(config_.stall_period_ns)), ""});
+    out.push_back({"stall_period", FormatDurationNs(double(c.stall_period_ns)), ""});
   }
 }
 
-Result<std::unique_ptr<IoQueue>> DelayDevice::DoOpenQueue() {
-  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
-  const uint64_t seed = config_.seed + queues_opened_.fetch_add(1);
-  return std::unique_ptr<IoQueue>(new DelayQueue(*this, std::move(lower), clock_, seed));
+std::unique_ptr<ForwardingQueue> DelayDevice::NewQueue(std::unique_ptr<IoQueue> lower) {
+  return std::make_unique<DelayQueue>(*this, std::move(lower), clock(), NextQueueSeed());
 }
 
 VSTACK_REGISTER_COMPONENT(delay, DelayComponent());

@@ -5,6 +5,11 @@
 // see blockdev/emulation/timed_queue.h. With `stalls` the device also stops for those lengths,
 // spread evenly over every `stall_period` (one schedule for all queues): a request due during a
 // stall completes when it ends, as every request in flight waits out a frozen disk.
+//
+// What it adds: its queue, a TimedQueue drawing each request's service time (and holding it
+// through a stall); Describe, Properties and the counters. Everything else is inherited from
+// ForwardingLayer (lib/forwarding_layer.h): the data, geometry, capabilities and allocation are
+// the device below's.
 // docs/layers/delay.md.
 //
 // Spec: delay:read=5.4066ms,write=254.4us,qd=1,bw=100M+null:1G
@@ -12,13 +17,12 @@
 #ifndef VSTACK_BLOCKDEV_DELAY_DELAY_DEVICE_H_
 #define VSTACK_BLOCKDEV_DELAY_DELAY_DEVICE_H_
 
-#include <atomic>
 #include <utility>
 #include <vector>
 
+#include "blockdev/emulation/emulation_layer.h"
 #include "blockdev/emulation/service_time.h"
 #include "blockdev/emulation/timed_queue.h"
-#include "lib/layer.h"
 
 namespace vstack {
 
@@ -32,7 +36,7 @@ struct DelayConfig {
   uint64_t stall_period_ns = 0;
 };
 
-class DelayDevice final : public Layer {
+class DelayDevice final : public EmulationLayer<DelayConfig> {
  public:
   enum Counter { kStallNs = TimedQueue::kFirstOwnCounter, kStalled };
 
@@ -43,20 +47,13 @@ class DelayDevice final : public Layer {
 
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
-  Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override {
-    return lower_device().MapExtents(offset, length, out);
-  }
-  const DelayConfig& config() const { return config_; }
   // `t` (Clock ns), or the end of the stall `t` falls in. Thread-safe.
   uint64_t HeldUntil(uint64_t t) const;
 
  protected:
-  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
+  std::unique_ptr<ForwardingQueue> NewQueue(std::unique_ptr<IoQueue> lower) override;
 
  private:
-  const DelayConfig config_;
-  Clock& clock_;
-  std::atomic<uint64_t> queues_opened_{0};
   const uint64_t origin_ns_;
   std::vector<std::pair<uint64_t, uint64_t>> stall_windows_;  // [start, end) within a period
 };

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <functional>
-#include <thread>
+
+#include "lib/progress.h"
 
 namespace vstack {
 namespace {
@@ -11,64 +12,48 @@ enum TimedCounter { kServiceNs, kLateNs, kEarlyNs, kWaitedForSlot };
 size_t ClassOf(const IoRequest& req) { return req.op == Op::kRead ? 0 : 1; }
 }  // namespace
 
-void TimedQueue::DoSubmit(std::span<IoRequest* const> batch) {
-  std::vector<IoRequest*> children;
-  children.swap(children_);  // reentrancy-safe reuse of the vector's capacity
-  for (IoRequest* parent : batch) {
-    OnAccepted(*parent);  // may spend CPU time: service starts after it
-    if (options_.max_in_service != 0 && in_service_ >= options_.max_in_service) {
-      waiting_.push_back(parent);
-      Count(kWaitedForSlot);
-    } else {
-      Start(parent, clock_.Now(), children);
-    }
+void TimedQueue::Accept(IoRequest& req) {
+  if (options_.max_in_service != 0 && in_service_ >= options_.max_in_service) {
+    waiting_.push_back(&req);
+    Count(kWaitedForSlot);
+  } else {
+    Start(req, clock_.Now());
   }
-  if (!children.empty()) lower().Submit(children);
-  children.clear();
-  children_.swap(children);
-  Expire(clock_.Now());  // zero service times complete at once
 }
 
-void TimedQueue::Start(IoRequest* parent, uint64_t now, std::vector<IoRequest*>& out) {
-  Entry* e = pool_.Get();
-  e->parent = parent;
-  e->queue = this;
+void TimedQueue::Start(IoRequest& req, uint64_t now) {
+  Entry* e = static_cast<Entry*>(Forward(req));  // never refused: no Translate
   e->lower_done = e->expired = false;
-  e->service = ServiceNs(*parent);
+  e->service = ServiceNs(req);
   Count(kServiceNs, e->service);
   if (!options_.after_lower) {
     uint64_t deadline = now + e->service;
-    if (options_.bytes_per_s != 0 && (parent->op == Op::kRead || parent->op == Op::kWrite)) {
+    if (options_.bytes_per_s != 0 && (req.op == Op::kRead || req.op == Op::kWrite)) {
       const uint64_t transfer =
-          static_cast<uint64_t>(double(parent->length) * 1e9 / double(options_.bytes_per_s));
+          static_cast<uint64_t>(double(req.length) * 1e9 / double(options_.bytes_per_s));
       wire_free_ns_ = std::max(wire_free_ns_, now) + transfer;
       deadline = std::max(deadline, wire_free_ns_);
     }
     Arm(e, now, deadline);
   }
   ++in_service_;
-  ForwardRequest(*parent, &e->req);
-  e->req.on_complete = &TimedQueue::OnLowerDone;
-  e->req.user_data = e;
-  out.push_back(&e->req);
 }
 
 void TimedQueue::Arm(Entry* e, uint64_t start, uint64_t deadline) {
   e->deadline = deadline;
-  e->due = waiter_.DueTime(start, deadline, ClassOf(*e->parent));
+  e->due = waiter_.DueTime(start, deadline, ClassOf(*e->up));
   timers_.emplace_back(e->due, e);
   std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
 }
 
-void TimedQueue::OnLowerDone(IoRequest& req) {
-  Entry* e = static_cast<Entry*>(req.user_data);
-  TimedQueue* q = e->queue;
+void TimedQueue::OnLowerDone(Forwarded& entry) {
+  Entry* e = static_cast<Entry*>(&entry);
   e->lower_done = true;
-  if (q->options_.after_lower) {
-    const uint64_t now = q->clock_.Now();
-    q->Arm(e, now, now + e->service);
+  if (options_.after_lower) {
+    const uint64_t now = clock_.Now();
+    Arm(e, now, now + e->service);
   } else if (e->expired) {
-    q->Finish(e, q->clock_.Now());
+    Deliver(e, clock_.Now());
   }
 }
 
@@ -82,10 +67,10 @@ void TimedQueue::Expire(uint64_t now) {
     timers_.pop_back();
     e->expired = true;
     if (e->lower_done) {
-      const size_t cls = ClassOf(*e->parent);
+      const size_t cls = ClassOf(*e->up);
       error_ns[cls] += double(now) - double(e->deadline);
       ++delivered[cls];
-      Finish(e, now);
+      Deliver(e, now);
     }
   }
   for (size_t cls = 0; cls < DeadlineWaiter::kClasses; ++cls) {
@@ -93,11 +78,10 @@ void TimedQueue::Expire(uint64_t now) {
   }
 }
 
-void TimedQueue::Finish(Entry* e, uint64_t now) {
+void TimedQueue::Deliver(Entry* e, uint64_t now) {
   if (now > e->deadline) Count(kLateNs, now - e->deadline);
   if (now < e->deadline) Count(kEarlyNs, e->deadline - now);
-  Complete(*e->parent, e->req.status);
-  pool_.Put(e);
+  Finish(*e, e->down.status);
   --in_service_;
   ++finished_;
   StartWaiting();
@@ -105,17 +89,16 @@ void TimedQueue::Finish(Entry* e, uint64_t now) {
 
 void TimedQueue::StartWaiting() {
   if (waiting_.empty()) return;
-  std::vector<IoRequest*> children;
   const uint64_t now = clock_.Now();
   while (!waiting_.empty() && in_service_ < options_.max_in_service) {
-    IoRequest* parent = waiting_.front();
+    IoRequest* req = waiting_.front();
     waiting_.pop_front();
-    Start(parent, now, children);
+    Start(*req, now);
   }
-  if (!children.empty()) lower().Submit(children);
+  SendForwarded();
 }
 
-void TimedQueue::DoPoll(bool wait) {
+void TimedQueue::Progress(bool wait) {
   const uint64_t before = finished_;
   lower().Poll(0);
   Expire(clock_.Now());
@@ -126,7 +109,7 @@ void TimedQueue::DoPoll(bool wait) {
   } else if (!timers_.empty()) {
     waiter_.WaitUntil(timers_.front().first);
   } else {
-    std::this_thread::yield();
+    WaitForProgress("a timed layer's requests wait for another queue");
   }
   Expire(clock_.Now());
 }

@@ -1,8 +1,10 @@
-// TimedQueue: a forwarding queue whose requests complete at a time the subclass chooses. The
-// shared engine of delay: (a device's service time) and hv: (a hypervisor's added latency).
+// TimedQueue: a forwarding queue (lib/forwarding_queue.h) whose requests complete at a time the
+// subclass chooses. The shared policy of delay: (a device's service time) and hv: (a
+// hypervisor's added latency); it uses the forwarding queue's Accept, OnLowerDone, AfterSubmit
+// and Progress hooks, and forwards every request unchanged.
 //
 // Each request enters service when a service slot is free (all at once without a limit; FIFO
-// otherwise), is forwarded unchanged to the lower queue at that moment, and gets a deadline:
+// otherwise), is forwarded to the lower queue at that moment, and gets a deadline:
 // now + ServiceNs(request), later if a bandwidth cap says the transfer ends later. The caller's
 // request completes when both its lower request has completed and its deadline has passed, so
 // the modelled service time overlaps the lower device's own time (over null or memory it is the
@@ -10,14 +12,11 @@
 // service time starts when the lower request completes instead: it adds to the lower device's
 // time (hv:, whose exit and completion interrupt surround the device's work).
 //
-// No busy-waiting: deadlines sit in a min-heap; DoPoll(wait) waits for the earliest one with a
+// No busy-waiting: deadlines sit in a min-heap; Poll(wait) waits for the earliest one with a
 // DeadlineWaiter (sleeps, spins at most its last 100 µs, and compensates the host's measured
 // wake-up lateness so the mean delivery time is the deadline), or blocks on the lower queue
 // while it has requests in flight. The time is read once per expiry pass. Limits and bandwidth
 // are per queue, i.e. per thread: a workload of T threads sees T x the limit.
-//
-// The forwarding part (one child per parent, same op and buffers) is kept to Start() and
-// OnLowerDone() so that it can move onto a shared forwarding helper later.
 #ifndef VSTACK_BLOCKDEV_EMULATION_TIMED_QUEUE_H_
 #define VSTACK_BLOCKDEV_EMULATION_TIMED_QUEUE_H_
 
@@ -28,7 +27,7 @@
 
 #include "blockdev/emulation/deadline_waiter.h"
 #include "lib/clock.h"
-#include "lib/layer.h"
+#include "lib/forwarding_queue.h"
 
 namespace vstack {
 
@@ -38,7 +37,7 @@ struct TimedQueueOptions {
   bool after_lower = false;     // service starts when the lower request completes (adds)
 };
 
-class TimedQueue : public LayerQueue {
+class TimedQueue : public ForwardingQueue {
  public:
   // The counters every device using a TimedQueue declares first, in this order (its own
   // counters follow): summed service time drawn; summed lateness past their deadline and summed
@@ -52,24 +51,23 @@ class TimedQueue : public LayerQueue {
  protected:
   TimedQueue(BlockDevice& device, std::unique_ptr<IoQueue> lower, Clock& clock,
              TimedQueueOptions options)
-      : LayerQueue(device, std::move(lower)), clock_(clock), options_(options) {}
+      : ForwardingQueue(device, std::move(lower)), clock_(clock), options_(options) {}
 
   // The service time of `req`, drawn when it enters service. Owner thread only.
   virtual uint64_t ServiceNs(const IoRequest& req) = 0;
-  // Runs on the submitting thread for each request as it is accepted, before it is queued
-  // (hv: burns its CPU here). Default: nothing.
-  virtual void OnAccepted(const IoRequest& req) {}
 
   Clock& clock() { return clock_; }
 
-  void DoSubmit(std::span<IoRequest* const> batch) final;
-  void DoPoll(bool wait) final;
+  // The forwarding queue's hooks. A subclass that overrides Accept (hv: burns CPU there) calls
+  // TimedQueue::Accept to queue the request: its service starts after that.
+  void Accept(IoRequest& req) override;
+  void AfterSubmit() final { Expire(clock_.Now()); }  // zero service times complete at once
+  void OnLowerDone(Forwarded& entry) final;
+  void Progress(bool wait) final;
+  std::unique_ptr<Forwarded> NewEntry() final { return std::make_unique<Entry>(); }
 
  private:
-  struct Entry {
-    IoRequest req;
-    IoRequest* parent = nullptr;
-    TimedQueue* queue = nullptr;
+  struct Entry : Forwarded {
     uint64_t service = 0;
     uint64_t deadline = 0;  // when the model says it completes
     uint64_t due = 0;       // when it is delivered: the deadline, compensated (DeadlineWaiter)
@@ -78,13 +76,12 @@ class TimedQueue : public LayerQueue {
   };
   using Timer = std::pair<uint64_t, Entry*>;  // (due, entry), a min-heap by due time
 
-  void Start(IoRequest* parent, uint64_t now, std::vector<IoRequest*>& out);
+  void Start(IoRequest& req, uint64_t now);
   void StartWaiting();
   void Arm(Entry* e, uint64_t start, uint64_t deadline);
   void Expire(uint64_t now);
   // Delivers `e`'s completion at `now`.
-  void Finish(Entry* e, uint64_t now);
-  static void OnLowerDone(IoRequest& req);
+  void Deliver(Entry* e, uint64_t now);
 
   Clock& clock_;
   const TimedQueueOptions options_;
@@ -94,8 +91,6 @@ class TimedQueue : public LayerQueue {
   uint32_t in_service_ = 0;
   uint64_t wire_free_ns_ = 0;  // when the bandwidth-capped transfer in progress ends
   uint64_t finished_ = 0;
-  RequestPool<Entry> pool_;
-  std::vector<IoRequest*> children_;
 };
 
 }  // namespace vstack

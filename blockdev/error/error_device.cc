@@ -3,7 +3,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "blockdev/emulation/forward_queue.h"
 #include "blockdev/emulation/service_time.h"
 #include "lib/registry.h"
 
@@ -29,23 +28,6 @@ constexpr Errno kErrnos[] = {
     {"EIO", EIO},       {"ENOSPC", ENOSPC},       {"EPERM", EPERM},         {"ENOMEM", ENOMEM},
     {"EINVAL", EINVAL}, {"ESHUTDOWN", ESHUTDOWN}, {"ETIMEDOUT", ETIMEDOUT}, {"EROFS", EROFS},
     {"EDQUOT", EDQUOT}};
-
-class ErrorQueue final : public ForwardQueue {
- public:
-  ErrorQueue(ErrorDevice& device, std::unique_ptr<IoQueue> lower)
-      : ForwardQueue(device, std::move(lower)), device_(device) {}
-
- protected:
-  bool Intercept(IoRequest& req) override {
-    if (!device_.ShouldFail(req)) return false;
-    Count(ErrorDevice::kFailed);
-    Complete(req, SystemError(device_.config().error));
-    return true;
-  }
-
- private:
-  ErrorDevice& device_;
-};
 
 Result<uint32_t> ParseOps(const std::string& text) {
   if (text == "all")
@@ -98,10 +80,9 @@ Result<DevicePtr> OpenError(DevicePtr lower, const OptionValues& o, const OpenOp
   VSTACK_ASSIGN_OR_RETURN(int64_t count, o.Int("count", 0, INT64_MAX));
   VSTACK_ASSIGN_OR_RETURN(c.offset, o.Size("offset"));
   VSTACK_ASSIGN_OR_RETURN(c.length, o.Size("length"));
-  VSTACK_ASSIGN_OR_RETURN(int64_t seed, o.Int("seed", 0, INT64_MAX));
+  VSTACK_ASSIGN_OR_RETURN(c.seed, SeedOption(o));
   c.after = static_cast<uint64_t>(after);
   c.count = static_cast<uint64_t>(count);
-  c.seed = static_cast<uint64_t>(seed);
   return MakeDevice<ErrorDevice>(std::move(lower), c);
 }
 
@@ -132,43 +113,49 @@ ComponentInfo ErrorComponent() {
 }  // namespace
 
 ErrorDevice::ErrorDevice(DevicePtr lower, ErrorConfig config)
-    : Layer("error", std::move(lower)), config_(config) {
+    : EmulationLayer("error", std::move(lower), config, SystemClock()) {
   DeclareCounters({"matched", "failed"});
 }
 
 bool ErrorDevice::ShouldFail(const IoRequest& req) {
-  if ((config_.ops & Bit(req.op)) == 0) return false;
+  const ErrorConfig& c = config();
+  if ((c.ops & Bit(req.op)) == 0) return false;
   if (req.op != Op::kFlush) {
-    const uint64_t end = config_.length == 0 ? UINT64_MAX : config_.offset + config_.length;
-    if (req.offset + req.length <= config_.offset || req.offset >= end) return false;
+    const uint64_t end = c.length == 0 ? UINT64_MAX : c.offset + c.length;
+    if (req.offset + req.length <= c.offset || req.offset >= end) return false;
   }
   const uint64_t k = matched_.fetch_add(1) + 1;
   CountShared(kMatched);
-  if (k <= config_.after) return false;
-  if (config_.count != 0 && k > config_.after + config_.count) return false;
-  if (config_.rate >= 1) return true;
-  TimingRng draw(config_.seed ^ (k * 0x9e3779b97f4a7c15ull));
-  return draw.Unit() < config_.rate;
+  if (k <= c.after) return false;
+  if (c.count != 0 && k > c.after + c.count) return false;
+  if (c.rate >= 1) return true;
+  TimingRng draw(c.seed ^ (k * 0x9e3779b97f4a7c15ull));
+  return draw.Unit() < c.rate;
 }
 
 std::string ErrorDevice::Describe() const {
   std::string ops;
   for (const OpName_& o : kOps) {
-    if (config_.ops & Bit(o.op)) ops += (ops.empty() ? "" : "/") + std::string(o.name);
+    if (config().ops & Bit(o.op)) ops += (ops.empty() ? "" : "/") + std::string(o.name);
   }
-  return "error " + ops + " -> " + std::strerror(config_.error);
+  return "error " + ops + " -> " + std::strerror(config().error);
 }
 
 void ErrorDevice::Properties(PropertyList& out) const {
-  out.push_back({"errno", int64_t{config_.error}, ""});
-  out.push_back({"rate", config_.rate, ""});
-  out.push_back({"after", config_.after, ""});
+  out.push_back({"errno", int64_t{config().error}, ""});
+  out.push_back({"rate", config().rate, ""});
+  out.push_back({"after", config().after, ""});
   out.push_back({"matched", matched_.load(), ""});
 }
 
-Result<std::unique_ptr<IoQueue>> ErrorDevice::DoOpenQueue() {
-  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
-  return std::unique_ptr<IoQueue>(new ErrorQueue(*this, std::move(lower)));
+std::error_code ErrorDevice::Refuse(const IoRequest& req) {
+  if (!ShouldFail(req)) return NoError();
+  CountShared(kFailed);
+  return SystemError(config().error);
+}
+
+std::unique_ptr<ForwardingQueue> ErrorDevice::NewQueue(std::unique_ptr<IoQueue> lower) {
+  return std::make_unique<RefusingQueue<ErrorDevice>>(*this, std::move(lower));
 }
 
 VSTACK_REGISTER_COMPONENT(error, ErrorComponent());

@@ -4,7 +4,9 @@
 // (over all queues). Request k fails with `errno` when k > after, k <= after + count (count 0:
 // no end) and a draw from hash(seed, k) falls below `rate`. So the same seed and the same order
 // of requests fail the same requests; a single-threaded workload is fully deterministic.
-// Failed requests never reach the device below. docs/layers/error.md.
+// Failed requests never reach the device below. Its queue is a RefusingQueue, whose Translate
+// hook asks Refuse(); everything else is the device below's, inherited from
+// ForwardingLayer (lib/forwarding_layer.h). docs/layers/error.md.
 //
 // Spec: error:ops=write,errno=ENOSPC,after=100+<lower>
 //       error:ops=read/flush,rate=0.01,seed=7,offset=1M,length=64K+<lower>
@@ -14,7 +16,7 @@
 #include <atomic>
 #include <string>
 
-#include "lib/layer.h"
+#include "blockdev/emulation/emulation_layer.h"
 
 namespace vstack {
 
@@ -28,7 +30,7 @@ struct ErrorConfig {
   uint64_t seed = 1;
 };
 
-class ErrorDevice final : public Layer {
+class ErrorDevice final : public EmulationLayer<ErrorConfig> {
  public:
   enum Counter { kMatched, kFailed };
 
@@ -36,19 +38,16 @@ class ErrorDevice final : public Layer {
 
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
-  Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override {
-    return lower_device().MapExtents(offset, length, out);
-  }
 
   // True if `req` is matching and its number says it fails. Thread-safe.
   bool ShouldFail(const IoRequest& req);
-  const ErrorConfig& config() const { return config_; }
+  // The queue's check (RefusingQueue): the errno if `req` fails, counted. Thread-safe.
+  std::error_code Refuse(const IoRequest& req);
 
  protected:
-  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
+  std::unique_ptr<ForwardingQueue> NewQueue(std::unique_ptr<IoQueue> lower) override;
 
  private:
-  const ErrorConfig config_;
   std::atomic<uint64_t> matched_{0};
 };
 

@@ -16,9 +16,8 @@ Result<GrainOptions> ParseGrainOptions(const OptionValues& values, uint64_t lowe
   GrainOptions o;
   VSTACK_ASSIGN_OR_RETURN(uint64_t grain, values.Size("grain"));
   if (!ValidGrain(grain)) {
-    return MakeError(Errc::kInvalidArgument, std::string(layer) + ": option 'grain': " +
-                                                 std::to_string(grain) +
-                                                 " is not a power of two from 4K to 64K");
+    return BadOptionValue(layer, "grain",
+                          std::to_string(grain) + " is not a power of two from 4K to 64K");
   }
   o.grain = static_cast<uint32_t>(grain);
   o.grain_given = values.Has("grain");
@@ -28,10 +27,9 @@ Result<GrainOptions> ParseGrainOptions(const OptionValues& values, uint64_t lowe
   if (o.size_given) {
     VSTACK_ASSIGN_OR_RETURN(o.size, values.Size("size"));
     if (o.size == 0 || o.size % o.grain) {
-      return MakeError(Errc::kInvalidArgument, std::string(layer) + ": option 'size': " +
-                                                   std::to_string(o.size) +
-                                                   " is not a positive multiple of the grain (" +
-                                                   std::to_string(o.grain) + ")");
+      return BadOptionValue(layer, "size",
+                            std::to_string(o.size) + " is not a positive multiple of the grain (" +
+                                std::to_string(o.grain) + ")");
     }
   } else {
     o.size = lower_size / o.grain * o.grain;
@@ -48,9 +46,8 @@ OptionInfo FormatOptionInfo() {
 
 Error FormattedWith(const char* layer, const std::string& option, const std::string& stored,
                     const std::string& given) {
-  return MakeError(Errc::kInvalidArgument, std::string(layer) + ": option '" + option +
-                                               "': the device was formatted with " + option +
-                                               "=" + stored + ", not " + given);
+  return BadOptionValue(
+      layer, option, "the device was formatted with " + option + "=" + stored + ", not " + given);
 }
 
 uint64_t GrainJournalBytes(uint64_t lower_size) {
@@ -81,21 +78,34 @@ Result<OpenedBelow> OpenSuperblock(BlockDevice& lower, const char* magic, const 
   OpenedBelow o;
   o.read_only = read_only || lower.read_only();
   o.lower_size = lower.geometry().size_bytes;
+  bool other_data = false;  // data below, but no superblock of this layer
   Result<Superblock> sb = [&] {
     SyncIo io(lower);
-    return ReadSuperblock(io, magic, who);
+    Result<Superblock> r = ReadSuperblock(io, magic, who);
+    other_data = !r && r.error().code != make_error_code(Errc::kNotFound) &&
+                 !HoldsSuperblockMagic(io, magic);
+    return r;
   }();
+  const std::string below =
+      who + ": the device below (" + lower.Describe() + ") holds no " + who + " superblock";
+  const std::string how = "To format it (erasing its content), add format=on to the " + who +
+                          " part of the spec, e.g. '" + who + ":format=on+...'";
   if (sb) {
     o.sb = std::move(*sb);
-  } else if (sb.error().code != make_error_code(Errc::kNotFound)) {
-    return std::move(sb).error();
-  } else if (!o.read_only && !format && !lower.fresh()) {
+  } else if (other_data && o.read_only) {
+    return MakeError(Errc::kInvalidArgument, below + " but other data: it is not a " + who +
+                                                 " device (" + sb.error().message + ")");
+  } else if (other_data && !format) {
+    return MakeError(Errc::kInvalidArgument, below + " but other data, so it is not " +
+                                                 "formatted (" + sb.error().message + "). " + how);
+  } else if (!other_data && sb.error().code != make_error_code(Errc::kNotFound)) {
+    return std::move(sb).error();  // a damaged superblock of this layer: never formatted over
+  } else if (!other_data && !o.read_only && !format && !lower.fresh()) {
     return MakeError(Errc::kNotFound,
-                     who + ": the device below (" + lower.Describe() + ") holds no " + who +
-                         " superblock, and this command did not create it, so it is not "
-                         "formatted: its first 8 KiB are zero, which does not make the rest "
-                         "empty. To format it (erasing its content), add format=on to the " +
-                         who + " part of the spec, e.g. '" + who + ":format=on+...'");
+                     below +
+                         ", and this command did not create it, so it is not formatted: "
+                         "its first 8 KiB are zero, which does not make the rest empty. " +
+                         how);
   }
   return o;
 }

@@ -1,7 +1,6 @@
 // The grain-mapped layer base: what every layer that cuts the virtual device into fixed-size
-// grains has in common (dedup, zstd and crc32c build on it; a new one, lz4 or encryption,
-// would too). A concrete layer supplies only its own part: its superblock payload, its tables,
-// its engine and the per-grain work of its queue (grain_queue.h).
+// grains has in common before any data moves (dedup, zstd and crc32c build on it through
+// GrainDevice, grain_device.h, which is the header to read to write such a layer).
 //
 //  - Options: `grain` (a power of two from 4K to 64K) and, for thin layers, `size`, checked
 //    once here; an option that disagrees with a formatted device is refused by name.
@@ -12,9 +11,6 @@
 //    open) or the spec says format=on; otherwise the open fails and says how to format.
 //  - GrainLayer: geometry (size, grain as physical block and optimal transfer, 1 MiB transfers)
 //    and capabilities (the layer's own, plus persistence and thread safety from below).
-//  - MappedLayer<Engine> (mapped_layer.h): a layer whose whole state is one engine over a
-//    MetaStore (dedup, zstd): format/attach/load, group commits, close, MapExtents and the
-//    journal figures.
 #ifndef VSTACK_BLOCKDEV_GRAINMAP_GRAIN_LAYER_H_
 #define VSTACK_BLOCKDEV_GRAINMAP_GRAIN_LAYER_H_
 
@@ -71,7 +67,10 @@ Result<UnitLayout> FitUnits(uint64_t lower_size, uint32_t unit_bytes, uint64_t m
 // device below makes the layer read-only; the superblock is read (nullopt: a blank device).
 // A writable open of a blank device that is neither fresh nor opened with `format` (format=on)
 // fails with Errc::kNotFound and a message that says how to format it: the first 8 KiB of a
-// disk being zero does not mean that the rest holds nothing.
+// disk being zero does not mean that the rest holds nothing. A device that holds other data
+// (no superblock magic in either slot) is formatted only with `format` in a writable open, and
+// otherwise refused (Errc::kInvalidArgument) with the same advice; a damaged superblock of this
+// layer is never formatted over.
 struct OpenedBelow {
   bool read_only = false;
   uint64_t lower_size = 0;

@@ -35,7 +35,15 @@ class HvQueue final : public TimedQueue {
   uint64_t ServiceNs(const IoRequest& req) override {
     return req.op == Op::kRead ? config_.read.Draw(rng_) : config_.write.Draw(rng_);
   }
-  void OnAccepted(const IoRequest&) override {
+  // The CPU is spent as the request is accepted, before it is queued: its latency starts
+  // after.
+  void Accept(IoRequest& req) override {
+    SpendCpu();
+    TimedQueue::Accept(req);
+  }
+
+ private:
+  void SpendCpu() {
     const uint64_t ns = config_.cpu.Draw(rng_);
     if (ns == 0) return;
     if (config_.vcpus == 0) {
@@ -49,7 +57,6 @@ class HvQueue final : public TimedQueue {
     Count(HvDevice::kCpuNs, ns);
   }
 
- private:
   HvDevice& device_;
   const HvConfig& config_;
   TimingRng rng_;
@@ -60,7 +67,7 @@ Status ParseInto(const std::string& what, const std::string& text, ServiceTime* 
   return OkStatus();
 }
 
-Result<DevicePtr> OpenHv(DevicePtr lower, const OptionValues& o, const OpenOptions&) {
+Result<DevicePtr> OpenHv(DevicePtr lower, const OptionValues& o, const OpenOptions& open) {
   HvConfig c;
   uint64_t read = 0, write = 0, cpu = 0;
   if (o.Has("preset")) {
@@ -93,9 +100,8 @@ Result<DevicePtr> OpenHv(DevicePtr lower, const OptionValues& o, const OpenOptio
   if (o.Has("cpu")) VSTACK_RETURN_IF_ERROR(ParseInto("hv: cpu", o.Get("cpu"), &c.cpu));
   VSTACK_ASSIGN_OR_RETURN(int64_t vcpus, o.Int("vcpus", 0, 64));
   c.vcpus = static_cast<uint32_t>(vcpus);
-  VSTACK_ASSIGN_OR_RETURN(int64_t seed, o.Int("seed", 0, INT64_MAX));
-  c.seed = static_cast<uint64_t>(seed);
-  return MakeDevice<HvDevice>(std::move(lower), c, SystemClock());
+  VSTACK_ASSIGN_OR_RETURN(c.seed, SeedOption(o));
+  return MakeDevice<HvDevice>(std::move(lower), c, open.clock_or_system());
 }
 
 ComponentInfo HvComponent() {
@@ -119,14 +125,14 @@ ComponentInfo HvComponent() {
 
 }  // namespace
 
-HvDevice::HvDevice(DevicePtr lower, HvConfig config, Clock& clock)
-    : Layer("hv", std::move(lower)), config_(config), clock_(clock) {
+HvDevice::HvDevice(DevicePtr lower, HvConfig options, Clock& clock)
+    : EmulationLayer("hv", std::move(lower), std::move(options), clock) {
   std::vector<std::string> names = TimedQueue::CounterNames();
   names.push_back("cpu_ns");
   names.push_back("held_cpu_ns");
-  for (uint32_t i = 0; i < config_.vcpus; ++i) names.push_back("vcpu" + std::to_string(i) + "_ns");
+  for (uint32_t i = 0; i < config().vcpus; ++i) names.push_back("vcpu" + std::to_string(i) + "_ns");
   DeclareCounters(names);
-  vcpu_free_at_.assign(config_.vcpus, 0);
+  vcpu_free_at_.assign(config().vcpus, 0);
 }
 
 std::pair<uint32_t, uint64_t> HvDevice::ReserveVcpu(uint64_t now, uint64_t ns) {
@@ -138,25 +144,27 @@ std::pair<uint32_t, uint64_t> HvDevice::ReserveVcpu(uint64_t now, uint64_t ns) {
 }
 
 std::string HvDevice::Describe() const {
+  const HvConfig& c = config();
   std::string s = "hv";
-  if (!config_.preset.empty()) s += " " + config_.preset;
-  s += ": +" + config_.read.ToString() + " read, +" + config_.write.ToString() + " write, " +
-       config_.cpu.ToString() + " CPU per request";
-  if (config_.vcpus) s += " held on " + std::to_string(config_.vcpus) + " vCPUs";
+  if (!c.preset.empty()) s += " " + c.preset;
+  s += ": +" + c.read.ToString() + " read, +" + c.write.ToString() + " write, " +
+       c.cpu.ToString() + " CPU per request";
+  if (c.vcpus) s += " held on " + std::to_string(c.vcpus) + " vCPUs";
   return s;
 }
 
 void HvDevice::Properties(PropertyList& out) const {
-  if (!config_.preset.empty()) out.push_back({"preset", config_.preset, ""});
-  out.push_back({"read_latency", config_.read.ToString(), ""});
-  out.push_back({"write_latency", config_.write.ToString(), ""});
-  out.push_back({"cpu_per_request", config_.cpu.ToString(), ""});
-  out.push_back({"vcpus", uint64_t{config_.vcpus}, ""});
+  const HvConfig& c = config();
+  if (!c.preset.empty()) out.push_back({"preset", c.preset, ""});
+  out.push_back({"read_latency", c.read.ToString(), ""});
+  out.push_back({"write_latency", c.write.ToString(), ""});
+  out.push_back({"cpu_per_request", c.cpu.ToString(), ""});
+  out.push_back({"vcpus", uint64_t{c.vcpus}, ""});
 }
 
-Result<std::unique_ptr<IoQueue>> HvDevice::DoOpenQueue() {
-  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
-  return std::unique_ptr<IoQueue>(new HvQueue(*this, std::move(lower), clock_));
+// Every queue draws from the same seed (unlike delay's and ready's queues).
+std::unique_ptr<ForwardingQueue> HvDevice::NewQueue(std::unique_ptr<IoQueue> lower) {
+  return std::make_unique<HvQueue>(*this, std::move(lower), clock());
 }
 
 VSTACK_REGISTER_COMPONENT(hv, HvComponent());

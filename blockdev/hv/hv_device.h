@@ -7,7 +7,8 @@
 // the device's work. With `vcpus` the guest's CPU is modelled instead of burned: each request
 // holds one of that many vCPUs, shared by all queues, for its CPU time while the submitting
 // thread sleeps, so the guest can be CPU-bound (vcpus / cpu requests per second) whatever the
-// host's load.
+// host's load. Everything else (the data, geometry, capabilities, allocation) is the device
+// below's, inherited from ForwardingLayer (lib/forwarding_layer.h).
 // docs/layers/hv.md.
 //
 // Spec: hv:preset=hyperv-passthrough+delay:read=5.4066ms,write=254.4us+null:1G
@@ -20,9 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "blockdev/emulation/emulation_layer.h"
 #include "blockdev/emulation/service_time.h"
 #include "blockdev/emulation/timed_queue.h"
-#include "lib/layer.h"
 
 namespace vstack {
 
@@ -42,7 +43,7 @@ struct HvPreset {
 };
 const std::vector<HvPreset>& HvPresets();
 
-class HvDevice final : public Layer {
+class HvDevice final : public EmulationLayer<HvConfig> {
  public:
   // cpu_ns (burned or held), held_cpu_ns (held on the modelled vCPUs: the guest's CPU, which
   // the host does not spend; the bench's CPU attribution reports it beside the layer's host
@@ -54,20 +55,14 @@ class HvDevice final : public Layer {
 
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
-  Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override {
-    return lower_device().MapExtents(offset, length, out);
-  }
-  const HvConfig& config() const { return config_; }
   // Books `ns` of CPU at `now` on the vCPU that is free first (FIFO: a request waits for
   // it): which one, and when its CPU time ends. REQUIRES: config().vcpus > 0. Thread-safe.
   std::pair<uint32_t, uint64_t> ReserveVcpu(uint64_t now, uint64_t ns);
 
  protected:
-  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
+  std::unique_ptr<ForwardingQueue> NewQueue(std::unique_ptr<IoQueue> lower) override;
 
  private:
-  const HvConfig config_;
-  Clock& clock_;
   std::mutex vcpu_mu_;
   std::vector<uint64_t> vcpu_free_at_;  // when each vCPU's booked CPU ends
 };

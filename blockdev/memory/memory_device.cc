@@ -1,8 +1,14 @@
 #include "blockdev/memory/memory_device.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "lib/iovec.h"
 #include "lib/registry.h"
@@ -56,7 +62,13 @@ MemoryDevice::MemoryDevice(uint64_t size, uint32_t block, bool read_only)
 
 MemoryDevice::~MemoryDevice() {
   FreeTree(root_, levels_);
-  for (char* p : free_pages_) std::free(p);
+  for (char* p : free_pages_) FreePage(p);
+  if (slab_ != nullptr) munmap(slab_, slab_bytes_);
+}
+
+void MemoryDevice::FreePage(char* page) const {
+  if (page >= slab_ && page < slab_ + slab_bytes_) return;
+  std::free(page);
 }
 
 void MemoryDevice::FreeTree(Node* node, int level) {
@@ -64,7 +76,7 @@ void MemoryDevice::FreeTree(Node* node, int level) {
     void* child = s.load(std::memory_order_relaxed);
     if (child == nullptr) continue;
     if (level == 1) {
-      std::free(child);
+      FreePage(static_cast<char*>(child));
     } else {
       FreeTree(static_cast<Node*>(child), level - 1);
     }
@@ -72,13 +84,59 @@ void MemoryDevice::FreeTree(Node* node, int level) {
   delete node;
 }
 
+namespace {
+
+// The memory the kernel says can be allocated without swapping (MemAvailable), or 0 if unknown.
+uint64_t AvailableMemoryBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Status MemoryDevice::Prefill() {
+  const uint64_t pages = (geometry().size_bytes + kPageSize - 1) / kPageSize;
+  const uint64_t bytes = pages * kPageSize;
+  if (const uint64_t available = AvailableMemoryBytes(); available != 0 && bytes > available) {
+    return MakeError(SystemError(ENOMEM),
+                     "memory: prefill=on needs " + FormatSize(bytes) + " of RAM now, and only " +
+                         FormatSize(available) +
+                         " is available: give a smaller size, or prefill=off (sparse: pages are "
+                         "allocated as they are written)");
+  }
+  // MAP_POPULATE write-faults every page of a private writable mapping in: the kernel zeroes
+  // and maps them all now.
+  void* slab = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (slab == MAP_FAILED) {
+    const int err = errno;
+    return MakeError(SystemError(err), "memory: prefill=on could not map " + FormatSize(bytes) +
+                                           ": " + std::strerror(err));
+  }
+  slab_ = static_cast<char*>(slab);
+  slab_bytes_ = bytes;
+  for (uint64_t page = 0; page < pages; ++page) {
+    Slot(page, true)->store(slab_ + page * kPageSize, std::memory_order_relaxed);
+  }
+  resident_pages_.store(pages);
+  return OkStatus();
+}
+
 std::string MemoryDevice::Describe() const {
-  return "memory " + FormatSize(geometry().size_bytes) + " (sparse RAM, " +
-         FormatSize(resident_bytes()) + " resident)";
+  return "memory " + FormatSize(geometry().size_bytes) +
+         (prefilled() ? " (prefilled RAM, " : " (sparse RAM, ") + FormatSize(resident_bytes()) +
+         " resident)";
 }
 
 void MemoryDevice::Properties(PropertyList& out) const {
   out.push_back({"resident_bytes", resident_bytes(), "bytes"});
+  if (prefilled()) out.push_back({"prefill", true, ""});
 }
 
 Result<std::unique_ptr<IoQueue>> MemoryDevice::DoOpenQueue() {
@@ -172,6 +230,10 @@ void MemoryDevice::ReadInto(uint64_t offset, const iovec* iov, uint32_t iovcnt,
 
 void MemoryDevice::WriteFrom(uint64_t offset, const iovec* iov, uint32_t iovcnt,
                              uint64_t length) {
+  // Read first: after the first write the line stays shared, not written by every queue.
+  if (prefilled() && !written_.load(std::memory_order_relaxed)) {
+    written_.store(true, std::memory_order_relaxed);
+  }
   uint64_t done = 0;
   while (done < length) {
     const uint64_t pos = offset + done;
@@ -241,11 +303,18 @@ ComponentInfo MemoryComponent() {
   c.kind = ComponentKind::kBackend;
   c.summary = "sparse RAM disk; costs only what is written";
   c.positional = "SIZE";
-  c.options = {{"block", "logical block size: 512 or 4096", "512"}};
+  c.options = {
+      {"block", "logical block size: 512 or 4096", "512"},
+      {"prefill", "on: allocate and touch every page at open (RSS = SIZE), so writes never pay "
+                  "the first touch; off: sparse", "off"},
+  };
   c.open_backend = [](const OptionValues& o, const OpenOptions& open) -> Result<DevicePtr> {
     VSTACK_ASSIGN_OR_RETURN(uint32_t block, o.LogicalBlock("block"));
     VSTACK_ASSIGN_OR_RETURN(uint64_t size, o.PositionalSize(block));
-    return MakeDevice<MemoryDevice>(size, block, open.read_only);
+    VSTACK_ASSIGN_OR_RETURN(bool prefill, o.Bool("prefill"));
+    auto dev = std::make_unique<MemoryDevice>(size, block, open.read_only);
+    if (prefill) VSTACK_RETURN_IF_ERROR(dev->Prefill());
+    return DevicePtr(dev.release());
   };
   return c;
 }

@@ -1,7 +1,13 @@
 // memory: a sparse RAM disk. Only pages that were written cost memory, so a 1 TiB device is
 // cheap; never-written or discarded ranges read as zeros without touching memory.
 //
-// Spec: memory:SIZE[,block=512|4096]
+// Spec: memory:SIZE[,block=512|4096][,prefill=on]
+//
+// prefill=on allocates every page at open, in one mapping populated by the kernel (so the page
+// faults and the allocator's work happen there, not on the data path), and installs them all:
+// the device is then fully allocated, like a raw file made with preallocation=full, and holds
+// SIZE of RAM from the start. Pages keep their size (4 KiB, no huge pages), so reads and
+// writes cost what they cost on a sparse device whose pages were written before.
 //
 // Pages (4 KiB) hang off a radix tree of atomic pointers, installed without locks. Copying into
 // or out of a page holds that page's stripe lock (one of kStripes, by page number), so a read
@@ -30,11 +36,20 @@ class MemoryDevice final : public BlockDevice {
   MemoryDevice(uint64_t size, uint32_t block, bool read_only = false);
   ~MemoryDevice() override;
 
+  // Allocates and touches every page now (prefill=on). Fails, changing nothing, if the
+  // device would not fit in the memory available now or the mapping fails.
+  // REQUIRES: no queue has been opened.
+  Status Prefill();
+
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
   Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
-  // Fresh while no page holds data: there is nothing to lose.
-  bool fresh() const override { return resident_bytes() == 0; }
+  // Fresh while no page holds data (prefilled pages hold zeros until a write): there is
+  // nothing to lose.
+  bool fresh() const override {
+    return resident_bytes() == 0 || (prefilled() && !written_.load(std::memory_order_relaxed));
+  }
+  bool prefilled() const { return slab_ != nullptr; }
 
   // Bytes of page memory currently holding data.
   uint64_t resident_bytes() const { return resident_pages_.load() * kPageSize; }
@@ -62,6 +77,8 @@ class MemoryDevice final : public BlockDevice {
   void DropPage(uint64_t page);
   char* AllocatePage();
   void FreeTree(Node* node, int level);
+  // Frees a page unless it lies in the prefill mapping (freed whole, with the device).
+  void FreePage(char* page) const;
 
   // The lock held while a page's bytes (or its slot, when dropped) are accessed.
   std::mutex& StripeOf(uint64_t page) const { return stripes_[page % kStripes].mu; }
@@ -74,6 +91,9 @@ class MemoryDevice final : public BlockDevice {
   int levels_;
   Node* root_;
   std::atomic<uint64_t> resident_pages_{0};
+  char* slab_ = nullptr;  // the prefill mapping (every page's first home), or none
+  uint64_t slab_bytes_ = 0;
+  std::atomic<bool> written_{false};  // a write has reached a prefilled device
   std::mutex free_mu_;
   std::vector<char*> free_pages_;  // guarded by free_mu_
 };

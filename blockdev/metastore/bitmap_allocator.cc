@@ -34,23 +34,63 @@ std::optional<uint64_t> BitmapAllocator::PopStale() {
   return std::nullopt;
 }
 
-std::optional<uint64_t> BitmapAllocator::Allocate() {
-  uint64_t n;
-  return AllocateRun(1, &n);
+std::optional<uint64_t> BitmapAllocator::FindFreeRun(uint64_t want) const {
+  constexpr uint64_t kMaxScan = uint64_t{1} << 18;  // units looked at before giving up
+  uint64_t at = cursor_;
+  for (uint64_t scanned = 0; scanned < std::min(kMaxScan, units_);) {
+    if (at >= units_) at = 0;
+    if (IsUsed(at)) {
+      ++at;
+      ++scanned;
+      continue;
+    }
+    uint64_t n = 0;
+    while (n < want && at + n < units_ && !IsUsed(at + n)) ++n;
+    if (n == want) return at;
+    at += n;
+    scanned += n;
+  }
+  return std::nullopt;
 }
 
-std::optional<uint64_t> BitmapAllocator::AllocateRun(uint64_t max, uint64_t* count) {
-  std::optional<uint64_t> first = PopStale();
-  const bool reused = first.has_value();
+uint64_t BitmapAllocator::TakeRun(uint64_t first, uint64_t max) {
+  uint64_t n = 0;
+  for (; n < max && first + n < units_ && !IsUsed(first + n); ++n) MarkUsed(first + n);
+  return n;
+}
+
+std::optional<uint64_t> BitmapAllocator::Allocate() {
+  uint64_t n;
+  return AllocateRun(1, 1, &n);
+}
+
+std::optional<uint64_t> BitmapAllocator::AllocateRun(uint64_t want, uint64_t max,
+                                                     uint64_t* count) {
+  want = std::clamp<uint64_t>(want, 1, max);
+  if (std::optional<uint64_t> u = PopStale()) {
+    // The free run around it, from as far back as `max` allows.
+    uint64_t first = *u;
+    while (first > 0 && *u - first + 1 < max && !IsUsed(first - 1)) --first;
+    uint64_t end = *u + 1;
+    while (end < units_ && end - first < max && !IsUsed(end)) ++end;
+    if (end - first >= want) {
+      *count = TakeRun(first, end - first);
+      return first;
+    }
+    reuse_.push_back(*u);  // too short for this run: it stays stale, first in line
+    if (std::optional<uint64_t> clean = FindFreeRun(want)) {
+      *count = TakeRun(*clean, max);
+      cursor_ = *clean + *count == units_ ? 0 : *clean + *count;
+      return clean;
+    }
+    *count = TakeRun(first, end - first);
+    return first;
+  }
+  std::optional<uint64_t> first = FindFreeRun(want);
   if (!first) first = FindFree();
   if (!first) return std::nullopt;
-  uint64_t n = 0;
-  while (n < max && *first + n < units_ && !IsUsed(*first + n)) {
-    MarkUsed(*first + n);
-    ++n;
-  }
-  *count = n;
-  if (!reused) cursor_ = *first + n == units_ ? 0 : *first + n;
+  *count = TakeRun(*first, max);
+  cursor_ = *first + *count == units_ ? 0 : *first + *count;
   return first;
 }
 

@@ -24,9 +24,14 @@ class BitmapAllocator {
 
   // Allocates one free unit (a stale one if any), or nullopt when every unit is in use.
   std::optional<uint64_t> Allocate();
-  // Allocates up to `max` consecutive units starting with the unit Allocate would return;
-  // returns the first and sets *count (>= 1), or nullopt when every unit is in use.
-  std::optional<uint64_t> AllocateRun(uint64_t max, uint64_t* count);
+  // Allocates up to `max` consecutive units, at least `want` if free space allows, and
+  // returns the first and sets *count (>= 1), or nullopt when every unit is in use: the free
+  // run around the unit Allocate would return (stale first) if it holds `want`, else the next
+  // clean run that does (next fit), else the stale run after all.
+  std::optional<uint64_t> AllocateRun(uint64_t want, uint64_t max, uint64_t* count);
+  std::optional<uint64_t> AllocateRun(uint64_t max, uint64_t* count) {
+    return AllocateRun(1, max, count);
+  }
   // Marks `unit` used (loading). REQUIRES: unit < units(), free.
   void MarkUsed(uint64_t unit);
   // Frees a used unit; it is stale (its bytes below are whatever was last written there).
@@ -59,6 +64,10 @@ class BitmapAllocator {
     return (w[u / 64] >> (u % 64)) & 1;
   }
   std::optional<uint64_t> FindFree() const;
+  // The first free run of at least `want` units from the cursor on (a bounded search).
+  std::optional<uint64_t> FindFreeRun(uint64_t want) const;
+  // Marks up to `max` free units from `first` on used; returns how many.
+  uint64_t TakeRun(uint64_t first, uint64_t max);
   std::optional<uint64_t> PopStale();
   // Takes the stale units among `candidates` (in any order, duplicates allowed) that lie in
   // runs of at least `min_run` consecutive candidates into `out`.

@@ -1,6 +1,7 @@
 #include "blockdev/metastore/grain_io.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "lib/iovec.h"
@@ -36,35 +37,19 @@ char* ContiguousSlice(const iovec* iov, uint32_t iovcnt, uint64_t offset, uint64
   return nullptr;
 }
 
-bool EqualsIov(const void* buf, const iovec* iov, uint32_t iovcnt, uint64_t offset,
-               uint64_t length) {
-  const char* b = static_cast<const char*>(buf);
-  for (uint32_t i = 0; i < iovcnt && length > 0; ++i) {
-    if (offset >= iov[i].iov_len) {
-      offset -= iov[i].iov_len;
-      continue;
-    }
-    const uint64_t take = std::min<uint64_t>(iov[i].iov_len - offset, length);
-    if (std::memcmp(b, static_cast<const char*>(iov[i].iov_base) + offset, take) != 0) return false;
-    b += take;
-    length -= take;
-    offset = 0;
-  }
-  return true;
-}
-
-AlignedBuffer* BufferPool::Get() {
-  if (free_.empty()) {
-    all_.push_back(std::make_unique<AlignedBuffer>(size_, alignment_));
+AlignedBuffer* BufferPool::Get(uint64_t size) {
+  const unsigned cls = std::bit_width(std::max<uint64_t>(size, 4096) - 1);
+  if (free_[cls].empty()) {
+    all_.push_back(std::make_unique<AlignedBuffer>(uint64_t{1} << cls, alignment_));
     return all_.back().get();
   }
-  AlignedBuffer* b = free_.back();
-  free_.pop_back();
+  AlignedBuffer* b = free_[cls].back();
+  free_[cls].pop_back();
   return b;
 }
 
 void BufferPool::Put(AlignedBuffer*& b) {
-  if (b) free_.push_back(b);
+  if (b) free_[std::bit_width(b->size() - 1)].push_back(b);
   b = nullptr;
 }
 

@@ -1,6 +1,5 @@
-// Small helpers the transform layers' queues share: grain-sized buffers for one queue, and
-// questions about a caller's iovecs (can they go down as they are? are they one piece? do
-// they hold these bytes?).
+// Small helpers of the grain queue: buffers for one queue, and questions about a caller's
+// iovecs (can they go down as they are? are they one piece?).
 #ifndef VSTACK_BLOCKDEV_METASTORE_GRAIN_IO_H_
 #define VSTACK_BLOCKDEV_METASTORE_GRAIN_IO_H_
 
@@ -22,23 +21,20 @@ bool SliceAligned(const iovec* iov, uint32_t iovcnt, uint64_t offset, uint64_t l
 // The address of bytes [offset, offset+length) if they lie in one iovec, else nullptr.
 char* ContiguousSlice(const iovec* iov, uint32_t iovcnt, uint64_t offset, uint64_t length);
 
-// True if `length` bytes at `buf` equal bytes [offset, offset+length) of the iovecs.
-bool EqualsIov(const void* buf, const iovec* iov, uint32_t iovcnt, uint64_t offset,
-               uint64_t length);
-
-// Reusable buffers of one size for one queue (owner thread only). Buffers are never freed
-// before the pool.
+// Reusable buffers for one queue (owner thread only): a buffer of at least `size` bytes (its
+// size the next power of two, at least 4 KiB), and back. Buffers are never freed before the
+// pool, so nothing is allocated once it is warm.
 class BufferPool {
  public:
-  BufferPool(uint64_t size, uint64_t alignment) : size_(size), alignment_(alignment) {}
-  AlignedBuffer* Get();
+  explicit BufferPool(uint64_t alignment) : alignment_(alignment), free_(64) {}
+  AlignedBuffer* Get(uint64_t size);
   // Returns `b` to the pool (if not null) and clears it.
   void Put(AlignedBuffer*& b);
 
  private:
-  uint64_t size_, alignment_;
+  uint64_t alignment_;
   std::vector<std::unique_ptr<AlignedBuffer>> all_;
-  std::vector<AlignedBuffer*> free_;
+  std::vector<std::vector<AlignedBuffer*>> free_;  // by size class (log2)
 };
 
 }  // namespace vstack

@@ -4,11 +4,12 @@
 #include <cstring>
 #include <random>
 
-#include "blockdev/crc32c/crc32c.h"
+#include "blockdev/metastore/crc32c.h"
 #include "blockdev/metastore/table_page.h"
 #include "lib/aligned_buffer.h"
 #include "lib/endian.h"
 #include "lib/iovec.h"
+#include "lib/plural.h"
 
 namespace vstack {
 namespace {
@@ -114,22 +115,6 @@ Result<bool> ReadTransaction(SyncIo& io, uint64_t offset, uint64_t room, const T
 
 }  // namespace
 
-std::error_code RunRequests(IoQueue& queue, std::span<IoRequest> reqs) {
-  size_t done = 0;
-  std::vector<IoRequest*> ptrs;
-  for (IoRequest& r : reqs) {
-    r.on_complete = [](IoRequest& req) { ++*static_cast<size_t*>(req.user_data); };
-    r.user_data = &done;
-    ptrs.push_back(&r);
-  }
-  queue.Submit(ptrs);
-  while (done < reqs.size()) queue.Poll(1);
-  for (const IoRequest& r : reqs) {
-    if (r.status) return r.status;
-  }
-  return {};
-}
-
 uint64_t MetaStore::Discard(std::span<const std::pair<uint64_t, uint64_t>> ranges) {
   constexpr size_t kBatch = 256;
   IoQueue* queue = io().queue();
@@ -232,51 +217,39 @@ Status MetaStore::Load(const EntrySink& sink) {
   // is a checkpoint write torn by a crash (which the replay repairs) or corruption.
   VSTACK_RETURN_IF_ERROR(ReadJournal());
   std::vector<std::pair<uint32_t, uint64_t>> journaled;  // (table, index), sorted; on demand
-  SyncIo& io = this->io();
-  uint64_t most_pages = 1;  // the chunk is no larger than the largest table
-  for (const TableDesc& d : sb_.tables) most_pages = std::max(most_pages, d.pages());
-  AlignedBuffer chunk(std::min<uint64_t>(most_pages, kPagesPerChunk) * kMetaPageSize);
   for (uint32_t t = 0; t < sb_.tables.size(); ++t) {
     const TableDesc& d = sb_.tables[t];
     const uint32_t per = d.per_page();
-    for (uint64_t first = 0; first < d.pages(); first += kPagesPerChunk) {
-      const uint64_t n = std::min<uint64_t>(kPagesPerChunk, d.pages() - first);
-      const uint64_t offset = d.offset + first * kMetaPageSize;
-      if (std::error_code ec = io.Read(offset, chunk.span().first(n * kMetaPageSize))) {
-        return MakeError(ec, who_ + ": cannot read metadata table " + std::to_string(t) +
-                                 " at offset " + std::to_string(offset) + ": " + ec.message());
-      }
-      for (uint64_t i = 0; i < n; ++i) {
-        const uint8_t* page = reinterpret_cast<const uint8_t*>(chunk.data()) + i * kMetaPageSize;
-        const uint64_t page_no = first + i;
-        Status page_ok =
-            CheckTablePage(page, sb_.volume_id, t, page_no, offset + i * kMetaPageSize, who_);
-        // A checkpoint overwrites pages in place, so a crash may tear one (sector by sector:
-        // each entry is old or new, one that straddles a sector may be neither). Every entry
-        // the checkpoint changed is in the journal, which it had not yet retired: such a
-        // page is loaded without those entries, and the replay below sets them. A bad page
-        // that the journal does not rewrite is corruption.
-        const auto first_entry = std::make_pair(t, page_no * per);
-        const auto end_entry = std::make_pair(t, (page_no + 1) * per);
-        if (!page_ok) {
-          if (journaled.empty()) journaled = JournaledEntries();
-          auto it = std::lower_bound(journaled.begin(), journaled.end(), first_entry);
-          if (it == journaled.end() || !(*it < end_entry)) return page_ok;
-          torn_pages_.emplace(t, page_no);
-        }
-        const uint8_t* e = page + kTablePageHeader;
-        for (uint32_t k = 0; k < per; ++k, e += d.entry_size) {
-          const uint64_t index = page_no * per + k;
-          if (index >= d.entries) break;
-          if (IsZero(e, d.entry_size)) continue;
-          if (!page_ok &&
-              std::binary_search(journaled.begin(), journaled.end(), std::make_pair(t, index))) {
-            continue;
+    VSTACK_RETURN_IF_ERROR(ReadTablePages(
+        io(), sb_, t, who_,
+        [&](uint64_t page_no, const uint8_t* page, const Status& page_ok) -> Status {
+          // A checkpoint overwrites pages in place, so a crash may tear one (sector by sector:
+          // each entry is old or new, one that straddles a sector may be neither). Every entry
+          // the checkpoint changed is in the journal, which it had not yet retired: such a
+          // page is loaded without those entries, and the replay below sets them. A bad page
+          // that the journal does not rewrite is corruption.
+          if (!page_ok) {
+            if (journaled.empty()) journaled = JournaledEntries();
+            auto it = std::lower_bound(journaled.begin(), journaled.end(),
+                                       std::make_pair(t, page_no * per));
+            if (it == journaled.end() || !(*it < std::make_pair(t, (page_no + 1) * per))) {
+              return page_ok;
+            }
+            torn_pages_.emplace(t, page_no);
           }
-          VSTACK_RETURN_IF_ERROR(sink(t, index, e));
-        }
-      }
-    }
+          const uint8_t* e = page + kTablePageHeader;
+          for (uint32_t k = 0; k < per; ++k, e += d.entry_size) {
+            const uint64_t index = page_no * per + k;
+            if (index >= d.entries) break;
+            if (IsZero(e, d.entry_size)) continue;
+            if (!page_ok && std::binary_search(journaled.begin(), journaled.end(),
+                                               std::make_pair(t, index))) {
+              continue;
+            }
+            VSTACK_RETURN_IF_ERROR(sink(t, index, e));
+          }
+          return OkStatus();
+        }));
   }
   // The journal, in commit order, over the tables.
   for (size_t at = 0; at < since_checkpoint_.size();) {
@@ -315,10 +288,10 @@ Status MetaStore::CheckRecords(const uint8_t* p, size_t n, uint64_t seq, uint64_
     if (n - at < RecordSize(table)) return MakeError(Errc::kCorruption, where() + "truncated");
     const uint64_t index = LoadLE48(p + at + 1);
     if (index >= sb_.tables[table].entries) {
-      return MakeError(Errc::kCorruption, where() + "entry " + std::to_string(index) +
-                                              " is beyond table " + std::to_string(table) + " (" +
-                                              std::to_string(sb_.tables[table].entries) +
-                                              " entries)");
+      return MakeError(Errc::kCorruption,
+                       where() + "entry " + std::to_string(index) + " is beyond table " +
+                           std::to_string(table) + " (" +
+                           Counted(sb_.tables[table].entries, "entry", "entries") + ")");
     }
     at += RecordSize(table);
     ++k;
@@ -399,10 +372,14 @@ Status MetaStore::ReadJournal() {
 // Recording
 
 void MetaStore::Set(uint32_t table, uint64_t index, const void* entry) {
+  Record(&pending_, table, index, entry);
+}
+
+void MetaStore::Record(MetaBatch* batch, uint32_t table, uint64_t index, const void* entry) const {
   const uint32_t es = sb_.tables[table].entry_size;
-  const size_t at = pending_.records.size();
-  pending_.records.resize(at + 7 + es);
-  uint8_t* p = &pending_.records[at];
+  const size_t at = batch->records.size();
+  batch->records.resize(at + 7 + es);
+  uint8_t* p = &batch->records[at];
   p[0] = static_cast<uint8_t>(table);
   for (int i = 0; i < 6; ++i) p[1 + i] = static_cast<uint8_t>(index >> (8 * i));
   std::memcpy(p + 7, entry, es);
@@ -438,8 +415,10 @@ void MetaStore::RestorePending(MetaBatch batch) {
 
 Status MetaStore::WriteTransaction(const uint8_t* payload, size_t bytes) {
   const uint64_t blocks = TxnBlocks(bytes);
-  AlignedBuffer txn(blocks * kMetaPageSize);
+  if (txn_.size() < blocks * kMetaPageSize) txn_ = AlignedBuffer(blocks * kMetaPageSize);
+  const std::span<std::byte> txn = txn_.span().first(blocks * kMetaPageSize);
   auto* t = reinterpret_cast<uint8_t*>(txn.data());
+  std::memset(t + kTxnHeader + bytes, 0, txn.size() - kTxnHeader - bytes);  // the padding
   StoreLE32(t, kTxnMagic);
   StoreLE64(t + 8, next_seq_);
   StoreLE64(t + 16, sb_.volume_id);
@@ -448,7 +427,7 @@ Status MetaStore::WriteTransaction(const uint8_t* payload, size_t bytes) {
   std::memcpy(t + kTxnHeader, payload, bytes);
   StoreLE32(t + 4, TxnCrc(t, txn.size(), sb_.volume_id));
   const uint64_t offset = sb_.journal_offset + journal_pos_;
-  if (std::error_code ec = io().Write(offset, txn.span(), kIoFua)) {
+  if (std::error_code ec = io().Write(offset, txn, kIoFua)) {
     return MakeError(ec, who_ + ": cannot write journal transaction " + std::to_string(next_seq_) +
                              " at offset " + std::to_string(offset) + ": " + ec.message());
   }
@@ -509,30 +488,30 @@ Status MetaStore::Commit(MetaBatch* batch) {
 Status MetaStore::Checkpoint() {
   if (read_only_) return MakeError(Errc::kReadOnly, who_ + ": metadata is read-only");
   if (since_checkpoint_.empty() && journal_pos_ == 0) return OkStatus();
-  // Every record's page, in page order; records of one page keep their journal order.
+  // Every record's page, in page order; records of one page keep their journal order (the
+  // record's offset breaks ties, so a plain sort is stable).
   struct Ref {
-    uint32_t table;
-    uint64_t page;
-    size_t at;
+    uint64_t key;  // table << 56 | page
+    uint32_t at;   // offset of the record (a journal is at most 64 MiB)
+    uint32_t table() const { return static_cast<uint32_t>(key >> 56); }
+    uint64_t page() const { return key & ((uint64_t{1} << 56) - 1); }
+    bool operator<(const Ref& o) const { return key != o.key ? key < o.key : at < o.at; }
   };
   std::vector<Ref> refs;
   for (size_t at = 0; at < since_checkpoint_.size();) {
     const uint32_t table = since_checkpoint_[at];
     const uint64_t index = LoadLE48(&since_checkpoint_[at + 1]);
-    refs.push_back({table, index / sb_.tables[table].per_page(), at});
+    refs.push_back({uint64_t{table} << 56 | index / sb_.tables[table].per_page(),
+                    static_cast<uint32_t>(at)});
     at += RecordSize(table);
   }
-  std::stable_sort(refs.begin(), refs.end(), [](const Ref& a, const Ref& b) {
-    return a.table != b.table ? a.table < b.table : a.page < b.page;
-  });
+  std::sort(refs.begin(), refs.end());
   SyncIo& io = this->io();
   IoQueue* queue = io.queue();
   if (queue == nullptr) return Annotate(io.open_error(), who_ + ": no queue for the checkpoint");
   uint64_t pages_to_write = 0;  // the chunk is no larger than the distinct pages
   for (size_t r = 0; r < refs.size(); ++r) {
-    if (r == 0 || refs[r].table != refs[r - 1].table || refs[r].page != refs[r - 1].page) {
-      ++pages_to_write;
-    }
+    pages_to_write += r == 0 || refs[r].key != refs[r - 1].key;
   }
   AlignedBuffer chunk(std::clamp<uint64_t>(pages_to_write, 1, kPagesPerChunk) * kMetaPageSize);
   for (size_t r = 0; r < refs.size();) {
@@ -540,9 +519,9 @@ Status MetaStore::Checkpoint() {
     std::vector<std::pair<uint32_t, uint64_t>> pages;
     size_t end = r;
     while (end < refs.size()) {
-      if (pages.empty() || pages.back() != std::make_pair(refs[end].table, refs[end].page)) {
+      if (pages.empty() || pages.back() != std::make_pair(refs[end].table(), refs[end].page())) {
         if (pages.size() == kPagesPerChunk) break;
-        pages.emplace_back(refs[end].table, refs[end].page);
+        pages.emplace_back(refs[end].table(), refs[end].page());
       }
       ++end;
     }
@@ -568,7 +547,7 @@ Status MetaStore::Checkpoint() {
             CheckTablePage(page, sb_.volume_id, table, page_no, reqs[i].offset, who_));
       }
       const TableDesc& d = sb_.tables[table];
-      for (; r + k < end && refs[r + k].table == table && refs[r + k].page == page_no; ++k) {
+      for (; r + k < end && refs[r + k].table() == table && refs[r + k].page() == page_no; ++k) {
         const uint8_t* rec = &since_checkpoint_[refs[r + k].at];
         const uint64_t slot = LoadLE48(rec + 1) % d.per_page();
         std::memcpy(page + kTablePageHeader + slot * d.entry_size, rec + 7, d.entry_size);
@@ -594,6 +573,15 @@ Status MetaStore::Checkpoint() {
   since_checkpoint_.clear();
   torn_pages_.clear();
   ++counters_.checkpoints;
+  return OkStatus();
+}
+
+Status MetaStore::RewritePayload(std::vector<uint8_t> payload) {
+  Superblock next = sb_;
+  ++next.generation;
+  next.payload = std::move(payload);
+  VSTACK_RETURN_IF_ERROR(WriteSuperblock(io(), next, who_));
+  sb_ = std::move(next);
   return OkStatus();
 }
 

@@ -41,7 +41,9 @@
 #include <vector>
 
 #include "blockdev/metastore/superblock.h"
+#include "lib/aligned_buffer.h"
 #include "lib/block_device.h"
+#include "lib/progress.h"
 #include "lib/sync_io.h"
 
 namespace vstack {
@@ -97,6 +99,8 @@ class MetaStore {
 
   // Records that entry `index` of `table` now holds `entry` (entry_size bytes).
   void Set(uint32_t table, uint64_t index, const void* entry);
+  // The same record, appended to `batch` (a layer that builds its batches itself).
+  void Record(MetaBatch* batch, uint32_t table, uint64_t index, const void* entry) const;
   // Ends the current atomic group of records.
   void EndGroup();
   size_t pending_bytes() const { return pending_.records.size(); }
@@ -105,8 +109,9 @@ class MetaStore {
   // Puts back changes a failed Commit did not journal, ahead of anything recorded since.
   void RestorePending(MetaBatch batch);
 
-  // Serialises Commit, Checkpoint and Close.
-  std::unique_lock<std::mutex> LockCommits() { return std::unique_lock(commit_mu_); }
+  // Serialises Commit, Checkpoint and Close. Held across the commit's I/O: an IoMutex
+  // (lib/progress.h).
+  std::unique_lock<IoMutex> LockCommits() { return std::unique_lock(commit_mu_); }
   // Steps 1-3 above. On error, `batch` keeps the records that were not journaled.
   // REQUIRES: the commit lock.
   Status Commit(MetaBatch* batch);
@@ -121,6 +126,10 @@ class MetaStore {
   // reaped before it returns. Returns the bytes discarded; a failed discard only leaves its
   // bytes where they were. REQUIRES: the commit lock.
   uint64_t Discard(std::span<const std::pair<uint64_t, uint64_t>> ranges);
+  // Writes the superblock again as its next generation, with `payload` in place of the
+  // layer's fields (a layer migrating an image of an older version of its format).
+  // REQUIRES: the commit lock; not read-only.
+  Status RewritePayload(std::vector<uint8_t> payload);
   // Releases the store's queue of the device below; the next metadata I/O opens a new one.
   // For `vstack check`, which repairs the device below next (BlockDevice::Check).
   // REQUIRES: the commit lock.
@@ -148,10 +157,11 @@ class MetaStore {
   const bool read_only_;
   const std::string who_;
   std::unique_ptr<SyncIo> io_;
+  AlignedBuffer txn_;  // a transaction's blocks, reused; guarded by commit_mu_
 
   MetaBatch pending_;  // guarded by the layer's mutex
 
-  std::mutex commit_mu_;
+  IoMutex commit_mu_;
   uint64_t journal_pos_ = 0;       // next transaction's offset in the journal; guarded by commit_mu_
   uint64_t next_seq_ = 1;          // guarded by commit_mu_
   std::vector<uint8_t> since_checkpoint_;  // journaled records not yet in the tables
@@ -160,26 +170,6 @@ class MetaStore {
   Counters counters_;
 };
 
-// Submits every request of `reqs` as one batch on `queue` and polls until all have completed.
-// Returns the first error. Their callbacks are overwritten.
-std::error_code RunRequests(IoQueue& queue, std::span<IoRequest> reqs);
-
-// Loading, the first step a layer whose whole state is one engine over a MetaStore (dedup,
-// zstd) takes the same way (the commits are MappedLayer's). Engine: LoadEntry(table, index,
-// entry) -> Status; FinishLoad().
-
-// Loads `store` into `engine`; errors name `layer`.
-template <class Engine>
-Status LoadEngine(MetaStore& store, Engine& engine, const char* layer) {
-  Status loaded = store.Load([&](uint32_t table, uint64_t index, const uint8_t* entry) -> Status {
-    Status st = engine.LoadEntry(table, index, entry);
-    if (!st) return Annotate(std::move(st).error(), layer);
-    return OkStatus();
-  });
-  if (!loaded) return loaded;
-  engine.FinishLoad();
-  return OkStatus();
-}
 
 }  // namespace vstack
 

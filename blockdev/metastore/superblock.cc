@@ -2,11 +2,12 @@
 
 #include <cstring>
 
-#include "blockdev/crc32c/crc32c.h"
+#include "blockdev/metastore/crc32c.h"
 #include "blockdev/metastore/table_page.h"
 #include "lib/aligned_buffer.h"
 #include "lib/endian.h"
 #include "lib/iovec.h"
+#include "lib/plural.h"
 
 namespace vstack {
 namespace {
@@ -140,7 +141,7 @@ Status ValidateLayout(const Superblock& sb, uint64_t device_size, const std::str
   for (size_t i = 0; i < sb.tables.size(); ++i) {
     const TableDesc& t = sb.tables[i];
     if (t.entries > (uint64_t{1} << 48)) {
-      return bad("table " + std::to_string(i) + " has " + std::to_string(t.entries) + " entries");
+      return bad("table " + std::to_string(i) + " has " + Counted(t.entries, "entry", "entries"));
     }
     VSTACK_RETURN_IF_ERROR(region("table " + std::to_string(i), t.offset, t.bytes()));
   }
@@ -179,6 +180,14 @@ Result<Superblock> ReadSuperblock(SyncIo& io, std::string_view magic, const std:
   Error e = a.error();
   e.message += "; " + b.error().message;
   return e;
+}
+
+bool HoldsSuperblockMagic(SyncIo& io, std::string_view magic) {
+  AlignedBuffer buf(kSuperblockBytes);
+  if (io.Read(0, buf.span())) return false;
+  const uint8_t* slots = reinterpret_cast<const uint8_t*>(buf.data());
+  return std::memcmp(slots, magic.data(), 8) == 0 ||
+         std::memcmp(slots + kMetaPageSize, magic.data(), 8) == 0;
 }
 
 Status WriteSuperblock(SyncIo& io, const Superblock& sb, const std::string& who) {

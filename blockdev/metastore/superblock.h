@@ -63,6 +63,11 @@ Status ValidateLayout(const Superblock& sb, uint64_t device_size, const std::str
 // with nothing past its first 1 KiB (the first write of a format, torn by a crash); an error
 // naming each slot's problem when neither is valid but something else is written there.
 Result<Superblock> ReadSuperblock(SyncIo& io, std::string_view magic, const std::string& who);
+
+// True if either superblock slot starts with `magic`: the device holds a superblock of this
+// kind, valid or damaged; false for a device that holds other data (or nothing), or that cannot
+// be read.
+bool HoldsSuperblockMagic(SyncIo& io, std::string_view magic);
 // Writes `sb` to slot sb.generation % 2 with FUA.
 Status WriteSuperblock(SyncIo& io, const Superblock& sb, const std::string& who);
 

@@ -1,7 +1,10 @@
 #include "blockdev/metastore/table_page.h"
 
-#include "blockdev/crc32c/crc32c.h"
-#include "blockdev/metastore/superblock.h"
+#include <algorithm>
+#include <vector>
+
+#include "blockdev/metastore/crc32c.h"
+#include "lib/aligned_buffer.h"
 #include "lib/endian.h"
 #include "lib/iovec.h"
 
@@ -40,6 +43,73 @@ Status CheckTablePage(const uint8_t* page, uint64_t volume_id, uint32_t table, u
     return MakeError(Errc::kCorruption, where + ": checksum mismatch");
   }
   return OkStatus();
+}
+
+Status ReadTablePages(SyncIo& io, const Superblock& sb, uint32_t t, const std::string& who,
+                      const TablePageSink& fn) {
+  constexpr uint64_t kPagesPerChunk = 256;  // 1 MiB per read
+  const TableDesc& d = sb.tables[t];
+  AlignedBuffer chunk(std::clamp<uint64_t>(d.pages(), 1, kPagesPerChunk) * kMetaPageSize);
+  for (uint64_t first = 0; first < d.pages(); first += kPagesPerChunk) {
+    const uint64_t n = std::min<uint64_t>(kPagesPerChunk, d.pages() - first);
+    const uint64_t offset = d.offset + first * kMetaPageSize;
+    if (std::error_code ec = io.Read(offset, chunk.span().first(n * kMetaPageSize))) {
+      return MakeError(ec, who + ": cannot read metadata table " + std::to_string(t) +
+                               " at offset " + std::to_string(offset) + ": " + ec.message());
+    }
+    for (uint64_t i = 0; i < n; ++i) {
+      const auto* page = reinterpret_cast<const uint8_t*>(chunk.data()) + i * kMetaPageSize;
+      VSTACK_RETURN_IF_ERROR(fn(first + i, page,
+                                CheckTablePage(page, sb.volume_id, t, first + i,
+                                               offset + i * kMetaPageSize, who)));
+    }
+  }
+  return OkStatus();
+}
+
+Status WriteTablePages(SyncIo& io, const Superblock& sb, uint32_t t,
+                       std::span<const uint64_t> pages,
+                       const std::function<void(uint64_t page_no, uint8_t* entries)>& fill,
+                       IoFlags flags, const std::string& who) {
+  if (pages.empty()) return OkStatus();
+  IoQueue* q = io.queue();
+  if (q == nullptr) return Annotate(io.open_error(), who + ": no queue for metadata");
+  AlignedBuffer buf(pages.size() * kMetaPageSize);
+  std::vector<IoRequest> reqs(pages.size());
+  std::vector<iovec> iov(pages.size());
+  for (size_t i = 0; i < pages.size(); ++i) {
+    auto* page = reinterpret_cast<uint8_t*>(buf.data()) + i * kMetaPageSize;
+    fill(pages[i], page + kTablePageHeader);
+    SealTablePage(page, sb.volume_id, t, pages[i]);
+    iov[i] = iovec{page, kMetaPageSize};
+    reqs[i].op = Op::kWrite;
+    reqs[i].flags = flags;
+    reqs[i].offset = sb.tables[t].offset + pages[i] * kMetaPageSize;
+    reqs[i].length = kMetaPageSize;
+    reqs[i].iov = &iov[i];
+    reqs[i].iovcnt = 1;
+  }
+  if (std::error_code ec = RunRequests(*q, reqs)) {
+    return MakeError(ec, who + ": cannot write metadata table " + std::to_string(t) + ": " +
+                             ec.message());
+  }
+  return OkStatus();
+}
+
+std::error_code RunRequests(IoQueue& queue, std::span<IoRequest> reqs) {
+  size_t done = 0;
+  std::vector<IoRequest*> ptrs;
+  for (IoRequest& r : reqs) {
+    r.on_complete = [](IoRequest& req) { ++*static_cast<size_t*>(req.user_data); };
+    r.user_data = &done;
+    ptrs.push_back(&r);
+  }
+  queue.Submit(ptrs);
+  while (done < reqs.size()) queue.Poll(1);
+  for (const IoRequest& r : reqs) {
+    if (r.status) return r.status;
+  }
+  return {};
 }
 
 }  // namespace vstack

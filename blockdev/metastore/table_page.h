@@ -7,9 +7,13 @@
 #define VSTACK_BLOCKDEV_METASTORE_TABLE_PAGE_H_
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 
+#include "blockdev/metastore/superblock.h"
 #include "lib/errors.h"
+#include "lib/sync_io.h"
 
 namespace vstack {
 
@@ -25,6 +29,29 @@ void SealTablePage(uint8_t* page, uint64_t volume_id, uint32_t table, uint64_t p
 // error naming the table, the page and its byte offset on the device below.
 Status CheckTablePage(const uint8_t* page, uint64_t volume_id, uint32_t table, uint64_t page_no,
                       uint64_t device_offset, const std::string& who);
+
+// ---- Page I/O: what MetaStore does with its tables, for a layer that keeps tables in place
+// (crc32c) too.
+
+// Reads every page of table `t` of `sb` in batches and calls fn(page_no, page, check) for each,
+// where `check` is CheckTablePage's verdict: a page a crash tore (sector by sector) fails it,
+// and the caller decides whether its journal or its own state makes that harmless. Stops at the
+// first error of a read or of fn.
+using TablePageSink =
+    std::function<Status(uint64_t page_no, const uint8_t* page, const Status& check)>;
+Status ReadTablePages(SyncIo& io, const Superblock& sb, uint32_t t, const std::string& who,
+                      const TablePageSink& fn);
+
+// Submits every request of `reqs` as one batch on `queue` and polls until all have completed.
+// Returns the first error. Their callbacks are overwritten.
+std::error_code RunRequests(IoQueue& queue, std::span<IoRequest> reqs);
+
+// Writes pages `pages` of table `t`, each zeroed, filled by fill(page_no, entries) (the bytes
+// after the header) and sealed, as one batch with `flags`.
+Status WriteTablePages(SyncIo& io, const Superblock& sb, uint32_t t,
+                       std::span<const uint64_t> pages,
+                       const std::function<void(uint64_t page_no, uint8_t* entries)>& fill,
+                       IoFlags flags, const std::string& who);
 
 }  // namespace vstack
 

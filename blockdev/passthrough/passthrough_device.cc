@@ -1,18 +1,34 @@
 // The template layer. To write a new layer, copy this file and its header, rename, and change
-// only what your layer does differently. Two starting points (docs/design.md, "Adding a layer"):
+// only what your layer does differently. Which base to start from (docs/design.md, "Adding a
+// layer"):
 //
-//  - a layer that translates each request into one request below (a fixed offset, a flag it
-//    drops, an error it injects) uses ForwardingQueue (lib/forwarding_queue.h), as this file
-//    does, and overrides its Translate hook;
+//  - a layer that keeps the data below as they are (same addresses, same bytes) and changes
+//    only how or when requests get there derives from ForwardingLayer (lib/forwarding_layer.h),
+//    as this one does, and inherits everything: geometry, capabilities, Resize, MapExtents,
+//    SpaceOf, and a queue that forwards each request unchanged. To act on requests it overrides
+//    NewQueue and returns a ForwardingQueue subclass (lib/forwarding_queue.h) with the hooks it
+//    needs: Translate to refuse a request (blockdev/error), BeforeWork to stall the thread
+//    (blockdev/ready), Accept/OnLowerDone to hold requests (blockdev/emulation/timed_queue.h);
+//  - a layer that sends each request down as one request but changes its address or the
+//    device's size (a fixed offset, an image format's header) derives from Layer
+//    (lib/layer.h), states every operation (MapExtents, Resize...) itself, and may still use a
+//    ForwardingQueue with a Translate hook, as formats/vhd does for fixed disks:
+//
+//      std::error_code Translate(const IoRequest& req, IoRequest* down) override {
+//        down->offset += data_offset_;
+//        return {};
+//      }
+//
 //  - a layer that maps virtual grains to stored units (deduplication, compression, checksums)
 //    builds on blockdev/grainmap instead.
 //
 // The parts every layer has:
 //
-//  1. A device class deriving from Layer. Its constructor decides the geometry and the
-//     capabilities it offers above. Only claim what you implement: the base class emulates FUA
-//     (write + flush) and write-zeroes (writes of zeros) when a capability is missing, and it
-//     validates every request (bounds, alignment, read-only) before your queue sees it.
+//  1. A device class. Its constructor decides the geometry and the capabilities it offers
+//     above (Layer starts with the lower device's). Only claim what you implement: the base
+//     class emulates FUA (write + flush) and write-zeroes (writes of zeros) when a capability
+//     is missing, and it validates every request (bounds, alignment, read-only) before your
+//     queue sees it.
 //  2. A queue, one per thread, owning a queue of the lower device opened for the same thread.
 //     Per-queue state needs no locks; state shared by all queues (a map, an index) lives in the
 //     device and must be thread-safe. ForwardingQueue sends each request down as one lower
@@ -27,7 +43,6 @@
 //     conformance suite (tests/conformance/targets.cc) and write docs/layers/<name>.md.
 #include "blockdev/passthrough/passthrough_device.h"
 
-#include "lib/forwarding_queue.h"
 #include "lib/registry.h"
 
 namespace vstack {
@@ -45,25 +60,6 @@ ComponentInfo PassthroughComponent() {
 }
 
 }  // namespace
-
-// Geometry and capabilities are exactly the lower device's. Layer starts with them, minus
-// kCapResizable, which a passthrough implements by forwarding.
-PassthroughDevice::PassthroughDevice(DevicePtr lower) : Layer("passthrough", std::move(lower)) {
-  set_capabilities(capabilities() | (lower_device().capabilities() & kCapResizable));
-}
-
-// A passthrough changes nothing, so the forwarding queue is used as it is: its default
-// Translate copies each request (same op, flags, offset and buffers). A layer that translates
-// derives from ForwardingQueue and overrides Translate, e.g. to shift the offset:
-//
-//   std::error_code Translate(const IoRequest& req, IoRequest* down) override {
-//     down->offset += data_offset_;
-//     return {};
-//   }
-Result<std::unique_ptr<IoQueue>> PassthroughDevice::DoOpenQueue() {
-  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
-  return std::unique_ptr<IoQueue>(new ForwardingQueue(*this, std::move(lower)));
-}
 
 VSTACK_REGISTER_COMPONENT(passthrough, PassthroughComponent());
 

@@ -2,28 +2,21 @@
 // geometry included. It measures what one layer of vstack costs, and it is the template a new
 // layer is copied from (see passthrough_device.cc and docs/design.md, "Adding a layer").
 //
+// What it adds: nothing but one forwarding level (its own statistics). Everything else is
+// inherited from ForwardingLayer (lib/forwarding_layer.h): geometry, capabilities, Resize,
+// MapExtents, SpaceOf and a plain ForwardingQueue.
+//
 // Spec: passthrough+<lower>
 #ifndef VSTACK_BLOCKDEV_PASSTHROUGH_PASSTHROUGH_DEVICE_H_
 #define VSTACK_BLOCKDEV_PASSTHROUGH_PASSTHROUGH_DEVICE_H_
 
-#include "lib/layer.h"
+#include "lib/forwarding_layer.h"
 
 namespace vstack {
 
-class PassthroughDevice final : public Layer {
+class PassthroughDevice final : public ForwardingLayer {
  public:
-  explicit PassthroughDevice(DevicePtr lower);
-
-  std::string Describe() const override { return "passthrough"; }
-  // Allocation is the lower device's: a passthrough neither moves nor changes data.
-  Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override {
-    return lower_device().MapExtents(offset, length, out);
-  }
-
- protected:
-  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
-  // Resizing is the lower device's too (Layer does not inherit kCapResizable by default).
-  Status DoResize(uint64_t size) override { return lower_device().Resize(size); }
+  explicit PassthroughDevice(DevicePtr lower) : ForwardingLayer("passthrough", std::move(lower)) {}
 };
 
 }  // namespace vstack

@@ -4,22 +4,22 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "blockdev/emulation/forward_queue.h"
 #include "blockdev/emulation/stall_schedule.h"
 #include "lib/registry.h"
 
 namespace vstack {
 namespace {
 
-class ReadyQueue final : public ForwardQueue {
+class ReadyQueue final : public ForwardingQueue {
  public:
   ReadyQueue(ReadyDevice& device, std::unique_ptr<IoQueue> lower, Clock& clock, uint64_t seed)
-      : ForwardQueue(device, std::move(lower)),
+      : ForwardingQueue(device, std::move(lower)),
         clock_(clock),
         schedule_(device.config().fraction, device.config().stall, device.config().quantum_ns, seed,
                   clock.Now()) {}
 
  protected:
+  // At the top of every Submit and Poll: the only moments this thread runs the layer.
   void BeforeWork() override {
     const uint64_t now = clock_.Now();
     const uint64_t stall = schedule_.Due(now);
@@ -34,7 +34,7 @@ class ReadyQueue final : public ForwardQueue {
   StallSchedule schedule_;
 };
 
-Result<DevicePtr> OpenReady(DevicePtr lower, const OptionValues& o, const OpenOptions&) {
+Result<DevicePtr> OpenReady(DevicePtr lower, const OptionValues& o, const OpenOptions& open) {
   ReadyConfig c;
   const std::string pct = o.Get("pct");
   char* end = nullptr;
@@ -48,9 +48,8 @@ Result<DevicePtr> OpenReady(DevicePtr lower, const OptionValues& o, const OpenOp
   auto q = ParseDurationNs(o.Get("quantum"));
   if (!q) return MakeError(Errc::kInvalidArgument, "ready: quantum " + q.error().message);
   c.quantum_ns = *q;
-  VSTACK_ASSIGN_OR_RETURN(int64_t seed, o.Int("seed", 0, INT64_MAX));
-  c.seed = static_cast<uint64_t>(seed);
-  return MakeDevice<ReadyDevice>(std::move(lower), c, SystemClock());
+  VSTACK_ASSIGN_OR_RETURN(c.seed, SeedOption(o));
+  return MakeDevice<ReadyDevice>(std::move(lower), c, open.clock_or_system());
 }
 
 ComponentInfo ReadyComponent() {
@@ -72,28 +71,26 @@ ComponentInfo ReadyComponent() {
 }  // namespace
 
 ReadyDevice::ReadyDevice(DevicePtr lower, ReadyConfig config, Clock& clock)
-    : Layer("ready", std::move(lower)), config_(config), clock_(clock) {
+    : EmulationLayer("ready", std::move(lower), config, clock) {
   DeclareCounters({"stalled_ns", "stalls"});
 }
 
 std::string ReadyDevice::Describe() const {
   char buf[128];
   std::snprintf(buf, sizeof buf, "ready %.3g%% stalled, stalls %s, quantum %s",
-                config_.fraction * 100, config_.stall.ToString().c_str(),
-                FormatDurationNs(double(config_.quantum_ns)).c_str());
+                config().fraction * 100, config().stall.ToString().c_str(),
+                FormatDurationNs(double(config().quantum_ns)).c_str());
   return buf;
 }
 
 void ReadyDevice::Properties(PropertyList& out) const {
-  out.push_back({"ready_pct", config_.fraction * 100, "%"});
-  out.push_back({"stall", config_.stall.ToString(), ""});
-  out.push_back({"quantum_ns", config_.quantum_ns, "ns"});
+  out.push_back({"ready_pct", config().fraction * 100, "%"});
+  out.push_back({"stall", config().stall.ToString(), ""});
+  out.push_back({"quantum_ns", config().quantum_ns, "ns"});
 }
 
-Result<std::unique_ptr<IoQueue>> ReadyDevice::DoOpenQueue() {
-  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
-  const uint64_t seed = config_.seed + queues_opened_.fetch_add(1);
-  return std::unique_ptr<IoQueue>(new ReadyQueue(*this, std::move(lower), clock_, seed));
+std::unique_ptr<ForwardingQueue> ReadyDevice::NewQueue(std::unique_ptr<IoQueue> lower) {
+  return std::make_unique<ReadyQueue>(*this, std::move(lower), clock(), NextQueueSeed());
 }
 
 VSTACK_REGISTER_COMPONENT(ready, ReadyComponent());

@@ -3,17 +3,16 @@
 // that the stalled share of wall time equals `pct` (StallSchedule). Each queue (each thread of
 // a workload, a vCPU) has its own schedule, started when the queue opens. Stalls happen at the
 // top of Submit and Poll, the only moments a layer runs on that thread. The injected time is
-// counted (stalled_ns, stalls), so the attribution shows it. docs/layers/ready.md.
+// counted (stalled_ns, stalls), so the attribution shows it. Its queue is a ForwardingQueue with
+// one hook (BeforeWork); everything else is the device below's, inherited from ForwardingLayer
+// (lib/forwarding_layer.h). docs/layers/ready.md.
 //
 // Spec: ready:pct=5.1,stall=exp:4ms,quantum=1ms+<lower>
 #ifndef VSTACK_BLOCKDEV_READY_READY_DEVICE_H_
 #define VSTACK_BLOCKDEV_READY_READY_DEVICE_H_
 
-#include <atomic>
-
+#include "blockdev/emulation/emulation_layer.h"
 #include "blockdev/emulation/service_time.h"
-#include "lib/clock.h"
-#include "lib/layer.h"
 
 namespace vstack {
 
@@ -24,7 +23,7 @@ struct ReadyConfig {
   uint64_t seed = 1;
 };
 
-class ReadyDevice final : public Layer {
+class ReadyDevice final : public EmulationLayer<ReadyConfig> {
  public:
   enum Counter { kStalledNs, kStalls };
 
@@ -33,18 +32,9 @@ class ReadyDevice final : public Layer {
 
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
-  Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override {
-    return lower_device().MapExtents(offset, length, out);
-  }
-  const ReadyConfig& config() const { return config_; }
 
  protected:
-  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
-
- private:
-  const ReadyConfig config_;
-  Clock& clock_;
-  std::atomic<uint64_t> queues_opened_{0};
+  std::unique_ptr<ForwardingQueue> NewQueue(std::unique_ptr<IoQueue> lower) override;
 };
 
 }  // namespace vstack

@@ -1,54 +1,22 @@
-// The zstd device: options, formatting and opening, accounting, check. The data path is in
-// zstd_queue.cc, the state in zstd_engine.cc.
+// The zstd policy: compress a grain and decide how it is stored, decompress fragments, check
+// them; the options, reports and registration. Packing is packing_queue.cc.
 #include "blockdev/zstd/zstd_device.h"
 
-#include <cstring>
+#include <algorithm>
+#include <map>
 
 #include "blockdev/zstd/grain_codec.h"
-#include "lib/aligned_buffer.h"
+#include "blockdev/zstd/packing_queue.h"
+#include "lib/plural.h"
+#include "lib/registry.h"
 #include "lib/size.h"
-#include "lib/sync_io.h"
 
 namespace vstack {
-namespace {
 
-constexpr char kMagic[] = "VSZSTD01";
-constexpr uint32_t kPayloadVersion = 1;
-
-std::vector<uint8_t> EncodePayload(uint32_t grain, const SizeRule& rule, uint64_t size,
-                                   uint64_t bins) {
-  ByteWriter w;
-  w.U32(kPayloadVersion);
-  w.U32(grain);
-  w.U8(rule.kind);
-  w.U32(rule.min_saving_bp);
-  w.U64(size);
-  w.U64(bins);
-  return std::move(w.bytes());
-}
-
-// Fits as many bins as the device below holds after the metadata they need.
-Result<UnitLayout> PlanLayout(uint32_t grain, const SizeRule& rule, uint64_t size,
-                              uint64_t lower_size) {
-  return FitUnits(
-      lower_size, grain, ZstdEngine::kMaxBins,
-      [&](uint64_t bins) {
-        return MetaStore::Plan(kMagic,
-                               {TableDesc{0, size / grain, ZstdEngine::kMapEntryBytes},
-                                TableDesc{0, bins, ZstdEngine::kBinEntryBytes}},
-                               GrainJournalBytes(lower_size),
-                               EncodePayload(grain, rule, size, bins));
-      },
-      "zstd: the device below (" + FormatSize(lower_size) +
-          ") is too small for the metadata of a " + FormatSize(size) + " zstd device");
-}
-
-}  // namespace
-
-uint64_t ZstdMetadataBytes(uint64_t stored_grains, uint64_t bins) {
-  return TableDesc{0, stored_grains, ZstdEngine::kMapEntryBytes}.bytes() +
-         TableDesc{0, bins, ZstdEngine::kBinEntryBytes}.bytes();
-}
+const GrainFormat ZstdDevice::kFormat = {
+    "zstd", "VSZSTD01", /*version=*/2, /*oldest_version=*/1, /*entry_bytes=*/8,
+    /*unit_entry_bytes=*/4, /*unit_records=*/false, /*max_units=*/0xFFFFFFFFull - 2,
+    /*max_grains=*/uint64_t{1} << 48};
 
 Result<ZstdOptions> ParseZstdOptions(const OptionValues& values, uint64_t lower_size) {
   ZstdOptions o;
@@ -58,180 +26,224 @@ Result<ZstdOptions> ParseZstdOptions(const OptionValues& values, uint64_t lower_
                           ParseGrainOptions(values, lower_size, "zstd", /*with_size=*/true));
   o.rule_given = values.Has("rule");
   Result<SizeRule> rule = ParseSizeRule(values.Get("rule"));
-  if (!rule) return Annotate(std::move(rule).error(), "zstd: option 'rule'");
+  if (!rule) return BadOptionValue("zstd", "rule", rule.error().message);
   o.rule = *rule;
-  VSTACK_ASSIGN_OR_RETURN(int64_t open_bins,
-                          values.Int("open_bins", 1, ZstdOptions::kMaxOpenBins));
+  VSTACK_ASSIGN_OR_RETURN(int64_t open_bins, values.Int("open_bins", 1, ZstdOptions::kMaxOpenBins));
   o.open_bins = static_cast<uint32_t>(open_bins);
   return o;
 }
 
-ZstdDevice::ZstdDevice(DevicePtr lower, const ZstdOptions& o, uint64_t bins,
-                       std::unique_ptr<MetaStore> store, uint64_t data_offset, bool read_only)
-    : MappedLayer("zstd", std::move(lower), o.grain, o.size, data_offset, std::move(store),
-                  [&](MetaStore* s) {
-                    return std::make_unique<ZstdEngine>(o.size / o.grain, bins, o.grain, o.rule,
-                                                        s);
-                  },
-                  read_only, kCommits),
-      level_(o.level),
-      open_bins_(o.open_bins) {
-  DeclareCounters({"compressed_grains", "raw_grains", "zero_grains", "rmw_reads",
-                   "decompress_errors", "retries", "commits", "discards", "discarded_bytes",
-                   "sealed_bins", "sealed_free_bytes", "tail_reads"});
+uint64_t ZstdMetadataBytes(uint64_t stored_grains, uint64_t bins) {
+  return TableDesc{0, stored_grains, ZstdDevice::kFormat.entry_bytes}.bytes() +
+         TableDesc{0, bins, ZstdDevice::kFormat.unit_entry_bytes}.bytes();
 }
+
+ZstdDevice::ZstdDevice(DevicePtr lower, const Header& h, const ZstdOptions& o,
+                       std::unique_ptr<MetaStore> store, uint64_t data_offset, bool read_only)
+    : GrainDevice(kFormat, std::move(lower), h.grain, h.size, h.units, data_offset,
+                  std::move(store), read_only, kMappedOwnCaps, kMappedWriteCaps, 0,
+                  /*verifies_reads=*/false,
+                  {"compressed_grains", "raw_grains", "decompress_errors", "sealed_bins",
+                   "sealed_free_bytes", "tail_reads"}),
+      level_(o.level),
+      open_bins_(o.open_bins),
+      rule_(o.rule) {}
 
 Result<DevicePtr> ZstdDevice::Open(DevicePtr lower, const ZstdOptions& opts, bool read_only) {
-  VSTACK_ASSIGN_OR_RETURN(OpenedBelow below,
-                          OpenSuperblock(*lower, kMagic, "zstd", read_only, opts.format));
-  read_only = below.read_only;
-  const uint64_t lower_size = below.lower_size;
-  if (!below.sb) {
-    VSTACK_ASSIGN_OR_RETURN(UnitLayout layout,
-                            PlanLayout(opts.grain, opts.rule, opts.size, lower_size));
-    VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<MetaStore> store,
-                            FormatUnlessReadOnly(*lower, layout.sb, read_only, "zstd"));
-    DevicePtr dev(new ZstdDevice(std::move(lower), opts, layout.units, std::move(store),
-                                 layout.sb.data_offset, read_only));
-    VSTACK_RETURN_IF_ERROR(static_cast<ZstdDevice&>(*dev).Load(/*blank=*/true));
-    if (!read_only) static_cast<ZstdDevice&>(*dev).set_formatted_now();
-    return dev;
-  }
-  Superblock& sb = *below.sb;
-  ByteReader r(sb.payload);
-  const uint32_t version = r.U32();
-  const uint32_t grain = r.U32();
-  SizeRule rule;
-  rule.kind = static_cast<SizeRule::Kind>(r.U8());
-  rule.min_saving_bp = r.U32();
-  const uint64_t size = r.U64();
-  const uint64_t bins = r.U64();
-  const std::string where = "zstd: superblock: ";
-  if (!r.ok() || version != kPayloadVersion) {
-    return MakeError(Errc::kCorruption, where + "unknown or truncated zstd fields (version " +
-                                            std::to_string(version) + ")");
-  }
-  if (rule.kind > SizeRule::kMinSaving || rule.min_saving_bp >= 10000) {
-    return MakeError(Errc::kCorruption, where + "unknown stored-size rule " +
-                                            std::to_string(int{rule.kind}));
-  }
-  if (!ValidGrain(grain) || size == 0 || size % grain || bins == 0 ||
-      bins > ZstdEngine::kMaxBins || sb.tables.size() != 2 ||
-      sb.tables[0].entries != size / grain || sb.tables[1].entries != bins ||
-      sb.tables[0].entry_size != ZstdEngine::kMapEntryBytes ||
-      sb.tables[1].entry_size != ZstdEngine::kBinEntryBytes ||
-      sb.data_offset + bins * grain > lower_size) {
-    return MakeError(Errc::kCorruption,
-                     where + "inconsistent geometry (grain " + std::to_string(grain) + ", size " +
-                         std::to_string(size) + ", " + std::to_string(bins) +
-                         " bins, device below " + std::to_string(lower_size) + " bytes)");
-  }
-  if (opts.grain_given && grain != opts.grain) {
-    return FormattedWith("zstd", "grain", std::to_string(grain), std::to_string(opts.grain));
-  }
-  if (opts.size_given && opts.size != size) {
-    return FormattedWith("zstd", "size", std::to_string(size), std::to_string(opts.size));
-  }
-  if (opts.rule_given && !(opts.rule == rule)) {
-    return FormattedWith("zstd", "rule", FormatSizeRule(rule), FormatSizeRule(opts.rule));
-  }
   ZstdOptions o = opts;
-  o.grain = grain;
-  o.size = size;
-  o.rule = rule;
-  const uint64_t data_offset = sb.data_offset;
-  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<MetaStore> store,
-                          MetaStore::Attach(*lower, std::move(sb), read_only, "zstd"));
-  DevicePtr dev(
-      new ZstdDevice(std::move(lower), o, bins, std::move(store), data_offset, read_only));
-  VSTACK_RETURN_IF_ERROR(static_cast<ZstdDevice&>(*dev).Load(/*blank=*/false));
-  return dev;
-}
-
-Result<std::unique_ptr<IoQueue>> ZstdDevice::DoOpenQueue() {
-  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
-  return NewZstdQueue(*this, std::move(lower));
+  return OpenJournaled(
+      kFormat, std::move(lower), opts, read_only,
+      [&](ByteWriter& w) {
+        w.U8(opts.rule.kind);
+        w.U32(opts.rule.min_saving_bp);
+      },
+      [&](ByteReader& r, const Header&) -> Status {
+        SizeRule rule;
+        rule.kind = static_cast<SizeRule::Kind>(r.U8());
+        rule.min_saving_bp = r.U32();
+        if (rule.kind > SizeRule::kMinSaving || rule.min_saving_bp >= 10000) {
+          return MakeError(Errc::kCorruption, "zstd: superblock: unknown stored-size rule " +
+                                                  std::to_string(int{rule.kind}));
+        }
+        if (opts.rule_given && !(opts.rule == rule)) {
+          return FormattedWith("zstd", "rule", FormatSizeRule(rule), FormatSizeRule(opts.rule));
+        }
+        o.rule = rule;
+        return OkStatus();
+      },
+      [&](DevicePtr l, const Header& h, std::unique_ptr<MetaStore> s, uint64_t data_offset,
+          bool ro) { return new ZstdDevice(std::move(l), h, o, std::move(s), data_offset, ro); });
 }
 
 // ---------------------------------------------------------------------------------------------
-// Reporting
+// The policy
+
+std::unique_ptr<GrainDevice::QueueState> ZstdDevice::NewQueueState(GrainIo& io) {
+  return std::make_unique<PackingQueue>(*this, io);
+}
+
+Encoded ZstdDevice::Encode(QueueState* qs, const GrainWrite& w, const std::byte* bytes) {
+  auto& q = static_cast<PackingQueue&>(*qs);
+  const EncodedGrain e = EncodeGrain(q.compressor(), rule_, bytes, grain(), w.scratch);
+  if (e.zero) return {Encoded::kZero, UnitMap::kZero};
+  if (e.form.compressed) {
+    q.io().Count(kCompressed);
+    return {Encoded::kPack, 0, 0, e.compressed};
+  }
+  q.io().Count(kStoredRaw);  // a bin of its own, placed by the engine
+  uint64_t bin;
+  if (!w.TakeUnit(&bin)) {
+    q.GiveUpHoles();  // their bins may hold nothing live any more
+    return {Encoded::kNoSpace};
+  }
+  return {Encoded::kStore, 0, bin};
+}
+
+void ZstdDevice::Pack(QueueState* qs, GrainIo& io, std::span<void* const> grains,
+                      std::span<const std::byte* const> bytes, std::span<const Encoded> e) {
+  auto& q = static_cast<PackingQueue&>(*qs);
+  for (size_t i = 0; i < grains.size(); ++i) {
+    q.Pack(grains[i], bytes[i], e[i].length, ApplySizeRule(rule_, grain(), e[i].length).slot);
+  }
+}
+
+Location ZstdDevice::Locate(uint64_t entry) const {
+  const Fragment f = Fragment::Of(entry);
+  return {f.bin, f.offset, f.length};
+}
+
+bool ZstdDevice::Decode(QueueState* qs, const std::byte* stored, uint32_t length,
+                        std::byte* out) {
+  auto& q = static_cast<PackingQueue&>(*qs);
+  if (q.decompressor().Decompress(stored, length, out, grain())) return true;
+  q.io().Count(kDecompressErrors);
+  return false;
+}
+
+std::string ZstdDevice::BadEntry(uint64_t entry) const {
+  if (!UnitMap::HasUnit(entry)) return {};
+  const Fragment f = Fragment::Of(entry);
+  if (f.raw() ? f.offset == 0 : uint64_t{f.offset} + f.length <= grain()) return {};
+  return "(bin " + std::to_string(f.bin) + ", offset " + std::to_string(f.offset) + ", length " +
+         std::to_string(f.length) + ") lies outside its bin of " + std::to_string(grain()) +
+         " bytes";
+}
+
+void ZstdDevice::Held(uint64_t bin, bool held) {
+  std::lock_guard lock(held_mu_);
+  if (held) {
+    held_.Insert(bin);
+  } else {
+    held_.Erase(bin);
+  }
+}
+
+uint32_t ZstdDevice::Holds(uint64_t unit) const {
+  std::lock_guard lock(held_mu_);
+  return held_.Contains(unit) ? 1 : 0;
+}
+
+void ZstdDevice::CheckMore(CheckMode mode, CheckResult* out) {
+  std::map<uint32_t, std::vector<std::pair<uint64_t, Fragment>>> by_bin;
+  for (uint64_t v = 0; v < map().grains(); ++v) {
+    const uint64_t e = map().Get(v);
+    if (UnitMap::HasUnit(e)) by_bin[Fragment::Of(e).bin].emplace_back(v, Fragment::Of(e));
+  }
+  for (auto& [bin, frags] : by_bin) {
+    std::sort(frags.begin(), frags.end(),
+              [](const auto& a, const auto& b) { return a.second.offset < b.second.offset; });
+    const std::string name = "zstd: bin " + std::to_string(bin);
+    for (size_t i = 0; i < frags.size(); ++i) {
+      if (frags[i].second.raw() && frags.size() > 1) {
+        out->Corruption(name + ": raw grain of virtual grain " + std::to_string(frags[i].first) +
+                        " shares its bin with " + std::to_string(frags.size() - 1) +
+                        " other fragment(s)");
+        break;
+      }
+      const Fragment& p = i ? frags[i - 1].second : frags[i].second;
+      if (i > 0 && p.offset + p.length > frags[i].second.offset) {
+        out->Corruption(name + ": fragments of virtual grains " +
+                        std::to_string(frags[i - 1].first) + " and " +
+                        std::to_string(frags[i].first) + " overlap at offset " +
+                        std::to_string(frags[i].second.offset) + " (doubly-used space)");
+      }
+    }
+  }
+}
+
+std::string ZstdDevice::ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
+                                   uint32_t length) {
+  const Fragment f = Fragment::Of(entry);
+  if (f.raw()) return {};
+  AlignedBuffer plain(this->grain());
+  if (GrainDecompressor().Decompress(stored, length, plain.data(), this->grain())) return {};
+  return "zstd: the fragment of virtual offset " + std::to_string(grain * this->grain()) +
+         " (bin " + std::to_string(f.bin) + ", offset " + std::to_string(f.offset) + ", " +
+         std::to_string(f.length) + " bytes) does not decompress";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reporting and registration
 
 std::string ZstdDevice::Describe() const {
   return "zstd level=" + std::to_string(level_) + " grain=" + FormatSize(grain()) +
-         " rule=" + FormatSizeRule(rule()) + ", " + std::to_string(engine().bins()) + " bins";
+         " rule=" + FormatSizeRule(rule_) + ", " + Counted(map().units(), "bin", "bins");
 }
 
-namespace {
-
-SpaceUsage ToSpace(const ZstdEngine::Usage& u, uint32_t grain) {
+SpaceUsage ZstdDevice::Figures(uint64_t first, uint64_t count) const {
   SpaceUsage s;
-  s.grain_bytes = grain;
-  s.logical_bytes_live = u.live_grains * grain;
-  s.zero_grains = u.zero_grains;
-  s.unique_grains = u.stored_grains;
-  s.compressed_bytes = u.compressed_bytes;
-  s.stored_bytes = u.stored_bytes;
-  s.physical_bytes_used = u.allocated_bins * grain;
+  s.grain_bytes = grain();
+  std::vector<uint32_t> bins;  // of the fragments in the range
+  for (uint64_t v = first; v < first + count && v < map().grains(); ++v) {
+    const uint64_t e = map().Get(v);
+    if (e == UnitMap::kUnmapped) continue;
+    s.logical_bytes_live += grain();
+    if (e == UnitMap::kZero) {
+      ++s.zero_grains;
+      continue;
+    }
+    const Fragment f = Fragment::Of(e);
+    ++s.unique_grains;
+    s.compressed_bytes += f.raw() ? grain() : f.length;
+    s.stored_bytes += f.raw() ? grain() : ApplySizeRule(rule_, grain(), f.length).slot;
+    bins.push_back(f.bin);
+  }
+  std::sort(bins.begin(), bins.end());
+  s.physical_bytes_used =
+      static_cast<uint64_t>(std::unique(bins.begin(), bins.end()) - bins.begin()) * grain();
   return s;
 }
 
-}  // namespace
-
 std::optional<SpaceUsage> ZstdDevice::Space() const {
-  SpaceUsage s = ToSpace(engine().usage(), grain());
-  const LayerStats st = Counts();  // no histogram merge
-  s.logical_bytes_written = st.of(Op::kWrite).bytes + st.of(Op::kWriteZeroes).bytes;
-  s.metadata_bytes = data_offset();
-  s.data_offset = data_offset();
+  SpaceUsage s = Figures(0, map().grains());
+  const SpaceUsage base = BaseSpace();
+  s.logical_bytes_written = base.logical_bytes_written;
+  s.physical_bytes_used = base.physical_bytes_used;  // every bin not free
+  s.metadata_bytes = base.metadata_bytes;
+  s.data_offset = base.data_offset;
   return s;
 }
 
 std::optional<SpaceUsage> ZstdDevice::SpaceOf(uint64_t offset, uint64_t length) const {
-  return ToSpace(engine().UsageOf(offset / grain(), length / grain()), grain());
+  return Figures(offset / grain(), length / grain());
 }
 
 void ZstdDevice::Properties(PropertyList& out) const {
-  const ZstdEngine::Usage u = engine().usage();
-  out.push_back({"level", int64_t{level_}, ""});
-  out.push_back({"grain", uint64_t{grain()}, "bytes"});
-  out.push_back({"rule", FormatSizeRule(rule()), ""});
-  out.push_back({"open_bins", uint64_t{open_bins_}, ""});
-  out.push_back({"virtual_grains", engine().virtual_grains(), ""});
-  out.push_back({"bins", engine().bins(), ""});
-  out.push_back({"data_offset", data_offset(), "bytes"});
-  out.push_back({"raw_grains", u.raw_grains, ""});
-  out.push_back({"compression_ratio",
-                 u.stored_bytes ? double(u.stored_grains * grain()) / double(u.stored_bytes) : 0.0,
-                 ""});
-  AppendJournalProperties(store(), out);
-  if (auto s = Space()) AppendSpaceProperties(*s, out);
-}
-
-Status ZstdDevice::Check(CheckMode mode, CheckResult* out) {
-  const uint64_t repaired_before = out->repaired;
-  engine().Check(mode, out);
-  // Every fragment must decompress to exactly one grain.
-  SyncIo io(lower_device());
-  const uint64_t align = std::max<uint64_t>(4096, lower_device().geometry().mem_alignment);
-  const uint32_t block = lower_device().geometry().logical_block;
-  AlignedBuffer stored(grain(), align), plain(grain(), align);
-  GrainDecompressor dec;
-  for (const auto& [v, f] : engine().Fragments()) {
-    if (f.raw()) continue;
-    const uint32_t lo = f.offset / block * block;
-    const uint32_t hi = (f.offset + f.length + block - 1) / block * block;
-    const uint64_t offset = data_offset() + uint64_t{f.bin} * grain() + lo;
-    if (std::error_code ec = io.Read(offset, stored.span().first(hi - lo))) {
-      return MakeError(ec, "zstd: check: cannot read bin " + std::to_string(f.bin) + ": " +
-                               ec.message());
-    }
-    if (!dec.Decompress(stored.data() + (f.offset - lo), f.length, plain.data(), grain())) {
-      out->Corruption("zstd: the fragment of virtual offset " + std::to_string(v * grain()) +
-                      " (bin " + std::to_string(f.bin) + ", offset " + std::to_string(f.offset) +
-                      ", " + std::to_string(f.length) + " bytes) does not decompress");
-    }
+  const SpaceUsage s = *Space();
+  uint64_t raw = 0;
+  for (uint64_t v = 0; v < map().grains(); ++v) {
+    const uint64_t e = map().Get(v);
+    raw += UnitMap::HasUnit(e) && Fragment::Of(e).raw();
   }
-  return CommitRepairs(*out, repaired_before);
+  out.push_back({"level", int64_t{level_}, ""});
+  out.push_back({"rule", FormatSizeRule(rule_), ""});
+  out.push_back({"open_bins", uint64_t{open_bins_}, ""});
+  BaseProperties(out);
+  out.push_back({"raw_grains", raw, ""});
+  out.push_back({"compression_ratio",
+                 s.stored_bytes ? double(s.unique_grains * grain()) / double(s.stored_bytes) : 0.0,
+                 ""});
+  AppendSpaceProperties(s, out);
 }
 
 namespace {
@@ -242,15 +254,14 @@ ComponentInfo ZstdComponent() {
   c.kind = ComponentKind::kLayer;
   c.summary = "per-grain zstd compression with a stored-size rule (vsan-osa, sector, packed, "
               "min-saving=P)";
-  c.options = {
-      {"level", "zstd level; negative levels are the fast modes", "1"},
-      {"grain", "compression grain: a power of two from 4K to 64K", "4K"},
-      {"rule", "stored size: vsan-osa, sector, packed or min-saving=P", "sector"},
-      {"open_bins", "open bins per queue the packer fits fragments into (best fit), 1 to 64",
-       "16"},
-      {"size", "virtual size (thin; default: the size of the device below)", ""},
-      FormatOptionInfo(),
-  };
+  c.options = GrainOptionInfos("compression", /*with_size=*/true);
+  c.options.insert(c.options.begin(),
+                   {"level", "zstd level; negative levels are the fast modes", "1"});
+  c.options.insert(c.options.begin() + 2,
+                   {{"rule", "stored size: vsan-osa, sector, packed or min-saving=P", "sector"},
+                    {"open_bins",
+                     "open bins per queue the packer fits fragments into (best fit), 1 to 64",
+                     "16"}});
   c.open_layer = [](DevicePtr lower, const OptionValues& values,
                     const OpenOptions& open) -> Result<DevicePtr> {
     VSTACK_ASSIGN_OR_RETURN(ZstdOptions o, ParseZstdOptions(values, lower->geometry().size_bytes));

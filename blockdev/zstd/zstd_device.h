@@ -1,28 +1,30 @@
 // zstd: per-grain compression with libzstd, with a policy for the stored size.
 //
-// Spec: zstd[:level=1,grain=4K,rule=sector|vsan-osa|packed|min-saving=P,open_bins=16,size=N]
-//       +<lower>
+// Spec: zstd[:level=1,grain=4K,rule=sector|vsan-osa|packed|min-saving=P,open_bins=16,size=N,
+//            format=on]+<lower>
 //
-// Each grain (4 KiB by default, up to 64 KiB) is compressed on its own; a partial-grain write is
-// a read-modify-write. An all-zero grain is a map entry and costs nothing. A grain that does not
-// compress, or that the stored-size rule (size_rule.h) does not keep compressed, is stored raw
-// in a bin of its own; compressed fragments are packed into bins, best fit among up to
-// `open_bins` open bins per queue (bin_packer.h).
-// Compression runs on the caller's thread, so queues on several threads compress in parallel.
-// Metadata (map, bin table, journal) lives at the start of the device below. See
+// What zstd adds to the grain engine (blockdev/grainmap/grain_device.h): each grain it writes
+// is compressed on its own (grain_codec.h, on the writing queue's thread) and sized by the
+// stored-size rule (size_rule.h). A grain that does not shrink under the rule is stored raw, in
+// a unit (a bin) of its own, like any grain layer's; a compressed one becomes a fragment that
+// the queue packs (packing_queue.h) into a bin with others, best fit among its `open_bins` bins
+// (bin_packer.h). A map entry names the fragment: {bin, offset, length}. Reads decompress.
+// The map, reference counts (fragments per bin), copy-on-write reuse of bins, read-modify-
+// write, placement of raw grains, commits, discards and check are the engine's. See
 // docs/layers/zstd.md.
 #ifndef VSTACK_BLOCKDEV_ZSTD_ZSTD_DEVICE_H_
 #define VSTACK_BLOCKDEV_ZSTD_ZSTD_DEVICE_H_
 
 #include <memory>
+#include <mutex>
 
-#include "blockdev/grainmap/mapped_layer.h"
+#include "blockdev/grainmap/grain_device.h"
+#include "blockdev/metastore/flat_map.h"
 #include "blockdev/zstd/size_rule.h"
-#include "blockdev/zstd/zstd_engine.h"
 
 namespace vstack {
 
-// grain and size (grain_layer.h), level, rule and the packer's open bins per queue.
+// grain, size and format (grain_layer.h), level, rule and the packer's open bins per queue.
 struct ZstdOptions : GrainOptions {
   static constexpr uint32_t kMaxOpenBins = 64;
   int level = 1;
@@ -31,66 +33,87 @@ struct ZstdOptions : GrainOptions {
   uint32_t open_bins = 16;
 };
 
+// Parses the options of a zstd spec part (shared with `vstack space`).
+Result<ZstdOptions> ParseZstdOptions(const OptionValues& values, uint64_t lower_size);
+
 // Bytes of zstd table pages that map `stored_grains` grains into `bins` bins (what
 // `vstack space` reports as compression metadata).
 uint64_t ZstdMetadataBytes(uint64_t stored_grains, uint64_t bins);
 
-// Parses the options of a zstd spec part (shared with `vstack space`).
-Result<ZstdOptions> ParseZstdOptions(const OptionValues& values, uint64_t lower_size);
+// Where a grain's bytes are: `length` compressed bytes at `offset` of `bin`, or (length 0)
+// the whole bin, raw. As a map entry: (bin + 2) | offset << 32 | length << 48.
+struct Fragment {
+  uint32_t bin = 0;
+  uint32_t offset = 0;
+  uint32_t length = 0;
+  bool raw() const { return length == 0; }
+  uint64_t entry() const {
+    return (uint64_t{bin} + 2) | uint64_t{offset} << 32 | uint64_t{length} << 48;
+  }
+  static Fragment Of(uint64_t entry) {
+    return {static_cast<uint32_t>(UnitMap::UnitOf(entry)),
+            static_cast<uint32_t>((entry >> 32) & 0xFFFF), static_cast<uint32_t>(entry >> 48)};
+  }
+};
 
-class ZstdDevice final : public MappedLayer<ZstdEngine> {
+class ZstdDevice final : public GrainDevice {
  public:
-  // Opens the zstd metadata on `lower`, formatting a blank device if it is fresh or
-  // options.format (format=on) is given, else refusing it (OpenSuperblock); read-only, a blank
-  // device is presented as empty without writing anything.
+  // The format: an 8-byte map entry per virtual grain; per bin, 4 bytes that version 1 used
+  // for its live fragment count (now derived from the map at open; version 1 images are
+  // migrated on their first writable open), left zero.
+  static const GrainFormat kFormat;
+
   static Result<DevicePtr> Open(DevicePtr lower, const ZstdOptions& options, bool read_only);
 
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
   std::optional<SpaceUsage> Space() const override;
-  // Live counts against the map, overlapping fragments, lost bins; then every fragment is
-  // decompressed.
-  Status Check(CheckMode mode, CheckResult* out) override;
-
   // The space figures of virtual bytes [offset, offset+length) only (grain-aligned), e.g. the
   // data area of a dedup layer above, without its metadata.
   std::optional<SpaceUsage> SpaceOf(uint64_t offset, uint64_t length) const override;
 
   int level() const { return level_; }
-  // Open bins per queue the packer chooses from (not stored: may change at every open).
   uint32_t open_bins() const { return open_bins_; }
-  const SizeRule& rule() const { return engine().rule(); }
+  const SizeRule& rule() const { return rule_; }
 
   enum Counter : size_t {
-    kCompressed,
+    kCompressed = kBaseCounters,
     kStoredRaw,
-    kZeroGrains,
-    kRmwReads,
     kDecompressErrors,
-    kRetries,
-    kCommits,
-    kDiscards,  // discard requests sent below (runs of freed units)
-    kDiscardedBytes,
     kSealedBins,       // bins the packer closed (full, to make room, or at the queue's close)
     kSealedFreeBytes,  // the bytes they left unused
     kTailReads,        // lower blocks read back to add to a hole (bin_packer.h)
   };
-  // MappedLayer counts discards in the two counters after kCommits.
-  static_assert(kDiscards == kCommits + 1 && kDiscardedBytes == kCommits + 2);
 
- protected:
-  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
+  // Bins held open by packing queues (packing_queue.h): Hold/Unhold besides the engine's.
+  void Held(uint64_t bin, bool held);
 
  private:
-  ZstdDevice(DevicePtr lower, const ZstdOptions& o, uint64_t bins,
+  ZstdDevice(DevicePtr lower, const Header& h, const ZstdOptions& o,
              std::unique_ptr<MetaStore> store, uint64_t data_offset, bool read_only);
+
+  // The policy (grain_device.h).
+  std::unique_ptr<QueueState> NewQueueState(GrainIo& io) override;
+  Encoded Encode(QueueState* qs, const GrainWrite& w, const std::byte* bytes) override;
+  void Pack(QueueState* qs, GrainIo& io, std::span<void* const> grains,
+            std::span<const std::byte* const> bytes, std::span<const Encoded> e) override;
+  Location Locate(uint64_t entry) const override;
+  bool Decode(QueueState* qs, const std::byte* stored, uint32_t length, std::byte* out) override;
+  std::string BadEntry(uint64_t entry) const override;
+  uint32_t Holds(uint64_t unit) const override;
+  void CheckMore(CheckMode mode, CheckResult* out) override;
+  std::string ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
+                         uint32_t length) override;
+
+  // The figures of grains [first, first+count) (Space and SpaceOf).
+  SpaceUsage Figures(uint64_t first, uint64_t count) const;
 
   const int level_;
   const uint32_t open_bins_;
+  const SizeRule rule_;
+  mutable std::mutex held_mu_;
+  FlatSet held_;  // under held_mu_
 };
-
-// The queue of a ZstdDevice (zstd_queue.cc).
-std::unique_ptr<IoQueue> NewZstdQueue(ZstdDevice& device, std::unique_ptr<IoQueue> lower);
 
 }  // namespace vstack
 

@@ -14,13 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A stable name for loop detection: the canonical path if the file exists.
-std::string Identity(const std::string& path) {
-  std::error_code ec;
-  fs::path c = fs::canonical(path, ec);
-  return ec ? path : c.string();
-}
-
 std::string ChainText(const std::vector<std::string>& chain, const std::string& last) {
   std::string s;
   for (const std::string& c : chain) s += c + " -> ";
@@ -60,6 +53,12 @@ Result<DevicePtr> OpenOne(const BlockDevice& child_lower, const std::string& pat
 
 }  // namespace
 
+std::string FileIdentity(const std::string& path) {
+  std::error_code ec;
+  fs::path c = fs::canonical(path, ec);
+  return ec ? path : c.string();
+}
+
 std::string DevicePath(const BlockDevice& device) {
   PropertyList props;
   device.Properties(props);
@@ -76,7 +75,7 @@ Result<DevicePtr> OpenParent(BlockDevice& lower, const VhdImage& image,
   const std::string child_path = DevicePath(lower);
   std::vector<std::string> local;
   std::vector<std::string>* chain = options.chain != nullptr ? options.chain : &local;
-  if (chain->empty()) chain->push_back(child_path.empty() ? "(device)" : Identity(child_path));
+  if (chain->empty()) chain->push_back(child_path.empty() ? "(device)" : FileIdentity(child_path));
   if (chain->size() >= kMaxChainDepth) {
     return MakeError(Errc::kInvalidArgument,
                      "VHD: the chain is deeper than " + std::to_string(kMaxChainDepth) +
@@ -118,7 +117,7 @@ Result<DevicePtr> OpenParent(BlockDevice& lower, const VhdImage& image,
     tried += (tried.empty() ? "" : ", ") + c;
     std::error_code ec;
     if (!fs::is_regular_file(c, ec) && !fs::is_block_file(c, ec)) continue;
-    const std::string id = Identity(c);
+    const std::string id = FileIdentity(c);
     if (std::find(chain->begin(), chain->end(), id) != chain->end()) {
       return MakeError(Errc::kInvalidArgument,
                        "VHD: the parent chain loops: " + ChainText(*chain, id));

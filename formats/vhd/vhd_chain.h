@@ -13,6 +13,10 @@ namespace vstack::vhd {
 // VhdDevice (itself possibly differencing, with its own parent).
 Result<DevicePtr> OpenParent(BlockDevice& lower, const VhdImage& image, const VhdOptions& options);
 
+// A stable name for the file at `path`, to tell whether two paths name one file: its canonical
+// path if it exists, else `path`.
+std::string FileIdentity(const std::string& path);
+
 // The path of the file under `device` (its "path" property), or "" for a device without one.
 std::string DevicePath(const BlockDevice& device);
 

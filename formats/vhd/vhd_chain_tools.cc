@@ -143,6 +143,21 @@ std::vector<const VhdDevice*> ChainLevels(const BlockDevice& top) {
   return out;
 }
 
+std::string ParentLoop(const std::string& image_path, const BlockDevice& parent) {
+  auto shown = [](const std::string& path) {
+    return std::filesystem::path(path).lexically_normal().string();
+  };
+  const std::string self = FileIdentity(image_path);
+  std::string loop = shown(image_path);
+  for (const VhdDevice* level : ChainLevels(parent)) {
+    const std::string path = level->lower() ? DevicePath(*level->lower()) : "";
+    if (path.empty()) return "";
+    if (FileIdentity(path) == self) return loop + " -> " + shown(image_path);
+    loop += " -> " + shown(path);
+  }
+  return "";
+}
+
 Status MapLevels(const std::vector<const VhdDevice*>& levels, uint64_t offset, uint64_t length,
                  std::vector<LevelExtent>* out) {
   // Level by level: what a level does not hold is asked of the next one (within its size).
@@ -249,6 +264,12 @@ Result<uint64_t> RebaseImage(const std::string& child_path, const std::string& n
   OpenOptions ro;
   ro.read_only = true;
   VSTACK_ASSIGN_OR_RETURN(DevicePtr parent, Open(FileSpec("vhd+", np.string()), ro));
+  if (const std::string loop = ParentLoop(child_path, *parent); !loop.empty()) {
+    return MakeError(Errc::kInvalidArgument,
+                     "vhd: '" + new_parent_path + "' cannot be the parent of '" + child_path +
+                         "': its chain holds '" + child_path + "', so the chain would loop (" +
+                         loop + "); '" + child_path + "' is left as it was");
+  }
   const Footer parent_footer = static_cast<const VhdDevice&>(*parent).image().footer;
   if (!unsafe) {
     VSTACK_ASSIGN_OR_RETURN(DevicePtr child, Open(FileSpec("vhd+", child_path)));

@@ -16,6 +16,10 @@ namespace vstack::vhd {
 // top first; empty if `top` is not a VHD.
 std::vector<const VhdDevice*> ChainLevels(const BlockDevice& top);
 
+// The loop that giving the image at `image_path` the parent `parent` (the top of a VHD chain)
+// would make, as paths: "b.vhd -> c.vhd -> b.vhd"; "" if no level of that chain is the image.
+std::string ParentLoop(const std::string& image_path, const BlockDevice& parent);
+
 // An extent with the chain level that holds it (0 = top); level -1: no level holds it (zeros).
 struct LevelExtent {
   uint64_t offset = 0;
@@ -43,7 +47,8 @@ Result<uint64_t> CommitImage(const std::string& child_path, const ChainProgress&
 // content differs between the old chain and the new parent, so the child reads the same
 // afterwards (progress counts the bytes compared); `unsafe` (-u) only rewrites the link. The
 // link (header and locators) is rewritten in place: locator data first, flushed, then the
-// header. Returns the bytes copied.
+// header. A new parent whose chain holds the child (the child itself included) is refused
+// (Errc::kInvalidArgument, naming the loop) before anything is written. Returns the bytes copied.
 Result<uint64_t> RebaseImage(const std::string& child_path, const std::string& new_parent_path,
                              bool unsafe, const ChainProgress& progress);
 

@@ -13,6 +13,7 @@
 #include "formats/vhd/vhd_device.h"
 #include "formats/vhd/vhd_dynamic.h"
 #include "lib/aligned_buffer.h"
+#include "lib/plural.h"
 #include "lib/spec.h"
 #include "lib/sync_io.h"
 
@@ -177,8 +178,10 @@ Status VhdDevice::Check(CheckMode mode, CheckResult* out) {
         std::count_if(img.findings.begin(), img.findings.end(),
                       [](const Finding& f) { return f.repair == Repair::kClearEntry; }));
     if (img.clear_entries.size() > listed) {
-      out->messages.push_back("Repaired " + std::to_string(img.clear_entries.size() - listed) +
-                              " more BAT entr(ies) pointing past the end of the file");
+      out->messages.push_back(
+          "Repaired " +
+          Counted(img.clear_entries.size() - listed, "more BAT entry", "more BAT entries") +
+          " pointing past the end of the file");
       out->repaired += img.clear_entries.size() - listed;
     }
     changed = true;

@@ -6,6 +6,7 @@
 #include "formats/vhd/vhd_device.h"
 #include "formats/vhd/vhd_dynamic_queue.h"
 #include "lib/endian.h"
+#include "lib/historical_bug.h"
 #include "lib/iovec.h"
 
 namespace vstack::vhd {
@@ -118,7 +119,7 @@ void DynamicQueue::RunCommit() {
 }
 
 void DynamicQueue::StageInReservedSpace() {
-  if (st_.parent != nullptr) {
+  if (st_.parent != nullptr && !Reintroduced(HistoricalBug::kDiffBitsBeforeData)) {
     // Differencing: a set bit hides the parent, so it may not reach the disk before the data
     // it covers: data first, a flush, then bitmaps and BAT (a crash in between shows the
     // parent's data, the old contents, where a bitmap landed without its data).
@@ -140,6 +141,16 @@ void DynamicQueue::OnCommitOp(std::error_code ec) {
   if (ec && !c.error) c.error = ec;
   if (--c.pending > 0) return;
   if (c.error) {
+    if (c.stage == Stage::kGrow) {
+      // The file grew, but its new end has no footer: cut it back to the old footer, so that
+      // the image keeps its last committed state (ENOSPC: the footer write is what fails).
+      uint64_t old_end;
+      {
+        std::lock_guard lock(st_.mu);
+        old_end = st_.footer_at + kFooterSize;
+      }
+      (void)st_.lower.Resize(old_end);  // best effort: the commit fails either way
+    }
     FinishCommit(c.error);
     return;
   }

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
 #include "formats/vhd/vhd_bitmap.h"
 #include "formats/vhd/vhd_device.h"
 #include "lib/iovec.h"
+#include "lib/progress.h"
 
 namespace vstack::vhd {
 
@@ -24,15 +24,19 @@ void DynamicQueue::DoPoll(bool wait) {
   const bool parent_busy = parent_ != nullptr && parent_->in_flight() > 0;
   if (parent_busy) {
     // Only one of the two queues can be waited on: wait on the parent's when the file has
-    // nothing in flight.
+    // nothing in flight; with both busy, poll both, and if neither had anything, wait through
+    // the progress seam (a yield, not a hard spin).
     const bool lower_busy = lower().in_flight() > 0;
-    parent_->Poll(wait && !did && !lower_busy ? 1 : 0);
-    if (lower_busy) lower().Poll(0);
+    size_t got = parent_->Poll(wait && !did && !lower_busy ? 1 : 0);
+    if (lower_busy) got += lower().Poll(0);
+    if (wait && !did && lower_busy && got == 0) {
+      WaitForProgress("vhd: requests in flight on both the file and the parent");
+    }
   } else if (lower().in_flight() > 0) {
     lower().Poll(wait && !did ? 1 : 0);
   } else {
     lower().Poll(0);
-    if (wait && !did) std::this_thread::yield();
+    if (wait && !did) WaitForProgress("vhd: a piece waits for another queue's metadata I/O");
   }
   if (DrainInbox()) AfterWork();
 }

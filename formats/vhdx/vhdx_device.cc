@@ -10,6 +10,8 @@
 #include "lib/aligned_buffer.h"
 #include "lib/endian.h"
 #include "lib/iovec.h"
+#include "lib/plural.h"
+#include "lib/progress.h"
 #include "lib/size.h"
 #include "lib/sync_io.h"
 
@@ -226,7 +228,7 @@ Result<std::unique_ptr<IoQueue>> VhdxDevice::DoOpenQueue() {
 
 Status VhdxDevice::BeginWrites(IoQueue& q) {
   if (writing_.load(std::memory_order_acquire)) return OkStatus();
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<IoMutex> lock(mu_);
   if (writing_.load(std::memory_order_relaxed)) return OkStatus();
   Header h = image_.header;
   h.file_write = Guid::Random();
@@ -250,7 +252,8 @@ void VhdxDevice::Allocate(IoQueue& q, std::span<Allocation* const> allocs) {
   };
   while (!all_done()) {
     if (committing_) {
-      group_cv_.wait(lock);
+      WaitUntil(group_cv_, lock, [&] { return !committing_; },
+                "vhdx: another queue's group commit");
       continue;
     }
     // Lead: commit everything waiting, ours and other queues' alike.
@@ -260,7 +263,7 @@ void VhdxDevice::Allocate(IoQueue& q, std::span<Allocation* const> allocs) {
     lock.unlock();
     Status s;
     {
-      std::lock_guard<std::mutex> commit(mu_);
+      std::lock_guard<IoMutex> commit(mu_);
       s = CommitGroup(q, group);
     }
     for (Allocation* a : group) {
@@ -409,11 +412,11 @@ Status VhdxDevice::CommitGroup(IoQueue& q, std::span<Allocation* const> group) {
 Status VhdxDevice::Flush(IoQueue& q) {
   uint64_t head = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<IoMutex> lock(mu_);
     if (log_) head = log_->head();
   }
   VSTACK_RETURN_IF_ERROR(FlushQueue(q));
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<IoMutex> lock(mu_);
   if (log_) log_->Flushed(head);
   return OkStatus();
 }
@@ -488,8 +491,8 @@ Status VhdxDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Exte
 Status VhdxDevice::Check(CheckMode mode, CheckResult* out) {
   for (const std::string& p : image_.problems) out->Corruption("vhdx: " + p);
   if (image_.replayed_entries > 0) {
-    out->messages.push_back("Repaired: vhdx: replayed " + std::to_string(image_.replayed_entries) +
-                            " log entries");
+    out->messages.push_back("Repaired: vhdx: replayed " +
+                            Counted(image_.replayed_entries, "log entry", "log entries"));
     ++out->repaired;
   }
   // Blocks that overlap each other.

@@ -26,6 +26,7 @@
 #include "formats/vhdx/vhdx_image.h"
 #include "formats/vhdx/vhdx_log_writer.h"
 #include "lib/layer.h"
+#include "lib/progress.h"
 
 namespace vstack::vhdx {
 
@@ -110,7 +111,7 @@ class VhdxDevice final : public Layer {
   std::vector<Allocation*> pending_;  // allocations waiting for the next group
   bool committing_ = false;
 
-  std::mutex mu_;                 // allocation, the log and the headers
+  IoMutex mu_;                    // allocation, the log and the headers (held across I/O)
   uint64_t file_end_;             // where the next new block goes (1 MiB aligned)
   std::optional<LogWriter> log_;  // from BeginWrites
   uint64_t opened_file_size_;     // a durable lower bound of the file size (FlushedFileOffset)

@@ -6,6 +6,7 @@
 #include "formats/vhdx/vhdx_io.h"
 #include "formats/vhdx/vhdx_log.h"
 #include "lib/endian.h"
+#include "lib/plural.h"
 #include "lib/sync_io.h"
 
 namespace vstack::vhdx {
@@ -39,8 +40,9 @@ Status ReplayLog(BlockDevice& device, IoQueue& q, VhdxImage* image, bool writabl
   if (!seq.found) return OkStatus();  // a log GUID but no entries: nothing to replay
   if (!writable) {
     return MakeError(Errc::kReadOnly,
-                     "vhdx: the image's log holds " + std::to_string(seq.offsets.size()) +
-                         " entries that must be replayed, but it is opened read-only; open it "
+                     "vhdx: the image's log holds " +
+                         Counted(seq.offsets.size(), "entry", "entries") +
+                         " that must be replayed, but it is opened read-only; open it "
                          "writable once (e.g. vstack check -r all) to replay the log");
   }
   const uint64_t limit = kMaxVirtualSize + (16ull << 30);
@@ -90,10 +92,10 @@ Status LoadBat(IoQueue& q, VhdxImage* image, bool lenient) {
   const BatLayout& l = image->layout;
   const Region& r = image->bat_region;
   if (l.entries > r.length / 8) {
-    return MakeError(Errc::kCorruption, "vhdx: the BAT region (" + std::to_string(r.length) +
-                                            " bytes at " + std::to_string(r.offset) +
-                                            ") is too small for the " + std::to_string(l.entries) +
-                                            " entries the virtual size needs");
+    return MakeError(Errc::kCorruption,
+                     "vhdx: the BAT region (" + std::to_string(r.length) + " bytes at " +
+                         std::to_string(r.offset) + ") is too small for the " +
+                         Counted(l.entries, "entry", "entries") + " the virtual size needs");
   }
   image->bat.resize(l.entries);
   std::vector<uint8_t> chunk;

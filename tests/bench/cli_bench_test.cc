@@ -46,7 +46,7 @@ TEST(CliBench, InvalidKnobsAreRejectedBeforeAnythingIsCreated) {
       {"--duration 2parsecs", "--duration: '2parsecs' is not a time"},
       {"--distribution zipf:1", "--distribution: zipf theta"},
       {"--content zeros --dedupe-pct 5", "--content: zeros cannot be combined"},
-      {"--pattern diagonal", "--pattern: 'diagonal' is neither random nor sequential"},
+      {"--pattern diagonal", "--pattern: 'diagonal' is not one of random|sequential"},
       {"--rounds 0", "--rounds: '0' is neither auto nor in 1..1000"},
       {"--rounds auto --precision 2", "--precision: '2' is not a percentage such as 2%"},
       {"--rounds auto --max-time soon", "--max-time: 'soon' is not a time"},

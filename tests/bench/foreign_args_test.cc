@@ -1,34 +1,124 @@
 // --diskspd and --fio-job: a seed's diskspd command line or fio job file becomes vstack bench's
-// knobs; what has no equivalent is refused by name; the translation is printed and runs.
-#include "tools/bench/foreign_args.h"
+// knobs; what it leaves out takes that tool's own default (each checked here, as docs/bench.md
+// lists them); what has no equivalent is refused by name; the translation is printed and runs.
+#include "bench/workload/foreign_args.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "tests/testing/test_util.h"
 
-namespace vstack::cli {
+namespace vstack::bench {
 namespace {
+
+// The knob `flag` of a translation, or a knob with flag "" if there is none.
+ForeignKnob Knob(const ForeignArgs& a, const std::string& flag) {
+  for (const ForeignKnob& k : a.knobs) {
+    if (k.flag == flag) return k;
+  }
+  return {};
+}
+
+struct Expected {
+  std::string flag, value;
+};
+
+// Every knob of `a` in `expected` has that value and `source`.
+void ExpectKnobs(const ForeignArgs& a, const std::vector<Expected>& expected, KnobSource source) {
+  for (const Expected& e : expected) {
+    const ForeignKnob k = Knob(a, e.flag);
+    EXPECT_EQ(k.flag, e.flag) << "missing " << e.flag;
+    EXPECT_EQ(k.value, e.value) << e.flag;
+    EXPECT_EQ(k.source, source) << e.flag;
+  }
+}
 
 TEST(ForeignArgs, DiskspdCommandLineBecomesKnobs) {
   auto t = TranslateDiskspd("-b8K -d300 -o8 -t4 -r -w50 -L -Sh -c1G /var/tmp/t.dat");
   ASSERT_TRUE(testing::IsOk(t));
-  EXPECT_EQ(KnobsText(*t),
-            "--bs 8K --duration 300s --qd 8 --threads 4 --pattern random --write-pct 50 "
-            "--direct on --size 1G");
+  EXPECT_EQ(KnobsText(*t, KnobSource::kGiven),
+            "--bs 8K --write-pct 50 --pattern random --qd 8 --threads 4 --duration 300s "
+            "--size 1G --direct on");
   ASSERT_EQ(t->targets.size(), 1u);
   EXPECT_EQ(t->targets[0], "/var/tmp/t.dat");
   ASSERT_EQ(t->notes.size(), 1u);
   EXPECT_EQ(t->notes[0].rfind("-L:", 0), 0u);
   auto seq = TranslateDiskspd("-si -b64K -w0 -Z -z7");
   ASSERT_TRUE(testing::IsOk(seq));
-  EXPECT_EQ(KnobsText(*seq),
-            "--pattern sequential --bs 64K --write-pct 0 --content zeros --seed 7");
+  EXPECT_EQ(KnobsText(*seq, KnobSource::kGiven),
+            "--bs 64K --write-pct 0 --pattern sequential --content zeros --seed 7");
+  for (const char* random : {"-Zr", "-Z1G"}) {
+    auto z = TranslateDiskspd(random);
+    ASSERT_TRUE(testing::IsOk(z)) << random;
+    ExpectKnobs(*z, {{"--content", "random"}}, KnobSource::kGiven);
+  }
+  auto suw = TranslateDiskspd("-Suw -w");
+  ASSERT_TRUE(testing::IsOk(suw));
+  ExpectKnobs(*suw, {{"--direct", "on"}, {"--write-pct", "0"}}, KnobSource::kGiven);
+}
+
+// Each of diskspd's defaults (`diskspd -?`; docs/bench.md), for a command that gives nothing,
+// and the command's own value where it gives one.
+TEST(ForeignArgs, DiskspdLeavesOutItsOwnDefaults) {
+  auto t = TranslateDiskspd("");
+  ASSERT_TRUE(testing::IsOk(t));
+  const std::vector<Expected> defaults = {{"--bs", "64K"},
+                                          {"--write-pct", "0"},
+                                          {"--pattern", "sequential"},
+                                          {"--qd", "2"},
+                                          {"--threads", "1"},
+                                          {"--duration", "10s"},
+                                          {"--warmup", "5s"},
+                                          {"--size", "0"},
+                                          {"--direct", "off"},
+                                          {"--content", "pattern"},
+                                          {"--distribution", "uniform"},
+                                          {"--flush-interval", "0"}};
+  ExpectKnobs(*t, defaults, KnobSource::kToolDefault);
+  EXPECT_EQ(t->knobs.size(), defaults.size()) << "every knob, once";
+  EXPECT_EQ(Knob(*t, "--seed").flag, "") << "a seed only when given";
+  EXPECT_EQ(Knob(*t, "--ios").flag, "");
+
+  // The issue's example: 64 KiB random reads, 1 thread x QD2, a 5 s warm-up, as diskspd runs it.
+  auto r = TranslateDiskspd("-d1 -r");
+  ASSERT_TRUE(testing::IsOk(r));
+  ExpectKnobs(*r, {{"--duration", "1s"}, {"--pattern", "random"}}, KnobSource::kGiven);
+  ExpectKnobs(*r,
+              {{"--bs", "64K"},
+               {"--qd", "2"},
+               {"--threads", "1"},
+               {"--write-pct", "0"},
+               {"--warmup", "5s"}},
+              KnobSource::kToolDefault);
+  EXPECT_EQ(TranslationText(*r, ""),
+            "--pattern random --duration 1s; diskspd's defaults for what it leaves out: --bs 64K "
+            "--write-pct 0 --qd 2 --threads 1 --warmup 5s --size 0 (the whole target) --direct "
+            "off --content pattern --distribution uniform --flush-interval 0");
+}
+
+// The seed of docs/seeds.md's KVM-vs-Hyper-V pair (issue 32) ran this line: it translates to
+// that run, with diskspd's own 5 s warm-up and its buffers (the published output's defaults).
+TEST(ForeignArgs, TheKvmVsHypervSeedLineRunsAsPublished) {
+  auto t = TranslateDiskspd("-b8K -d300 -h -L -o8 -t4 -r -w50 -c10G");
+  ASSERT_TRUE(testing::IsOk(t));
+  ExpectKnobs(*t,
+              {{"--bs", "8K"},
+               {"--duration", "300s"},
+               {"--direct", "on"},
+               {"--qd", "8"},
+               {"--threads", "4"},
+               {"--pattern", "random"},
+               {"--write-pct", "50"},
+               {"--size", "10G"}},
+              KnobSource::kGiven);
+  ExpectKnobs(*t, {{"--warmup", "5s"}, {"--content", "pattern"}}, KnobSource::kToolDefault);
 }
 
 TEST(ForeignArgs, DiskspdOptionsWithoutEquivalentAreNamed) {
-  for (const char* bad : {"-g100", "-D", "-r4K", "-x", "-ag", "-Sw", "#1", "c:\\test.dat"}) {
+  for (const char* bad :
+       {"-g100", "-D", "-r4K", "-x", "-ag", "-Sw", "-Sr", "-Z1G,buf.dat", "#1", "c:\\test.dat"}) {
     auto t = TranslateDiskspd(std::string("-b4K ") + bad);
     ASSERT_FALSE(t) << bad;
     EXPECT_NE(t.error().message.find(std::string("'") + bad + "'"), std::string::npos)
@@ -45,14 +135,75 @@ TEST(ForeignArgs, FioJobFileBecomesKnobs) {
       "ramp_time=5\n\n[randrw-8k]\nrw=randrw\nrwmixread=70\nbs=8k\niodepth=16\nnumjobs=2\n"
       "size=512m\nfilename=/var/tmp/fio.dat\nrandom_distribution=zipf:1.2\n");
   ASSERT_TRUE(testing::IsOk(t));
-  EXPECT_EQ(KnobsText(*t),
-            "--direct on --duration 60s --warmup 5s --pattern random --bs 8K --qd 16 --threads 2 "
-            "--size 512M --distribution zipf:1.2 --write-pct 30");
+  EXPECT_EQ(KnobsText(*t, KnobSource::kGiven),
+            "--bs 8K --write-pct 30 --pattern random --qd 16 --threads 2 --duration 60s "
+            "--warmup 5s --size 512M --direct on --distribution zipf:1.2");
   ASSERT_EQ(t->targets.size(), 1u);
   EXPECT_EQ(t->targets[0], "/var/tmp/fio.dat");
   auto rd = TranslateFioJob("[job]\nrw=read\n");
   ASSERT_TRUE(testing::IsOk(rd));
-  EXPECT_EQ(KnobsText(*rd), "--pattern sequential --write-pct 0");
+  EXPECT_EQ(KnobsText(*rd, KnobSource::kGiven), "--write-pct 0 --pattern sequential");
+}
+
+// Each of fio's defaults (its HOWTO; docs/bench.md), for a job that gives nothing.
+TEST(ForeignArgs, FioLeavesOutItsOwnDefaults) {
+  auto t = TranslateFioJob("[job]\n");
+  ASSERT_TRUE(testing::IsOk(t));
+  const std::vector<Expected> defaults = {{"--bs", "4K"},
+                                          {"--write-pct", "0"},
+                                          {"--pattern", "sequential"},
+                                          {"--qd", "1"},
+                                          {"--threads", "1"},
+                                          {"--warmup", "0s"},
+                                          {"--size", "0"},
+                                          {"--direct", "off"},
+                                          {"--content", "random"},
+                                          {"--distribution", "uniform"},
+                                          {"--flush-interval", "0"},
+                                          {"--dedupe-pct", "0"},
+                                          {"--compress-pct", "0"}};
+  ExpectKnobs(*t, defaults, KnobSource::kToolDefault);
+  // Neither runtime nor size: fio would do the whole file; vstack's window, said to be vstack's.
+  ExpectKnobs(*t, {{"--duration", "2s"}}, KnobSource::kVstack);
+  EXPECT_EQ(t->knobs.size(), defaults.size() + 1);
+  EXPECT_NE(TranslationText(*t, "").find("vstack bench's own (fio sets no such limit): "
+                                         "--duration 2s"),
+            std::string::npos)
+      << TranslationText(*t, "");
+
+  // The issue's example: rw=randread alone is 4 KiB random reads, 1 job at QD1.
+  auto r = TranslateFioJob("[seed]\nrw=randread\n");
+  ASSERT_TRUE(testing::IsOk(r));
+  ExpectKnobs(*r, {{"--pattern", "random"}, {"--write-pct", "0"}}, KnobSource::kGiven);
+  ExpectKnobs(*r, {{"--bs", "4K"}, {"--qd", "1"}, {"--threads", "1"}}, KnobSource::kToolDefault);
+
+  // A mixed rw without rwmixread/rwmixwrite: fio's 50/50.
+  auto mix = TranslateFioJob("[mix]\nrw=randrw\n");
+  ASSERT_TRUE(testing::IsOk(mix));
+  ExpectKnobs(*mix, {{"--write-pct", "50"}}, KnobSource::kToolDefault);
+
+  // No runtime: each job stops after size bytes.
+  auto sized = TranslateFioJob("[s]\nsize=64m\nbs=8k\nnumjobs=2\nrw=randwrite\n");
+  ASSERT_TRUE(testing::IsOk(sized));
+  ExpectKnobs(*sized, {{"--ios", "16384"}}, KnobSource::kToolDefault);  // 2 x 64 MiB / 8 KiB
+  EXPECT_EQ(Knob(*sized, "--duration").flag, "");
+}
+
+// fio's default engine, psync, is synchronous: one I/O in flight per job whatever iodepth says.
+TEST(ForeignArgs, FioIodepthCountsOnlyWithAnAsynchronousEngine) {
+  for (const char* engine : {"", "ioengine=psync\n", "ioengine=sync\n"}) {
+    auto t = TranslateFioJob(std::string("[j]\n") + engine + "iodepth=32\n");
+    ASSERT_TRUE(testing::IsOk(t)) << engine;
+    EXPECT_EQ(Knob(*t, "--qd").value, "1") << engine;
+    bool said = false;
+    for (const std::string& n : t->notes) said |= n.find("iodepth=32 with the synchronous") == 0;
+    EXPECT_TRUE(said) << engine;
+  }
+  for (const char* engine : {"ioengine=libaio\n", "ioengine=io_uring\n"}) {
+    auto t = TranslateFioJob(std::string("[j]\n") + engine + "iodepth=32\n");
+    ASSERT_TRUE(testing::IsOk(t)) << engine;
+    EXPECT_EQ(Knob(*t, "--qd").value, "32") << engine;
+  }
 }
 
 TEST(ForeignArgs, FioOptionsWithoutEquivalentAreNamed) {
@@ -71,30 +222,66 @@ TEST(ForeignArgs, FioOptionsWithoutEquivalentAreNamed) {
   }
 }
 
-// The translation is printed and run; options typed on the command line win over it.
+// The translation is printed and run, defaults included; options typed on the command line win
+// over it (a typed --duration over the translated --ios too).
 TEST(ForeignArgs, BenchRunsADiskspdLineAndAFioJob) {
   testing::TempDir dir;
   const std::string quick =
       " --stack memory:16M --size 16M --rounds 1 --warmup 0 --ios 200 --no-report --quiet "
       "--output=json";
+  auto knobs = [](const testing::CommandResult& r) {
+    const size_t from = r.output.find("\n{") + 1, to = r.output.rfind("\n}") + 2;
+    return nlohmann::json::parse(r.output.substr(from, to - from))["knobs"];
+  };
   testing::CommandResult d =
       testing::RunVstack("bench --diskspd \"-b8K -d300 -o4 -t2 -r -w50 -L\" --duration 1s" + quick);
   ASSERT_EQ(d.status, 0) << d.output;
   EXPECT_NE(d.output.find("vstack bench: --diskspd \"-b8K -d300 -o4 -t2 -r -w50 -L\" runs as "
-                          "--bs 8K --duration 300s --qd 4 --threads 2 --pattern random "
-                          "--write-pct 50; --duration as given on the command line; -L: "),
+                          "--bs 8K --write-pct 50 --pattern random --qd 4 --threads 2 "
+                          "--duration 300s; diskspd's defaults for what it leaves out: --warmup "
+                          "5s --size 0 (the whole target) --direct off --content pattern"),
             std::string::npos)
       << d.output;
-  EXPECT_NE(d.output.find("\"block_size\": 8192"), std::string::npos) << d.output;
+  for (const char* kept : {"--duration as given", "--warmup as given", "--size as given"}) {
+    EXPECT_NE(d.output.find(kept), std::string::npos) << kept << "\n" << d.output;
+  }
+  EXPECT_EQ(knobs(d)["block_size"], 8192);
+  EXPECT_EQ(knobs(d)["content"], "pattern");
+
+  // Nothing but -r: diskspd's 64 KiB, QD2, 1 thread, reads only.
+  testing::CommandResult r = testing::RunVstack("bench --diskspd \"-r\"" + quick);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(knobs(r)["block_size"], 65536);
+  EXPECT_EQ(knobs(r)["queue_depth"], 2);
+  EXPECT_EQ(knobs(r)["threads"], 1);
+  EXPECT_EQ(knobs(r)["write_pct"], 0);
 
   const std::string job = dir.File("seed.fio");
-  std::ofstream(job) << "[seed]\nrw=randwrite\nbs=16k\niodepth=2\n";
+  std::ofstream(job) << "[seed]\nrw=randwrite\nbs=16k\niodepth=2\nioengine=libaio\n";
   testing::CommandResult f = testing::RunVstack("bench --fio-job " + job + quick);
   ASSERT_EQ(f.status, 0) << f.output;
-  EXPECT_NE(f.output.find("runs as --pattern random --bs 16K --qd 2 --write-pct 100"),
+  EXPECT_NE(f.output.find("runs as --bs 16K --write-pct 100 --pattern random --qd 2; fio's "
+                          "defaults for what it leaves out: --threads 1"),
             std::string::npos)
       << f.output;
-  EXPECT_NE(f.output.find("\"block_size\": 16384"), std::string::npos) << f.output;
+  EXPECT_EQ(knobs(f)["block_size"], 16384);
+  EXPECT_EQ(knobs(f)["threads"], 1);
+
+  // A job with size= and no runtime runs a count of I/Os, unless --duration is typed.
+  std::ofstream(job) << "[sized]\nrw=randread\nsize=1m\n";
+  testing::CommandResult c = testing::RunVstack(
+      "bench --fio-job " + job +
+      " --stack memory:16M --size 16M --rounds 1 --warmup 0 --no-report --quiet --output=json");
+  ASSERT_EQ(c.status, 0) << c.output;
+  EXPECT_EQ(knobs(c)["io_count"], 256);  // 1 MiB / 4 KiB
+  testing::CommandResult timed = testing::RunVstack(
+      "bench --fio-job " + job +
+      " --stack memory:16M --size 16M --rounds 1 --warmup 0 --duration 0.2s --no-report --quiet "
+      "--output=json");
+  ASSERT_EQ(timed.status, 0) << timed.output;
+  EXPECT_EQ(knobs(timed)["io_count"], 0);
+  EXPECT_NE(timed.output.find("--duration as given on the command line"), std::string::npos)
+      << timed.output;
 
   testing::CommandResult bad = testing::RunVstack("bench --diskspd \"-b8K -g500\"" + quick);
   EXPECT_EQ(bad.status, 2) << bad.output;
@@ -122,4 +309,4 @@ TEST(ForeignArgs, BenchTakesAPlainPathAsAStack) {
 }
 
 }  // namespace
-}  // namespace vstack::cli
+}  // namespace vstack::bench

@@ -9,12 +9,12 @@
 #include <sstream>
 
 #include "bench/report/report.h"
+#include "bench/workload/foreign_args.h"
 #include "bench/workload/kvm_hyperv.h"
 #include "bench/workload/seed_presets.h"
 #include "blockdev/emulation/service_time.h"
 #include "lib/registry.h"
 #include "lib/spec.h"
-#include "tools/bench/foreign_args.h"
 
 namespace vstack::cli {
 namespace {
@@ -46,9 +46,10 @@ TEST(KvmHypervPreset, RunsTheSeedsDiskspdLineOnStacksThatOpen) {
   const bench::SeedPreset p = Preset(&k, false);
   EXPECT_EQ(p.diskspd, "-b8K -d300 -h -L -o8 -t4 -r -w50 -c10G");
   // The knobs are the diskspd line's translation, but for the preset's shorter run.
-  auto t = TranslateDiskspd(p.diskspd);
+  auto t = bench::TranslateDiskspd(p.diskspd);
   ASSERT_TRUE(t) << t.error().message;
-  std::map<std::string, std::string> want(t->knobs.begin(), t->knobs.end());
+  std::map<std::string, std::string> want;
+  for (const bench::ForeignKnob& knob : t->knobs) want[knob.flag] = knob.value;
   EXPECT_EQ(want["--bs"], "8K");
   EXPECT_EQ(k.block_size, 8192u);
   EXPECT_EQ(want["--qd"], "8");
@@ -63,6 +64,11 @@ TEST(KvmHypervPreset, RunsTheSeedsDiskspdLineOnStacksThatOpen) {
   EXPECT_EQ(k.target_size, 10ull << 30);
   EXPECT_EQ(want["--duration"], "300s");
   EXPECT_EQ(k.duration_s, bench::kKvmHypervDefaultSeconds);
+  // What the line leaves out: diskspd's 5 s warm-up; the preset keeps vstack's, and says so.
+  EXPECT_EQ(want["--warmup"], "5s");
+  EXPECT_EQ(k.warmup_s, bench::WorkloadKnobs().warmup_s);
+  EXPECT_NE(p.calibration.back().find("no -W (diskspd warms up 5 s)"), std::string::npos)
+      << p.calibration.back();
   ASSERT_EQ(p.stacks.size(), 6u);
   EXPECT_EQ(p.stacks[0].name, "kvm-virtio");
   EXPECT_EQ(p.stacks[1].name, "hyperv-gen2");

@@ -1,6 +1,6 @@
-// The dedup layer: its engine on its own (claims, reference counts, copy-on-write reuse, the
-// fingerprint index), then the device: accounting, identical writes racing from several threads,
-// verify=on, reopen. (Generic block-device behaviour is in the conformance suite.)
+// The dedup layer: fingerprints, then the device: accounting, identical writes racing from
+// several threads, verify=on, reopen. (The engine's map and the fingerprint index are tested on
+// their own in grain_engine_test.cc; generic block-device behaviour in the conformance suite.)
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "blockdev/dedup/dedup_device.h"
-#include "blockdev/dedup/dedup_engine.h"
 #include "blockdev/dedup/fingerprint.h"
 #include "lib/registry.h"
 #include "lib/sync_io.h"
@@ -17,155 +16,6 @@
 
 namespace vstack::testing {
 namespace {
-
-using Claim = DedupEngine::Claim;
-
-Fingerprint Fp(uint64_t n) { return Fingerprint{n * 0x9E3779B97F4A7C15ull + 1, n}; }
-
-// A unique grain's whole write: claim, "write", finish. Returns the physical grain.
-uint32_t WriteNew(DedupEngine& e, uint64_t v, const Fingerprint& fp) {
-  auto r = e.ClaimWrite(v, false, fp, false, false);
-  EXPECT_EQ(r.what, Claim::kWrite);
-  e.FinishWrite(v, r.pgrain, fp, true);
-  return r.pgrain;
-}
-
-void Commit(DedupEngine& e) { e.FinishCommit(e.TakeSnapshot(), true); }
-
-TEST(DedupEngine, ZeroDuplicateAndUniqueGrains) {
-  DedupEngine e(100, 50, nullptr);
-  const uint32_t p = WriteNew(e, 0, Fp(1));
-  EXPECT_EQ(e.ClaimWrite(1, false, Fp(1), false, false).what, Claim::kDone);  // shared
-  EXPECT_EQ(e.ClaimWrite(2, true, {}, false, false).what, Claim::kDone);      // zero
-  auto u = e.usage();
-  EXPECT_EQ(u.live_grains, 3u);
-  EXPECT_EQ(u.zero_grains, 1u);
-  EXPECT_EQ(u.unique_grains, 1u);
-  std::vector<uint32_t> m;
-  e.MapEntries(0, 4, &m);
-  EXPECT_EQ(m, (std::vector<uint32_t>{DedupEngine::kFirstGrain + p, DedupEngine::kFirstGrain + p,
-                                      DedupEngine::kZero, DedupEngine::kUnmapped}));
-  CheckResult c;
-  e.Check(CheckMode::kReadOnly, &c);
-  EXPECT_EQ(c.corruptions + c.leaks, 0u) << (c.messages.empty() ? "" : c.messages[0]);
-}
-
-TEST(DedupEngine, ReleasedGrainIsReusedOnlyAfterACommitThatCoversTheRelease) {
-  DedupEngine e(10, 2, nullptr);
-  const uint32_t a = WriteNew(e, 0, Fp(1));
-  WriteNew(e, 1, Fp(2));
-  EXPECT_EQ(e.ClaimWrite(2, false, Fp(3), false, false).what, Claim::kNoSpace);  // full
-  // Overwriting v0 with zeros releases `a`, but the durable map may still point at it.
-  ASSERT_EQ(e.ClaimWrite(0, true, {}, false, false).what, Claim::kDone);
-  EXPECT_EQ(e.pending_frees(), 1u);
-  EXPECT_EQ(e.ClaimWrite(2, false, Fp(3), false, false).what, Claim::kNoSpace);
-  // A commit taken before another release does not free that one.
-  DedupEngine::Snapshot s = e.TakeSnapshot();
-  ASSERT_EQ(e.ClaimWrite(1, true, {}, false, false).what, Claim::kDone);  // releases grain 1 now
-  e.FinishCommit(std::move(s), true);
-  EXPECT_EQ(e.pending_frees(), 1u);  // grain 1 still waits for its own commit
-  auto r = e.ClaimWrite(2, false, Fp(3), false, false);
-  ASSERT_EQ(r.what, Claim::kWrite);
-  EXPECT_EQ(r.pgrain, a);
-  e.FinishWrite(2, r.pgrain, Fp(3), true);
-  EXPECT_EQ(e.ClaimWrite(3, false, Fp(4), false, false).what, Claim::kNoSpace);
-  Commit(e);
-  EXPECT_EQ(e.ClaimWrite(3, false, Fp(4), false, false).what, Claim::kWrite);
-}
-
-TEST(DedupEngine, PinnedGrainWaitsForItsReader) {
-  DedupEngine e(10, 1, nullptr);
-  WriteNew(e, 0, Fp(1));
-  std::vector<uint32_t> read;
-  e.LookupForRead(0, 1, &read);  // a reader pins grain 0
-  ASSERT_EQ(e.ClaimWrite(0, true, {}, false, false).what, Claim::kDone);
-  Commit(e);
-  EXPECT_EQ(e.ClaimWrite(1, false, Fp(2), false, false).what, Claim::kNoSpace);  // deferred
-  e.Unpin(read[0] - DedupEngine::kFirstGrain);
-  EXPECT_EQ(e.ClaimWrite(1, false, Fp(2), false, false).what, Claim::kWrite);
-}
-
-TEST(DedupEngine, IdenticalGrainInFlightMakesOthersWaitAndAFailedWriteLetsThemRetry) {
-  DedupEngine e(10, 10, nullptr);
-  auto first = e.ClaimWrite(0, false, Fp(7), false, false);
-  ASSERT_EQ(first.what, Claim::kWrite);
-  EXPECT_EQ(e.ClaimWrite(1, false, Fp(7), false, false).what, Claim::kBusy);
-  EXPECT_EQ(e.ClaimWrite(0, false, Fp(8), false, false).what, Claim::kBusy);  // v0 is locked
-  e.FinishWrite(0, first.pgrain, Fp(7), false);  // the write failed: grain and index entry go
-  auto again = e.ClaimWrite(1, false, Fp(7), false, false);
-  EXPECT_EQ(again.what, Claim::kWrite);
-  e.FinishWrite(1, again.pgrain, Fp(7), true);
-  EXPECT_EQ(e.ClaimWrite(2, false, Fp(7), false, false).what, Claim::kDone);
-  EXPECT_EQ(e.usage().unique_grains, 1u);
-}
-
-TEST(DedupEngine, VerifyMismatchStoresAnUnindexedGrain) {
-  DedupEngine e(10, 10, nullptr);
-  const uint32_t p = WriteNew(e, 0, Fp(1));
-  auto v = e.ClaimWrite(1, false, Fp(1), true, false);
-  ASSERT_EQ(v.what, Claim::kVerify);
-  EXPECT_EQ(v.pgrain, p);
-  auto w = e.FinishVerify(1, p, Fp(1), /*equal=*/false);  // same fingerprint, other bytes
-  ASSERT_EQ(w.what, Claim::kWrite);
-  e.FinishWrite(1, w.pgrain, Fp(1), true);
-  EXPECT_EQ(e.usage().unique_grains, 2u);
-  EXPECT_EQ(e.usage().collisions, 1u);
-  // The index still leads to the first grain.
-  auto again = e.ClaimWrite(2, false, Fp(1), true, false);
-  EXPECT_EQ(again.pgrain, p);
-  EXPECT_EQ(e.FinishVerify(2, p, Fp(1), true).what, Claim::kDone);
-  CheckResult c;
-  e.Check(CheckMode::kReadOnly, &c);
-  EXPECT_EQ(c.corruptions, 0u) << (c.messages.empty() ? "" : c.messages[0]);
-}
-
-TEST(DedupEngine, IndexSurvivesGrowthAndDeletionsAndStaysUnder32BytesPerUniqueGrain) {
-  constexpr uint64_t kGrains = 200000;
-  DedupEngine e(kGrains, kGrains, nullptr);
-  for (uint64_t i = 0; i < kGrains; ++i) WriteNew(e, i, Fp(i));
-  const DedupEngine::Usage u = e.usage();
-  EXPECT_EQ(u.unique_grains, kGrains);
-  const double per = double(u.index_memory_bytes) / double(u.unique_grains);
-  RecordProperty("index_bytes_per_unique_grain", std::to_string(per));
-  EXPECT_LE(per, 32.0);
-  // Release every other grain, commit (frees them and erases their index entries), then every
-  // remaining fingerprint must still be found (backward-shift deletion keeps probe chains).
-  for (uint64_t i = 0; i < kGrains; i += 2) ASSERT_EQ(e.ClaimWrite(i, true, {}, false, false).what, Claim::kDone);
-  Commit(e);
-  for (uint64_t i = 1; i < kGrains; i += 2) {
-    ASSERT_EQ(e.ClaimWrite(i, false, Fp(i), false, false).what, Claim::kDone) << i;
-  }
-  for (uint64_t i = 0; i < 1000; i += 2) {
-    ASSERT_EQ(e.ClaimWrite(i, false, Fp(i), false, false).what, Claim::kWrite) << i;
-  }
-}
-
-TEST(DedupEngine, CheckFindsStoredCountsThatDisagreeWithTheMap) {
-  DedupEngine e(10, 10, nullptr);
-  uint8_t map[4] = {DedupEngine::kFirstGrain + 3, 0, 0, 0};
-  uint8_t grain[20] = {1, 2, 3};
-  grain[16] = 5;  // stored refcount 5, but one map entry uses it
-  ASSERT_OK(e.LoadEntry(DedupEngine::kMapTable, 0, map));
-  ASSERT_OK(e.LoadEntry(DedupEngine::kGrainTable, 3, grain));
-  grain[16] = 1;  // grain 4: stored refcount 1, no map entry (a lost grain)
-  ASSERT_OK(e.LoadEntry(DedupEngine::kGrainTable, 4, grain));
-  map[0] = 200;  // beyond the 10 physical grains
-  EXPECT_FALSE(e.LoadEntry(DedupEngine::kMapTable, 1, map));
-  e.FinishLoad();
-  CheckResult c;
-  e.Check(CheckMode::kReadOnly, &c);
-  EXPECT_EQ(c.leaks, 2u);
-  EXPECT_EQ(c.corruptions, 0u);
-  ASSERT_EQ(c.messages.size(), 2u);
-  EXPECT_EQ(c.messages[0], "Leaked dedup: physical grain 3: stored reference count 5 but 1 map "
-                           "entries use it");
-  CheckResult repair;
-  e.Check(CheckMode::kRepairLeaks, &repair);
-  EXPECT_EQ(repair.repaired, 2u);
-  CheckResult after;
-  e.Check(CheckMode::kReadOnly, &after);
-  EXPECT_EQ(after.leaks + after.corruptions, 0u);
-}
 
 TEST(Fingerprint, IovecsHashLikeContiguousBytesAndZeroTest) {
   std::vector<unsigned char> data(8192);

@@ -5,12 +5,11 @@
 #include <cstring>
 #include <map>
 
-#include "blockdev/crc32c/crc32c.h"
+#include "blockdev/metastore/crc32c.h"
 #include "blockdev/memory/memory_device.h"
 #include "blockdev/metastore/bitmap_allocator.h"
 #include "blockdev/metastore/meta_store.h"
 #include "blockdev/metastore/table_page.h"
-#include "blockdev/metastore/unit_reclaimer.h"
 #include "lib/endian.h"
 #include "tests/testing/layer_stack.h"
 #include "tests/testing/test_util.h"
@@ -291,25 +290,24 @@ TEST(BitmapAllocator, AgedUnitsInShortRunsStayForReuse) {
   EXPECT_EQ(out, (std::vector<uint64_t>{1, 10}));
 }
 
-TEST(UnitReclaimer, FreesOnlyCommittedReleasesAndWaitsForReaders) {
-  UnitReclaimer r;
-  r.Released(1);
-  const uint64_t e1 = r.Snapshot();  // covers the release of 1
-  r.Released(2);                     // after the snapshot: not covered
-  r.Pin(1);
-  std::vector<uint64_t> out;
-  r.Committed(e1, &out);
-  EXPECT_TRUE(out.empty());  // 1 is pinned: deferred; 2 not committed yet
-  EXPECT_TRUE(r.pending(1));
-  EXPECT_TRUE(r.Unpin(1));  // the last reader frees it
-  const uint64_t e2 = r.Snapshot();
-  r.Revived(2);  // referenced again before its release was committed
-  r.Committed(e2, &out);
-  EXPECT_TRUE(out.empty());
-  r.Released(2);
-  r.Committed(r.Snapshot(), &out);
-  EXPECT_EQ(out, std::vector<uint64_t>{2});
-  EXPECT_EQ(r.pending_count(), 0u);
+// The units of one write: the free run around the most recently freed unit if it is long
+// enough (extended backwards too, so a pair freed together is reused together), else the next
+// clean run that is; a lone freed unit waits for a write of one grain.
+TEST(BitmapAllocator, RunsForAWriteReuseFreedRunsWholeAndPassOverLoneUnits) {
+  BitmapAllocator a(64);
+  uint64_t n = 0;
+  ASSERT_EQ(*a.AllocateRun(1, 32, &n), 0u);
+  EXPECT_EQ(n, 32u);
+  a.Free(10);
+  a.Free(11);  // a pair, 11 on top
+  a.Free(20);  // a lone unit, on top
+  EXPECT_EQ(*a.AllocateRun(2, 8, &n), 32u) << "a lone freed unit is too short for two";
+  EXPECT_EQ(n, 8u);
+  EXPECT_EQ(*a.AllocateRun(1, 8, &n), 20u);  // it serves a single unit
+  EXPECT_EQ(n, 1u);
+  EXPECT_EQ(*a.AllocateRun(2, 8, &n), 10u) << "the pair, found from its top unit";
+  EXPECT_EQ(n, 2u);
+  EXPECT_EQ(a.stale(), 0u);
 }
 
 }  // namespace

@@ -4,15 +4,17 @@
 // that could overflow.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 
-#include "blockdev/dedup/dedup_engine.h"
+#include "blockdev/dedup/dedup_device.h"
 #include "blockdev/memory/memory_device.h"
 #include "blockdev/metastore/meta_store.h"
+#include "lib/aligned_buffer.h"
 #include "lib/endian.h"
 #include "lib/registry.h"
 #include "lib/sync_io.h"
@@ -100,6 +102,54 @@ TEST(ExplicitFormat, NewFilesAreFormattedAndFormatOnFormatsOnlyABlankDevice) {
   auto dev = Open("crc32c:format=on+file:" + old);
   ASSERT_OK(dev);
   EXPECT_FALSE((*dev)->fresh());
+}
+
+// A disk that holds other data from its first byte (no superblock magic in either slot) is
+// refused with the same advice as a zero-headed one (format=on), and format=on formats it; a
+// read-only open says it is not a device of that layer. Nothing is written until format=on.
+TEST(ExplicitFormat, ADiskOfOtherDataIsRefusedWithTheFormatOnAdvice) {
+  TempDir dir;
+  const std::string path = dir.File("data.img");
+  Rng rng(12);
+  std::vector<unsigned char> before(4 << 20);
+  rng.Fill(before.data(), before.size());
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(before.data()),
+             static_cast<std::streamsize>(before.size()));
+  for (const char* layer : {"crc32c", "dedup", "zstd"}) {
+    const std::string name = layer;
+    auto dev = Open(name + "+file:" + path);
+    ASSERT_FALSE(dev) << layer;
+    EXPECT_NE(dev.error().message.find("holds no " + name + " superblock but other data"),
+              std::string::npos)
+        << dev.error().message;
+    EXPECT_NE(dev.error().message.find("add format=on to the " + name +
+                                       " part of the spec, "
+                                       "e.g. '" +
+                                       name + ":format=on+...'"),
+              std::string::npos)
+        << dev.error().message;
+    OpenOptions ro;
+    ro.read_only = true;
+    auto read_only = Open(name + "+file:" + path, ro);
+    ASSERT_FALSE(read_only) << layer;
+    EXPECT_NE(read_only.error().message.find("it is not a " + name + " device"), std::string::npos)
+        << read_only.error().message;
+    EXPECT_TRUE(FileBytes(path) == before) << layer;
+    CommandResult cli = RunVstack("info --output=json '" + name + "+file:" + path + "'");
+    EXPECT_NE(cli.status, 0);
+    EXPECT_TRUE(FileBytes(path) == before) << layer;
+  }
+  auto formatted = Open("dedup:format=on+file:" + path);
+  ASSERT_OK(formatted);
+  ASSERT_OK((*formatted)->Close());
+  auto again = Open("dedup+file:" + path);  // now a dedup device, empty
+  ASSERT_OK(again);
+  AlignedBuffer block(4096);
+  SyncIo io(**again);
+  ASSERT_OK(io.Read(0, block.span()));
+  EXPECT_TRUE(std::all_of(block.span().begin(), block.span().end(),
+                          [](std::byte b) { return b == std::byte{0}; }));
 }
 
 // Issue 11 item 2: `check -r leaks 'dedup+vhd+file:s.vhd'` after a crash of `vstack serve`. The
@@ -242,7 +292,7 @@ TEST_F(ForgedJournal, ATransactionHeaderClaimingTheWholeJournalEndsReplayCleanly
 // the virtual grains below 2^32 - 1 keeps the 32-bit count from overflowing. The edge: the
 // largest size opens, one grain more is refused by name.
 TEST(DedupRefcounts, VirtualGrainsStopBelowTheCountersLimit) {
-  const uint64_t max = DedupEngine::kMaxVirtualGrains;
+  const uint64_t max = DedupDevice::kMaxVirtualGrains;
   auto too_big = Open("dedup:size=" + std::to_string((max + 1) * 4096) + "+null:18G");
   ASSERT_FALSE(too_big);
   EXPECT_NE(too_big.error().message.find("32-bit reference count"), std::string::npos)
@@ -314,6 +364,27 @@ TEST(DedupDiscard, OverwritesReuseFreedGrainsInsteadOfDiscardingThem) {
   }
   ASSERT_OK((*dev)->Close());
   EXPECT_GE((*dev)->Stats().counter("discarded_bytes"), kRegion);
+}
+
+// A layer that runs out of its own units commits (which frees what was released) and retries,
+// but does not discard every free unit below as it does when the device below is full: that
+// was thousands of one-unit discards per commit (ENOSPC and the layer's own Errc::kNoSpace
+// compare equal). Counted, not timed.
+TEST(DedupDiscard, OwnUnitsRunningOutCommitsWithoutDiscardingEveryFreeUnit) {
+  for (const char* spec : {"zstd:size=8M+memory:12M", "dedup:size=8M+memory:12M"}) {
+    SCOPED_TRACE(spec);
+    auto dev = Open(spec);
+    ASSERT_OK(dev);
+    SyncIo io(**dev);
+    Rng rng(17);
+    for (int i = 0; i < 6144; ++i) {  // 24 MiB of incompressible 4 KiB overwrites, no flush
+      AlignedBuffer b = RandomBuffer(rng, 4096);
+      ASSERT_OK(io.Write(rng.Below(2048) * 4096, b.span())) << "write " << i;
+    }
+    const LayerStats st = (*dev)->Stats();
+    EXPECT_GT(st.counter("retries"), 0u) << "the layer never ran out of units: tests nothing";
+    EXPECT_LE(st.counter("discards"), 64u) << "free units are discarded at every commit";
+  }
 }
 
 // A size-limited tmpfs that the test mounts itself (root only, as in CI), unmounted at the end.

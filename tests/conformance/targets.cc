@@ -48,6 +48,7 @@ ConformanceTarget NullTarget() {
 VSTACK_CONFORMANCE_TARGETS(backends, {
     SpecTarget("memory", "memory:64M"),
     SpecTarget("memory_4k", "memory:64M,block=4096"),
+    SpecTarget("memory_prefill", "memory:64M,prefill=on"),
     NullTarget(),
     SpecTarget("file", "file:{dir}/t.img,create=on,size=64M", "file:{dir}/t.img"),
     SpecTarget("file_direct", "file:{dir}/t.img,create=on,size=64M,direct=on",

@@ -349,5 +349,91 @@ TEST_F(VhdDiff, CliCreateInfoMapCommitRebase) {
   EXPECT_EQ(RunVstack("check " + child_).status, 0);
 }
 
+// rebase never makes a loop: a new parent whose chain holds the child (the child itself
+// included) is refused in both modes, with the loop named, and the child is left byte for byte
+// as it was (safe mode used to fail with a misleading "locked" error, -u to write the loop).
+TEST_F(VhdDiff, RebaseRefusesANewParentWhoseChainHoldsTheChild) {
+  MakeBase();
+  const std::string b = dir_.File("b.vhd"), c = dir_.File("c.vhd");
+  ASSERT_EQ(RunVstack("create -f vhd -b base.vhd " + b).status, 0);
+  ASSERT_EQ(RunVstack("create -f vhd -b b.vhd " + c).status, 0);
+  const auto b_before = ReadAll(b), c_before = ReadAll(c);
+  struct Case {
+    std::string parent, loop;
+  };
+  for (const char* mode : {"-u ", ""}) {
+    for (const Case& k :
+         {Case{"c.vhd", b + " -> " + c + " -> " + b}, Case{"b.vhd", b + " -> " + b}}) {
+      const std::string args = std::string("rebase ") + mode + "-b " + k.parent + " " + b;
+      const CommandResult r = RunVstack(args);
+      EXPECT_EQ(r.status, 1) << args << "\n" << r.output;
+      EXPECT_NE(r.output.find("the chain would loop (" + k.loop + ")"), std::string::npos)
+          << args << "\n"
+          << r.output;
+      EXPECT_EQ(r.output.find("lock"), std::string::npos) << args << "\n" << r.output;
+      EXPECT_TRUE(ReadAll(b) == b_before) << args << ": the child changed";
+      EXPECT_TRUE(ReadAll(c) == c_before) << args;
+    }
+  }
+  auto dev = OpenImage(c);  // the chain still opens
+  ASSERT_OK(dev);
+  EXPECT_EQ(ReadBytes(**dev, 0, model_.size()), model_);
+}
+
+// create -b never makes a loop either: an image that would replace (--overwrite) a file of its
+// own backing chain, itself included, is refused and the file stays as it was.
+TEST_F(VhdDiff, CreateRefusesToReplaceAFileOfItsOwnBackingChain) {
+  MakeBase();
+  ASSERT_EQ(RunVstack("create -f vhd -b base.vhd " + child_).status, 0);
+  const auto base_before = ReadAll(base_), child_before = ReadAll(child_);
+  for (const auto& [args, loop] : std::vector<std::pair<std::string, std::string>>{
+           {"create --overwrite -f vhd -b child.vhd " + child_, child_ + " -> " + child_},
+           {"create --overwrite -f vhd -b child.vhd " + base_,
+            base_ + " -> " + child_ + " -> " + base_}}) {
+    const CommandResult r = RunVstack(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.output;  // create: a bad -b is a usage error
+    EXPECT_NE(r.output.find("the chain would loop (" + loop + ")"), std::string::npos)
+        << args << "\n"
+        << r.output;
+    EXPECT_TRUE(ReadAll(base_) == base_before) << args;
+    EXPECT_TRUE(ReadAll(child_) == child_before) << args;
+  }
+  // VHDX has no differencing images: -b says so, rather than naming an internal option.
+  for (const char* format : {"vhdx", "raw"}) {
+    const CommandResult x = RunVstack(std::string("create -f ") + format + " -b child.vhd " +
+                                      dir_.File("x.img") + " 8M");
+    EXPECT_EQ(x.status, 2) << x.output;
+    EXPECT_NE(x.output.find("-b: format '" + std::string(format) +
+                            "' has no differencing images (formats with a backing file: vhd)"),
+              std::string::npos)
+        << x.output;
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.path()),
+                          std::filesystem::directory_iterator()),
+            2)
+      << "no temporary file left behind";
+  EXPECT_EQ(RunVstack("check " + child_).status, 0);
+}
+
+// VHDX has no differencing images in vstack: commit and rebase name a VHDX image as such
+// (rather than "no footer ('conectix' cookie)"), and change nothing.
+TEST_F(VhdDiff, CommitAndRebaseSayAVhdxImageIsNotAVhd) {
+  MakeBase();
+  ASSERT_EQ(RunVstack("create -f vhd -b base.vhd " + child_).status, 0);
+  const std::string x = dir_.File("x.vhdx");
+  ASSERT_OK(CreateImage("vhdx", x, 8 * kMiB));
+  const auto x_before = ReadAll(x), child_before = ReadAll(child_);
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"rebase -u -b base.vhd " + x, "the child '" + x + "' is a vhdx image"},
+           {"rebase -b x.vhdx " + child_, "the new parent '" + x + "' is a vhdx image"},
+           {"commit " + x, "the child '" + x + "' is a vhdx image"}}) {
+    const CommandResult r = RunVstack(args);
+    EXPECT_EQ(r.status, 1) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << args << "\n" << r.output;
+  }
+  EXPECT_TRUE(ReadAll(x) == x_before);
+  EXPECT_TRUE(ReadAll(child_) == child_before);
+}
+
 }  // namespace
 }  // namespace vstack::testing

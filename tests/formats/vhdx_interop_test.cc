@@ -255,12 +255,15 @@ TEST_F(VhdxInterop, DirtyLogWrittenByQemuIsReplayed) {
   CommandResult ro = RunVstack("info " + path);
   EXPECT_NE(ro.status, 0);
   EXPECT_NE(ro.output.find("replayed"), std::string::npos) << ro.output;
+  EXPECT_NE(ro.output.find("the image's log holds 1 entry that must be replayed"),
+            std::string::npos)
+      << ro.output;
   CommandResult qro = RunCommand("qemu-io -r -f vhdx -c 'read 0 512' " + path);
   EXPECT_NE(qro.status == 0 && qro.output.find("read 512") != std::string::npos, true)
       << "qemu refuses it read-only too: " << qro.output;
   // Writable: replayed; the block reads back and qemu agrees.
   CommandResult check = RunVstack("check -r all " + path);
-  EXPECT_NE(check.output.find("replayed 1 log entries"), std::string::npos) << check.output;
+  EXPECT_NE(check.output.find("replayed 1 log entry"), std::string::npos) << check.output;
   EXPECT_EQ(vhdx::EntryState(VhdxBatEntry(ReadAll(path), 3)), vhdx::kFullyPresent);
   Tool("qemu-io -r -f vhdx -c 'read -P 0x5a 3M 8192' " + path);
   ExpectSameRaw(path);

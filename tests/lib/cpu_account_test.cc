@@ -105,9 +105,9 @@ class BurnOnCompletion final : public Layer {
     using ForwardingQueue::ForwardingQueue;
 
    protected:
-    std::error_code OnLowerDone(const IoRequest&, const IoRequest& down) override {
+    void OnLowerDone(Forwarded& entry) override {
       SystemClock().Spin(200'000);
-      return down.status;
+      Finish(entry, entry.down.status);
     }
   };
 };

@@ -1,7 +1,8 @@
 // Real NBD clients (fio, qemu-img, qemu-io, nbdcopy, nbdinfo) driving stacks served by
 // `vstack serve` (nbdkit + the vstack plugin) over Unix sockets in temporary directories.
-// ./dev.sh installs every client, so none of these skip in CI; a test that needs a layer that
-// is not registered in this build skips and names it.
+// ./dev.sh installs every client, so none of these skip in CI (but nbdcopy's extents test on a
+// stack that reports no extents, crc32c); a test that needs a layer that is not registered in
+// this build skips and names it. The stacks: file, vhd, dedup+zstd, and each grain layer alone.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -64,6 +65,15 @@ StackCase DedupZstdStack() {
             return "dedup:size=64M+zstd:size=96M+file:" + d + "/disk.img,create=on,size=128M";
           },
           [](const std::string& d) { return "dedup+zstd+file:" + d + "/disk.img"; }};
+}
+
+// One grain layer over a file: `first` formats it (its options), then it is opened by name.
+StackCase GrainStack(const std::string& layer, const std::string& first) {
+  return {layer,
+          {layer},
+          nullptr,
+          [first](const std::string& d) { return first + "+file:" + d + "/disk.img,create=on,size=96M"; },
+          [layer](const std::string& d) { return layer + "+file:" + d + "/disk.img"; }};
 }
 
 void PrintTo(const StackCase& s, std::ostream* os) { *os << s.name; }
@@ -532,7 +542,11 @@ TEST_P(NbdStackTest, NbdcopyReadsOnlyTheAllocatedExtents) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stacks, NbdStackTest,
-                         ::testing::Values(FileStack(), VhdStack(), DedupZstdStack()), CaseName);
+                         ::testing::Values(FileStack(), VhdStack(), DedupZstdStack(),
+                                           GrainStack("dedup", "dedup:size=64M"),
+                                           GrainStack("zstd", "zstd:size=64M"),
+                                           GrainStack("crc32c", "crc32c")),
+                         CaseName);
 
 // --- errors ---------------------------------------------------------------------------------
 

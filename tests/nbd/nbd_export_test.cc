@@ -9,8 +9,7 @@
 #include <cstring>
 #include <thread>
 
-#include "lib/forwarding_queue.h"
-#include "lib/layer.h"
+#include "lib/forwarding_layer.h"
 #include "lib/registry.h"
 #include "lib/sync_io.h"
 #include "tests/formats/vhd_test_util.h"
@@ -25,16 +24,11 @@ using testing::TempDir;
 
 // Forwards everything to the device below but claims fewer capabilities, to serve stacks that
 // lack fast zeroes or thread safety.
-class MaskedDevice final : public Layer {
+class MaskedDevice final : public ForwardingLayer {
  public:
-  MaskedDevice(DevicePtr lower, Capabilities remove) : Layer("masked", std::move(lower)) {
+  MaskedDevice(DevicePtr lower, Capabilities remove)
+      : ForwardingLayer("masked", std::move(lower)) {
     set_capabilities(capabilities() & ~remove);
-  }
-
- protected:
-  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override {
-    VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
-    return std::unique_ptr<IoQueue>(new ForwardingQueue(*this, std::move(lower)));
   }
 };
 

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/nbd/server_process.h"
 #include "tests/testing/test_util.h"
@@ -39,6 +41,24 @@ TEST(ServeCli, AnUnwritableFileSaysToUseReadOnly) {
             std::string::npos)
       << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir.File("s.sock")));
+  EXPECT_NE(r.output.find("vstack serve: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("nbdkit: error:"), std::string::npos) << r.output;
+}
+
+// Every error of the stack vstack serve opens reads like the other commands' ("vstack serve:"),
+// not like nbdkit's own ("nbdkit: error:").
+TEST(ServeCli, ErrorsSayVstackServe) {
+  TempDir dir;
+  const std::string serve = std::string(VSTACK_CLI) + " serve --socket " + dir.File("s.sock");
+  for (const auto& [spec, says] : std::vector<std::pair<std::string, std::string>>{
+           {"vhdd+memory:1M", "vstack serve: unknown layer 'vhdd'"},
+           {"'dedup:grain=3K+memory:64M'", "vstack serve: dedup: option 'grain': 3072"},
+           {dir.File("none.img"), "vstack serve: cannot open"}}) {
+    CommandResult r = RunCommand(serve + " " + spec);
+    EXPECT_NE(r.status, 0) << spec;
+    EXPECT_NE(r.output.find(says), std::string::npos) << spec << "\n" << r.output;
+    EXPECT_EQ(r.output.find("nbdkit: error:"), std::string::npos) << spec << "\n" << r.output;
+  }
 }
 
 TEST(ServeCli, ACleanStopRemovesTheSocketFile) {

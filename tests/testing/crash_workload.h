@@ -9,23 +9,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "blockdev/sim/sim_rng.h"
+
 namespace vstack::testing {
 
-// splitmix64: deterministic per seed, and free of gtest so the writer process can use it.
-class WorkloadRng {
+// splitmix64 (the simulator's generator): deterministic per seed, and free of gtest so the
+// writer process can use it.
+class WorkloadRng : public sim::SimRng {
  public:
-  explicit WorkloadRng(uint64_t seed) : s_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  uint64_t Below(uint64_t n) { return n ? Next() % n : 0; }
+  using SimRng::SimRng;
   void Fill(void* data, size_t len);
-
- private:
-  uint64_t s_;
 };
 
 // Fills `len` bytes with the mix above, 4 KiB at a time.

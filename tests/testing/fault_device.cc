@@ -2,29 +2,7 @@
 
 #include <cerrno>
 
-#include "lib/forwarding_queue.h"
-
 namespace vstack::testing {
-namespace {
-
-// Forwards every request; a write the budget does not admit fails with ENOSPC instead.
-class FaultQueue final : public ForwardingQueue {
- public:
-  FaultQueue(FaultDevice& dev, std::unique_ptr<IoQueue> lower)
-      : ForwardingQueue(dev, std::move(lower)), dev_(dev) {}
-
- protected:
-  std::error_code Translate(const IoRequest& req, IoRequest* down) override {
-    const bool writes = req.op == Op::kWrite || req.op == Op::kWriteZeroes;
-    if (writes && !dev_.Admit(req.length)) return SystemError(ENOSPC);
-    return {};
-  }
-
- private:
-  FaultDevice& dev_;
-};
-
-}  // namespace
 
 bool FaultDevice::Admit(uint64_t bytes) {
   if (!armed_.load()) return true;
@@ -36,9 +14,14 @@ bool FaultDevice::Admit(uint64_t bytes) {
   return false;
 }
 
-Result<std::unique_ptr<IoQueue>> FaultDevice::DoOpenQueue() {
-  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
-  return std::unique_ptr<IoQueue>(new FaultQueue(*this, std::move(lower)));
+std::error_code FaultDevice::Refuse(const IoRequest& req) {
+  const bool writes = req.op == Op::kWrite || req.op == Op::kWriteZeroes;
+  if (writes && !Admit(req.length)) return SystemError(ENOSPC);
+  return NoError();
+}
+
+std::unique_ptr<ForwardingQueue> FaultDevice::NewQueue(std::unique_ptr<IoQueue> lower) {
+  return std::make_unique<RefusingQueue<FaultDevice>>(*this, std::move(lower));
 }
 
 }  // namespace vstack::testing

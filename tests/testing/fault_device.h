@@ -8,13 +8,13 @@
 #include <atomic>
 #include <cstdint>
 
-#include "lib/layer.h"
+#include "lib/forwarding_layer.h"
 
 namespace vstack::testing {
 
-class FaultDevice final : public Layer {
+class FaultDevice final : public ForwardingLayer {
  public:
-  explicit FaultDevice(DevicePtr lower) : Layer("fault", std::move(lower)) {}
+  explicit FaultDevice(DevicePtr lower) : ForwardingLayer("fault", std::move(lower)) {}
 
   // From now on, writes may add up to `bytes` more bytes; any write beyond fails with ENOSPC.
   void ArmNoSpace(uint64_t bytes) {
@@ -24,11 +24,13 @@ class FaultDevice final : public Layer {
   void Disarm() { armed_.store(false); }
   uint64_t failed_writes() const { return failed_.load(); }
 
-  // Called by the queue: true if a write of `bytes` may go down.
+  // True if a write of `bytes` may go down (and takes it from the budget).
   bool Admit(uint64_t bytes);
+  // The queue's check (RefusingQueue): ENOSPC for a write the budget does not admit.
+  std::error_code Refuse(const IoRequest& req);
 
  protected:
-  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
+  std::unique_ptr<ForwardingQueue> NewQueue(std::unique_ptr<IoQueue> lower) override;
 
  private:
   std::atomic<bool> armed_{false};

@@ -62,64 +62,46 @@ void Gate::WaitOpen() {
 
 namespace {
 
-// Keeps requests while the gate is shut; sends them down, unchanged, once it is open.
-class GateQueue final : public LayerQueue {
+// Keeps requests while the gate is shut; forwards them, unchanged, once it is open. A policy
+// over the one ForwardingQueue (lib/forwarding_queue.h): Accept holds, Progress waits.
+class GateQueue final : public ForwardingQueue {
  public:
   GateQueue(GateDevice& device, std::unique_ptr<IoQueue> lower)
-      : LayerQueue(device, std::move(lower)), gate_(device.gate()) {}
+      : ForwardingQueue(device, std::move(lower)), gate_(device.gate()) {}
 
  protected:
-  void DoSubmit(std::span<IoRequest* const> batch) override {
-    waiting_.insert(waiting_.end(), batch.begin(), batch.end());
-    if (gate_.Arrive(batch.size())) ForwardWaiting();
+  void Accept(IoRequest& req) override {
+    waiting_.push_back(&req);
+    ++arrived_;
   }
-
-  void DoPoll(bool wait) override {
+  void AfterSubmit() override {
+    if (gate_.Arrive(arrived_)) ForwardWaiting();
+    arrived_ = 0;
+  }
+  void Progress(bool wait) override {
     if (!waiting_.empty()) {
       if (wait) gate_.WaitOpen();
       if (gate_.is_open()) ForwardWaiting();
+      SendForwarded();  // below before the wait on the queue below
     }
-    LayerQueue::DoPoll(wait);
+    ForwardingQueue::Progress(wait);
   }
 
  private:
-  struct Child {
-    IoRequest req;
-    IoRequest* parent = nullptr;
-    GateQueue* queue = nullptr;
-  };
-
   void ForwardWaiting() {
-    std::vector<IoRequest*> down;
-    for (IoRequest* parent : waiting_) {
-      Child* c = pool_.Get();
-      c->parent = parent;
-      c->queue = this;
-      ForwardRequest(*parent, &c->req);
-      c->req.on_complete = &GateQueue::OnLowerDone;
-      c->req.user_data = c;
-      down.push_back(&c->req);
-    }
+    for (IoRequest* req : waiting_) Forward(*req);
     waiting_.clear();
-    SubmitForwarded(down);
-  }
-
-  static void OnLowerDone(IoRequest& req) {
-    Child* c = static_cast<Child*>(req.user_data);
-    c->queue->Complete(*c->parent, req.status);
-    c->queue->pool_.Put(c);
   }
 
   Gate& gate_;
   std::vector<IoRequest*> waiting_;
-  RequestPool<Child> pool_;
+  uint64_t arrived_ = 0;  // of the Submit running
 };
 
 }  // namespace
 
-Result<std::unique_ptr<IoQueue>> GateDevice::DoOpenQueue() {
-  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
-  return std::unique_ptr<IoQueue>(new GateQueue(*this, std::move(lower)));
+std::unique_ptr<ForwardingQueue> GateDevice::NewQueue(std::unique_ptr<IoQueue> lower) {
+  return std::make_unique<GateQueue>(*this, std::move(lower));
 }
 
 }  // namespace vstack::testing

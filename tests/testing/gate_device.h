@@ -3,7 +3,8 @@
 // wants: to close a device while another thread reads (lib/shared_sync_io.h), or to show that a
 // Python thread's I/O releases the GIL (tests/python). Requests that arrive while the gate is
 // shut wait in their queue; Poll(wait) blocks until the gate opens, and they go down then.
-// Open gates forward everything unchanged.
+// Open gates forward everything unchanged. A ForwardingLayer whose queue is a policy over the
+// library's one ForwardingQueue (lib/forwarding_queue.h): Accept holds, Progress waits.
 #ifndef VSTACK_TESTS_TESTING_GATE_DEVICE_H_
 #define VSTACK_TESTS_TESTING_GATE_DEVICE_H_
 
@@ -13,7 +14,7 @@
 #include <memory>
 #include <mutex>
 
-#include "lib/layer.h"
+#include "lib/forwarding_layer.h"
 
 namespace vstack::testing {
 
@@ -49,14 +50,14 @@ class Gate {
   bool opened_by_itself_ = false;
 };
 
-class GateDevice final : public Layer {
+class GateDevice final : public ForwardingLayer {
  public:
   GateDevice(DevicePtr lower, std::shared_ptr<Gate> gate)
-      : Layer("gate", std::move(lower)), gate_(std::move(gate)) {}
+      : ForwardingLayer("gate", std::move(lower)), gate_(std::move(gate)) {}
   Gate& gate() const { return *gate_; }
 
  protected:
-  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
+  std::unique_ptr<ForwardingQueue> NewQueue(std::unique_ptr<IoQueue> lower) override;
 
  private:
   std::shared_ptr<Gate> gate_;

@@ -7,22 +7,12 @@
 #include "blockdev/memory/memory_device.h"
 #include "lib/aligned_buffer.h"
 #include "lib/iovec.h"
-#include "lib/spec.h"
 #include "lib/sync_io.h"
 
 namespace vstack::testing {
 
 Result<DevicePtr> OpenLayersOn(std::string_view layers, DevicePtr lower, const OpenOptions& options) {
-  VSTACK_ASSIGN_OR_RETURN(std::vector<SpecPart> parts, ParseSpec(layers));
-  for (size_t k = parts.size(); k-- > 0;) {
-    const ComponentInfo* info = Registry::Global().Find(parts[k].name);
-    if (info == nullptr || !info->open_layer) {
-      return MakeError(Errc::kNotFound, "no layer named '" + parts[k].name + "'");
-    }
-    OptionValues values(parts[k].name, parts[k].positional, parts[k].options, &info->options);
-    VSTACK_ASSIGN_OR_RETURN(lower, info->open_layer(std::move(lower), values, options));
-  }
-  return lower;
+  return OpenLayers(layers, std::move(lower), options);
 }
 
 DevicePtr MemoryWithImage(const std::vector<unsigned char>& image, uint32_t block) {

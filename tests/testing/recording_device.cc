@@ -8,75 +8,61 @@
 namespace vstack::testing {
 namespace {
 
-class RecordingQueue final : public LayerQueue {
+// A forwarding queue that logs each request as it goes down and each completion as it is
+// reported above, possibly deferred and reordered (defer_completions).
+class RecordingQueue final : public ForwardingQueue {
  public:
   RecordingQueue(RecordingDevice& dev, std::unique_ptr<IoQueue> lower)
-      : LayerQueue(dev, std::move(lower)), dev_(dev) {}
+      : ForwardingQueue(dev, std::move(lower)), dev_(dev) {}
 
  protected:
-  void DoSubmit(std::span<IoRequest* const> batch) override {
-    std::vector<IoRequest*> children;
-    for (IoRequest* parent : batch) {
-      Child* c = pool_.Get();
-      c->parent = parent;
-      c->queue = this;
-      c->index = dev_.OnSubmit(*parent);
-      c->req = IoRequest{};
-      ForwardRequest(*parent, &c->req);
-      c->req.on_complete = &OnDone;
-      c->req.user_data = c;
-      children.push_back(&c->req);
-    }
-    lower().Submit(children);
+  void Accept(IoRequest& req) override {
+    const uint64_t index = dev_.OnSubmit(req);
+    static_cast<Entry*>(Forward(req))->index = index;  // never refused: no Translate
   }
 
-  void DoPoll(bool wait) override {
-    LayerQueue::DoPoll(wait && deferred_.empty());
+  void OnLowerDone(Forwarded& entry) override {
+    Entry* e = static_cast<Entry*>(&entry);
+    if (dev_.defer_completions()) {
+      deferred_.push_back(e);
+      return;
+    }
+    Report(e);
+  }
+
+  void Progress(bool wait) override {
+    ForwardingQueue::Progress(wait && deferred_.empty());
     // A blocking poll always makes progress; a non-blocking one only sometimes.
     if (deferred_.empty() || (!wait && order_.Below(2) == 0)) return;
     std::swap(deferred_[order_.Below(deferred_.size())], deferred_.back());
-    Child* c = deferred_.back();
+    Entry* e = deferred_.back();
     deferred_.pop_back();
-    Finish(c);
+    Report(e);
   }
 
+  std::unique_ptr<Forwarded> NewEntry() override { return std::make_unique<Entry>(); }
+
  private:
-  struct Child {
-    IoRequest req;
-    IoRequest* parent = nullptr;
-    RecordingQueue* queue = nullptr;
+  struct Entry : Forwarded {
     uint64_t index = UINT64_MAX;
   };
-  static void OnDone(IoRequest& r) {
-    Child* c = static_cast<Child*>(r.user_data);
-    if (c->queue->dev_.defer_completions()) {
-      c->queue->deferred_.push_back(c);
-      return;
-    }
-    c->queue->Finish(c);
-  }
-  void Finish(Child* c) {
-    if (!c->req.status) dev_.OnComplete(c->index);
-    Complete(*c->parent, c->req.status);
-    pool_.Put(c);
+  void Report(Entry* e) {
+    if (!e->down.status) dev_.OnComplete(e->index);
+    Finish(*e, e->down.status);
   }
 
   RecordingDevice& dev_;
-  RequestPool<Child> pool_;
-  std::vector<Child*> deferred_;  // completed below, not yet reported (defer_completions)
+  std::vector<Entry*> deferred_;  // completed below, not yet reported (defer_completions)
   Rng order_{7};                  // which deferred request completes next
 };
 
 }  // namespace
 
 RecordingDevice::RecordingDevice(DevicePtr lower, bool defer_completions)
-    : Layer("recording", std::move(lower)), defer_(defer_completions) {
-  set_capabilities(capabilities() | (lower_device().capabilities() & kCapResizable));
-}
+    : ForwardingLayer("recording", std::move(lower)), defer_(defer_completions) {}
 
-Result<std::unique_ptr<IoQueue>> RecordingDevice::DoOpenQueue() {
-  VSTACK_ASSIGN_OR_RETURN(std::unique_ptr<IoQueue> lower, lower_device().OpenQueue());
-  return std::unique_ptr<IoQueue>(new RecordingQueue(*this, std::move(lower)));
+std::unique_ptr<ForwardingQueue> RecordingDevice::NewQueue(std::unique_ptr<IoQueue> lower) {
+  return std::make_unique<RecordingQueue>(*this, std::move(lower));
 }
 
 uint64_t RecordingDevice::OnSubmit(const IoRequest& r) {

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <vector>
 
-#include "lib/layer.h"
+#include "lib/forwarding_layer.h"
 #include "tests/testing/test_util.h"
 
 namespace vstack::testing {
@@ -32,7 +32,7 @@ struct RecordedOp {
   uint64_t completed = UINT64_MAX;  // UINT64_MAX: never completed
 };
 
-class RecordingDevice final : public Layer {
+class RecordingDevice final : public ForwardingLayer {
  public:
   // With `defer_completions`, every request completes only at a later Poll (at most one per
   // Poll, and a non-blocking Poll only every other time on average), in a pseudo-random order, whatever the device below did: a layer above cannot rely on
@@ -51,8 +51,7 @@ class RecordingDevice final : public Layer {
   void OnComplete(uint64_t index);
 
  protected:
-  Result<std::unique_ptr<IoQueue>> DoOpenQueue() override;
-  Status DoResize(uint64_t size) override { return lower_device().Resize(size); }
+  std::unique_ptr<ForwardingQueue> NewQueue(std::unique_ptr<IoQueue> lower) override;
 
  private:
   const bool defer_;

@@ -45,7 +45,7 @@ TEST(Cli, InfoTextAndJsonAgree) {
 
 TEST(Cli, BadInputGivesAClearErrorAndNonZeroStatus) {
   CommandResult r = RunVstack("info nosuch+memory:1M");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);  // a bad spec is a usage error
   EXPECT_NE(r.output.find("vstack info: unknown layer 'nosuch'"), std::string::npos) << r.output;
   CommandResult m = RunVstack("info /nonexistent/disk.img");
   EXPECT_EQ(m.status, 1);

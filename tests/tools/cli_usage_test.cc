@@ -63,6 +63,7 @@ TEST(CliUsage, HelpCommandShowsTheSameTextAsDashDashHelp) {
   CommandResult bad = RunVstack("help inof");
   EXPECT_EQ(bad.status, 2);
   EXPECT_TRUE(Has(bad, "vstack help: unknown command 'inof'; did you mean `info`?")) << bad.output;
+  EXPECT_TRUE(Has(bad, "Try `vstack help` for the commands.")) << bad.output;
 }
 
 // Every --help page (which help2man turns into the man pages) says what it does, without CLI11
@@ -127,12 +128,86 @@ TEST(CliUsage, OneExitCodePolicyAcrossCommands) {
            {"compare " + img + " " + none, 2},
            {"compare --nosuch " + img + " " + img, 2},
            {"nosuch", 2},
+           // A stack spec is part of the command line: a bad one is a usage error too.
+           {"info 'dedup:grain=3K+memory:64M'", 2},
+           {"info 'dedup:gran=4K+memory:64M'", 2},
+           {"info vhdd+memory:1M", 2},
+           {"info 'memory:1M,block=3'", 2},
+           {"map 'zstd:level=99+memory:64M'", 2},
+           {"check 'dedup:grain=3K+memory:64M'", 1},
+           {"compare 'dedup:grain=3K+memory:64M' " + img, 2},
        }) {
     CommandResult r = RunVstack(c.args);
     EXPECT_EQ(r.status, c.status) << "vstack " << c.args << "\n" << r.output;
     if (c.status != 0) {
       EXPECT_EQ(r.output.rfind("vstack", 0), 0u) << "vstack " << c.args << "\n" << r.output;
     }
+  }
+}
+
+// The line docs/cli.md promises at the end of every usage error, whichever part of vstack finds
+// the mistake (CLI11, or the command's own checks).
+TEST(CliUsage, UsageErrorsEndWithTheHelpLine) {
+  TempDir dir;
+  for (const auto& [args, topic] : std::vector<std::pair<std::string, std::string>>{
+           {"create " + dir.File("x") + " 10X", "create"},
+           {"create " + dir.File("x"), "create"},
+           {"bench --bs 3Q --no-report", "bench"},
+           {"info 'dedup:grain=3K+memory:64M'", "info"},
+           {"info --output=yaml memory:1M", "info"}}) {
+    CommandResult r = RunVstack(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(Has(r, "\nTry `vstack help " + topic + "` for usage.\n")) << args << "\n"
+                                                                          << r.output;
+  }
+}
+
+// `vstack frobnicate --help` is not a request for vstack's own help: the command is unknown.
+TEST(CliUsage, HelpOfAnUnknownCommandIsAUsageError) {
+  CommandResult r = RunVstack("frobnicate --help");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(Has(r, "vstack: unknown command 'frobnicate'")) << r.output;
+  EXPECT_FALSE(Has(r, "Usage: vstack")) << r.output;
+  CommandResult near = RunVstack("inof --help");
+  EXPECT_EQ(near.status, 2) << near.output;
+  EXPECT_TRUE(Has(near, "vstack: unknown command 'inof'; did you mean `info`?")) << near.output;
+  EXPECT_EQ(RunVstack("info --help").status, 0);
+  EXPECT_EQ(RunVstack("--help").status, 0);
+}
+
+// A mistyped format, pattern, layer or spec option is named with the nearest valid one.
+TEST(CliUsage, DidYouMeanForFormatsPatternsLayersAndSpecOptions) {
+  TempDir dir;
+  struct Case {
+    std::string args, says;
+  };
+  for (const Case& c :
+       std::vector<Case>{{"create -f vpx " + dir.File("x") + " 1M", "did you mean `vpc`?"},
+                         {"convert -O vhdxx memory:1M " + dir.File("y"), "did you mean `vhdx`?"},
+                         {"bench --pattern randon --no-report", "did you mean `random`?"},
+                         {"bench --content zero --no-report", "did you mean `zeros`?"},
+                         {"info vhdd+memory:1M", "did you mean `vhd`?"},
+                         {"info memroy:1M", "did you mean `memory`?"},
+                         {"info 'dedup:gran=4K+memory:64M'", "did you mean `grain`?"}}) {
+    CommandResult r = RunVstack(c.args);
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r.output;
+    EXPECT_TRUE(Has(r, c.says)) << c.args << "\n" << r.output;
+  }
+}
+
+// The option lines of `create -f`, `convert -O` and `convert -f` list every format the
+// command takes, vhdx included.
+TEST(CliUsage, FormatOptionsListEveryFormat) {
+  auto option_line = [](const std::string& help, const std::string& option) {
+    const size_t at = help.find("\n  " + option);
+    return at == std::string::npos ? "" : help.substr(at + 1, help.find('\n', at + 1) - at - 1);
+  };
+  const std::string create = RunVstack("help create").output;
+  const std::string convert = RunVstack("help convert").output;
+  for (const std::string& line :
+       {option_line(create, "-f,"), option_line(convert, "-O,"), option_line(convert, "-f,")}) {
+    EXPECT_NE(line.find("raw|vhd|vhdx|vpc"), std::string::npos) << line << "\n"
+                                                                << create << convert;
   }
 }
 

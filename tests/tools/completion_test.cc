@@ -3,9 +3,12 @@
 // from the same tables vstack itself uses.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/testing/test_util.h"
 
@@ -46,6 +49,27 @@ TEST_F(Completion, CommandsOptionsAndChoices) {
   EXPECT_EQ(Complete("vstack bench --no-rep"), "--no-report");
   EXPECT_EQ(Complete("vstack convert --over"), "--overwrite");
   EXPECT_EQ(Complete("vstack bench --bs "), "");  // a value of its own
+  EXPECT_EQ(Complete("vstack create -f "), "raw vhd vhdx vpc");
+  EXPECT_EQ(Complete("vstack create -f vh"), "vhd vhdx");
+  EXPECT_EQ(Complete("vstack convert -O "), "raw vhd vhdx vpc");
+  EXPECT_EQ(Complete("vstack bench --pattern "), "random sequential");
+  EXPECT_EQ(Complete("vstack bench --content "), "random zeros pattern");
+  const std::string presets = Complete("vstack bench --preset ");
+  EXPECT_NE(presets.find("hyperv-passthrough"), std::string::npos) << presets;
+  EXPECT_EQ(presets.find("vhd-fixed"), std::string::npos) << "--stack's presets: " << presets;
+}
+
+// A preset that is also a spec (dedup+zstd) is offered once.
+TEST_F(Completion, EachWordOnce) {
+  for (const char* line : {"vstack bench --stack dedup+", "vstack bench --stack dedup+zs"}) {
+    std::istringstream words(Complete(line));
+    std::vector<std::string> seen;
+    for (std::string w; words >> w;) {
+      EXPECT_EQ(std::count(seen.begin(), seen.end(), w), 0) << line << ": " << w << " twice";
+      seen.push_back(w);
+    }
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), "dedup+zstd"), 1) << line;
+  }
 }
 
 TEST_F(Completion, PresetsAndSpecLayerNames) {

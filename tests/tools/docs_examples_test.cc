@@ -44,6 +44,10 @@ const std::vector<Expectation>& Expectations() {
       {"", "vstack serve --socket", 0,
        "a server runs until it is stopped (tests/nbd starts and stops it)"},
       {"docs/layers/nbd.md", "vstack serve [", 0, "a synopsis, not a command"},
+      {"docs/testing.md", "vstack sim --preset families --regressions", 0,
+       "the CI campaign: 400 seeds, about a minute (ctest entry sim_campaign runs it)"},
+      {"docs/testing.md", "vstack sim --preset all --seed-from 1000000", 0,
+       "the long campaign: 100,000 seeds, about an hour of CPU"},
       {"", "vstack space --mode=ceph", 0,
        "needs a Ceph cluster with BlueStore OSDs and a mgr (tests/ceph/ceph_space_test.cc, "
        "ctest entry ceph-space, runs it)"},
@@ -54,10 +58,11 @@ const std::vector<Expectation>& Expectations() {
        "a placeholder, ..."},
       {"docs/space-savings.md", "vstack space --rule=min-saving=12.5 --protection=raid5 ...", 0,
        "a placeholder, ..."},
-      {"docs/stack-spec.md", "vstack info dedupx+memory:1M", 1, ""},
-      {"docs/stack-spec.md", "vstack info nosuch+memory:1M", 1, ""},
-      {"docs/stack-spec.md", "vstack info memory:1M,colour=red", 1, ""},
-      {"docs/stack-spec.md", "vstack info passthrough", 1, ""},
+      {"docs/stack-spec.md", "vstack info nosuch+memory:1M", 2, ""},
+      {"docs/stack-spec.md", "vstack info vhdd+memory:1M", 2, ""},
+      {"docs/stack-spec.md", "vstack info 'dedup:grain=3K+memory:64M'", 2, ""},
+      {"docs/stack-spec.md", "vstack info memory:1M,colour=red", 2, ""},
+      {"docs/stack-spec.md", "vstack info passthrough", 2, ""},
       {"docs/cli.md", "vstack info --output=yaml", 2, ""},
       {"docs/cli.md", "vstack map --output jsn", 2, ""},
       {"docs/cli.md", "vstack convert /var/tmp/d.vhd /var/tmp/d.raw", 1, ""},
@@ -81,7 +86,7 @@ std::vector<std::string> DocFiles() {
 std::vector<Example> Examples(const std::string& file) {
   std::ifstream in(fs::path(VSTACK_SOURCE_DIR) / file);
   static const std::regex kCommand(
-      R"(^(\$ )?(build/)?vstack (bench|info|layers|create|check|convert|compare|map|compact|space|serve|help|completion)( .*)?$)");
+      R"(^(\$ )?(build/)?vstack (bench|info|layers|create|check|convert|compare|map|compact|space|sim|serve|help|completion)( .*)?$)");
   std::vector<Example> out;
   bool fenced = false;
   std::string pending;

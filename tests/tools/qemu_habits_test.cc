@@ -50,7 +50,7 @@ TEST(QemuHabits, ConvertDashFNamesTheSourceFormat) {
   EXPECT_EQ(wrong.status, 1) << wrong.output;
   CommandResult unknown = RunVstack("convert -f qcow2 " + vhd + " " + dir.File("y"));
   EXPECT_EQ(unknown.status, 2) << unknown.output;
-  EXPECT_TRUE(Has(unknown, "unknown image format 'qcow2'")) << unknown.output;
+  EXPECT_TRUE(Has(unknown, "'qcow2' is not one of raw|vhd|vhdx|vpc")) << unknown.output;
   CommandResult spec = RunVstack("convert -f raw memory:1M " + dir.File("z"));
   EXPECT_EQ(spec.status, 2) << spec.output;
 }

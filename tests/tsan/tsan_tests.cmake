@@ -24,6 +24,7 @@ add_executable(vstack_tsan_tests
   formats/vhdx_test_util.cc
   formats/vhdx_device_test.cc
   blockdev/metastore_test.cc
+  blockdev/grain_engine_test.cc
   blockdev/dedup_test.cc
   blockdev/zstd_test.cc
   blockdev/crc32c_test.cc

@@ -21,6 +21,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -56,8 +57,18 @@ NbdExport* g_export = nullptr;
 pid_t g_ready_pid = 0;
 std::chrono::steady_clock::time_point g_started;
 
+// An error line: "vstack serve: MESSAGE" on stderr under `vstack serve` (which sets uri=), else
+// nbdkit's own error line (nbdkit run by hand).
+void ErrorLine(const std::string& message) {
+  if (!g_config.uri.empty()) {
+    std::fprintf(stderr, "vstack serve: %s\n", message.c_str());
+  } else {
+    nbdkit_error("%s", message.c_str());
+  }
+}
+
 int Fail(const Error& e) {
-  nbdkit_error("%s", e.ToString().c_str());
+  ErrorLine(e.ToString());
   return -1;
 }
 
@@ -70,8 +81,8 @@ int FailRequest(const char* what, uint64_t offset, uint32_t count, std::error_co
     nbdkit_debug("fast zero at offset %" PRIu64 " not supported: %s", offset,
                  ec.message().c_str());
   } else {
-    nbdkit_error("%s at offset %" PRIu64 " length %" PRIu32 " of %s: %s", what, offset, count,
-                 g_export->spec().c_str(), ec.message().c_str());
+    ErrorLine(std::string(what) + " at offset " + std::to_string(offset) + " length " +
+              std::to_string(count) + " of " + g_export->spec() + ": " + ec.message());
   }
   nbdkit_set_error(err);
   return -1;
@@ -94,8 +105,9 @@ int OpenExport() {
                               ec == std::errc::read_only_file_system ||
                               ec == std::errc::operation_not_permitted;
     if (not_writable && !g_config.read_only) {
-      nbdkit_error("the stack cannot be opened for writing; to serve it read-only, add %s",
-                   g_config.uri.empty() ? "readonly=on" : "--read-only to vstack serve");
+      ErrorLine(std::string("the stack cannot be opened for writing; to serve it read-only, "
+                            "add ") +
+                (g_config.uri.empty() ? "readonly=on" : "--read-only to vstack serve"));
     }
     return -1;
   }
@@ -190,7 +202,8 @@ int AfterFork() {
     g_export = nullptr;
     if (!closed) return Fail(closed.error());
     if (!g_config.cwd.empty() && chdir(g_config.cwd.c_str()) != 0) {
-      nbdkit_error("cannot return to %s to reopen the stack: %m", g_config.cwd.c_str());
+      ErrorLine("cannot return to " + g_config.cwd +
+                " to reopen the stack: " + std::strerror(errno));
       return -1;
     }
     const int r = OpenExport();
@@ -232,7 +245,7 @@ void Cleanup() {
     out << ServeSummaryJson(g_export->spec(), g_export->device(), seconds).dump(2) << "\n";
     out.close();
     if (!out) {
-      nbdkit_error("cannot write stats to %s", g_config.stats_path.c_str());
+      ErrorLine("cannot write stats to " + g_config.stats_path);
       stats_ok = false;
     }
   }

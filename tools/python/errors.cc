@@ -11,8 +11,10 @@ namespace {
 PyObject* g_spec_error = nullptr;
 PyObject* g_io_error = nullptr;
 
+// A spec, option or format refused (Errc::kBadSpec for a stack spec), not an I/O failure.
 bool IsRefusal(std::error_code ec) {
-  return ec == make_error_code(Errc::kInvalidArgument) || ec == make_error_code(Errc::kNotFound);
+  return ec == make_error_code(Errc::kBadSpec) || ec == make_error_code(Errc::kInvalidArgument) ||
+         ec == make_error_code(Errc::kNotFound);
 }
 
 [[noreturn]] void RaiseOs(int err, const std::string& message) {

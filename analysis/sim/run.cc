@@ -1,0 +1,281 @@
+#include "analysis/sim/run.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "analysis/sim/content.h"
+#include "lib/aligned_buffer.h"
+#include "lib/sync_io.h"
+
+namespace vstack::sim {
+namespace {
+
+// What a run that hangs leaves behind: its threads are suspended in the middle of the stack's
+// code, so neither may be destroyed. Kept reachable (not reported as leaks).
+std::vector<std::shared_ptr<void>>& Graveyard() {
+  static auto* graveyard = new std::vector<std::shared_ptr<void>>();
+  return *graveyard;
+}
+
+class Run {
+ public:
+  Run(SimStack stack, const SimOptions& o, uint64_t seed)
+      : o_(o), stack_(std::move(stack)), rng_(seed) {
+    res_.seed = seed;
+  }
+
+  RunResult Go();
+
+ private:
+  void Fail(std::string kind, std::string message) {
+    if (res_.failures.empty()) res_.failures.push_back({std::move(kind), std::move(message)});
+  }
+  bool failed() const { return !res_.failures.empty(); }
+  // Runs `body` on a simulated thread until it ends. False if a failure happened.
+  bool InThread(const std::string& name, const std::function<void()>& body);
+  bool Hung(Scheduler::End end, const std::string& when);
+  void DrawShape();
+  bool Open(bool first);
+  bool Check(const std::string& when);
+  bool Verify(bool after_cut);
+  bool Epoch(uint64_t ops, bool cut);
+  // Closes the stack; `clean`: the close persisted everything (it may fail for lack of space).
+  bool Close(bool* clean);
+
+  const SimOptions o_;
+  SimStack stack_;
+  SimRng rng_;
+  RunResult res_;
+  DiskTiming timing_;
+  WorkloadConfig config_;
+  uint32_t threads_ = 1;
+  bool enospc_ = false;
+  std::unique_ptr<Scheduler> sched_;
+  std::unique_ptr<Model> model_;
+  std::shared_ptr<Workload> workload_;
+  DevicePtr dev_;
+};
+
+bool Run::Hung(Scheduler::End end, const std::string& when) {
+  if (end != Scheduler::End::kHang && end != Scheduler::End::kThrew) return false;
+  Fail(end == Scheduler::End::kHang ? "hang" : "exception", when + ": " + sched_->hang_report());
+  res_.trace_hash = sched_->trace_hash();
+  // The suspended threads hold the stack: keep both, and the scheduler that holds the threads
+  // (no longer this thread's host).
+  sched_->Detach();
+  Graveyard().push_back(std::shared_ptr<void>(dev_.release(), [](void*) {}));
+  Graveyard().push_back(workload_);
+  Graveyard().push_back(std::shared_ptr<Scheduler>(std::move(sched_)));
+  return true;
+}
+
+bool Run::InThread(const std::string& name, const std::function<void()>& body) {
+  sched_->Spawn(name, body);
+  if (Hung(sched_->Run(), name)) return false;
+  return !failed();
+}
+
+void Run::DrawShape() {
+  timing_.min_delay_ns = 500;
+  timing_.max_delay_ns = rng_.Between(5'000, 200'000);
+  timing_.inline_rate = rng_.Chance(0.3) ? 0.0 : rng_.Chance(0.5) ? 0.1 : 0.5;
+  const bool faults = rng_.Chance(o_.fault_runs);
+  timing_.eio_rate = faults ? o_.eio_rate : 0;
+  enospc_ = rng_.Chance(o_.enospc_runs);
+  threads_ = static_cast<uint32_t>(rng_.Between(1, std::max<uint32_t>(1, o_.queues)));
+  config_.queue_depth = static_cast<uint32_t>(rng_.Between(1, std::max<uint32_t>(1, o_.depth)));
+  config_.max_units = rng_.Chance(0.5) ? 16 : 256;
+  config_.reads = static_cast<uint32_t>(rng_.Between(1, 6));
+  config_.writes = static_cast<uint32_t>(rng_.Between(2, 8));
+  config_.flushes = static_cast<uint32_t>(rng_.Between(0, 2));
+  config_.discards = static_cast<uint32_t>(rng_.Between(0, 2));
+  config_.zeroes = static_cast<uint32_t>(rng_.Between(0, 2));
+  config_.maps = static_cast<uint32_t>(rng_.Below(2));
+  config_.think = rng_.Chance(0.5) ? 0.1 : 0.5;
+  config_.errors_expected = faults || stack_.injects_errors();
+  sched_ = std::make_unique<Scheduler>(rng_.Next(), timing_);
+  stack_.Prepare(*sched_, rng_);
+}
+
+bool Run::Open(bool first) {
+  std::string error;
+  const bool ran = InThread(first ? "format and open" : "reopen", [&] {
+    Result<DevicePtr> dev = stack_.Open(first);
+    if (dev) {
+      dev_ = std::move(*dev);
+    } else {
+      error = dev.error().ToString();
+    }
+  });
+  if (!ran) return false;
+  if (!dev_) {
+    Fail("open", std::string(first ? "formatting and opening" : "reopening") + " the stack failed: " +
+                     error);
+    return false;
+  }
+  sched_->set_report_stack(dev_.get());
+  return true;
+}
+
+bool Run::Check(const std::string& when) {
+  return InThread("check", [&] {
+    for (BlockDevice* d = dev_.get(); d != nullptr && !failed(); d = d->lower()) {
+      CheckResult found;
+      Status s = d->Check(CheckMode::kReadOnly, &found);
+      if (!s) {
+        Fail("check", when + ": " + d->kind() + ": Check could not run: " + s.error().ToString());
+      } else if (found.corruptions > 0) {
+        std::string text;
+        for (size_t i = 0; i < found.messages.size() && i < 5; ++i) text += "; " + found.messages[i];
+        Fail("check", when + ": " + d->kind() + ": " + std::to_string(found.corruptions) +
+                          " corruption(s)" + text);
+      }
+    }
+  });
+}
+
+bool Run::Verify(bool after_cut) {
+  const std::string when = after_cut ? "after a power cut" : "after a clean close";
+  return InThread("verify", [&] {
+    SyncIo io(*dev_);
+    constexpr uint64_t kChunk = 256 * 1024;
+    AlignedBuffer buf(kChunk, 4096);
+    const uint64_t size = dev_->size_bytes();
+    const uint64_t started = model_->BeginRead();
+    for (uint64_t at = 0; at < size && !failed(); at += kChunk) {
+      const uint64_t n = std::min(kChunk, size - at);
+      if (std::error_code ec = io.Read(at, buf.span().first(n))) {
+        Fail("error", when + ": reading back " + std::to_string(n) + " bytes at " +
+                          std::to_string(at) + " failed: " + ec.message());
+        return;
+      }
+      for (uint64_t i = 0; i < n / kUnit; ++i) {
+        const uint64_t u = at / kUnit + i;
+        const uint64_t got = UnitHash(reinterpret_cast<const uint8_t*>(buf.data()) + i * kUnit);
+        const std::string wrong =
+            after_cut ? model_->CheckAfterCrash(u, got) : model_->CheckRead(u, 1, &got, started);
+        if (!wrong.empty()) {
+          Fail(after_cut ? "lost" : "data", when + ": " + wrong);
+          return;
+        }
+        model_->Settle(u, got);
+        sched_->Trace(40, got);
+      }
+      sched_->NoteProgress();
+    }
+    model_->EndRead(started);
+  });
+}
+
+bool Run::Close(bool* clean) {
+  std::error_code code;
+  std::string error;
+  const bool ran = InThread("close", [&] {
+    Status s = dev_->Close();
+    if (!s) {
+      code = s.error().code;
+      error = s.error().ToString();
+    }
+    dev_.reset();
+  });
+  if (!ran) return false;
+  *clean = error.empty();
+  // Out of space, a layer cannot commit what it holds: the close fails, and what it did not
+  // persist is lost as in a power cut. Any other error is a failure.
+  if (!error.empty() && code != std::errc::no_space_on_device && code != Errc::kNoSpace) {
+    Fail("close", "closing the stack failed: " + error);
+    return false;
+  }
+  return true;
+}
+
+bool Run::Epoch(uint64_t ops, bool cut) {
+  if (enospc_) {
+    SimDisk& disk = *sched_->Disk("disk")->disk;
+    disk.set_page_budget(disk.allocated_pages() + rng_.Below(1024));
+  }
+  const uint64_t size = dev_->size_bytes();
+  config_.align_units = std::max<uint32_t>(dev_->geometry().logical_block / kUnit,
+                                           rng_.Chance(0.3) ? 8 : 1);
+  config_.region_bytes = size;
+  config_.region_offset = 0;
+  if (rng_.Chance(0.5)) {  // a hot region: more overlaps
+    config_.region_bytes = std::min<uint64_t>(size, rng_.Between(16, 512) * 4096);
+    config_.region_offset = rng_.Below((size - config_.region_bytes) / 4096 + 1) * 4096;
+  }
+  workload_ = std::make_shared<Workload>(*sched_, *model_, *dev_, config_, ops);
+  sched_->set_faults(true);
+  for (uint32_t i = 0; i < threads_; ++i) {
+    sched_->Spawn("thread " + std::to_string(i),
+                  [w = workload_.get(), i, r = rng_.Fork()] { w->Thread(static_cast<int>(i), r); });
+  }
+  const uint64_t cut_at = rng_.Between(1, ops);
+  uint64_t extra_steps = rng_.Below(400);
+  auto stop = [&] {
+    if (!cut || workload_->submitted() < cut_at) return false;
+    return extra_steps-- == 0;
+  };
+  Scheduler::End end = sched_->Run(stop);
+  if (Hung(end, "the workload")) return false;
+  sched_->set_faults(false);
+  if (end == Scheduler::End::kStopped) {
+    ++res_.power_cuts;
+    sched_->Trace(50, res_.power_cuts);
+    stack_.PowerCut(*sched_, rng_, o_.land_rate, o_.torn_rate);
+    workload_->Freeze();
+    if (Hung(sched_->Run(), "winding down after a power cut")) return false;
+    // The old stack closes on the old disk, which nobody reads again.
+    if (!InThread("drop the stack", [&] { dev_.reset(); })) return false;
+  }
+  res_.ops += workload_->completed();
+  for (const SimFailure& f : workload_->failures()) Fail(f.kind, f.message);
+  if (failed()) return false;
+  if (end == Scheduler::End::kStopped) {
+    const std::string when = "after power cut " + std::to_string(res_.power_cuts);
+    if (!Open(false) || !Check(when) || !Verify(true)) return false;
+  }
+  workload_.reset();
+  return true;
+}
+
+RunResult Run::Go() {
+  DrawShape();
+  const uint32_t cuts = rng_.Chance(o_.crash_runs) ? static_cast<uint32_t>(rng_.Between(1, 3)) : 0;
+  if (Open(true)) {
+    model_ = std::make_unique<Model>(stack_.InitialContent(dev_->size_bytes() / kUnit));
+    const uint64_t per_epoch = std::max<uint64_t>(1, o_.ops / (cuts + 1));
+    bool ok = true;
+    for (uint32_t e = 0; e <= cuts && ok; ++e) ok = Epoch(per_epoch, e < cuts);
+    bool clean = false;
+    if (ok && Close(&clean) && Open(false) &&
+        Check(clean ? "after a clean close" : "after a close that ran out of space") &&
+        Verify(/*after_cut=*/!clean)) {
+      Close(&clean);
+    }
+  }
+  if (sched_) res_.trace_hash = sched_->trace_hash();  // else Hung took it
+  for (const SimFailure& f : res_.failures) {
+    for (char c : f.kind) res_.trace_hash = (res_.trace_hash ^ static_cast<uint8_t>(c)) * 0x100000001B3ull;
+  }
+  // A failure can leave the stack open: drop it on a simulated thread (it may do I/O).
+  if (dev_ && sched_) {
+    workload_.reset();
+    sched_->Spawn("drop the stack", [&] { dev_.reset(); });
+    const Scheduler::End end = sched_->Run();
+    if (end == Scheduler::End::kHang || end == Scheduler::End::kThrew) {
+      sched_->Detach();
+      Graveyard().push_back(std::shared_ptr<void>(dev_.release(), [](void*) {}));
+      Graveyard().push_back(std::shared_ptr<Scheduler>(std::move(sched_)));
+    }
+  }
+  return res_;
+}
+
+}  // namespace
+
+RunResult RunSeed(const SimStack& stack, const SimOptions& options, uint64_t seed) {
+  Run run(stack, options, seed);
+  return run.Go();
+}
+
+}  // namespace vstack::sim

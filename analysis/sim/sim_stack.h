@@ -1,0 +1,78 @@
+// SimStack: the layers `vstack sim --stack LAYERS` puts over simulated disks, and how the
+// simulator makes, opens and reopens them.
+//
+// LAYERS is a spec without its backend (docs/stack-spec.md), top layer first. A `vhd` or `vhdx`
+// part is an image the simulator formats on the device below it at the first open: besides its
+// layer options it takes the format's create options (`vhd:subformat=fixed`, `block_size=...`),
+// and `vhd:subformat=diff` is a differencing VHD whose parent, a dynamic VHD on a disk of its
+// own ("parent", filled with known data first), is opened through `vhd:parent=`. Layers that
+// keep metadata (dedup, zstd, crc32c) are formatted at the first open (format=on). Options
+// LAYERS leaves out are drawn from the seed where they change how a layer works (a VHD's
+// block size and reservation, a VHDX's block size, a grain layer's grain).
+//
+// The bottom of the stack is the disk "disk" (sim_device.h), a file-like disk (it grows and
+// punches holes) or a fixed-size one, with FUA and write-zeroes native or emulated, a
+// transfer limit or none: drawn from the seed.
+#ifndef VSTACK_ANALYSIS_SIM_SIM_STACK_H_
+#define VSTACK_ANALYSIS_SIM_SIM_STACK_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/sim/scheduler.h"
+#include "lib/block_device.h"
+#include "lib/spec.h"
+
+namespace vstack::sim {
+
+class SimStack {
+ public:
+  // Checks LAYERS (unknown layers, a backend, bad create options, more than one differencing
+  // VHD): errors are the command line's (exit 2).
+  static Result<SimStack> Parse(std::string_view layers);
+
+  const std::string& text() const { return text_; }
+
+  // True if LAYERS has an `error` layer: requests may fail on purpose (the workload allows it).
+  bool injects_errors() const { return injects_errors_; }
+
+  // Draws the run's variations (disk traits, options LAYERS leaves out) and registers the
+  // disks with `sched`, whose virtual clock the layers that model time (delay, hv, ready) read.
+  void Prepare(Scheduler& sched, SimRng& rng);
+  // Opens the stack (on a simulated thread). `first`: formats every layer and creates the
+  // images (and before that fills the differencing VHD's parent).
+  Result<DevicePtr> Open(bool first);
+  // What each unit of the top device holds right after the first open (zeros, or the parent's
+  // data under a differencing VHD at the top), as unit hashes.
+  std::vector<uint64_t> InitialContent(uint64_t units) const;
+  // A power cut: each disk the stack writes becomes what the cut leaves of it (the stack
+  // opened so far keeps the old one).
+  void PowerCut(Scheduler& sched, SimRng& rng, double land, double torn);
+
+ private:
+  struct Part {
+    SpecPart layer;            // the layer's own options
+    std::string format;        // "vhd", "vhdx", or empty
+    std::vector<SpecOption> create;  // the format's create options
+    bool diff = false;         // vhd:subformat=diff
+    bool formats_below = false;  // the layer takes format=on
+  };
+
+  Status MakeParent();
+  Result<DevicePtr> OpenPart(const Part& part, DevicePtr below, bool first);
+  Status CreateImage(const Part& part, BlockDevice& below);
+
+  std::string text_;
+  std::vector<Part> parts_;  // bottom first
+  uint64_t parent_seed_ = 0;
+  uint64_t image_size_ = 16 << 20;  // of an image over a disk that grows
+  uint64_t parent_size_ = 0;        // the differencing VHD's parent's virtual size
+  bool injects_errors_ = false;
+  Clock* clock_ = nullptr;          // the scheduler's (Prepare)
+};
+
+}  // namespace vstack::sim
+
+#endif  // VSTACK_ANALYSIS_SIM_SIM_STACK_H_

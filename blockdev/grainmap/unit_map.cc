@@ -1,0 +1,345 @@
+#include "blockdev/grainmap/unit_map.h"
+
+#include <algorithm>
+
+#include "lib/plural.h"
+
+namespace vstack {
+namespace {
+
+constexpr uint64_t kReserveUnits = 64;  // a queue's reserve when free space allows
+
+// The bits of word w that grains [first, first+count) cover.
+uint64_t WordMask(uint64_t w, uint64_t first, uint64_t count) {
+  const uint64_t lo = std::max(first, w * 64), hi = std::min(first + count, w * 64 + 64);
+  const uint64_t n = hi - lo;
+  return (n == 64 ? ~uint64_t{0} : ((uint64_t{1} << n) - 1)) << (lo % 64);
+}
+
+void SortUnique(std::vector<uint64_t>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+}  // namespace
+
+UnitMap::UnitMap(uint64_t grains, uint32_t entry_bytes, uint64_t units)
+    : grains_(grains),
+      units_(units),
+      entry_bytes_(entry_bytes),
+      wide_(entry_bytes == 8),
+      map32_(wide_ ? 0 : grains),
+      map64_(wide_ ? grains : 0),
+      locks_((grains + 63) / 64),
+      dirty_(units ? (grains + 63) / 64 : 0),
+      refs_(units),
+      released_in_(units),
+      alloc_(units) {}
+
+UnitMap::~UnitMap() = default;
+
+uint64_t UnitMap::Enter(Journal& j) {
+  for (;;) {
+    const uint64_t g = gen_.load(std::memory_order_seq_cst);
+    j.readers[g & 1].fetch_add(1, std::memory_order_seq_cst);
+    if (gen_.load(std::memory_order_seq_cst) == g) return g;
+    Leave(j, g);  // the generation moved on meanwhile: enter the new one
+  }
+}
+
+bool UnitMap::Drained(uint64_t parity) const {
+  for (const auto& j : journals_) {
+    if (j->readers[parity & 1].load(std::memory_order_seq_cst) != 0) return false;
+  }
+  return true;
+}
+
+bool UnitMap::TryLock(uint64_t first, uint64_t count) {
+  const uint64_t w0 = first / 64, w1 = (first + count - 1) / 64;
+  for (uint64_t w = w0; w <= w1; ++w) {
+    const uint64_t mask = WordMask(w, first, count);
+    uint64_t word = locks_.Load(w, std::memory_order_relaxed);
+    do {
+      if (word & mask) {
+        if (w > w0) Unlock(first, w * 64 - first);
+        return false;
+      }
+    } while (!locks_[w].compare_exchange_weak(word, word | mask, std::memory_order_acquire,
+                                              std::memory_order_relaxed));
+  }
+  return true;
+}
+
+void UnitMap::Unlock(uint64_t first, uint64_t count) {
+  for (uint64_t w = first / 64; w <= (first + count - 1) / 64; ++w) {
+    locks_[w].fetch_and(~WordMask(w, first, count), std::memory_order_release);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Journals and changes
+
+UnitMap::Journal* UnitMap::Attach() {
+  std::lock_guard lock(journals_mu_);
+  journals_.push_back(std::make_unique<Journal>());
+  return journals_.back().get();
+}
+
+void UnitMap::Detach(Journal* j) {
+  std::lock_guard lock(journals_mu_);
+  std::lock_guard jl(j->mu);
+  j->closed = true;
+  std::lock_guard al(alloc_mu_);
+  GiveBackReserve(*j);
+}
+
+void UnitMap::GiveBackReserve(Journal& j) {  // REQUIRES alloc_mu_
+  for (uint64_t u = j.next; u < j.end; ++u) alloc_.Free(u);  // stale, as they may have been
+  j.next = j.end.load();
+}
+
+void UnitMap::Remap(Journal& j, uint64_t v, uint64_t e, bool counted) {
+  if (HasUnit(e) && !counted && units_) AddRef(j, UnitOf(e));
+  const uint64_t old = Exchange(v, e);
+  if (HasUnit(old) && units_) DropRef(j, UnitOf(old));
+  auto bump = [](std::atomic<int64_t>& c, int64_t d) {
+    c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+  };
+  bump(j.live, (e != kUnmapped) - (old != kUnmapped));
+  bump(j.zeros, (e == kZero) - (old == kZero));
+  // Journaled once per commit interval: the bit says it is on a journal's list already.
+  if (units_ && !(dirty_[v / 64].fetch_or(uint64_t{1} << (v % 64), std::memory_order_relaxed) &
+                  (uint64_t{1} << (v % 64)))) {
+    j.grains.push_back(v);
+  }
+}
+
+void UnitMap::AddRef(Journal& j, uint64_t unit) {
+  if (refs_[unit].fetch_add(1, std::memory_order_relaxed) == 0) {
+    j.used.store(j.used.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+}
+
+void UnitMap::DropRef(Journal& j, uint64_t unit) {
+  if (refs_[unit].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  j.used.store(j.used.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  released_in_.Store(unit, epoch_.load(std::memory_order_relaxed));
+  j.released.push_back(unit);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Allocation
+
+void UnitMap::Reserve(Journal& j, uint64_t n) {
+  const uint64_t next = j.next.load(std::memory_order_relaxed);
+  if (j.end.load(std::memory_order_relaxed) - next >= n) return;
+  std::lock_guard lock(alloc_mu_);
+  GiveBackReserve(j);  // too short for this write
+  const uint64_t spare = alloc_.free() / 8;
+  uint64_t count = 0;
+  if (std::optional<uint64_t> first =
+          alloc_.AllocateRun(n, std::max(n, std::min(kReserveUnits, spare)), &count)) {
+    j.end.store(*first + count, std::memory_order_relaxed);
+    j.next.store(*first, std::memory_order_relaxed);
+  }
+}
+
+bool UnitMap::TakeUnit(Journal& j, uint64_t* unit) {
+  uint64_t next = j.next.load(std::memory_order_relaxed);
+  if (next == j.end.load(std::memory_order_relaxed)) {
+    Reserve(j, 1);
+    next = j.next.load(std::memory_order_relaxed);
+    if (next == j.end.load(std::memory_order_relaxed)) return false;
+  }
+  *unit = next;
+  j.next.store(next + 1, std::memory_order_relaxed);
+  return true;
+}
+
+void UnitMap::GiveBack(uint64_t unit) {
+  std::lock_guard lock(alloc_mu_);
+  alloc_.Free(unit);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commits
+
+UnitMap::Capture UnitMap::TakeCapture() {
+  Capture c;
+  std::vector<uint64_t> grains;
+  {
+    std::lock_guard lock(journals_mu_);
+    std::vector<std::unique_lock<std::mutex>> held;
+    for (auto& j : journals_) held.emplace_back(j->mu);
+    c.epoch = epoch_.fetch_add(1, std::memory_order_relaxed);
+    for (auto [v, e] : carry_.grains) grains.push_back(v);
+    const bool carry_grains = !carry_.grains.empty();
+    c.stored = std::move(carry_.stored);
+    c.released = std::move(carry_.released);
+    carry_ = Capture{};
+    for (auto& j : journals_) {
+      grains.insert(grains.end(), j->grains.begin(), j->grains.end());
+      c.stored.insert(c.stored.end(), j->stored.begin(), j->stored.end());
+      c.released.insert(c.released.end(), j->released.begin(), j->released.end());
+      j->grains.clear();
+      j->stored.clear();
+      j->released.clear();
+    }
+    if (carry_grains) SortUnique(grains);  // else each grain is on one list, once
+    c.grains.reserve(grains.size());
+    for (uint64_t v : grains) {  // at the cut
+      dirty_[v / 64].fetch_and(~(uint64_t{1} << (v % 64)), std::memory_order_relaxed);
+      c.grains.emplace_back(v, Get(v));
+    }
+    held.clear();
+    // Journals of closed queues are empty now: their usage moves to the base.
+    std::erase_if(journals_, [&](const std::unique_ptr<Journal>& j) {
+      if (!j->closed) return false;
+      base_.live += j->live;
+      base_.zeros += j->zeros;
+      base_.used += j->used;
+      return true;
+    });
+  }
+  return c;
+}
+
+void UnitMap::Restore(Capture c) {
+  std::lock_guard lock(journals_mu_);
+  carry_.grains.insert(carry_.grains.end(), c.grains.begin(), c.grains.end());
+  carry_.stored.insert(carry_.stored.end(), c.stored.begin(), c.stored.end());
+  carry_.released.insert(carry_.released.end(), c.released.begin(), c.released.end());
+}
+
+void UnitMap::Reclaim(Capture& c, const Reclaimer& reclaim, std::vector<uint64_t>* freed) {
+  std::vector<uint64_t> candidates;
+  {
+    std::lock_guard lock(journals_mu_);
+    // Readers of generation g0 or before may have looked up what this cut released. Advance
+    // the generation if nobody is left in the one before; a unit that waits out generation t is
+    // then free of readers once the generation is past t + 1, or is t + 1 and nobody is left
+    // in t.
+    const uint64_t g0 = gen_.load(std::memory_order_seq_cst);
+    const uint64_t gen = Drained(g0 - 1) ? g0 + 1 : g0;
+    gen_.store(gen, std::memory_order_seq_cst);
+    const bool last_drained = Drained(gen - 1);
+    for (uint64_t u : c.released) waiting_.emplace_back(u, g0);
+    std::vector<std::pair<uint64_t, uint64_t>> later;
+    for (auto [u, t] : waiting_) {
+      const uint32_t when = released_in_.Load(u);
+      // Not this cut's: reused or released again since (or released twice: freed once).
+      if (when == 0 || when > c.epoch || refs_.Load(u) != 0) continue;
+      if (gen > t + 1 || (gen == t + 1 && last_drained)) {
+        candidates.push_back(u);
+      } else {
+        later.emplace_back(u, t);
+      }
+    }
+    waiting_ = std::move(later);
+  }
+  reclaim(candidates, [&](uint64_t u) {
+    if (refs_.Load(u, std::memory_order_seq_cst) != 0 || released_in_.Load(u) == 0 ||
+        released_in_.Load(u) > c.epoch) {
+      return false;
+    }
+    released_in_.Store(u, 0);  // freed (a unit listed twice is freed once)
+    freed->push_back(u);
+    return true;
+  });
+  std::lock_guard lock(alloc_mu_);
+  for (uint64_t u : *freed) alloc_.Free(u);
+}
+
+void UnitMap::TakeAged(std::vector<uint64_t>* out, uint64_t keep, uint64_t min_run) {
+  std::lock_guard lock(alloc_mu_);
+  alloc_.TakeAged(out, keep, min_run);
+}
+
+void UnitMap::TakeStale(std::vector<uint64_t>* out) {
+  std::lock_guard lock(alloc_mu_);
+  alloc_.TakeStale(out);
+}
+
+void UnitMap::FinishDiscard(const std::vector<uint64_t>& units) {
+  std::lock_guard lock(alloc_mu_);
+  alloc_.FreeDiscarded(units);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading and checking
+
+void UnitMap::FinishLoad() {
+  std::lock_guard lock(journals_mu_);
+  base_ = Usage{};
+  for (uint64_t v = 0; v < grains_; ++v) {
+    const uint64_t e = Get(v);
+    base_.live += e != kUnmapped;
+    base_.zeros += e == kZero;
+    if (HasUnit(e) && units_ && refs_[UnitOf(e)].fetch_add(1) == 0) ++base_.used;
+  }
+  std::lock_guard al(alloc_mu_);
+  for (uint64_t u = 0; u < units_; ++u) {
+    if (refs_.Load(u)) alloc_.MarkUsed(u);
+  }
+}
+
+UnitMap::Usage UnitMap::usage() const {
+  std::lock_guard lock(journals_mu_);
+  Usage u = base_;
+  for (const auto& j : journals_) {
+    u.live += j->live.load(std::memory_order_relaxed);
+    u.zeros += j->zeros.load(std::memory_order_relaxed);
+    u.used += j->used.load(std::memory_order_relaxed);
+  }
+  std::lock_guard al(alloc_mu_);
+  u.allocated = alloc_.used();
+  for (const auto& j : journals_) u.allocated -= j->end - j->next;  // reserved, not used
+  return u;
+}
+
+void UnitMap::Check(CheckMode mode, const std::function<uint32_t(uint64_t)>& holds,
+                    const std::string& who, CheckResult* out) {
+  if (units_ == 0) return;
+  AtomicArray<uint32_t> derived(units_);
+  for (uint64_t v = 0; v < grains_; ++v) {
+    const uint64_t e = Get(v);
+    if (HasUnit(e)) derived[UnitOf(e)].fetch_add(1, std::memory_order_relaxed);
+  }
+  std::lock_guard lock(journals_mu_);
+  std::vector<uint64_t> spoken_for = carry_.released;  // awaiting a commit or readers, reserved
+  for (auto [u, t] : waiting_) spoken_for.push_back(u);
+  for (const auto& j : journals_) {
+    spoken_for.insert(spoken_for.end(), j->released.begin(), j->released.end());
+    for (uint64_t u = j->next; u < j->end; ++u) spoken_for.push_back(u);
+  }
+  SortUnique(spoken_for);
+  std::lock_guard al(alloc_mu_);
+  for (uint64_t u = 0; u < units_; ++u) {
+    const uint32_t d = derived.Load(u), r = refs_.Load(u), h = holds(u);
+    const std::string name = who + " " + std::to_string(u);
+    if (r != d + h) {
+      out->Corruption(name + ": reference count " + std::to_string(r) + " in memory but " +
+                      Counted(d, "map entry uses", "map entries use") + " it" +
+                      (h ? " (and " + std::to_string(h) + " hold)" : ""));
+    }
+    if (d > 0 && !alloc_.IsUsed(u)) {
+      out->Corruption(name + ": used by the map but free in the allocator (doubly usable)");
+    }
+    if (d + h == 0 && alloc_.IsUsed(u) &&
+        !std::binary_search(spoken_for.begin(), spoken_for.end(), u)) {
+      out->Leak(name + ": allocated but unused (lost)");
+      if (mode != CheckMode::kReadOnly) {
+        alloc_.Free(u);
+        ++out->repaired;
+      }
+    }
+  }
+}
+
+uint64_t UnitMap::memory_bytes() const {
+  std::lock_guard lock(alloc_mu_);
+  return map32_.bytes() + map64_.bytes() + locks_.bytes() + refs_.bytes() +
+         released_in_.bytes() + alloc_.memory_bytes();
+}
+
+}  // namespace vstack

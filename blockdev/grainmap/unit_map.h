@@ -1,0 +1,193 @@
+// UnitMap: the shared state of a grain layer (grain_device.h), built so that the threads of all
+// its queues work on it at once with no lock in common on the data path:
+//
+//  - the map: one entry per virtual grain, 4 or 8 bytes (the layer's choice): kUnmapped, kZero,
+//    or a stored grain, whose low 32 bits name its unit (+2) and whose high bits are the
+//    layer's (zstd: a fragment's offset and length in its bin);
+//  - grain locks, one bit per virtual grain: a write holds the bits of its grains from before it
+//    reads or encodes them until it has remapped them;
+//  - per unit: its reference count (the map entries that name it, plus holds: a bin that a
+//    zstd queue still fills) and the epoch of its release;
+//  - the allocator (bitmap_allocator.h, behind a mutex): a queue takes a run of free units at
+//    a time (its reserve) and allocates from it alone, so the grains of one write land on
+//    consecutive units and the mutex is taken about once per 64 units;
+//  - a journal per queue: the grains it remapped, the units it stored new content in and the
+//    units it released since the last commit, and its share of the usage counters, under its own
+//    mutex, which only a commit takes as well.
+// Every table is sized at open (AtomicArray): nothing on the data path allocates.
+//
+// Copy-on-write reuse. A unit whose last reference goes is released in the current epoch. A
+// commit takes a consistent cut (Capture: every journal's mutex held at once, the epoch
+// advanced, the entries of the remapped grains read), journals it, and then frees (Reclaim) the
+// units released before the cut that nothing referenced or pinned since. Every change of an
+// entry, a reference or a release is made holding the changing queue's journal mutex, so a cut
+// sees each operation whole or not at all.
+//
+// Readers hold back reuse without touching the units they read: an operation that looks
+// entries up (a read; a write comparing with a stored unit) enters the current read
+// generation (its queue's own counter) before and leaves it after. Reclaim advances the
+// generation once nobody is left in the one before, and frees a released unit only when every
+// reader that entered before its release could have left: else it waits for the next commit.
+// A reader costs two atomic operations on its queue's own cache line, not one per unit.
+//
+// In-place layers (crc32c) have no units: a grain stays at its own position and its entry is
+// what the layer keeps for it (a checksum); they use the map and the locks only.
+#ifndef VSTACK_BLOCKDEV_GRAINMAP_UNIT_MAP_H_
+#define VSTACK_BLOCKDEV_GRAINMAP_UNIT_MAP_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "blockdev/metastore/atomic_array.h"
+#include "blockdev/metastore/bitmap_allocator.h"
+#include "lib/block_device.h"
+
+namespace vstack {
+
+class UnitMap {
+ public:
+  struct Journal;
+  static constexpr uint64_t kUnmapped = 0;  // never written, or discarded
+  static constexpr uint64_t kZero = 1;      // written with zeros, stored as nothing
+  static bool HasUnit(uint64_t e) { return e > kZero; }
+  static uint64_t UnitOf(uint64_t e) { return (e & 0xFFFFFFFF) - 2; }
+  static uint64_t EntryOf(uint64_t unit) { return unit + 2; }
+
+  // `entry_bytes`: 4 or 8; `units`: 0 for an in-place layer.
+  UnitMap(uint64_t grains, uint32_t entry_bytes, uint64_t units);
+  ~UnitMap();
+
+  uint64_t grains() const { return grains_; }
+  uint64_t units() const { return units_; }
+  uint32_t entry_bytes() const { return entry_bytes_; }
+
+  // ---- Entries.
+  uint64_t Get(uint64_t v) const {
+    return wide_ ? map64_.Load(v) : map32_.Load(v);
+  }
+  // Sets v's entry while loading (no references are counted: FinishLoad derives them).
+  void Load(uint64_t v, uint64_t e) { Exchange(v, e); }
+  // Entering and leaving the read generation (see above): between them, the units of the
+  // entries looked up are not reused. Returns the generation to leave.
+  uint64_t Enter(Journal& j);
+  void Leave(Journal& j, uint64_t gen) {
+    j.readers[gen & 1].fetch_sub(1, std::memory_order_release);
+  }
+
+  // ---- Grain locks: try-locks, never waits. False (nothing held) if any grain is locked.
+  bool TryLock(uint64_t first, uint64_t count);
+  void Unlock(uint64_t first, uint64_t count);
+
+  // ---- A queue's share.
+  struct Journal {
+    std::mutex mu;
+    std::vector<uint64_t> grains, stored, released;
+    std::atomic<uint64_t> next{0}, end{0};  // the reserve: free units [next, end)
+    // Usage deltas, written by the owner thread only.
+    std::atomic<int64_t> live{0}, zeros{0}, used{0};
+    bool closed = false;
+    alignas(64) std::atomic<uint32_t> readers[2] = {};  // in generations of parity 0 and 1
+  };
+  Journal* Attach();
+  // The queue is gone: its reserve goes back; its records wait for the next commit.
+  void Detach(Journal* j);
+
+  // ---- Changes, holding j.mu (std::lock_guard lock(j.mu)).
+  // Points locked grain v at `e`, dropping the reference of its old entry. With `counted`
+  // false, e's unit gets a reference (else the caller took it: AddRef).
+  void Remap(Journal& j, uint64_t v, uint64_t e, bool counted);
+  void AddRef(Journal& j, uint64_t unit);
+  void DropRef(Journal& j, uint64_t unit);
+  // Records that `unit` holds new content whose record (the layer's per-unit table) must be
+  // journaled.
+  void Stored(Journal& j, uint64_t unit) { j.stored.push_back(unit); }
+  uint32_t refs(uint64_t unit) const { return refs_.Load(unit); }
+
+  // ---- Allocation, owner thread only. Reserve makes sure that the next `n` TakeUnit calls
+  // return consecutive units if the free space allows (else they return shorter runs, or
+  // fail); TakeUnit returns a free unit, or false when there is none (a commit may free some).
+  void Reserve(Journal& j, uint64_t n);
+  bool TakeUnit(Journal& j, uint64_t* unit);
+  // A unit TakeUnit returned that was never referenced (its write failed): free it at once.
+  void GiveBack(uint64_t unit);
+
+  // ---- Commits. A cut of every journal; entries of the grains remapped before it.
+  struct Capture {
+    uint64_t epoch = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> grains;  // (grain, entry), by grain, once each
+    std::vector<uint64_t> stored;                       // units, once each
+    std::vector<uint64_t> released;
+  };
+  Capture TakeCapture();
+  // A failed commit: the capture's records and releases go to the next one.
+  void Restore(Capture c);
+  // The commit of `c` is durable: frees its released units that are still unreferenced once no
+  // reader that may have looked them up remains (else at a later commit). The layer has the
+  // last word: reclaim(units, free_if) calls free_if(u) for each candidate under its own lock
+  // (dedup's index shard, which its hits take references under), and free_if says whether u
+  // is free now. Appends the freed units to `freed`.
+  using Reclaimer = std::function<void(std::span<const uint64_t>,
+                                       const std::function<bool(uint64_t)>&)>;
+  void Reclaim(Capture& c, const Reclaimer& reclaim, std::vector<uint64_t>* freed);
+  // Discards below (see GrainDevice::Commit): the allocator's calls, under its mutex.
+  void TakeAged(std::vector<uint64_t>* out, uint64_t keep, uint64_t min_run);
+  void TakeStale(std::vector<uint64_t>* out);
+  void FinishDiscard(const std::vector<uint64_t>& units);
+
+  // ---- Loading and checking.
+  // After every entry is loaded: counts references, marks used units, counts the usage.
+  void FinishLoad();
+  struct Usage {
+    uint64_t live = 0;   // grains mapped (not kUnmapped)
+    uint64_t zeros = 0;  // grains kZero
+    uint64_t used = 0;   // units with a reference
+    uint64_t allocated = 0;  // units not free (used, reserved, in flight, awaiting a commit)
+  };
+  Usage usage() const;
+  // References against the map (plus holds(unit)), units the map uses that the allocator
+  // has free, and units allocated but unused (lost; freed with a repair mode). `who` names the
+  // layer and the kind of unit ("zstd: bin").
+  void Check(CheckMode mode, const std::function<uint32_t(uint64_t)>& holds,
+             const std::string& who, CheckResult* out);
+  uint64_t memory_bytes() const;
+
+ private:
+  void GiveBackReserve(Journal& j);
+  // No reader of a generation of this parity is left. REQUIRES: journals_mu_.
+  bool Drained(uint64_t parity) const;
+  uint64_t Exchange(uint64_t v, uint64_t e) {
+    return wide_ ? map64_[v].exchange(e) : map32_[v].exchange(static_cast<uint32_t>(e));
+  }
+
+  const uint64_t grains_, units_;
+  const uint32_t entry_bytes_;
+  const bool wide_;
+  AtomicArray<uint32_t> map32_;
+  AtomicArray<uint64_t> map64_;
+  AtomicArray<uint64_t> locks_;        // a bit per grain
+  AtomicArray<uint64_t> dirty_;        // a bit per grain remapped since the last cut
+  AtomicArray<uint32_t> refs_;         // per unit
+  AtomicArray<uint32_t> released_in_;  // per unit: epoch of its release, 0 if not released
+  std::atomic<uint32_t> epoch_{1};
+  std::atomic<uint64_t> gen_{2};       // the read generation
+  // Released units freed by a durable commit but waiting for readers: (unit, generation it
+  // waits out). Under journals_mu_.
+  std::vector<std::pair<uint64_t, uint64_t>> waiting_;
+
+  mutable std::mutex journals_mu_;  // the list; a capture holds it and every journal's mutex
+  std::vector<std::unique_ptr<Journal>> journals_;
+  Usage base_;           // usage of detached journals and of the load; under journals_mu_
+  Capture carry_;        // records and releases of failed commits
+
+  mutable std::mutex alloc_mu_;
+  BitmapAllocator alloc_;  // under alloc_mu_
+};
+
+}  // namespace vstack
+
+#endif  // VSTACK_BLOCKDEV_GRAINMAP_UNIT_MAP_H_

@@ -1,0 +1,60 @@
+// AtomicArray<T>: a fixed-size array of integers, all zero at first, that every thread may read
+// and change at once through atomic operations (std::atomic_ref), sized once, up front. Its
+// memory is reserved, not taken: the kernel backs a page on its first write (an anonymous
+// mapping without swap reservation), so a grain layer over a mostly empty 1 TiB device holds
+// only the pages of the grains it has touched, and nothing on the data path ever allocates or
+// resizes it. T is an unsigned integer of at most 8 bytes.
+#ifndef VSTACK_BLOCKDEV_METASTORE_ATOMIC_ARRAY_H_
+#define VSTACK_BLOCKDEV_METASTORE_ATOMIC_ARRAY_H_
+
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstdint>
+#include <new>
+#include <utility>
+
+namespace vstack {
+
+template <typename T>
+class AtomicArray {
+ public:
+  explicit AtomicArray(uint64_t size = 0) : size_(size) {
+    if (size == 0) return;
+    void* p = mmap(nullptr, bytes(), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    data_ = static_cast<T*>(p);
+  }
+  AtomicArray(AtomicArray&& o) noexcept
+      : size_(std::exchange(o.size_, 0)), data_(std::exchange(o.data_, nullptr)) {}
+  AtomicArray& operator=(AtomicArray&& o) noexcept {
+    std::swap(size_, o.size_);
+    std::swap(data_, o.data_);
+    return *this;
+  }
+  ~AtomicArray() {
+    if (data_) munmap(data_, bytes());
+  }
+
+  uint64_t size() const { return size_; }
+  // Bytes reserved (the pages actually used are those written so far).
+  uint64_t bytes() const { return size_ * sizeof(T); }
+
+  // Element i, for atomic access from any thread. REQUIRES: i < size().
+  std::atomic_ref<T> operator[](uint64_t i) const { return std::atomic_ref<T>(data_[i]); }
+  T Load(uint64_t i, std::memory_order o = std::memory_order_acquire) const {
+    return (*this)[i].load(o);
+  }
+  void Store(uint64_t i, T v, std::memory_order o = std::memory_order_release) const {
+    (*this)[i].store(v, o);
+  }
+
+ private:
+  uint64_t size_ = 0;
+  T* data_ = nullptr;
+};
+
+}  // namespace vstack
+
+#endif  // VSTACK_BLOCKDEV_METASTORE_ATOMIC_ARRAY_H_

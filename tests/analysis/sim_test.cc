@@ -1,0 +1,242 @@
+// The deterministic simulator (analysis/sim, blockdev/sim): the simulated disk's power-cut rule,
+// the model's rules, the scheduler's determinism and liveness reports, runs over every stack
+// family, that it finds two historical bugs when they are switched back on, and `vstack sim`.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/sim/campaign.h"
+#include "analysis/sim/content.h"
+#include "analysis/sim/model.h"
+#include "analysis/sim/scheduler.h"
+#include "blockdev/sim/sim_disk.h"
+#include "lib/progress.h"
+#include "tests/testing/test_util.h"
+
+namespace vstack::sim {
+namespace {
+
+using ::vstack::testing::RunVstack;
+
+std::vector<uint8_t> ReadDisk(const SimDisk& disk, uint64_t offset, uint64_t length) {
+  std::vector<uint8_t> out(length);
+  iovec v{out.data(), length};
+  disk.Read(offset, length, &v, 1);
+  return out;
+}
+
+std::error_code WriteByte(SimDisk& disk, uint64_t offset, uint8_t byte, uint64_t length = 512,
+                          bool fua = false) {
+  std::vector<uint8_t> data(length, byte);
+  iovec v{data.data(), length};
+  return disk.Write(offset, length, &v, 1, fua, length);
+}
+
+TEST(SimDisk, FlushMakesDurableWhatCompletedBeforeItWasSubmitted) {
+  SimDisk disk(1 << 20);
+  ASSERT_FALSE(WriteByte(disk, 0, 1));
+  const uint64_t barrier = disk.completed();  // a flush submitted now
+  ASSERT_FALSE(WriteByte(disk, 4096, 2));     // completes while the flush is in flight
+  disk.Flush(barrier);
+  EXPECT_EQ(disk.volatile_writes(), 1u);
+  for (int seed = 0; seed < 20; ++seed) {
+    SimRng rng(seed);
+    auto after = disk.AfterPowerCut(rng, /*land=*/0, /*torn=*/0);
+    EXPECT_EQ(ReadDisk(*after, 0, 1)[0], 1);     // durable
+    EXPECT_EQ(ReadDisk(*after, 4096, 1)[0], 0);  // lost (land rate 0)
+  }
+}
+
+TEST(SimDisk, PowerCutKeepsFuaWritesAndASubsetOfTheRestInOrder) {
+  SimDisk disk(1 << 20);
+  ASSERT_FALSE(WriteByte(disk, 0, 1));
+  ASSERT_FALSE(WriteByte(disk, 0, 2));
+  ASSERT_FALSE(WriteByte(disk, 512, 3, 512, /*fua=*/true));
+  std::set<uint8_t> seen;
+  for (int seed = 0; seed < 64; ++seed) {
+    SimRng rng(seed);
+    auto after = disk.AfterPowerCut(rng, 0.5, 0);
+    EXPECT_EQ(ReadDisk(*after, 512, 1)[0], 3);
+    seen.insert(ReadDisk(*after, 0, 1)[0]);
+  }
+  EXPECT_EQ(seen, (std::set<uint8_t>{0, 1, 2}));  // none, the first, the second (wins if both)
+}
+
+TEST(SimDisk, TornWritesLandAPrefixOfTheirSectors) {
+  SimDisk disk(1 << 20);
+  ASSERT_FALSE(WriteByte(disk, 0, 7, 8 * 512));
+  bool torn = false;
+  for (int seed = 0; seed < 64 && !torn; ++seed) {
+    SimRng rng(seed);
+    auto after = disk.AfterPowerCut(rng, 1, 1);
+    const std::vector<uint8_t> got = ReadDisk(*after, 0, 8 * 512);
+    size_t landed = 0;
+    while (landed < 8 && got[landed * 512] == 7) ++landed;
+    for (size_t s = landed; s < 8; ++s) EXPECT_EQ(got[s * 512], 0) << "not a prefix";
+    torn = landed < 8;
+  }
+  EXPECT_TRUE(torn);
+}
+
+TEST(SimDisk, LengthFollowsWhatLandsAndTheBudgetRefusesNewPages) {
+  SimDisk disk(4096);
+  disk.Resize(1 << 20);
+  ASSERT_FALSE(WriteByte(disk, 65536, 1));
+  SimRng rng(1);
+  EXPECT_EQ(disk.AfterPowerCut(rng, 0, 0)->size(), 4096u);         // nothing made it durable
+  EXPECT_EQ(disk.AfterPowerCut(rng, 1, 0)->size(), 65536u + 512);  // the write landed
+  disk.Flush(disk.completed());
+  EXPECT_EQ(disk.AfterPowerCut(rng, 0, 0)->size(), 65536u + 512);  // ... durably
+  disk.SetDurableLength(1 << 20);  // a file created at this length
+  EXPECT_EQ(disk.AfterPowerCut(rng, 0, 0)->size(), uint64_t{1} << 20);
+  disk.set_page_budget(disk.allocated_pages());
+  EXPECT_FALSE(WriteByte(disk, 65536 + 512, 2));  // its page is allocated
+  EXPECT_EQ(WriteByte(disk, 8192, 2), std::errc::no_space_on_device);
+  EXPECT_EQ(ReadDisk(disk, 8192, 1)[0], 0);
+}
+
+TEST(SimModel, ReadsSeeOldOrNewWhileInFlightThenOnlyNew) {
+  Model m({10, 10});
+  const uint64_t v20 = 20;
+  const uint64_t before = m.BeginRead();
+  const uint64_t w = m.BeginWrite(1, 0, 1, &v20, false);
+  uint64_t got = 10;
+  EXPECT_EQ(m.CheckRead(0, 1, &got, before), "");
+  got = 20;
+  EXPECT_EQ(m.CheckRead(0, 1, &got, before), "");
+  m.EndWrite(w, true);
+  const uint64_t after = m.BeginRead();
+  got = 10;
+  EXPECT_NE(m.CheckRead(0, 1, &got, after), "");
+  got = 99;
+  EXPECT_NE(m.CheckRead(0, 1, &got, before), "");
+}
+
+TEST(SimModel, AfterACrashOnlyFlushedOrUnflushedWritesOfTheUnit) {
+  Model m({10});
+  const uint64_t a = 20, b = 30;
+  m.EndWrite(m.BeginWrite(1, 0, 1, &a, false), true);
+  const uint64_t f = m.BeginFlush();
+  m.EndFlush(f, true);
+  EXPECT_EQ(m.CheckAfterCrash(0, 20), "");
+  EXPECT_NE(m.CheckAfterCrash(0, 10), "");  // flushed over
+  m.EndWrite(m.BeginWrite(2, 0, 1, &b, false), false);  // failed: may have landed
+  EXPECT_EQ(m.CheckAfterCrash(0, 30), "");
+  EXPECT_EQ(m.CheckAfterCrash(0, 20), "");
+  EXPECT_NE(m.CheckAfterCrash(0, 99), "");
+  const uint64_t c = 40;
+  m.EndWrite(m.BeginWrite(3, 0, 1, &c, /*fua=*/true), true);  // durable at once
+  EXPECT_EQ(m.CheckAfterCrash(0, 40), "");
+  EXPECT_NE(m.CheckAfterCrash(0, 20), "");
+  EXPECT_NE(m.CheckAfterCrash(0, 30), "");
+}
+
+TEST(SimScheduler, ALockHeldByAWaitingThreadIsADeadlockWithAReport) {
+  Scheduler sched(1, DiskTiming{});
+  IoMutex mu;
+  bool ready = false;
+  sched.Spawn("holder", [&] {
+    std::lock_guard lock(mu);
+    ready = true;
+    for (;;) WaitForProgress("waiting for nothing");
+  });
+  sched.Spawn("taker", [&] {
+    while (!ready) sched.Yield();
+    std::lock_guard lock(mu);
+  });
+  EXPECT_EQ(sched.Run(), Scheduler::End::kHang);
+  EXPECT_NE(sched.hang_report().find("deadlock"), std::string::npos) << sched.hang_report();
+  EXPECT_NE(sched.hang_report().find("IoMutex"), std::string::npos) << sched.hang_report();
+  sched.Detach();
+}
+
+TEST(SimRun, OneSeedReplaysExactly) {
+  auto stack = SimStack::Parse("dedup+vhd:subformat=dynamic");
+  ASSERT_TRUE(stack.has_value()) << stack.error().ToString();
+  SimOptions o;
+  o.ops = 150;
+  for (uint64_t seed : {3, 4}) {
+    const RunResult a = RunSeed(*stack, o, seed);
+    const RunResult b = RunSeed(*stack, o, seed);
+    EXPECT_TRUE(a.failures.empty()) << a.failures[0].kind << ": " << a.failures[0].message;
+    EXPECT_EQ(a.trace_hash, b.trace_hash);
+    EXPECT_EQ(a.ops, b.ops);
+    EXPECT_GT(a.ops, 0u);
+  }
+  EXPECT_NE(RunSeed(*stack, o, 3).trace_hash, RunSeed(*stack, o, 4).trace_hash);
+}
+
+TEST(SimRun, EveryStackFamilyRunsCleanly) {
+  CampaignOptions o;
+  o.stacks = FindSimPreset("families")->stacks;
+  o.seed_from = 100;
+  o.seeds = 2 * o.stacks.size();
+  o.sim.ops = 120;
+  const CampaignResult r = RunCampaign(o);
+  EXPECT_EQ(r.runs, o.seeds);
+  for (const CampaignFailure& f : r.failures) {
+    ADD_FAILURE() << f.stack << " seed " << f.seed << ": " << f.kind << ": " << f.message
+                  << "\n  " << f.replay;
+  }
+}
+
+// The simulator must find each historical bug within 1,000 seeds once it is switched back on
+// (and, by the campaign above and the CI campaign, not without it).
+CampaignResult FindBug(HistoricalBug bug, const std::string& stack) {
+  CampaignOptions o;
+  o.stacks = {stack};
+  o.seed_from = 1;
+  o.seeds = 1000;
+  o.stop_after = 1;
+  o.reintroduce = {bug};
+  return RunCampaign(o);
+}
+
+TEST(SimFindsHistoricalBugs, TheMultiQueueCommitHang) {
+  const CampaignResult r =
+      FindBug(HistoricalBug::kCommitWithoutQuiesce, "dedup+vhd:subformat=dynamic");
+  ASSERT_EQ(r.failures.size(), 1u) << "not found in " << r.runs << " seeds";
+  EXPECT_EQ(r.failures[0].kind, "hang") << r.failures[0].message;
+  EXPECT_NE(r.failures[0].replay.find("--reintroduce commit-without-quiesce"), std::string::npos);
+  RecordProperty("seeds_to_find", std::to_string(r.runs));
+}
+
+TEST(SimFindsHistoricalBugs, DifferencingBitsBeforeData) {
+  const CampaignResult r = FindBug(HistoricalBug::kDiffBitsBeforeData, "vhd:subformat=diff");
+  ASSERT_EQ(r.failures.size(), 1u) << "not found in " << r.runs << " seeds";
+  EXPECT_EQ(r.failures[0].kind, "lost") << r.failures[0].message;
+  RecordProperty("seeds_to_find", std::to_string(r.runs));
+}
+
+TEST(SimCli, UsageErrorsExitTwo) {
+  EXPECT_EQ(RunVstack("sim --stack nosuch").status, 2);
+  EXPECT_EQ(RunVstack("sim --stack dedup+file:/tmp/x").status, 2);
+  EXPECT_EQ(RunVstack("sim --stack dedup --seed 1 --seeds 2").status, 2);
+  EXPECT_EQ(RunVstack("sim --stack dedup --eio-rate 2").status, 2);
+  EXPECT_EQ(RunVstack("sim --stack 'vhd:subformat=diff+vhd:subformat=diff'").status, 2);
+  EXPECT_EQ(RunVstack("sim --stack 'zstd:level=abc'").status, 2);
+}
+
+TEST(SimCli, JsonHasTheRunsAndReplaysAFailure) {
+  auto ok = RunVstack("sim --stack vhd:subformat=dynamic --seed-from 5 --seeds 3 --ops 50 --output=json");
+  ASSERT_EQ(ok.status, 0) << ok.output;
+  const auto j = nlohmann::json::parse(ok.output);
+  EXPECT_EQ(j["runs"], 3);
+  EXPECT_GT(j["ops"].get<uint64_t>(), 0u);
+  EXPECT_TRUE(j["failures"].empty());
+  EXPECT_EQ(j["trace_hash"].get<std::string>().size(), 16u);
+  auto again = RunVstack("sim --stack vhd:subformat=dynamic --seed-from 5 --seeds 3 --ops 50 --output=json");
+  EXPECT_EQ(nlohmann::json::parse(again.output)["trace_hash"], j["trace_hash"]);
+
+  auto bad = RunVstack("sim --stack vhd:subformat=diff --seed-from 1 --seeds 1000 --stop-after 1 "
+                       "--reintroduce diff-bits-before-data --output=json");
+  ASSERT_EQ(bad.status, 1) << bad.output;
+  const auto f = nlohmann::json::parse(bad.output)["failures"][0];
+  const std::string replay = f["replay"];
+  auto replayed = RunVstack(replay.substr(std::string("vstack ").size()) + " --output=json");
+  EXPECT_EQ(replayed.status, 1);
+  EXPECT_EQ(nlohmann::json::parse(replayed.output)["failures"][0]["message"], f["message"]);
+}
+
+}  // namespace
+}  // namespace vstack::sim

@@ -1,0 +1,188 @@
+// The grain engine's shared state on its own (blockdev/grainmap/unit_map.h): copy-on-write reuse
+// of units only after a commit captured their release, pins of readers, reference counts
+// against the map, grain locks, consecutive units for one write; and dedup's fingerprint index
+// (blockdev/dedup/dedup_index.h). The layers built on them are tested through their devices.
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "blockdev/dedup/dedup_index.h"
+#include "blockdev/grainmap/unit_map.h"
+
+namespace vstack::testing {
+namespace {
+
+using E = UnitMap;
+
+// A layer without a say in reuse.
+void FreeAll(std::span<const uint64_t> units, const std::function<bool(uint64_t)>& free_if) {
+  for (uint64_t u : units) free_if(u);
+}
+
+std::vector<uint64_t> CommitAndReclaim(UnitMap& m) {
+  UnitMap::Capture c = m.TakeCapture();
+  std::vector<uint64_t> freed;
+  m.Reclaim(c, FreeAll, &freed);
+  return freed;
+}
+
+void Remap(UnitMap& m, UnitMap::Journal& j, uint64_t v, uint64_t e) {
+  std::lock_guard lock(j.mu);
+  m.Remap(j, v, e, /*counted=*/false);
+}
+
+TEST(UnitMap, ReleasedUnitIsReusedOnlyAfterACommitThatCapturedTheRelease) {
+  UnitMap m(10, 4, 2);
+  m.FinishLoad();
+  UnitMap::Journal* j = m.Attach();
+  uint64_t a, b, c;
+  ASSERT_TRUE(m.TakeUnit(*j, &a));
+  ASSERT_TRUE(m.TakeUnit(*j, &b));
+  Remap(m, *j, 0, E::EntryOf(a));
+  Remap(m, *j, 1, E::EntryOf(b));
+  EXPECT_FALSE(m.TakeUnit(*j, &c)) << "both units are used";
+  Remap(m, *j, 0, E::kZero);  // releases a, but the durable map may still point at it
+  EXPECT_FALSE(m.TakeUnit(*j, &c));
+  UnitMap::Capture cut = m.TakeCapture();
+  EXPECT_EQ(cut.grains, (std::vector<std::pair<uint64_t, uint64_t>>{{0, E::kZero},
+                                                                    {1, E::EntryOf(b)}}));
+  Remap(m, *j, 1, E::kUnmapped);  // releases b after the cut: not this commit's to free
+  std::vector<uint64_t> freed;
+  m.Reclaim(cut, FreeAll, &freed);
+  EXPECT_EQ(freed, std::vector<uint64_t>{a});
+  ASSERT_TRUE(m.TakeUnit(*j, &c));
+  EXPECT_EQ(c, a);
+  EXPECT_FALSE(m.TakeUnit(*j, &c)) << "b waits for the commit of its own release";
+  EXPECT_EQ(CommitAndReclaim(m), std::vector<uint64_t>{b});
+  EXPECT_TRUE(m.TakeUnit(*j, &c));
+  m.Detach(j);
+}
+
+TEST(UnitMap, AReaderHoldsBackTheReuseOfWhatItMayHaveLookedUp) {
+  UnitMap m(10, 8, 1);
+  m.FinishLoad();
+  UnitMap::Journal* j = m.Attach();
+  UnitMap::Journal* reader = m.Attach();
+  uint64_t a, b;
+  ASSERT_TRUE(m.TakeUnit(*j, &a));
+  Remap(m, *j, 0, E::EntryOf(a));
+  const uint64_t gen = m.Enter(*reader);  // a reader on its way to `a`
+  EXPECT_EQ(m.Get(0), E::EntryOf(a));
+  Remap(m, *j, 0, E::kZero);
+  EXPECT_TRUE(CommitAndReclaim(m).empty()) << "a unit a reader may read is not reused";
+  EXPECT_FALSE(m.TakeUnit(*j, &b));
+  const uint64_t later = m.Enter(*reader);  // a reader that came after: it cannot see `a`
+  m.Leave(*reader, gen);
+  EXPECT_EQ(CommitAndReclaim(m), std::vector<uint64_t>{a}) << "the next commit frees it";
+  m.Leave(*reader, later);
+  m.Detach(reader);
+  m.Detach(j);
+}
+
+TEST(UnitMap, CheckFindsReferencesTheMapDisagreesWithAndLostUnits) {
+  UnitMap m(10, 8, 10);
+  m.Load(0, E::EntryOf(3));
+  m.Load(1, E::EntryOf(3));
+  m.FinishLoad();
+  EXPECT_EQ(m.refs(3), 2u);
+  m.Load(2, E::EntryOf(5));  // after the load: no reference, and free in the allocator
+  UnitMap::Journal* j = m.Attach();
+  uint64_t lost;
+  ASSERT_TRUE(m.TakeUnit(*j, &lost));  // taken, never mapped
+  auto no_holds = [](uint64_t) { return 0u; };
+  CheckResult c;
+  m.Check(CheckMode::kReadOnly, no_holds, "t: unit", &c);
+  EXPECT_EQ(c.leaks, 1u);
+  EXPECT_EQ(c.corruptions, 2u);
+  ASSERT_EQ(c.messages.size(), 3u);
+  EXPECT_EQ(c.messages[0], "Leaked t: unit " + std::to_string(lost) + ": allocated but unused (lost)");
+  EXPECT_EQ(c.messages[1], "ERROR t: unit 5: reference count 0 in memory but 1 map entry uses it");
+  EXPECT_EQ(c.messages[2], "ERROR t: unit 5: used by the map but free in the allocator (doubly usable)");
+  CheckResult repair;
+  m.Check(CheckMode::kRepairLeaks, no_holds, "t: unit", &repair);
+  EXPECT_EQ(repair.repaired, 1u);
+  CheckResult after;
+  m.Check(CheckMode::kReadOnly, no_holds, "t: unit", &after);
+  EXPECT_EQ(after.leaks, 0u);
+  m.Detach(j);
+}
+
+TEST(UnitMap, GrainLocksAreAllOrNothingAcrossWords) {
+  UnitMap m(200, 4, 0);
+  EXPECT_TRUE(m.TryLock(60, 10));  // bits in two words
+  EXPECT_FALSE(m.TryLock(69, 2));
+  EXPECT_TRUE(m.TryLock(70, 100));
+  EXPECT_FALSE(m.TryLock(0, 61)) << "grain 60 is held";
+  EXPECT_TRUE(m.TryLock(0, 60)) << "a failed try leaves nothing held";
+  m.Unlock(60, 10);
+  EXPECT_TRUE(m.TryLock(65, 1));
+}
+
+TEST(UnitMap, TheUnitsOfOneWriteAreConsecutive) {
+  UnitMap m(1000, 4, 1000);
+  m.FinishLoad();
+  UnitMap::Journal* j = m.Attach();
+  uint64_t u, prev = 0;
+  for (int write = 0; write < 40; ++write) {
+    m.Reserve(*j, 8);
+    for (int i = 0; i < 8; ++i) {
+      ASSERT_TRUE(m.TakeUnit(*j, &u));
+      if (i) {
+        EXPECT_EQ(u, prev + 1) << "write " << write;
+      }
+      prev = u;
+    }
+  }
+  m.Detach(j);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dedup's fingerprint index
+
+Fingerprint Fp(uint64_t n) { return Fingerprint{n * 0x9E3779B97F4A7C15ull + 1, n * 0xC2B2AE3D27D4EB4Full}; }
+
+TEST(DedupIndex, APendingEntryNamesItsWriterUntilReady) {
+  DedupIndex x(100);
+  const Fingerprint fp = Fp(7);
+  auto lock = x.Lock(fp);
+  x.Set(3, fp);
+  x.Insert(fp, 3, /*owner=*/42);
+  ASSERT_TRUE(x.Find(fp));
+  EXPECT_EQ(x.Find(fp)->unit, 3u);
+  EXPECT_EQ(x.Find(fp)->owner, 42u);
+  x.Ready(3);
+  EXPECT_EQ(x.Find(fp)->owner, 0u);
+  // A duplicate kept unindexed (a collision under verify=on): erasing it leaves the indexed one.
+  x.Set(5, fp);
+  x.Erase(5);
+  EXPECT_EQ(x.Find(fp)->unit, 3u);
+  x.Erase(3);
+  EXPECT_FALSE(x.Find(fp));
+}
+
+TEST(DedupIndex, SurvivesGrowthAndDeletionsAndStaysUnder32BytesPerUniqueGrain) {
+  constexpr uint64_t kUnits = 200000;
+  DedupIndex x(kUnits);
+  for (uint64_t u = 0; u < kUnits; ++u) {
+    auto lock = x.Lock(Fp(u));
+    x.Set(u, Fp(u));
+    x.Insert(Fp(u), u, 0);
+  }
+  EXPECT_EQ(x.entries(), kUnits);
+  const double per = double(x.memory_bytes()) / double(kUnits);
+  RecordProperty("index_bytes_per_unique_grain", std::to_string(per));
+  EXPECT_LE(per, 32.0);
+  for (uint64_t u = 0; u < kUnits; u += 2) {
+    auto lock = x.Lock(Fp(u));
+    x.Erase(u);
+  }
+  for (uint64_t u = 0; u < kUnits; ++u) {
+    auto lock = x.Lock(Fp(u));
+    const auto hit = x.Find(Fp(u));
+    ASSERT_EQ(hit.has_value(), u % 2 == 1) << u;
+    if (hit) ASSERT_EQ(hit->unit, u);
+  }
+}
+
+}  // namespace
+}  // namespace vstack::testing
