@@ -127,6 +127,14 @@ TEST(BenchKnobs, TheDefaultsAreTheDefaultMatrixWithRoundsAuto) {
   ASSERT_EQ(o->stacks.size(), 4u);  // the sweep: every stack once per RDY%
   EXPECT_EQ(o->stacks[0].name, "memory:16M RDY 1.2%");
   EXPECT_EQ(o->stacks[3].ready_stall, "exp:2ms");
+
+  // Every --content choice the command line offers plans (pattern: diskspd's buffer).
+  for (const std::string& content : ContentNames()) {
+    k.content = content;
+    o = PlanBench(k);
+    ASSERT_TRUE(o) << content << ": " << o.error().message;
+    EXPECT_EQ(ContentName(o->knobs.content), content);
+  }
 }
 
 TEST(BenchKnobs, APathRunsAsTheSpecItsProbeGivesAndSaysSo) {
