@@ -149,12 +149,12 @@ INSTANTIATE_TEST_SUITE_P(Backends, FileBackend, ::testing::Values("file", "uring
 TEST(UringBackend, IsAvailableHere) { EXPECT_OK(UringDevice::CheckAvailable()); }
 
 TEST(OpenSpec, ErrorsListTheValidChoices) {
-  ExpectError(Open("nosuch+memory:1M"), "unknown layer 'nosuch'; backends: file, memory, null, rados, rbd, uring");
+  ExpectError(Open("nosuch+memory:1M"), "unknown layer 'nosuch'; backends: file, memory, null, rados, rbd, sim, uring");
   ExpectError(Open("memory:1M,colour=red"), "unknown option 'colour' for 'memory'; valid options: block");
   // A near miss is named: a layer, a backend, an option (`stats` included).
   ExpectError(Open("dedupx+memory:1M"), "; did you mean `dedup`?");
   ExpectError(Open("memroy:1M"), "unknown backend 'memroy'; backends: file, memory, null, rados, "
-                                 "rbd, uring; layers: ");
+                                 "rbd, sim, uring; layers: ");
   ExpectError(Open("memroy:1M"), "; did you mean `memory`?");
   ExpectError(Open("zstd:levle=3+memory:1M"), "; did you mean `level`?");
   ExpectError(Open("memory:1M,stat=counts"), "; did you mean `stats`?");
