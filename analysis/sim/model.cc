@@ -121,9 +121,9 @@ std::string Model::CheckRead(uint64_t first, uint64_t count, const uint64_t* got
   ++now_;
   for (uint64_t i = 0; i < count; ++i) {
     bool match = false;
-    std::vector<const Version*> allowed;
+    std::vector<Version> allowed;  // copies: a settled unit's version lives in ForLive's scratch
     ForReadable(first + i, started, [&](const Version& v) {
-      allowed.push_back(&v);
+      allowed.push_back(v);
       match = match || v.value == got[i] || v.value == kAny;
     });
     if (!match) return Describe(first + i, allowed, got[i]);
@@ -141,9 +141,9 @@ bool Model::MayBeZero(uint64_t u, uint64_t started) {
 
 std::string Model::CheckAfterCrash(uint64_t u, uint64_t got) const {
   bool match = false;
-  std::vector<const Version*> allowed;
+  std::vector<Version> allowed;  // copies: a settled unit's version lives in ForLive's scratch
   ForSurvivors(u, [&](const Version& v) {
-    allowed.push_back(&v);
+    allowed.push_back(v);
     match = match || v.value == got || v.value == kAny;
   });
   return match ? "" : Describe(u, allowed, got);
@@ -154,7 +154,7 @@ void Model::Settle(uint64_t u, uint64_t value) {
   settled_[u] = Settled{value, 0};
 }
 
-std::string Model::Describe(uint64_t u, const std::vector<const Version*>& allowed,
+std::string Model::Describe(uint64_t u, const std::vector<Version>& allowed,
                             uint64_t got) const {
   auto name = [&](const Version& v) -> std::string {
     std::string s = v.op == 0 ? "the content it held before" : namer_ ? namer_(namer_arg_, v.op)
@@ -167,7 +167,7 @@ std::string Model::Describe(uint64_t u, const std::vector<const Version*>& allow
   std::string out = "byte offset " + std::to_string(u * kUnit) + " holds " +
                     (got == ZeroUnitHash() ? std::string("zeros") : "data") +
                     " that no allowed write put there; allowed: ";
-  for (size_t i = 0; i < allowed.size(); ++i) out += (i ? ", " : "") + name(*allowed[i]);
+  for (size_t i = 0; i < allowed.size(); ++i) out += (i ? ", " : "") + name(allowed[i]);
   bool found = false;
   Version scratch;
   size_t n;

@@ -103,7 +103,7 @@ class Model {
   void ForSurvivors(uint64_t u, Fn fn) const {
     ForLive(u, [&](const Version& w) { return Durable(w); }, fn);
   }
-  std::string Describe(uint64_t u, const std::vector<const Version*>& allowed, uint64_t got) const;
+  std::string Describe(uint64_t u, const std::vector<Version>& allowed, uint64_t got) const;
   void Prune(uint64_t u);
 
   // A unit with one durable version has only this (most units, most of the time)...

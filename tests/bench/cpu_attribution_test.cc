@@ -58,7 +58,11 @@ TEST(CpuAttribution, HvIsChargedTheCpuItBurnsPerRequest) {
   // 100,000 requests: about 1 s of hv's CPU, some 250 samples at a 4 ms tick.
   const Attribution a = AttributeHv("hv:cpu=10us+memory:16M", 100'000);
   ASSERT_EQ(a.layers.size(), 2u);
-  EXPECT_NEAR(a.layers[0].cpu_us_per_io, 10.0, 1.0) << a.cpu_words;
+  // The 10 us burn, less sampling error, plus hv's own per-request code: about 0.3 us in a
+  // normal build, some 1.4 us under ASan's instrumentation. Charged elsewhere, hv would fall
+  // below 9; charged twice, it would be near 20.
+  EXPECT_GE(a.layers[0].cpu_us_per_io, 9.0) << a.cpu_words;
+  EXPECT_LE(a.layers[0].cpu_us_per_io, 13.0) << a.cpu_words;
   EXPECT_LT(a.layers[1].cpu_us_per_io, 2.0) << a.cpu_words;
   EXPECT_TRUE(a.cpu_adds_up) << a.cpu_words;
   EXPECT_NE(a.layers[0].words.find("hv: "), std::string::npos);
