@@ -1,35 +1,47 @@
 #!/usr/bin/env bash
 # The two README commands, on a fresh Debian 12 machine, as root:
 #
-#   ./dev.sh bench   install what is missing, build, run the main job
-#   ./dev.sh test    install what is missing, build (normal, ASan+UBSan, TSan), run every test
+#   ./dev.sh bench   install what the build and the main job need, build the CLI, run the main job
+#   ./dev.sh test    install the rest too, build everything (normal, ASan+UBSan, TSan), run every test
 #
 # Both are idempotent: packages already installed are not touched, and the builds are
 # incremental. Extra arguments after `bench` are passed to the main job.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# Every Debian package vstack builds with or tests against.
-PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+# What the build and the main job need: the compilers, the libraries the library and the CLI
+# link (the Ceph client libraries too: the rbd: and rados: backends are always built), and
+# nbdkit's plugin header (the `vstack serve` plugin is built with the CLI). The main job runs on
+# temporary files and uses no external tool.
+BENCH_PACKAGES=(
+  build-essential cmake ninja-build pkg-config
   liburing-dev libxxhash-dev libzstd-dev libisal-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
+  nbdkit-plugin-dev librbd-dev librados-dev
+)
+# What only the tests need on top: the test and benchmark frameworks, the Python module's build
+# (pybind11) and its tests (pytest, numpy, pandas, matplotlib), every oracle the tests compare
+# against (qemu-img, qemu-io, libvhdi, fio, nbdkit's clients), clang for the TSan and fuzz
+# builds, the Ceph daemons of tools/ceph-up, and Doxygen, help2man and dpkg-dev for the install
+# test (API reference, man pages, the .deb).
+TEST_PACKAGES=(
+  git libgtest-dev libgmock-dev libbenchmark-dev
   libvhdi-dev libvhdi-utils qemu-utils fio
-  nbdkit nbdkit-plugin-dev libnbd-dev libnbd-bin
+  nbdkit libnbd-dev libnbd-bin
   clang libclang-rt-14-dev
   e2fsprogs sqlite3 librsvg2-bin procps
   doxygen help2man dpkg-dev
   python3 python3-dev pybind11-dev
   python3-pytest python3-numpy python3-pandas python3-matplotlib
-  ceph-mon ceph-osd ceph-mgr ceph-common librbd-dev librados-dev libradospp-dev uuid-runtime
+  ceph-mon ceph-osd ceph-mgr ceph-common libradospp-dev uuid-runtime
 )
 
 JOBS=$(nproc)
 
+# install_missing PACKAGE...: installs those that are not installed yet.
 install_missing() {
   local missing=()
-  for p in "${PACKAGES[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -40,14 +52,24 @@ install_missing() {
   fi
 }
 
-# build DIR [cmake options...] [-- targets...]
+# build DIR [-DNAME=VALUE...] [-- targets...]: configures DIR when it is new or when a VSTACK_
+# option differs from its cache (`./dev.sh bench` then `./dev.sh test` turn the tests on in
+# `build`; CMake's own variables, such as the compiler, are set once), then builds the targets
+# (default: all).
 build() {
   local dir=$1
   shift
-  local options=() targets=()
+  local options=() targets=() configure=0
   while [ $# -gt 0 ] && [ "$1" != -- ]; do options+=("$1"); shift; done
   [ $# -gt 0 ] && shift && targets=(--target "$@")
-  if [ ! -f "$dir/build.ninja" ]; then
+  [ -f "$dir/build.ninja" ] || configure=1
+  for o in "${options[@]}"; do
+    [[ $o == -DVSTACK_* ]] || continue
+    local name=${o#-D} value=${o#*=}
+    name=${name%%=*}
+    grep -q "^$name:[A-Z]*=$value\$" "$dir/CMakeCache.txt" 2>/dev/null || configure=1
+  done
+  if [ $configure = 1 ]; then
     cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${options[@]}"
   fi
   cmake --build "$dir" -j "$JOBS" "${targets[@]}"
@@ -118,8 +140,10 @@ run_tests() {
 case "${1:-}" in
   bench)
     shift
-    install_missing
-    build build
+    install_missing "${BENCH_PACKAGES[@]}"
+    # The CLI alone: no tests, benchmark suites or Python module (their packages come with
+    # `./dev.sh test`, which turns them back on in the same build folder).
+    build build -DVSTACK_BUILD_TESTS=OFF -DVSTACK_BUILD_BENCH=OFF -DVSTACK_BUILD_PYTHON=OFF -- vstack
     install_nbdkit_plugin
     # The default matrix (raw, passthrough, fixed and dynamic VHD, dedup, zstd, dedup+zstd) on
     # temporary files under ${TMPDIR:-/var/tmp}, removed at exit; the report folder (index.html,
@@ -130,8 +154,8 @@ case "${1:-}" in
     # Every oracle (qemu-img, qemu-io, fio, nbdkit, ...) is installed above: a missing one
     # fails its test instead of skipping it (tests/testing/test_util.h, ToolsRequired).
     export VSTACK_REQUIRE_TOOLS=1
-    install_missing
-    build build
+    install_missing "${BENCH_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+    build build -DVSTACK_BUILD_TESTS=ON -DVSTACK_BUILD_BENCH=ON -DVSTACK_BUILD_PYTHON=ON
     install_nbdkit_plugin
     build build-asan -DVSTACK_SANITIZE=ON -DVSTACK_BUILD_BENCH=OFF
     run_tests build

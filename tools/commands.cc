@@ -1,5 +1,10 @@
-// The one place subcommands are registered.
+// The one place subcommands are registered, and how a subcommand ends (command.h). Here, not in
+// main.cc, so that tests linking the CLI's library get them too.
 #include "tools/command.h"
+
+#include <cstdio>
+
+#include "tools/usage.h"
 
 namespace vstack::cli {
 
@@ -40,6 +45,25 @@ const std::vector<CommandRegistration>& AllCommands() {
       {"completion", &AddCompletionCommand},
   };
   return kCommands;
+}
+
+void Exit(int code) { throw CLI::RuntimeError(code); }
+
+void Fail(const std::string& command, const std::string& message, int code) {
+  std::fprintf(stderr, "vstack %s: %s\n", command.c_str(), message.c_str());
+  Exit(code);
+}
+
+void FailUsage(const std::string& command, const std::string& message) {
+  const std::string topic = command.substr(0, command.find(' '));  // "space merge": space
+  std::fprintf(stderr, "vstack %s: %s\nTry `vstack help %s` for usage.\n", command.c_str(),
+               message.c_str(), topic.c_str());
+  Exit(UsageExitCode(command));
+}
+
+void Fail(const std::string& command, const Error& error, int code) {
+  if (error.code == make_error_code(Errc::kBadSpec)) FailUsage(command, error.ToString());
+  Fail(command, error.ToString(), code);
 }
 
 }  // namespace vstack::cli

@@ -6,29 +6,6 @@
 #include "tools/command.h"
 #include "tools/usage.h"
 
-namespace vstack::cli {
-
-void Exit(int code) { throw CLI::RuntimeError(code); }
-
-void Fail(const std::string& command, const std::string& message, int code) {
-  std::fprintf(stderr, "vstack %s: %s\n", command.c_str(), message.c_str());
-  Exit(code);
-}
-
-void FailUsage(const std::string& command, const std::string& message) {
-  const std::string topic = command.substr(0, command.find(' '));  // "space merge": space
-  std::fprintf(stderr, "vstack %s: %s\nTry `vstack help %s` for usage.\n", command.c_str(),
-               message.c_str(), topic.c_str());
-  Exit(UsageExitCode(command));
-}
-
-void Fail(const std::string& command, const Error& error, int code) {
-  if (error.code == make_error_code(Errc::kBadSpec)) FailUsage(command, error.ToString());
-  Fail(command, error.ToString(), code);
-}
-
-}  // namespace vstack::cli
-
 int main(int argc, char** argv) {
   CLI::App app{"vstack: a virtual storage stack emulator. Build block-device stacks from spec "
                "strings such as dedup+zstd+vhd+file:/var/tmp/d.vhd, benchmark them side by side "

@@ -52,6 +52,9 @@ PoolDelta PoolDelta::Between(const ceph::PoolUsage& b, const ceph::PoolUsage& a)
 }
 
 double CephPoolMeasure::measured_factor() const { return Ratio(data.used, data.stored); }
+double CephPoolMeasure::factor_gap() const {
+  return modelled_factor() > 0 ? measured_factor() / modelled_factor() - 1 : 0;
+}
 double CephPoolMeasure::measured_data_factor() const {
   return Ratio(data.used_data, data.stored_data);
 }
@@ -152,6 +155,26 @@ Result<CephSpaceResult> MeasureOnCeph(std::vector<SpaceImage>& images, const Spa
     usage = std::move(*after);
   }
   return result;
+}
+
+std::string VsanCounterpart(const ceph::PoolUsage& p) {
+  if (!p.erasure && p.size == 2) return "RAID-1, FTT=1";
+  if (!p.erasure && p.size == 3) return "RAID-1, FTT=2";
+  if (p.erasure && p.data_chunks == 3 && p.size == 4) return "RAID-5, 3+1";
+  if (p.erasure && p.data_chunks == 4 && p.size == 6) return "RAID-6, 4+2";
+  if (p.erasure && p.data_chunks == 2 && p.size == 3) return "RAID-5-like, 2+1";
+  return "";
+}
+
+CephEndToEnd EndToEndOf(const CephSpaceResult& r, const CephPoolMeasure& m, const SpaceOptions& o) {
+  const SpaceReport report = BuildReport(r.counts, o);
+  const uint64_t used = report.steps[1].bytes;  // "used": the images' written grains
+  const uint64_t with_metadata = report.counts.stored_bytes + report.counts.metadata_bytes;
+  CephEndToEnd e;
+  const double raw = double(with_metadata) * m.modelled_factor();
+  e.modelled = raw > 0 ? double(used) / raw : 0;
+  e.measured = m.used_total() > 0 ? double(used) / double(m.used_total()) : 0;
+  return e;
 }
 
 std::vector<std::string> ExplainGap(const CephPoolMeasure& m, uint64_t min_alloc_size) {

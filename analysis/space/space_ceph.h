@@ -12,22 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "analysis/space/space.h"
 #include "analysis/space/space_images.h"
 #include "analysis/space/space_model.h"
 #include "analysis/space/space_replay.h"
 #include "blockdev/ceph/ceph_usage.h"
 
 namespace vstack {
-
-struct CephSpaceOptions {
-  std::vector<std::string> pools;     // where the data goes; replicated or EC (with overwrites)
-  std::string metadata_pool = "rbd";  // replicated pool for the image headers of EC targets
-  std::string conf;                   // ceph.conf ("" = $CEPH_CONF, then the default search)
-  std::string id;                     // client id ("" = admin)
-  // Reaching the monitors; waiting for the OSDs' statistics to reach them takes at most 12x.
-  int timeout_s = 10;
-  bool keep = false;  // keep the RBD images (else removed after measuring)
-};
 
 // One pool's change in `ceph df detail` over the replay.
 struct PoolDelta {
@@ -54,6 +45,9 @@ struct CephPoolMeasure {
   double measured_data_factor() const;
   // USED of everything the image cost (data pool, plus the metadata pool when apart).
   int64_t used_total() const { return data.used + (metadata_apart ? metadata.used : 0); }
+  // How far the measured factor is from the modelled one: measured / modelled - 1 (0 when
+  // nothing is modelled).
+  double factor_gap() const;
 };
 
 struct CephSpaceResult {
@@ -70,6 +64,18 @@ struct CephSpaceResult {
 // per-pool allocation (memstore), statistics that do not arrive in time.
 Result<CephSpaceResult> MeasureOnCeph(std::vector<SpaceImage>& images, const SpaceOptions& o,
                                       const CephSpaceOptions& c, const SpaceProgress& progress);
+
+// The vSAN scheme with the same raw factor as the pool's ("RAID-1, FTT=1" for replicated size 2,
+// "RAID-5, 3+1" for EC 3+1 ...), for the "modelled" column; "" when vSAN has none.
+std::string VsanCounterpart(const ceph::PoolUsage& pool);
+
+// The end-to-end ratio (the images' used bytes / raw bytes) of one pool: the model's, with the
+// pool's factor over the stored data and metadata of `r.counts` under `o`, and the one measured,
+// over the USED the image cost.
+struct CephEndToEnd {
+  double modelled = 0, measured = 0;
+};
+CephEndToEnd EndToEndOf(const CephSpaceResult& r, const CephPoolMeasure& m, const SpaceOptions& o);
 
 // Why the measured factor differs from the modelled one, one sentence per cause, with the
 // figures of `m` (allocation units, EC stripe padding, omap and image metadata).

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/space/space.h"
 #include "blockdev/zstd/size_rule.h"
 #include "lib/errors.h"
 
@@ -73,19 +74,8 @@ struct SpaceCounts {
 // checksums.
 void AddMetadata(const SpaceOptions& o, uint32_t grain, SpaceCounts* c);
 
-// One line of the report.
-struct SpaceStep {
-  std::string key;    // stable, for JSON: provisioned, used, after_zero, ...
-  std::string label;  // for people
-  uint64_t bytes = 0;
-  double ratio = 0;  // the previous step's bytes / this step's bytes (1 for the first)
-  // The confidence interval of an estimated step; equal to bytes and ratio when exact.
-  uint64_t bytes_low = 0, bytes_high = 0;
-  double ratio_low = 0, ratio_high = 0;
-};
-
 struct SpaceReport {
-  std::vector<SpaceStep> steps;
+  std::vector<SpaceStep> steps;  // one line of the report each (space.h)
   double data_reduction = 0;  // used / (after compression + metadata), vSAN's ratio
   double overall = 0;         // used / after protection: logical / physical
   SpaceCounts counts;

@@ -1,7 +1,7 @@
 // The anchors `vstack bench` can run in the same rounds: qemu-img bench (--compare-qemu) and
 // fio (--compare-fio), with the knobs mapped as closely as each tool allows; what could not be
 // matched is said in the result's note. Part of the benchmark engine (it runs the tools and
-// reads their output); tools/bench only renders the results.
+// reads their output); bench/report only renders the results.
 #ifndef VSTACK_BENCH_ANCHORS_ANCHORS_H_
 #define VSTACK_BENCH_ANCHORS_ANCHORS_H_
 

@@ -142,6 +142,8 @@ Status ParseDistribution(const std::string& text, WorkloadKnobs* k) {
   return Bad("--distribution", "'" + text + "' is neither 'uniform' nor 'zipf:THETA'");
 }
 
+std::vector<std::string> PatternNames() { return {"random", "sequential"}; }
+
 std::vector<std::string> ContentNames() { return {"random", "zeros", "pattern"}; }
 
 std::string ContentName(Content c) {

@@ -70,6 +70,8 @@ uint64_t RegionBytes(const WorkloadKnobs& k, const BlockDevice& device);
 std::string DescribeWorkload(const WorkloadKnobs& k);
 // "random (dedupe 0%, compress 0%)", "zeros" or "pattern (bytes 0..255 repeating)"
 std::string DescribeContent(const WorkloadKnobs& k);
+// The --pattern names: "random", "sequential".
+std::vector<std::string> PatternNames();
 // The --content names, "random", "zeros", "pattern", and the name of one.
 std::vector<std::string> ContentNames();
 std::string ContentName(Content c);

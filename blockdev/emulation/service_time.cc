@@ -5,23 +5,12 @@
 #include <cstdlib>
 #include <vector>
 
+#include "lib/duration.h"
+
 namespace vstack {
 
 Result<uint64_t> ParseDurationNs(const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  const std::string unit = end ? end : "";
-  double scale = -1;
-  if (unit == "ns") scale = 1;
-  if (unit == "us" || unit == "µs") scale = 1e3;
-  if (unit == "ms") scale = 1e6;
-  if (unit == "s") scale = 1e9;
-  if (unit.empty() && v == 0 && end != text.c_str()) scale = 0;
-  if (end == text.c_str() || scale < 0 || !std::isfinite(v) || v < 0 || v * scale > 1e15) {
-    return MakeError(Errc::kInvalidArgument,
-                     "'" + text + "' is not a duration (e.g. 5ms, 80us, 1.5s, 0)");
-  }
-  return static_cast<uint64_t>(std::llround(v * scale));
+  return ParseDuration(text, BareNumber::kZeroOnly);
 }
 
 std::string FormatDurationNs(double ns) {

@@ -8,16 +8,20 @@
 #include <numeric>
 #include <sstream>
 
+#include "bench/report/report.h"
 #include "bench/workload/foreign_args.h"
 #include "bench/workload/kvm_hyperv.h"
 #include "bench/workload/seed_presets.h"
 #include "blockdev/emulation/service_time.h"
 #include "lib/registry.h"
 #include "lib/spec.h"
-#include "tools/bench/report.h"
 
 namespace vstack::cli {
 namespace {
+
+using bench::BenchReport;
+using bench::RenderSeedTables;
+using bench::SeedTablesJson;
 
 bench::SeedPreset Preset(bench::WorkloadKnobs* k, bool duration_given) {
   auto p = bench::FindSeedPreset("kvm-vs-hyperv");

@@ -12,14 +12,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "bench/report/charts.h"
+#include "bench/report/report.h"
+#include "bench/report/report_dir.h"
 #include "bench/workload/matrix.h"
 #include "bench/workload/summary.h"
+#include "lib/xml_escape.h"
 #include "tests/testing/test_util.h"
-#include "tools/bench/charts.h"
-#include "tools/bench/report.h"
-#include "tools/bench/report_dir.h"
 
-namespace vstack::cli {
+namespace vstack::bench {
 namespace {
 
 using nlohmann::json;
@@ -347,7 +348,7 @@ BenchReport SweepReport() {
 // published table's, and the report folder has it only for a sweep.
 TEST(ReportCpuReady, SweepChartShowsEachGrowthBesideThePublishedOne) {
   const BenchReport r = SweepReport();
-  const std::vector<CpuReadyGrowth> rows = CpuReadyGrowthRows(r);
+  const std::vector<CpuReadyGrowth> rows = CpuReadyGrowthRows(r.result, r.summary);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_DOUBLE_EQ(rows[1].yields_x, 4.25);
   EXPECT_TRUE(std::isnan(rows[1].duration_x)) << "no rounds: no duration, not 0";
@@ -363,7 +364,7 @@ TEST(ReportCpuReady, SweepChartShowsEachGrowthBesideThePublishedOne) {
   BenchReport single = r;
   single.summary.stacks.resize(1);
   single.result.stacks.resize(1);
-  EXPECT_TRUE(CpuReadyGrowthRows(single).empty());
+  EXPECT_TRUE(CpuReadyGrowthRows(single.result, single.summary).empty());
   ASSERT_OK(WriteReportDir(dir.File("single"), single));
   EXPECT_FALSE(std::filesystem::exists(dir.File("single") + "/cpu_ready.svg"));
 }
@@ -380,7 +381,7 @@ TEST(ReportCpuReady, HostReadyAboveTheSmallestInjectedIsWarnedAbout) {
     return x;
   };
   const BenchReport loaded = with_host(0.9, 3.25, 2.0);  // the largest, 3.25%, counts
-  EXPECT_EQ(CpuReadyWarning(loaded),
+  EXPECT_EQ(CpuReadyWarning(loaded.result, loaded.summary),
             "the host's own CPU Ready (3.25%) exceeds the injected 1.15%: the sweep's ratios are "
             "not the injected stalls'");
   const auto tables = CpuReadyTables(loaded);
@@ -390,12 +391,12 @@ TEST(ReportCpuReady, HostReadyAboveTheSmallestInjectedIsWarnedAbout) {
   EXPECT_NE(tables[0].legend.find("WARNING: the host's own CPU Ready (3.25%)"), std::string::npos);
   std::string text;  // the text report, its wrapped lines joined
   for (const std::string& w : Split(RenderSeedTables(loaded))) text += w + " ";
-  EXPECT_NE(text.find("WARNING: " + CpuReadyWarning(loaded) + "."), std::string::npos) << text;
-  EXPECT_EQ(SeedTablesJson(loaded)["cpu_ready"]["warning"], CpuReadyWarning(loaded));
+  EXPECT_NE(text.find("WARNING: " + CpuReadyWarning(loaded.result, loaded.summary) + "."), std::string::npos) << text;
+  EXPECT_EQ(SeedTablesJson(loaded)["cpu_ready"]["warning"], CpuReadyWarning(loaded.result, loaded.summary));
   EXPECT_EQ(SeedTablesJson(loaded)["cpu_ready"]["vstack"][1]["host_ready_pct"], 3.25);
 
   const BenchReport quiet = with_host(0.2, 0.3, 1.1);  // below every injected RDY%
-  EXPECT_EQ(CpuReadyWarning(quiet), "");
+  EXPECT_EQ(CpuReadyWarning(quiet.result, quiet.summary), "");
   EXPECT_TRUE(SeedTablesJson(quiet)["cpu_ready"]["warning"].is_null());
   EXPECT_EQ(CpuReadyTables(quiet)[0].legend.find("WARNING"), std::string::npos);
 
@@ -410,7 +411,7 @@ TEST(ReportCpuReady, HostReadyAboveTheSmallestInjectedIsWarnedAbout) {
   EXPECT_EQ(CpuReadyTables(quiet)[1].rows[2][1], "23.67");  // 284 / 12 yields
 
   const BenchReport unknown = with_host(-1, -1, -1);  // no schedstat: n/a, and no warning
-  EXPECT_EQ(CpuReadyWarning(unknown), "");
+  EXPECT_EQ(CpuReadyWarning(unknown.result, unknown.summary), "");
   EXPECT_EQ(CpuReadyTables(unknown)[0].rows[0][3], "n/a");
   EXPECT_TRUE(SeedTablesJson(unknown)["cpu_ready"]["vstack"][0]["host_ready_pct"].is_null());
 }
@@ -469,4 +470,4 @@ TEST(ReportCharts, LatencyCdfTickLabelsDoNotOverlap) {
 }
 
 }  // namespace
-}  // namespace vstack::cli
+}  // namespace vstack::bench

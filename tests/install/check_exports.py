@@ -17,7 +17,8 @@ import sys
 PREFIXES = ("typeinfo name for ", "typeinfo for ", "vtable for ", "VTT for ",
             "guard variable for ", "non-virtual thunk to ", "virtual thunk to ")
 REQUIRED = ("vstack::Open(", "vstack::Version()", "vstack::CreateImage(",
-            "vstack::bench::RunMatrix(", "vstack::bench::Attribute(", "vtable for vstack::Layer")
+            "vstack::bench::RunMatrix(", "vstack::bench::Attribute(", "vtable for vstack::Layer",
+            "vstack::bench::Benchmark(", "vstack::AnalyzeSpace(", "vstack::MergeSpaceSketches(")
 
 
 def strip_templates(name):

@@ -7,8 +7,8 @@
 #include <regex>
 #include <string>
 
+#include "analysis/space/space_render.h"
 #include "tests/testing/test_util.h"
-#include "tools/space_output.h"
 
 namespace vstack::cli {
 namespace {

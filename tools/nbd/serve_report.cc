@@ -18,7 +18,7 @@ std::string OpCell(const LayerStats& s, Op op, bool with_bytes) {
 }  // namespace
 
 std::string ServeSummaryText(const std::string& spec, BlockDevice& top, double seconds) {
-  cli::TextTable table({"layer", "reads", "writes", "flushes", "trims", "zeroes", "errors"},
+  TextTable table({"layer", "reads", "writes", "flushes", "trims", "zeroes", "errors"},
                        {false, true, true, true, true, true, true});
   int level = 0;
   for (BlockDevice* d : cli::StackChain(top)) {

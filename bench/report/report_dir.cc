@@ -1,4 +1,4 @@
-#include "tools/bench/report_dir.h"
+#include "bench/report/report_dir.h"
 
 #include <fmt/format.h>
 
@@ -8,9 +8,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tools/bench/charts.h"
+#include "bench/report/charts.h"
+#include "lib/xml_escape.h"
 
-namespace vstack::cli {
+namespace vstack::bench {
 namespace {
 
 Status WriteFile(const std::string& path, const std::string& content) {
@@ -59,7 +60,7 @@ std::string IndexHtml(const BenchReport& r) {
   h += "<h2>Charts</h2>\n<img src=\"latency_cdf.svg\" alt=\"latency CDF\">\n"
        "<img src=\"overhead.svg\" alt=\"overhead\">\n<img src=\"layer_cost.svg\" alt=\"layer cost\">\n"
        "<img src=\"cpu_cost.svg\" alt=\"CPU per layer\">\n";
-  if (!CpuReadyGrowthRows(r).empty()) h += "<img src=\"cpu_ready.svg\" alt=\"CPU Ready sweep\">\n";
+  if (!CpuReadyGrowthRows(r.result, r.summary).empty()) h += "<img src=\"cpu_ready.svg\" alt=\"CPU Ready sweep\">\n";
   h += "<h2>Gaps, layer by layer</h2>\n<ul>\n";
   for (const bench::StackSummary& s : r.summary.stacks) {
     if (s.runs == 0) continue;
@@ -91,10 +92,10 @@ Status WriteReportDir(const std::string& dir, const BenchReport& r) {
   VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/overhead.svg", OverheadSvg(r)));
   VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/layer_cost.svg", LayerCostSvg(r)));
   VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/cpu_cost.svg", CpuCostSvg(r)));
-  if (!CpuReadyGrowthRows(r).empty()) {
+  if (!CpuReadyGrowthRows(r.result, r.summary).empty()) {
     VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/cpu_ready.svg", CpuReadySvg(r)));
   }
   return WriteFile(dir + "/index.html", IndexHtml(r));
 }
 
-}  // namespace vstack::cli
+}  // namespace vstack::bench

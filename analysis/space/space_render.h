@@ -1,22 +1,44 @@
-// The three forms of a `vstack space` report, all from the same SpaceReport: a text table,
-// JSON (--output=json) and an SVG waterfall chart (--svg FILE).
-#ifndef VSTACK_TOOLS_SPACE_OUTPUT_H_
-#define VSTACK_TOOLS_SPACE_OUTPUT_H_
+// The forms of a `vstack space` report, all made from one SpaceRun (space_run.h): the text the
+// command prints, the JSON of --output=json (which the Python module returns as a dict), and the
+// SVG waterfall of --svg. Rendering only: the figures come from the model and the analysis.
+#ifndef VSTACK_ANALYSIS_SPACE_RENDER_H_
+#define VSTACK_ANALYSIS_SPACE_RENDER_H_
 
 #include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>
 
+#include "analysis/space/space.h"
 #include "analysis/space/space_ceph.h"
 #include "analysis/space/space_images.h"
 #include "analysis/space/space_model.h"
 #include "analysis/space/space_replay.h"
+#include "analysis/space/space_run.h"
 
-namespace vstack::cli {
+namespace vstack {
+
+// Every form of a run's report at once, with its figures: what AnalyzeSpace() and
+// MergeSpaceSketches() return (space.h), and what the command line prints and writes.
+SpaceResult SpaceResultOf(const SpaceRun& run);
+
+// A whole run, as `vstack space` prints it: the report, then the estimate's cost (or the merge),
+// the replay's physical bytes and the Ceph measurement, when the run has them.
+std::string SpaceRunText(const SpaceRun& run);
+// The same as JSON: the report's object with "notes", and "estimate", "physical" and "ceph" when
+// the run has them.
+nlohmann::json SpaceRunJson(const SpaceRun& run);
+// The run's waterfall chart.
+std::string SpaceRunSvg(const SpaceRun& run);
 
 // "8 images, scope global, grain 4 KiB, dedup on, codec zstd:1, rule vsan-osa, RAID-1..., scan".
 std::string DescribeSpaceRun(const SpaceOptions& o, size_t images);
+// "scan", "replay", "replay onto Ceph" or "estimate".
+std::string SpaceModeName(const SpaceOptions& o);
+// "global", "image" or "groups=N".
+std::string SpaceScopeName(const SpaceOptions& o);
+// "1.82x (1.79–1.85)" for an estimated ratio, "1.82x" for an exact one (low == high).
+std::string SpaceRatioText(double ratio, double low, double high);
 
 std::string SpaceText(const SpaceReport& r, const SpaceOptions& o, size_t images);
 nlohmann::json SpaceJson(const SpaceReport& r, const SpaceOptions& o,
@@ -43,6 +65,6 @@ SpaceChartScale ChartScale(const SpaceReport& r, int plot_height);
 // A waterfall: one bar per step, the change from the previous step drawn on top of it.
 std::string SpaceSvg(const SpaceReport& r, const SpaceOptions& o, size_t images);
 
-}  // namespace vstack::cli
+}  // namespace vstack
 
-#endif  // VSTACK_TOOLS_SPACE_OUTPUT_H_
+#endif  // VSTACK_ANALYSIS_SPACE_RENDER_H_

@@ -1,6 +1,6 @@
-#include "tools/bench/charts.h"
+#include "bench/report/charts.h"
 
-#include "tools/bench/svg.h"
+#include "bench/report/svg.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <map>
 
-namespace vstack::cli {
+namespace vstack::bench {
 
 std::string LatencyCdfSvg(const BenchReport& r) {
   const auto stacks = Measured(r);
@@ -256,7 +256,7 @@ std::string LayerCostSvg(const BenchReport& r) {
 // growth against its control beside the published table's. Vertical bars, a shared scale per
 // panel, the value on top of each bar.
 std::string CpuReadySvg(const BenchReport& r) {
-  const std::vector<CpuReadyGrowth> rows = CpuReadyGrowthRows(r);
+  const std::vector<CpuReadyGrowth> rows = CpuReadyGrowthRows(r.result, r.summary);
   const int pw = 300, gap = 60, L = 60, T = 78, B = 86, ph = 300;
   const int W = L + 3 * pw + 2 * gap + 30, H = T + ph + B;
   const std::string title = "CPU Ready sweep: growth against the control, vstack beside the "
@@ -317,4 +317,4 @@ std::string CpuReadySvg(const BenchReport& r) {
   return svg + "</svg>\n";
 }
 
-}  // namespace vstack::cli
+}  // namespace vstack::bench

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "tools/bench/charts.h"
-#include "tools/bench/svg.h"
+#include "bench/report/charts.h"
+#include "bench/report/svg.h"
 
-namespace vstack::cli {
+namespace vstack::bench {
 namespace {
 
 const char kOutsideColor[] = "#b0b0b0";
@@ -93,4 +93,4 @@ std::string CpuCostSvg(const BenchReport& r) {
   return svg + "</svg>\n";
 }
 
-}  // namespace vstack::cli
+}  // namespace vstack::bench

@@ -2,28 +2,25 @@
 // with a tail-stretched percentile axis, IOPS and efficiency overhead against the baseline, and
 // the time and the CPU each layer adds per guest I/O, and a CPU Ready sweep beside the published one.
 // Render them to PNG with rsvg-convert to look at them.
-#ifndef VSTACK_TOOLS_BENCH_CHARTS_H_
-#define VSTACK_TOOLS_BENCH_CHARTS_H_
+#ifndef VSTACK_BENCH_REPORT_CHARTS_H_
+#define VSTACK_BENCH_REPORT_CHARTS_H_
 
 #include <string>
 
-#include "tools/bench/report.h"
+#include "bench/report/report.h"
 
-namespace vstack::cli {
+namespace vstack::bench {
 
 std::string LatencyCdfSvg(const BenchReport& r);
 std::string OverheadSvg(const BenchReport& r);
 std::string LayerCostSvg(const BenchReport& r);
 // CPU per guest I/O of every stack, stacked by layer, the share outside every layer in grey, and
-// the measured CPU marked (tools/bench/cpu_chart.cc).
+// the measured CPU marked (bench/report/cpu_chart.cc).
 std::string CpuCostSvg(const BenchReport& r);
 // A --cpu-ready sweep's growth against its control beside the published table's (yields, wait,
 // duration); a "no data" chart without a sweep.
 std::string CpuReadySvg(const BenchReport& r);
 
-// `text` with &, <, >, " escaped for XML and HTML.
-std::string XmlEscape(const std::string& text);
+}  // namespace vstack::bench
 
-}  // namespace vstack::cli
-
-#endif  // VSTACK_TOOLS_BENCH_CHARTS_H_
+#endif  // VSTACK_BENCH_REPORT_CHARTS_H_

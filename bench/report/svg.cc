@@ -1,14 +1,15 @@
-// The SVG primitives the bench charts share (tools/bench/svg.h).
-#include "tools/bench/svg.h"
+// The SVG primitives the bench charts share (bench/report/svg.h).
+#include "bench/report/svg.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "tools/bench/charts.h"
+#include "bench/report/charts.h"
+#include "lib/xml_escape.h"
 
-namespace vstack::cli {
+namespace vstack::bench {
 namespace {
 
 const char* const kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
@@ -16,20 +17,6 @@ const char* const kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#94
 const char* const kFont = "font-family=\"DejaVu Sans, Arial, sans-serif\"";
 
 }  // namespace
-
-std::string XmlEscape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 const char* Color(size_t i) { return kPalette[i % (sizeof kPalette / sizeof kPalette[0])]; }
 
@@ -121,4 +108,4 @@ std::string Whisker(double x0, double x1, double y) {
          Line(x1, y - 5, x1, y + 5, "#000", 1.5);
 }
 
-}  // namespace vstack::cli
+}  // namespace vstack::bench

@@ -1,15 +1,15 @@
 // The report folder of `vstack bench`: report.json, report.txt, three SVG charts and an
 // index.html that ties them together.
-#ifndef VSTACK_TOOLS_BENCH_REPORT_DIR_H_
-#define VSTACK_TOOLS_BENCH_REPORT_DIR_H_
+#ifndef VSTACK_BENCH_REPORT_REPORT_DIR_H_
+#define VSTACK_BENCH_REPORT_REPORT_DIR_H_
 
 #include <string>
 #include <vector>
 
+#include "bench/report/report.h"
 #include "lib/errors.h"
-#include "tools/bench/report.h"
 
-namespace vstack::cli {
+namespace vstack::bench {
 
 // The files WriteReportDir writes, in the order index.html shows them.
 const std::vector<std::string>& ReportFiles();
@@ -18,6 +18,6 @@ const std::vector<std::string>& ReportFiles();
 // older ones. Errors name the file that could not be written.
 Status WriteReportDir(const std::string& dir, const BenchReport& report);
 
-}  // namespace vstack::cli
+}  // namespace vstack::bench
 
-#endif  // VSTACK_TOOLS_BENCH_REPORT_DIR_H_
+#endif  // VSTACK_BENCH_REPORT_REPORT_DIR_H_

@@ -1,16 +1,16 @@
-// The SVG primitives the bench charts share (tools/bench/charts.cc, cpu_chart.cc): a header with
+// The SVG primitives the bench charts share (bench/report/charts.cc, cpu_chart.cc): a header with
 // a title, text, lines, bars, whiskers, a palette, round axis ticks and stack labels. Each returns
 // the SVG text of its element; the charts concatenate them.
-#ifndef VSTACK_TOOLS_BENCH_SVG_H_
-#define VSTACK_TOOLS_BENCH_SVG_H_
+#ifndef VSTACK_BENCH_REPORT_SVG_H_
+#define VSTACK_BENCH_REPORT_SVG_H_
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
-#include "tools/bench/report.h"
+#include "bench/report/report.h"
 
-namespace vstack::cli {
+namespace vstack::bench {
 
 // The i-th colour of a ten-colour palette (repeating).
 const char* Color(size_t i);
@@ -44,6 +44,6 @@ std::string Label(const std::string& name);
 // Width in pixels of the widest label of `stacks` at 12px, with a margin.
 int LabelWidth(const std::vector<const bench::StackSummary*>& stacks);
 
-}  // namespace vstack::cli
+}  // namespace vstack::bench
 
-#endif  // VSTACK_TOOLS_BENCH_SVG_H_
+#endif  // VSTACK_BENCH_REPORT_SVG_H_

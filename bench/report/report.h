@@ -1,23 +1,18 @@
 // The reports of `vstack bench`, all made from one BenchReport (the matrix results and their
 // summary), so the text, the JSON, the charts and index.html always say the same numbers.
-#ifndef VSTACK_TOOLS_BENCH_REPORT_H_
-#define VSTACK_TOOLS_BENCH_REPORT_H_
+#ifndef VSTACK_BENCH_REPORT_REPORT_H_
+#define VSTACK_BENCH_REPORT_REPORT_H_
 
 #include <nlohmann/json.hpp>
 
 #include <string>
 
+#include "bench/report/bench.h"
+#include "bench/workload/cpu_ready_sweep.h"
 #include "bench/workload/matrix.h"
 #include "bench/workload/summary.h"
 
-namespace vstack::cli {
-
-struct BenchReport {
-  std::string command;  // the command line as typed
-  std::string preset;   // the seed preset (--preset), "" if none
-  bench::MatrixResult result;
-  bench::MatrixSummary summary;
-};
+namespace vstack::bench {
 
 // The percentile rows of the latency tables, diskspd's: 25th ... 6-nines.
 struct PercentileRow {
@@ -61,20 +56,6 @@ std::string RenderSeedTables(const BenchReport& r);
 // and the host's CPU Ready, then the growth against the first row next to the published one);
 // none without the quantum scheduler. Shown in the text and in index.html.
 std::vector<ReportTable> CpuReadyTables(const BenchReport& r);
-// A --cpu-ready sweep's growth against its first row (the control), row by row, next to the
-// published table's row of the same position; what the CPU Ready chart draws. Ratios to a
-// control of zero are NaN. Empty without a sweep (fewer than two rows).
-struct CpuReadyGrowth {
-  double ready_pct = 0;
-  double yields_x = 0, wait_x = 0, duration_x = 0;
-  bool has_published = false;
-  double published_ready_pct = 0;
-  double published_yields_x = 0, published_wait_x = 0, published_duration_x = 0;
-};
-std::vector<CpuReadyGrowth> CpuReadyGrowthRows(const BenchReport& r);
-// A sweep's warning when the host's own CPU Ready (the largest of the stacks') exceeds the
-// smallest injected RDY%: then the host, not the injected stalls, sets the ratios. "" if not.
-std::string CpuReadyWarning(const BenchReport& r);
 // One table as text: its title, the table, the legend wrapped.
 std::string RenderTableText(const ReportTable& t);
 nlohmann::json SeedTablesJson(const BenchReport& r);
@@ -91,6 +72,6 @@ std::string KnownPct(double pct, int decimals = 1);
 // What "host RDY %" means, in one sentence (the legends of the tables that show it).
 std::string HostReadyLegend();
 
-}  // namespace vstack::cli
+}  // namespace vstack::bench
 
-#endif  // VSTACK_TOOLS_BENCH_REPORT_H_
+#endif  // VSTACK_BENCH_REPORT_REPORT_H_

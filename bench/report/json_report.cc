@@ -1,10 +1,10 @@
 // The JSON report: the same BenchReport as the text, plus every round's full results.
 #include <cmath>
 
+#include "bench/report/report.h"
 #include "lib/size.h"
-#include "tools/bench/report.h"
 
-namespace vstack::cli {
+namespace vstack::bench {
 
 using nlohmann::json;
 
@@ -104,21 +104,26 @@ json HostReadyJson(const bench::HostReady& h) {
           {"pct", PctOrNull(h.Pct())}};
 }
 
+// The figures a round's metrics and a stack's summary (their medians over the rounds) share,
+// under the same keys.
+template <class Figures>
+json SharedFiguresJson(const Figures& f) {
+  return {{"read_iops", f.read_iops},
+          {"write_iops", f.write_iops},
+          {"latency_us", {{"mean", f.mean_us}, {"p50", f.p50_us}, {"p99", f.p99_us}, {"p99.9", f.p999_us}}},
+          {"cpu_us_per_io", f.cpu_us_per_io},
+          {"process_cpu_pct", f.process_cpu_pct},
+          {"machine_cpu_pct", f.machine_cpu_pct},
+          {"others_cpu_pct", f.others_cpu_pct},
+          {"host_ready_pct", PctOrNull(f.host_ready_pct)},
+          {"iops_per_cpu_s", f.iops_per_cpu_s},
+          {"iops_per_cpu_pct", f.iops_per_cpu_pct}};
+}
+
 json MetricsJson(const bench::RunMetrics& m) {
-  return {{"ios", m.ios},
-          {"iops", m.iops},
-          {"read_iops", m.read_iops},
-          {"write_iops", m.write_iops},
-          {"mib_s", m.mib_s},
-          {"latency_us", {{"mean", m.mean_us}, {"p50", m.p50_us}, {"p99", m.p99_us}, {"p99.9", m.p999_us}}},
-          {"cpu_us_per_io", m.cpu_us_per_io},
-          {"process_cpu_pct", m.process_cpu_pct},
-          {"machine_cpu_pct", m.machine_cpu_pct},
-          {"others_cpu_pct", m.others_cpu_pct},
-          {"steal_pct", m.steal_pct},
-          {"iops_per_cpu_s", m.iops_per_cpu_s},
-          {"iops_per_cpu_pct", m.iops_per_cpu_pct},
-          {"host_ready_pct", PctOrNull(m.host_ready_pct)}};
+  json j = SharedFiguresJson(m);
+  j.update({{"ios", m.ios}, {"iops", m.iops}, {"mib_s", m.mib_s}, {"steal_pct", m.steal_pct}});
+  return j;
 }
 
 json PerOp(const std::array<double, kOpCount>& v) {
@@ -284,31 +289,22 @@ json RenderJson(const BenchReport& r) {
     for (const bench::AnchorRun& a : o.anchors) anchor_runs.push_back(AnchorRunJson(a));
     json summary = nullptr;
     if (s.runs > 0) {
-      summary = {{"iops", SpreadJson(s.iops)},
-                 {"mib_s", SpreadJson(s.mib_s)},
-                 {"read_iops", s.read_iops},
-                 {"write_iops", s.write_iops},
-                 {"latency_us", {{"mean", s.mean_us}, {"p50", s.p50_us}, {"p99", s.p99_us}, {"p99.9", s.p999_us}}},
-                 {"read_mean_us", s.read_mean_us},
-                 {"write_mean_us", s.write_mean_us},
-                 {"cpu_us_per_io", s.cpu_us_per_io},
-                 {"process_cpu_pct", s.process_cpu_pct},
-                 {"machine_cpu_pct", s.machine_cpu_pct},
-                 {"others_cpu_pct", s.others_cpu_pct},
-                 {"host_ready_pct", PctOrNull(s.host_ready_pct)},
-                 {"iops_per_cpu_s", s.iops_per_cpu_s},
-                 {"iops_per_cpu_pct", s.iops_per_cpu_pct},
-                 {"iops_vs_base", SpreadJson(s.iops_vs_base)},
-                 {"vs_base",
-                  {{"iops", RatioJson(s.iops_ratio)},
-                   {"cpu_per_io", RatioJson(s.cpu_ratio)},
-                   {"efficiency", RatioJson(s.efficiency_ratio)},
-                   {"p99", RatioJson(s.p99_ratio)},
-                   {"efficiency_overhead", OverheadJson(s)}}},
-                 {"overhead_vs_base", s.overhead_vs_base},
-                 {"median_round", s.median_round + 1},
-                 {"latency_all_rounds_us", LatencyJson(s.latency)},
-                 {"gap", s.gap}};
+      summary = SharedFiguresJson(s);
+      summary.update({{"iops", SpreadJson(s.iops)},
+                      {"mib_s", SpreadJson(s.mib_s)},
+                      {"read_mean_us", s.read_mean_us},
+                      {"write_mean_us", s.write_mean_us},
+                      {"iops_vs_base", SpreadJson(s.iops_vs_base)},
+                      {"vs_base",
+                       {{"iops", RatioJson(s.iops_ratio)},
+                        {"cpu_per_io", RatioJson(s.cpu_ratio)},
+                        {"efficiency", RatioJson(s.efficiency_ratio)},
+                        {"p99", RatioJson(s.p99_ratio)},
+                        {"efficiency_overhead", OverheadJson(s)}}},
+                      {"overhead_vs_base", s.overhead_vs_base},
+                      {"median_round", s.median_round + 1},
+                      {"latency_all_rounds_us", LatencyJson(s.latency)},
+                      {"gap", s.gap}});
     }
     stacks.push_back({{"name", s.name},
                       {"spec", s.spec},
@@ -361,4 +357,4 @@ json RenderJson(const BenchReport& r) {
           {"seed", SeedTablesJson(r)}};
 }
 
-}  // namespace vstack::cli
+}  // namespace vstack::bench

@@ -5,16 +5,13 @@
 
 #include <cmath>
 
+#include "bench/report/report.h"
 #include "bench/workload/kvm_hyperv_report.h"
-#include "tools/bench/report.h"
-#include "tools/output.h"
+#include "lib/text_table.h"
 
-namespace vstack::cli {
+namespace vstack::bench {
 namespace {
 
-using bench::DiskspdMeasured;
-using bench::KvmHypervReport;
-using bench::PublishedDiskspd;
 using nlohmann::json;
 
 std::string Ms(double ms) { return ms < 0 ? std::string("N/A") : fmt::format("{:.3f}", ms); }
@@ -183,4 +180,4 @@ json KvmHypervJson(const BenchReport& r) {
           {"crossover_device_ms", {k.crossover_device_ms[0], k.crossover_device_ms[1]}}};
 }
 
-}  // namespace vstack::cli
+}  // namespace vstack::bench

@@ -6,15 +6,11 @@
 #include <cmath>
 #include <sstream>
 
+#include "bench/report/report.h"
 #include "lib/size.h"
-#include "tools/bench/report.h"
-#include "tools/output.h"
+#include "lib/text_table.h"
 
-namespace vstack::cli {
-
-using bench::OpTotals;
-using bench::RunResult;
-using bench::StackSummary;
+namespace vstack::bench {
 
 const std::vector<PercentileRow>& PercentileRows() {
   static const std::vector<PercentileRow> rows = {
@@ -390,4 +386,4 @@ std::string RenderText(const BenchReport& r) {
   return out;
 }
 
-}  // namespace vstack::cli
+}  // namespace vstack::bench

@@ -4,15 +4,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "bench/report/report.h"
+#include "bench/workload/cpu_ready_sweep.h"
 #include "bench/workload/seed_presets.h"
-#include "tools/bench/report.h"
-#include "tools/output.h"
+#include "lib/text_table.h"
 
-namespace vstack::cli {
+namespace vstack::bench {
 namespace {
 
-using bench::PublishedColumn;
-using bench::StackSummary;
 using nlohmann::json;
 
 const StackSummary* Find(const BenchReport& r, const std::string& name) {
@@ -131,28 +130,6 @@ json SeedPresetJson(const BenchReport& r, const bench::SeedPreset& p) {
           {"calibration", p.calibration}};
 }
 
-// The rows of the CPU Ready table: stacks that ran with the quantum scheduler.
-std::vector<const StackSummary*> SchedulerRows(const BenchReport& r) {
-  std::vector<const StackSummary*> rows;
-  if (r.result.knobs.quantum_ns == 0) return rows;
-  for (const StackSummary& s : r.summary.stacks) {
-    if (s.runs > 0) rows.push_back(&s);
-  }
-  return rows;
-}
-
-double MedianSeconds(const BenchReport& r, const std::string& name) {
-  for (const bench::StackOutcome& o : r.result.stacks) {
-    if (o.plan.name != name) continue;
-    std::vector<double> v;
-    for (const bench::RunResult& run : o.rounds) {
-      if (run.Total().ios) v.push_back(run.seconds);
-    }
-    return bench::SpreadOf(v).median;
-  }
-  return 0;
-}
-
 std::string CpuReadyText(const BenchReport& r) {
   std::string out;
   for (const ReportTable& t : CpuReadyTables(r)) out += RenderTableText(t);
@@ -160,7 +137,7 @@ std::string CpuReadyText(const BenchReport& r) {
 }
 
 json CpuReadyJson(const BenchReport& r) {
-  const auto rows = SchedulerRows(r);
+  const auto rows = SchedulerRows(r.result, r.summary);
   if (rows.empty()) return nullptr;
   json out = json::array();
   for (const StackSummary* s : rows) {
@@ -174,7 +151,7 @@ json CpuReadyJson(const BenchReport& r) {
          {"wait_ms", s->yield_wait_ms},
          {"max_wait_ms", s->yield_max_wait_ms},
          {"signal_wait_ms", s->signal_wait_ms},
-         {"duration_s", MedianSeconds(r, s->name)},
+         {"duration_s", MedianWindowSeconds(r.result, s->name)},
          {"latency_us", {{"p50", s->p50_us}, {"p99", s->p99_us}, {"p99.9", s->p999_us}}}});
   }
   json pub = json::array();
@@ -186,7 +163,7 @@ json CpuReadyJson(const BenchReport& r) {
                    {"signal_wait_ms", p.signal_wait_ms},
                    {"duration_s", p.duration_s}});
   }
-  const std::string warning = CpuReadyWarning(r);
+  const std::string warning = CpuReadyWarning(r.result, r.summary);
   return {{"vstack", out},
           {"published", pub},
           {"warning", warning.empty() ? json(nullptr) : json(warning)}};
@@ -194,48 +171,8 @@ json CpuReadyJson(const BenchReport& r) {
 
 }  // namespace
 
-std::string CpuReadyWarning(const BenchReport& r) {
-  const auto rows = SchedulerRows(r);
-  if (rows.size() < 2) return "";
-  double host = -1, injected = INFINITY;
-  for (const StackSummary* s : rows) {
-    host = std::max(host, s->host_ready_pct);
-    if (s->ready_stalled_pct > 0) injected = std::min(injected, s->ready_stalled_pct);
-  }
-  if (host < 0 || !std::isfinite(injected) || host <= injected) return "";
-  return fmt::format("the host's own CPU Ready ({:.2f}%) exceeds the injected {:.2f}%: the sweep's "
-                     "ratios are not the injected stalls'", host, injected);
-}
-
-std::vector<CpuReadyGrowth> CpuReadyGrowthRows(const BenchReport& r) {
-  const auto rows = SchedulerRows(r);
-  if (rows.size() < 2) return {};
-  auto times = [](double a, double base) { return base > 0 ? a / base : std::nan(""); };
-  const StackSummary* b = rows.front();
-  const double b_seconds = MedianSeconds(r, b->name);
-  const auto& pub = bench::PublishedCpuReadyTable();
-  std::vector<CpuReadyGrowth> out;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const StackSummary* s = rows[i];
-    CpuReadyGrowth g;
-    g.ready_pct = s->cpu_ready_pct;
-    g.yields_x = times(s->yields, b->yields);
-    g.wait_x = times(s->yield_wait_ms, b->yield_wait_ms);
-    g.duration_x = times(MedianSeconds(r, s->name), b_seconds);
-    if (i < pub.size()) {
-      g.has_published = true;
-      g.published_ready_pct = pub[i].ready_pct;
-      g.published_yields_x = pub[i].yields / pub[0].yields;
-      g.published_wait_x = pub[i].wait_ms / pub[0].wait_ms;
-      g.published_duration_x = pub[i].duration_s / pub[0].duration_s;
-    }
-    out.push_back(g);
-  }
-  return out;
-}
-
 std::vector<ReportTable> CpuReadyTables(const BenchReport& r) {
-  const auto rows = SchedulerRows(r);
+  const auto rows = SchedulerRows(r.result, r.summary);
   if (rows.empty()) return {};
   ReportTable t;
   t.title = "CPU Ready and the quantum scheduler (SOS_SCHEDULER_YIELD, as sys.dm_os_wait_stats; "
@@ -250,15 +187,15 @@ std::vector<ReportTable> CpuReadyTables(const BenchReport& r) {
                       KnownPct(s->host_ready_pct, 2), Num(s->ready_max_stall_ms, 1),
                       Num(s->yields), Num(s->yield_wait_ms, 1), Num(s->yield_max_wait_ms, 1),
                       Num(s->signal_wait_ms, 1), Pct(Ratio(s->signal_wait_ms, s->yield_wait_ms)),
-                      Num(MedianSeconds(r, s->name), 2), Num(s->p50_us, 1), Num(s->p99_us, 1),
+                      Num(MedianWindowSeconds(r.result, s->name), 2), Num(s->p50_us, 1), Num(s->p99_us, 1),
                       Num(s->p999_us, 1)});
   }
   t.legend = "RDY% injected = the stalls vstack put on the schedulers; " + HostReadyLegend() +
              " To the workload the two are the same thing.";
-  if (const std::string w = CpuReadyWarning(r); !w.empty()) t.legend += " WARNING: " + w + ".";
+  if (const std::string w = CpuReadyWarning(r.result, r.summary); !w.empty()) t.legend += " WARNING: " + w + ".";
   if (rows.size() < 2) return {t};
   const auto& pub = bench::PublishedCpuReadyTable();
-  const std::vector<CpuReadyGrowth> growth = CpuReadyGrowthRows(r);
+  const std::vector<CpuReadyGrowth> growth = CpuReadyGrowthRows(r.result, r.summary);
   ReportTable g;
   g.title = "Growth against the first row, next to the published table's (vSphere, SQL Server: "
             "RDY% 1.2 / 5.1 / 28.4)";
@@ -308,4 +245,4 @@ json SeedTablesJson(const BenchReport& r) {
   return j.empty() ? json(nullptr) : j;
 }
 
-}  // namespace vstack::cli
+}  // namespace vstack::bench
