@@ -11,6 +11,7 @@
 #include <string>
 
 #include "bench/queue_driver.h"
+#include "bench/run_batches.h"
 #include "lib/clock.h"
 #include "lib/histogram.h"
 #include "lib/registry.h"
@@ -68,15 +69,8 @@ void BackendIo(benchmark::State& state, const std::string& backend, Op op) {
                                          .depth = static_cast<uint32_t>(state.range(0)),
                                          .block_size = 4096,
                                          .span = kSpan});
-    while (state.KeepRunningBatch(kBatch)) {
-      if (std::error_code ec = driver.Run(kBatch)) {
-        state.SkipWithError(ec.message().c_str());
-        break;
-      }
-    }
+    RunBatches(state, driver, kBatch, 4096);
   }
-  state.SetItemsProcessed(state.iterations());
-  state.SetBytesProcessed(state.iterations() * 4096);
   q->reset();
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench/queue_driver.h"
+#include "bench/run_batches.h"
 #include "bench/workload/image_setup.h"
 #include "bench/workload/stack_stats.h"
 #include "bench/workload/write_content.h"
@@ -95,15 +96,8 @@ void LayerIo(benchmark::State& state, std::string layers, std::string backend, O
       content.Stamp(buf.data(), static_cast<uint32_t>(buf.size()), rng);
     };
     QueueDriver driver(**q, config);
-    while (state.KeepRunningBatch(kBatch)) {
-      if (std::error_code ec = driver.Run(kBatch)) {
-        state.SkipWithError(("I/O error: " + ec.message()).c_str());
-        break;
-      }
-    }
+    RunBatches(state, driver, kBatch, 4096);
   }
-  state.SetItemsProcessed(state.iterations());
-  state.SetBytesProcessed(state.iterations() * 4096);
   q->reset();
 }
 

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "bench/queue_driver.h"
+#include "bench/run_batches.h"
 #include "blockdev/metastore/crc32c.h"
 #include "blockdev/dedup/fingerprint.h"
 #include "blockdev/zstd/grain_codec.h"
@@ -85,14 +86,7 @@ void FillFromPool(std::span<std::byte> buf, uint64_t n) {
 // Runs `driver` batches until the benchmark stops; items and bytes are 4 KiB requests.
 template <typename D>
 void Drive(benchmark::State& state, D& driver) {
-  while (state.KeepRunningBatch(kBatch)) {
-    if (std::error_code ec = driver.Run(kBatch)) {
-      state.SkipWithError(ec.message().c_str());
-      return;
-    }
-  }
-  state.SetItemsProcessed(state.iterations());
-  state.SetBytesProcessed(state.iterations() * kGrain);
+  RunBatches(state, driver, kBatch, kGrain);
 }
 
 uint64_t Counter(BlockDevice& d, const std::string& name) { return d.Stats().counter(name); }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "bench/queue_driver.h"
+#include "bench/run_batches.h"
 #include "formats/vhd/vhd_create.h"
 #include "formats/vhd/vhd_device.h"
 #include "lib/registry.h"
@@ -86,14 +87,8 @@ void VhdIo(benchmark::State& state, const std::string& backend, const std::strin
                                          .depth = static_cast<uint32_t>(state.range(0)),
                                          .block_size = 4096,
                                          .span = kSpan});
-    while (state.KeepRunningBatch(kBatch)) {
-      if (std::error_code ec = driver.Run(kBatch)) {
-        state.SkipWithError(ec.message().c_str());
-        break;
-      }
-    }
+    RunBatches(state, driver, kBatch, 4096);
   }
-  state.SetItemsProcessed(state.iterations());
   q->reset();
 }
 

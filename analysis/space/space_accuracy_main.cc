@@ -16,16 +16,12 @@
 
 #include "analysis/space/space_accuracy.h"
 #include "analysis/space/space_images.h"
+#include "lib/splitmix64.h"
 
 namespace vstack {
 namespace {
 
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+uint64_t Mix(uint64_t x) { return SplitMix64(x); }
 
 // Grain `id`'s content, of one of several kinds: text-like, a random run then text, random,
 // a small alphabet (binary-like), so that compressed sizes spread over the whole range.

@@ -5,15 +5,12 @@
 
 #include <cstdint>
 
+#include "lib/splitmix64.h"
+
 namespace vstack::bench {
 
-// splitmix64: a bijective mixer; also used to make tags look random.
-inline uint64_t Mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+// splitmix64 (lib/splitmix64.h): a bijective mixer; also used to make tags look random.
+inline uint64_t Mix64(uint64_t x) { return SplitMix64(x); }
 
 class WorkloadRng {
  public:

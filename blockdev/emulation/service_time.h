@@ -13,24 +13,16 @@
 #include <vector>
 
 #include "lib/errors.h"
+#include "lib/splitmix64.h"
 
 namespace vstack {
 
-// SplitMix64: small, fast, deterministic. Not for cryptography.
-class TimingRng {
+// The draws of the emulation layers' service times (lib/splitmix64.h).
+class TimingRng : public SplitMixRng {
  public:
-  explicit TimingRng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  explicit TimingRng(uint64_t seed) : SplitMixRng(seed) {}
   // Uniform in (0, 1): never 0, so logarithms are safe.
   double Unit() { return (double(Next() >> 11) + 0.5) * 0x1.0p-53; }
-
- private:
-  uint64_t state_;
 };
 
 // "5ms", "80us", "1.5s", "250ns", "0" -> nanoseconds. A bare number is nanoseconds only if it

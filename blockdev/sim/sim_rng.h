@@ -5,17 +5,13 @@
 
 #include <cstdint>
 
+#include "lib/splitmix64.h"
+
 namespace vstack::sim {
 
-class SimRng {
+class SimRng : public SplitMixRng {
  public:
-  explicit SimRng(uint64_t seed) : s_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  explicit SimRng(uint64_t seed) : SplitMixRng(seed) {}
   // Uniform in [0, n); 0 when n is 0.
   uint64_t Below(uint64_t n) { return n ? Next() % n : 0; }
   // Uniform in [lo, hi].
@@ -25,9 +21,6 @@ class SimRng {
   bool Chance(double p) { return static_cast<double>(Next() >> 11) * 0x1.0p-53 < p; }
   // A generator for a sub-task, independent of what this one draws next.
   SimRng Fork() { return SimRng(Next() ^ 0xD1B54A32D192ED03ull); }
-
- private:
-  uint64_t s_;
 };
 
 }  // namespace vstack::sim
