@@ -19,7 +19,7 @@
 #include "bench/anchors/child_process.h"
 #include "bench/workload/bench_knobs.h"
 #include "bench/workload/foreign_args.h"
-#include "bench/workload/seed_presets.h"
+#include "bench/workload/presets.h"
 #include "bench/workload/stack_plan.h"
 #include "tools/bench/progress_line.h"
 #include "tools/command.h"
@@ -171,10 +171,10 @@ void AddBenchCommand(CLI::App& app) {
   };
   cmd->add_option(
       "--stack", k.stacks,
-      "a preset (" +
+      "a named stack (" +
           [] {
             std::string s;
-            for (const std::string& n : bench::PresetNames()) s += (s.empty() ? "" : ", ") + n;
+            for (const std::string& n : bench::NamedStackNames()) s += (s.empty() ? "" : ", ") + n;
             return s;
           }() +
           "), a stack spec, or an existing image file; repeatable; {dir} in a spec is the scratch "
@@ -225,8 +225,8 @@ void AddBenchCommand(CLI::App& app) {
                 "vstack, so vstack and --compare-qemu both start from qemu's own image");
   cmd->add_flag("--compare-fio", k.compare_fio, "also run fio with the same knobs on the raw file (or, for an rbd: stack, the RBD image with fio's rbd engine) every round");
   cmd->add_flag("--quiet", a->quiet, "no live progress line");
-  Choices(cmd->add_option("--preset", k.preset, "reproduce a published finding (docs/seeds.md)"),
-          bench::SeedPresetNames());
+  Choices(cmd->add_option("--preset", k.preset, "reproduce a published finding (docs/presets.md)"),
+          bench::PresetNames());
   cmd->add_option("--cpu-ready", k.cpu_ready,
                   "RDY%: stall each scheduler this share of wall time (quantum scheduler on); "
                   "several values (1.2,5.1,28.4) sweep")

@@ -27,7 +27,7 @@ namespace vstack::bench {
 // ratios against the baseline with 95% intervals, attribution). Every report is made from it.
 struct BenchReport {
   std::string command;  // the command line the reports show
-  std::string preset;   // the seed preset (--preset), "" if none
+  std::string preset;   // the preset (--preset), "" if none
   MatrixResult result;
   MatrixSummary summary;
 };
@@ -58,7 +58,7 @@ struct BenchResult {
   // auto; a CPU Ready sweep's host RDY% above the injected). The CLI prints them on stderr.
   std::vector<std::string> messages;
   // The document `vstack bench --output=json` prints (2-space indents): the parameters, every
-  // round's results, the summary, the seed tables and the anchors (docs/bench.md, "JSON").
+  // round's results, the summary, the preset tables and the anchors (docs/bench.md, "JSON").
   std::string json;
   // The text report `vstack bench` prints (docs/bench.md, "Reading the report").
   std::string text;

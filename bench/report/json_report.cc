@@ -354,7 +354,7 @@ json RenderJson(const BenchReport& r) {
           {"scratch_dir", r.result.scratch_dir},
           {"baseline", r.summary.baseline},
           {"stacks", stacks},
-          {"seed", SeedTablesJson(r)}};
+          {"preset", PresetTablesJson(r)}};
 }
 
 }  // namespace vstack::bench

@@ -1,4 +1,4 @@
-// The kvm-vs-hyperv seed tables (report.h): each guest in diskspd's layout (CPU, Total IO,
+// The kvm-vs-hyperv preset tables (report.h): each guest in diskspd's layout (CPU, Total IO,
 // percentiles in ms) with the published output beside vstack's, the KVM / Hyper-V ratios, the
 // attribution and the prediction. Only renders bench::KvmHypervReport.
 #include <fmt/format.h>
@@ -74,9 +74,9 @@ std::string KvmHypervText(const BenchReport& r) {
   const auto& pub = bench::PublishedKvmHyperv();
   const int rounds = r.result.rounds_done;
   std::string out = fmt::format(
-      "\nSeed 'kvm-vs-hyperv': diskspd {} in a KVM virtio and a Hyper-V gen 2 guest (2 vCPU "
+      "\nPreset 'kvm-vs-hyperv': diskspd {} in a KVM virtio and a Hyper-V gen 2 guest (2 vCPU "
       "each)\n  run as the preset's knobs for {:g} s (published: 300 s); the stalls are the "
-      "published ones in strata of {:g}/300 (docs/seeds.md)\n",
+      "published ones in strata of {:g}/300 (docs/presets.md)\n",
       bench::kKvmHypervDiskspd, k.seconds, k.seconds);
   for (int i = 0; i < 2; ++i) out += GuestText(pub[i], k.guest[i], rounds);
 

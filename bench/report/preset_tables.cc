@@ -1,4 +1,4 @@
-// The seed tables of `vstack bench` (see report.h): the published numbers next to vstack's.
+// The preset tables of `vstack bench` (see report.h): the published numbers next to vstack's.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -6,7 +6,7 @@
 
 #include "bench/report/report.h"
 #include "bench/workload/cpu_ready_sweep.h"
-#include "bench/workload/seed_presets.h"
+#include "bench/workload/presets.h"
 #include "lib/text_table.h"
 
 namespace vstack::bench {
@@ -47,9 +47,9 @@ constexpr Row kRows[] = {
     {"avg response, all I/O (ms)", "all_ms", &PublishedColumn::all_ms, 4},
 };
 
-std::string SeedPresetText(const BenchReport& r, const bench::SeedPreset& p) {
-  std::string out = fmt::format("\nSeed '{}': {}\n\n", p.name, p.source);
-  const bench::SeedPair& first = p.pairs.front();
+std::string PresetText(const BenchReport& r, const bench::Preset& p) {
+  std::string out = fmt::format("\nPreset '{}': {}\n\n", p.name, p.source);
+  const bench::PresetPair& first = p.pairs.front();
   const StackSummary* host = Find(r, first.host);
   const StackSummary* guest = Find(r, first.guest);
   TextTable t({"", "published physical", "passthrough", "relative", "vstack " + first.host,
@@ -75,7 +75,7 @@ std::string SeedPresetText(const BenchReport& r, const bench::SeedPreset& p) {
   TextTable q({"device", "host IOPS", "guest IOPS", "relative IOPS", "host avg ms", "guest avg ms",
                "host CPU us/IO", "guest CPU us/IO", "efficiency overhead"},
               {false, true, true, true, true, true, true, true, true});
-  for (const bench::SeedPair& pair : p.pairs) {
+  for (const bench::PresetPair& pair : p.pairs) {
     const StackSummary* h = Find(r, pair.host);
     const StackSummary* g = Find(r, pair.guest);
     if (!h || !g) {
@@ -95,7 +95,7 @@ std::string SeedPresetText(const BenchReport& r, const bench::SeedPreset& p) {
   return out;
 }
 
-json SeedPresetJson(const BenchReport& r, const bench::SeedPreset& p) {
+json PresetJson(const BenchReport& r, const bench::Preset& p) {
   json rows = json::array();
   const StackSummary* host = Find(r, p.pairs.front().host);
   const StackSummary* guest = Find(r, p.pairs.front().guest);
@@ -110,7 +110,7 @@ json SeedPresetJson(const BenchReport& r, const bench::SeedPreset& p) {
     rows.push_back(j);
   }
   json pairs = json::array();
-  for (const bench::SeedPair& pair : p.pairs) {
+  for (const bench::PresetPair& pair : p.pairs) {
     const StackSummary* h = Find(r, pair.host);
     const StackSummary* g = Find(r, pair.guest);
     if (!h || !g) continue;
@@ -223,23 +223,23 @@ std::vector<ReportTable> CpuReadyTables(const BenchReport& r) {
   return {t, g};
 }
 
-std::string RenderSeedTables(const BenchReport& r) {
+std::string RenderPresetTables(const BenchReport& r) {
   std::string out;
   if (r.preset == "kvm-vs-hyperv") {
     out += KvmHypervText(r);
   } else if (!r.preset.empty()) {
-    if (auto p = bench::FindSeedPreset(r.preset)) out += SeedPresetText(r, *p);
+    if (auto p = bench::FindPreset(r.preset)) out += PresetText(r, *p);
   }
   out += CpuReadyText(r);
   return out;
 }
 
-json SeedTablesJson(const BenchReport& r) {
+json PresetTablesJson(const BenchReport& r) {
   json j = json::object();
   if (r.preset == "kvm-vs-hyperv") {
     j["preset"] = KvmHypervJson(r);
   } else if (!r.preset.empty()) {
-    if (auto p = bench::FindSeedPreset(r.preset)) j["preset"] = SeedPresetJson(r, *p);
+    if (auto p = bench::FindPreset(r.preset)) j["preset"] = PresetJson(r, *p);
   }
   if (json c = CpuReadyJson(r); !c.is_null()) j["cpu_ready"] = c;
   return j.empty() ? json(nullptr) : j;

@@ -47,19 +47,19 @@ std::string RenderComparisonText(const BenchReport& r);
 // The same numbers as JSON, with every round's full results.
 nlohmann::json RenderJson(const BenchReport& r);
 
-// The seed tables (docs/seeds.md), when the run reproduces a published finding: with a seed
+// The preset tables (docs/presets.md), when the run reproduces a published finding: with a seed
 // preset, the source's table side by side with vstack's and the predictions; with the quantum
 // scheduler, the SOS_SCHEDULER_YIELD table and its ratios against the published CPU Ready
 // table. "" / null when neither applies.
-std::string RenderSeedTables(const BenchReport& r);
+std::string RenderPresetTables(const BenchReport& r);
 // The CPU Ready tables of a --cpu-ready run (the quantum scheduler's yields with the injected
 // and the host's CPU Ready, then the growth against the first row next to the published one);
 // none without the quantum scheduler. Shown in the text and in index.html.
 std::vector<ReportTable> CpuReadyTables(const BenchReport& r);
 // One table as text: its title, the table, the legend wrapped.
 std::string RenderTableText(const ReportTable& t);
-nlohmann::json SeedTablesJson(const BenchReport& r);
-// The kvm-vs-hyperv seed's tables (bench/workload/kvm_hyperv_report.h): each guest in diskspd's
+nlohmann::json PresetTablesJson(const BenchReport& r);
+// The kvm-vs-hyperv preset's tables (bench/workload/kvm_hyperv_report.h): each guest in diskspd's
 // layout beside the published output, the KVM / Hyper-V ratios with intervals, the attribution,
 // the prediction and the calibration; and the same numbers as JSON.
 std::string KvmHypervText(const BenchReport& r);

@@ -382,7 +382,7 @@ std::string RenderText(const BenchReport& r) {
     }
   }
   out += RenderComparisonText(r);
-  out += RenderSeedTables(r);
+  out += RenderPresetTables(r);
   return out;
 }
 

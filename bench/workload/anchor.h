@@ -3,7 +3,7 @@
 // known reference measured under the same machine conditions. The matrix runs each anchor beside
 // the stack it applies to in every round: after it in even rounds, before it in odd ones. An anchor's run is bounded in time (about
 // vstack's window), so a tool 10x slower does not turn a round into minutes; the I/O count each
-// side did is reported. Implementations live with the CLI (tools/).
+// side did is reported. Implementations live in bench/anchors/
 #ifndef VSTACK_BENCH_WORKLOAD_ANCHOR_H_
 #define VSTACK_BENCH_WORKLOAD_ANCHOR_H_
 

@@ -7,7 +7,7 @@
 #include <charconv>
 #include <optional>
 
-#include "bench/workload/seed_presets.h"
+#include "bench/workload/presets.h"
 #include "bench/workload/write_guard.h"
 #include "blockdev/emulation/service_time.h"
 #include "lib/duration.h"
@@ -105,7 +105,7 @@ Status ApplySchedulerKnobs(const BenchKnobs& a, WorkloadKnobs* k) {
 }
 
 // The workload knobs, the preset's (found into `preset`) over them, and the scheduler's.
-Status ApplyWorkloadKnobs(const BenchKnobs& a, std::optional<SeedPreset>* preset,
+Status ApplyWorkloadKnobs(const BenchKnobs& a, std::optional<Preset>* preset,
                           WorkloadKnobs* k) {
   VSTACK_ASSIGN_OR_RETURN(k->block_size, ParseBlockSize(a.bs));
   k->write_pct = a.write_pct;
@@ -130,9 +130,9 @@ Status ApplyWorkloadKnobs(const BenchKnobs& a, std::optional<SeedPreset>* preset
   k->dedupe_pct = a.dedupe_pct;
   k->compress_pct = a.compress_pct;
   if (!a.preset.empty()) {
-    VSTACK_RETURN_IF_ERROR(OneOf("--preset", a.preset, SeedPresetNames()));
-    VSTACK_ASSIGN_OR_RETURN(*preset, FindSeedPreset(a.preset));
-    ApplySeedKnobs(&**preset, k, !a.duration.empty());
+    VSTACK_RETURN_IF_ERROR(OneOf("--preset", a.preset, PresetNames()));
+    VSTACK_ASSIGN_OR_RETURN(*preset, FindPreset(a.preset));
+    ApplyPresetKnobs(&**preset, k, !a.duration.empty());
   }
   VSTACK_RETURN_IF_ERROR(ApplySchedulerKnobs(a, k));
   return ValidateKnobs(*k);
@@ -166,10 +166,10 @@ Status ApplyRoundKnobs(const BenchKnobs& a, MatrixOptions* o) {
 
 // A --stack that is a path, as every other command takes it: an existing file becomes the spec
 // its format probe gives (file:PATH or vhd+file:PATH), said in `notes`; a path that does not
-// exist is an error that shows the spec to create it. Presets and specs are returned as they are.
+// exist is an error that shows the spec to create it. Named stacks and specs are returned as they are.
 Result<std::string> StackOrPath(const std::string& text, std::vector<std::string>* notes) {
-  const auto presets = PresetNames();
-  if (std::find(presets.begin(), presets.end(), text) != presets.end() || IsStackSpec(text) ||
+  const auto named = NamedStackNames();
+  if (std::find(named.begin(), named.end(), text) != named.end() || IsStackSpec(text) ||
       text.find('/') == std::string::npos) {
     return text;
   }
@@ -187,7 +187,7 @@ Result<std::string> StackOrPath(const std::string& text, std::vector<std::string
 
 // The stacks: the preset's, the default matrix, or each --stack resolved and write-guarded.
 Result<std::vector<StackPlan>> ResolveStacks(const BenchKnobs& a,
-                                             const std::optional<SeedPreset>& preset,
+                                             const std::optional<Preset>& preset,
                                              const BackendChoice& backend, Prepare prepare,
                                              std::vector<std::string>* notes) {
   if (preset && !a.stacks.empty()) return Bad("--preset brings its own stacks: drop --stack");
@@ -211,7 +211,7 @@ Result<std::vector<StackPlan>> ResolveStacks(const BenchKnobs& a,
 Result<MatrixOptions> PlanBench(const BenchKnobs& a, std::vector<std::string>* notes) {
   MatrixOptions o;
   WorkloadKnobs& k = o.knobs;
-  std::optional<SeedPreset> preset;
+  std::optional<Preset> preset;
   VSTACK_RETURN_IF_ERROR(ApplyWorkloadKnobs(a, &preset, &k));
   VSTACK_RETURN_IF_ERROR(ApplyRoundKnobs(a, &o));
 

@@ -40,7 +40,7 @@ struct BenchKnobs {
   std::string cpu_sampling = "on";  // on | off: the per-layer CPU sampler (docs/bench.md)
   std::string dir;     // where the scratch directory goes; "": $TMPDIR or /var/tmp
   std::string preset;  // a published finding's workload and stacks (--preset)
-  // The quantum scheduler and CPU Ready (docs/seeds.md). Several cpu_ready values sweep.
+  // The quantum scheduler and CPU Ready (docs/presets.md). Several cpu_ready values sweep.
   std::vector<double> cpu_ready;
   std::string quantum;
   std::vector<std::string> ready_stall = {"exp:4ms"};  // one, or one per cpu_ready value

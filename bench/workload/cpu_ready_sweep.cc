@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "bench/workload/seed_presets.h"
+#include "bench/workload/presets.h"
 
 namespace vstack::bench {
 

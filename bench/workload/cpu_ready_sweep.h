@@ -1,6 +1,6 @@
 // The figures of a --cpu-ready run, computed once for the text, the JSON and the chart: the
 // stacks that ran with the quantum scheduler, each one's median measured window, the sweep's
-// growth against its first row beside the published CPU Ready table's (seed_presets.h), and the
+// growth against its first row beside the published CPU Ready table's (presets.h), and the
 // warning when the host's own CPU Ready outweighs the stalls injected.
 #ifndef VSTACK_BENCH_WORKLOAD_CPU_READY_SWEEP_H_
 #define VSTACK_BENCH_WORKLOAD_CPU_READY_SWEEP_H_

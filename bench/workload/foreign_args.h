@@ -1,5 +1,5 @@
 // `vstack bench --diskspd "ARGS"` and `--fio-job FILE`: a diskspd command line or a fio job file
-// translated to vstack bench's knobs, so that a seed's own command line runs the workload it
+// translated to vstack bench's knobs, so that a preset's own command line runs the workload it
 // runs there. Every option is translated, accepted with a note (it changes nothing vstack
 // measures), or refused by name because vstack bench has no equivalent; and every knob the
 // command leaves out takes that tool's own default (docs/bench.md has the table, with the

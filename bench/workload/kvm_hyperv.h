@@ -1,8 +1,8 @@
-// The kvm-vs-hyperv seed: two Windows guests (2 vCPU) running the same diskspd line on KVM
+// The kvm-vs-hyperv preset: two Windows guests (2 vCPU) running the same diskspd line on KVM
 // (virtio) and on Hyper-V (gen 2), calibrated from the published diskspd outputs. Each guest is
 // `hv:` (its CPU per I/O, held on 2 modelled vCPUs) over `delay:` (the virtual disk as the guest
 // sees it: its service-time percentile table and its stalls) over `null`. Every parameter is
-// derived here from a published number (GuestCalibration says which); docs/seeds.md section 5.
+// derived here from a published number (GuestCalibration says which); docs/presets.md section 5.
 #ifndef VSTACK_BENCH_WORKLOAD_KVM_HYPERV_H_
 #define VSTACK_BENCH_WORKLOAD_KVM_HYPERV_H_
 
@@ -27,7 +27,7 @@ struct PublishedDiskspd {
   double Percentile(const std::string& row) const;  // < 0 when not published
 };
 
-// The seed's diskspd line, as the source ran it.
+// The preset's diskspd line, as the source ran it.
 inline constexpr const char* kKvmHypervDiskspd = "-b8K -d300 -h -L -o8 -t4 -r -w50 -c10G";
 // The run length the preset uses unless --duration is given, and its prediction runs.
 inline constexpr double kKvmHypervDefaultSeconds = 60;

@@ -1,4 +1,4 @@
-// What the kvm-vs-hyperv seed reports (kvm_hyperv.h): each guest as vstack measured it, in
+// What the kvm-vs-hyperv preset reports (kvm_hyperv.h): each guest as vstack measured it, in
 // diskspd's terms (its CPU, Total IO and percentile tables), next to the published output; the
 // KVM / Hyper-V ratios, published and measured with 95% intervals; the attribution from the
 // layers' own counters; and the prediction on faster devices. The text and JSON reports print

@@ -1,4 +1,4 @@
-#include "bench/workload/seed_presets.h"
+#include "bench/workload/presets.h"
 
 #include <cstdio>
 
@@ -23,8 +23,8 @@ StackPlan Plan(std::string name, std::string spec, std::string note) {
   return p;
 }
 
-SeedPreset HypervPassthrough() {
-  SeedPreset s;
+Preset HypervPassthrough() {
+  Preset s;
   s.name = "hyperv-passthrough";
   s.source =
       "IOMeter on Hyper-V, passthrough disk vs the same physical disk: 2 KiB, 66% reads / 33% "
@@ -62,14 +62,14 @@ SeedPreset HypervPassthrough() {
       "= 1.00 I/O in flight, so one request at a time reached the disk (the text says 4 "
       "workers x 1 outstanding; with 4 in flight the IOPS would be ~4x for the same times)",
       "--warmup, --ios         <- not the source's 30 s ramp and 10 min: vstack's 0.5 s warm-up "
-      "(delay+null has no state to warm) and a count per stack (docs/seeds.md: --ios 1500)",
+      "(delay+null has no state to warm) and a count per stack (docs/presets.md: --ios 1500)",
   };
   return s;
 }
 
 // KVM virtio vs Hyper-V gen 2 under one diskspd line; the stacks depend on the run length.
-SeedPreset KvmVsHyperv(double seconds) {
-  SeedPreset s;
+Preset KvmVsHyperv(double seconds) {
+  Preset s;
   s.name = "kvm-vs-hyperv";
   s.source =
       "diskspd " + std::string(kKvmHypervDiskspd) +
@@ -124,18 +124,18 @@ SeedPreset KvmVsHyperv(double seconds) {
 
 }  // namespace
 
-std::vector<std::string> SeedPresetNames() { return {"hyperv-passthrough", "kvm-vs-hyperv"}; }
+std::vector<std::string> PresetNames() { return {"hyperv-passthrough", "kvm-vs-hyperv"}; }
 
-Result<SeedPreset> FindSeedPreset(const std::string& name) {
+Result<Preset> FindPreset(const std::string& name) {
   if (name == "hyperv-passthrough") return HypervPassthrough();
   if (name == "kvm-vs-hyperv") return KvmVsHyperv(kKvmHypervDefaultSeconds);
   std::string names;
-  for (const std::string& n : SeedPresetNames()) names += (names.empty() ? "" : ", ") + n;
+  for (const std::string& n : PresetNames()) names += (names.empty() ? "" : ", ") + n;
   return MakeError(Errc::kInvalidArgument,
-                   "--preset: '" + name + "' is not a seed preset (presets: " + names + ")");
+                   "--preset: '" + name + "' is not a preset (presets: " + names + ")");
 }
 
-void ApplySeedKnobs(SeedPreset* preset, WorkloadKnobs* k, bool duration_given) {
+void ApplyPresetKnobs(Preset* preset, WorkloadKnobs* k, bool duration_given) {
   if (preset->name == "kvm-vs-hyperv") {
     k->block_size = 8192;
     k->queue_depth = 8;

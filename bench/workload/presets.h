@@ -1,8 +1,8 @@
-// Seed presets of `vstack bench --preset NAME`: a published measurement vstack reproduces,
+// Presets of `vstack bench --preset NAME`: a published measurement vstack reproduces,
 // with the workload of the source, the stacks that model it, and the published numbers that
-// the report prints side by side with vstack's (docs/seeds.md).
-#ifndef VSTACK_BENCH_WORKLOAD_SEED_PRESETS_H_
-#define VSTACK_BENCH_WORKLOAD_SEED_PRESETS_H_
+// the report prints side by side with vstack's (docs/presets.md).
+#ifndef VSTACK_BENCH_WORKLOAD_PRESETS_H_
+#define VSTACK_BENCH_WORKLOAD_PRESETS_H_
 
 #include <string>
 #include <vector>
@@ -20,33 +20,33 @@ struct PublishedColumn {
 };
 
 // A pair of stacks whose ratio is one "relative performance" column: `guest` over `host`.
-struct SeedPair {
+struct PresetPair {
   std::string label;  // "published LUN (5.4 ms reads)", "NVMe-like (80 us)", "memory speed"
   std::string host, guest;  // plan names
 };
 
-struct SeedPreset {
+struct Preset {
   std::string name;
   std::string source;  // the publication, in words
   std::vector<StackPlan> stacks;
-  std::vector<SeedPair> pairs;  // the first is the published one
+  std::vector<PresetPair> pairs;  // the first is the published one
   PublishedColumn published_host, published_guest;
   std::vector<std::string> calibration;  // "parameter <- published number", one line each
   std::string diskspd;  // the source's diskspd parameters, when it ran diskspd ("" otherwise)
 };
 
-std::vector<std::string> SeedPresetNames();
+std::vector<std::string> PresetNames();
 // The preset, or an error listing the names.
-Result<SeedPreset> FindSeedPreset(const std::string& name);
+Result<Preset> FindPreset(const std::string& name);
 // Sets the knobs the preset's source used (block size, mix, threads, queue depth, pattern, and
 // for kvm-vs-hyperv the preset's run length unless `duration_given`), and makes the preset's
 // stacks for them (kvm-vs-hyperv scales its stalls to the run length: kvm_hyperv.h).
-void ApplySeedKnobs(SeedPreset* preset, WorkloadKnobs* k, bool duration_given);
+void ApplyPresetKnobs(Preset* preset, WorkloadKnobs* k, bool duration_given);
 
 // A CPU Ready sweep: every plan once per RDY% value (values outer, plans inner), named
 // "<plan> RDY <v>%", each with its own cpu_ready_pct, so the rounds interleave the values.
 // `stalls` is one stall-length distribution for all values, or one per value (stalls that
-// grow with the load: docs/seeds.md).
+// grow with the load: docs/presets.md).
 std::vector<StackPlan> SweepCpuReady(const std::vector<StackPlan>& plans,
                                      const std::vector<double>& ready_pcts,
                                      const std::vector<std::string>& stalls = {});
@@ -60,4 +60,4 @@ const std::vector<PublishedYieldRow>& PublishedCpuReadyTable();
 
 }  // namespace vstack::bench
 
-#endif  // VSTACK_BENCH_WORKLOAD_SEED_PRESETS_H_
+#endif  // VSTACK_BENCH_WORKLOAD_PRESETS_H_

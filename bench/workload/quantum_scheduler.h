@@ -12,7 +12,7 @@
 // yields: a stall that ends a quantum early adds a yield to the base. Everything queued on the
 // scheduler waits through the stall: the yielders already queued, and the tasks whose I/O
 // completed meanwhile, which the stalled task then yields behind. So a yield's wait grows with
-// the stalls' length, not only the yields' number (docs/seeds.md, section 3).
+// the stalls' length, not only the yields' number (docs/presets.md, section 3).
 //
 // Yield statistics are what sys.dm_os_wait_stats shows for SOS_SCHEDULER_YIELD:
 // waiting_tasks_count, wait_time_ms, max_wait_time_ms and signal_wait_time_ms. A yield's wait

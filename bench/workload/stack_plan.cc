@@ -28,7 +28,7 @@ Result<Prepare> ParsePrepare(const std::string& text) {
 
 namespace {
 
-StackPlan Preset(const BackendChoice& b, std::string name, std::string layers, std::string image,
+StackPlan NamedStack(const BackendChoice& b, std::string name, std::string layers, std::string image,
                  std::string format, std::string options, Prepare prepare) {
   StackPlan p;
   p.name = std::move(name);
@@ -54,7 +54,7 @@ StackPlan Preset(const BackendChoice& b, std::string name, std::string layers, s
 
 // On the images tools/ceph-up creates in its cluster ($CEPH_CONF): rbd/bench-rep (data in the
 // replicated pool), rbd/bench-ec and rbd/bench-ec-dz (data in EC 2+1). docs/layers/rbd.md.
-void AddCephPresets(std::vector<StackPlan>& v) {
+void AddCephStacks(std::vector<StackPlan>& v) {
   const struct {
     const char* name;
     const char* spec;
@@ -79,16 +79,16 @@ void AddCephPresets(std::vector<StackPlan>& v) {
 
 }  // namespace
 
-std::vector<StackPlan> PresetPlans(const BackendChoice& b) {
+std::vector<StackPlan> NamedStacks(const BackendChoice& b) {
   std::vector<StackPlan> v;
-  v.push_back(Preset(b, "raw", "", "raw.img", "raw", "", Prepare::kFill));
+  v.push_back(NamedStack(b, "raw", "", "raw.img", "raw", "", Prepare::kFill));
   v.back().note = "the baseline";
-  v.push_back(Preset(b, "passthrough", "passthrough+", "raw.img", "raw", "", Prepare::kFill));
-  v.push_back(Preset(b, "vhd-fixed", "vhd+", "fixed.vhd", "vhd", "subformat=fixed", Prepare::kFill));
-  v.push_back(Preset(b, "vhd-dynamic", "vhd+", "dynamic.vhd", "vhd", "subformat=dynamic",
+  v.push_back(NamedStack(b, "passthrough", "passthrough+", "raw.img", "raw", "", Prepare::kFill));
+  v.push_back(NamedStack(b, "vhd-fixed", "vhd+", "fixed.vhd", "vhd", "subformat=fixed", Prepare::kFill));
+  v.push_back(NamedStack(b, "vhd-dynamic", "vhd+", "dynamic.vhd", "vhd", "subformat=dynamic",
                      Prepare::kFill));
   v.back().note = "every block allocated before the first round";
-  v.push_back(Preset(b, "vhd-dynamic-fresh", "vhd+", "fresh.vhd", "vhd", "subformat=dynamic",
+  v.push_back(NamedStack(b, "vhd-dynamic-fresh", "vhd+", "fresh.vhd", "vhd", "subformat=dynamic",
                      Prepare::kFresh));
   v.back().note = "a freshly created image every round: first writes allocate; no warm-up";
   for (const char* name : {"dedup", "zstd", "dedup+zstd"}) {
@@ -97,33 +97,33 @@ std::vector<StackPlan> PresetPlans(const BackendChoice& b) {
     // The scratch file is created before the stack opens it, so the layer that formats it is
     // told to (format=on formats only a device without a superblock: later rounds reopen).
     const std::string layers = std::string(name) + ":format=on+";
-    v.push_back(Preset(b, name, layers, file + ".img", "raw", "", Prepare::kFill));
+    v.push_back(NamedStack(b, name, layers, file + ".img", "raw", "", Prepare::kFill));
     v.back().image_scale = 1.5;  // room for the layer's metadata below its virtual size
   }
-  v.push_back(Preset(b, "raw-fresh", "", "sparse.img", "raw", "", Prepare::kFresh));
+  v.push_back(NamedStack(b, "raw-fresh", "", "sparse.img", "raw", "", Prepare::kFresh));
   v.back().note = "a sparse raw file every round: the fair baseline for vhd-dynamic-fresh";
-  v.push_back(Preset(b, "raw-copy", "", "raw-copy.img", "raw", "", Prepare::kFill));
+  v.push_back(NamedStack(b, "raw-copy", "", "raw-copy.img", "raw", "", Prepare::kFill));
   v.back().note = "raw again, on a file of its own: the A/A check (must not differ from raw)";
   // VHDX (docs/layers/vhdx.md), on request like raw-fresh.
-  v.push_back(Preset(b, "vhdx-fixed", "vhdx+", "fixed.vhdx", "vhdx", "subformat=fixed",
+  v.push_back(NamedStack(b, "vhdx-fixed", "vhdx+", "fixed.vhdx", "vhdx", "subformat=fixed",
                      Prepare::kFill));
-  v.push_back(Preset(b, "vhdx-dynamic", "vhdx+", "dynamic.vhdx", "vhdx", "subformat=dynamic",
+  v.push_back(NamedStack(b, "vhdx-dynamic", "vhdx+", "dynamic.vhdx", "vhdx", "subformat=dynamic",
                      Prepare::kFill));
   v.back().note = "every block allocated before the first round";
-  v.push_back(Preset(b, "vhdx-dynamic-fresh", "vhdx+", "fresh.vhdx", "vhdx",
+  v.push_back(NamedStack(b, "vhdx-dynamic-fresh", "vhdx+", "fresh.vhdx", "vhdx",
                      "subformat=dynamic", Prepare::kFresh));
   v.back().note = "a freshly created image every round: first writes allocate through the log";
   for (int levels : {1, 8}) {
     const std::string name = "vhd-diff-" + std::to_string(levels);
-    v.push_back(Preset(b, name, "vhd+", name + ".vhd", "vhd", "", Prepare::kNone));
+    v.push_back(NamedStack(b, name, "vhd+", name + ".vhd", "vhd", "", Prepare::kNone));
     v.back().diff_levels = levels;
     v.back().qemu_format.clear();  // qemu's vpc driver ignores parents
     v.back().note = "differencing, " + std::to_string(levels) +
                     (levels == 1 ? " level" : " levels") +
                     " over a filled dynamic VHD; the levels are new (empty) every round";
   }
-  AddCephPresets(v);
-  // raw-fresh and every preset after it (VHDX, differencing VHD, Ceph) are on request only.
+  AddCephStacks(v);
+  // raw-fresh and every named stack after it (VHDX, differencing VHD, Ceph) are on request only.
   for (auto it = std::find_if(v.begin(), v.end(),
                               [](const StackPlan& p) { return p.name == "raw-fresh"; });
        it != v.end(); ++it) {
@@ -134,31 +134,31 @@ std::vector<StackPlan> PresetPlans(const BackendChoice& b) {
 
 std::vector<StackPlan> DefaultMatrix(const BackendChoice& b) {
   std::vector<StackPlan> v;
-  for (StackPlan& p : PresetPlans(b)) {
+  for (StackPlan& p : NamedStacks(b)) {
     if (p.in_default_matrix) v.push_back(std::move(p));
   }
   return v;
 }
 
-std::vector<std::string> PresetNames() {
+std::vector<std::string> NamedStackNames() {
   std::vector<std::string> names;
-  for (const StackPlan& p : PresetPlans(BackendChoice{})) names.push_back(p.name);
+  for (const StackPlan& p : NamedStacks(BackendChoice{})) names.push_back(p.name);
   return names;
 }
 
 Result<StackPlan> ResolveStack(const std::string& text, const BackendChoice& b) {
-  for (StackPlan& p : PresetPlans(b)) {
+  for (StackPlan& p : NamedStacks(b)) {
     if (p.name == text) return std::move(p);
   }
   auto parts = ParseSpec(text);
   if (!parts) return MakeError(Errc::kInvalidArgument, "--stack: " + parts.error().message);
-  std::string presets;
-  for (const std::string& n : PresetNames()) presets += (presets.empty() ? "" : ", ") + n;
+  std::string names;
+  for (const std::string& n : NamedStackNames()) names += (names.empty() ? "" : ", ") + n;
   const SpecPart& bottom = parts->back();
   const ComponentInfo* backend = Registry::Global().Find(bottom.name);
   if (parts->size() == 1 && bottom.positional.empty() && backend == nullptr) {
     return MakeError(Errc::kInvalidArgument,
-                     "--stack: '" + text + "' is neither a preset (" + presets +
+                     "--stack: '" + text + "' is neither a named stack (" + names +
                          ") nor a stack spec (e.g. passthrough+memory:1G)");
   }
   if (backend == nullptr || backend->kind != ComponentKind::kBackend) {

@@ -1,6 +1,6 @@
 // What `vstack bench` runs: a list of stack plans. A plan is a spec plus how its image comes to
 // be (created on a temporary file, filled with data once, or made fresh for every round). The
-// built-in presets make the default matrix; any spec string is a plan too.
+// built-in named stacks make the default matrix; any spec string is a plan too.
 //
 // Specs may contain "{dir}", replaced by the run's temporary directory.
 #ifndef VSTACK_BENCH_WORKLOAD_STACK_PLAN_H_
@@ -27,7 +27,7 @@ enum class Prepare {
 const char* PrepareName(Prepare p);
 Result<Prepare> ParsePrepare(const std::string& text);
 
-// The backend the presets put their image files on.
+// The backend the named stacks put their image files on.
 struct BackendChoice {
   std::string backend = "uring";  // "uring" or "file"
   bool direct = true;             // O_DIRECT
@@ -47,8 +47,8 @@ struct StackPlan {
   std::string note;           // shown with the results
   double cpu_ready_pct = -1;  // >= 0: this plan's --cpu-ready (a sweep); -1: the knobs'
   std::string ready_stall;    // this plan's --ready-stall (a sweep); "": the knobs'
-  double duration_s = -1;     // > 0: this plan's --duration (a seed's short prediction runs)
-  // Differencing-VHD presets: `image` is the top of a chain of this many differencing levels
+  double duration_s = -1;     // > 0: this plan's --duration (a preset's short prediction runs)
+  // Differencing-VHD named stacks: `image` is the top of a chain of this many differencing levels
   // over a dynamic VHD that is created and filled once; the levels are made anew (empty) every
   // round, so reads go down the chain and first writes allocate in the top.
   int diff_levels = 0;
@@ -58,18 +58,18 @@ struct StackPlan {
   bool read_only = false;
 };
 
-// The presets, in default-matrix order: raw, passthrough, vhd-fixed, vhd-dynamic,
+// The named stacks, in default-matrix order: raw, passthrough, vhd-fixed, vhd-dynamic,
 // vhd-dynamic-fresh, dedup, zstd, dedup+zstd; then, on request only, raw-fresh (a sparse raw
 // file, the fair baseline for a fresh dynamic VHD), raw-copy (raw on a file of its own: the A/A
 // check), vhdx-fixed, vhdx-dynamic, vhdx-dynamic-fresh,
 // vhd-diff-1 and vhd-diff-8 (differencing chains of 1 and 8 levels over an allocated dynamic
-// VHD) and the Ceph presets.
-std::vector<StackPlan> PresetPlans(const BackendChoice& backend);
+// VHD) and the Ceph named stacks.
+std::vector<StackPlan> NamedStacks(const BackendChoice& backend);
 std::vector<StackPlan> DefaultMatrix(const BackendChoice& backend);
-std::vector<std::string> PresetNames();
+std::vector<std::string> NamedStackNames();
 
-// A preset by name, or a plan for a spec. Errors name what is wrong with the text (an unknown
-// preset, a malformed spec, an unknown layer or backend).
+// A named stack by name, or a plan for a spec. Errors name what is wrong with the text (an unknown
+// named stack, a malformed spec, an unknown layer or backend).
 Result<StackPlan> ResolveStack(const std::string& text, const BackendChoice& backend);
 
 // The knobs one round of `plan` runs with, on both sides of the round (vstack and the anchors

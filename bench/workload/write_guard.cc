@@ -30,7 +30,7 @@ Status GuardWrites(const WriteIntent& intent, StackPlan* p) {
                        (target.empty() ? p->spec : target) +
                        "', which it did not create (" + what +
                        "), and its data would be lost. Nothing was written. Read only with "
-                       "--write-pct 0, benchmark a scratch copy (a preset such as raw, or "
+                       "--write-pct 0, benchmark a scratch copy (a named stack such as raw, or "
                        "{dir}/NAME,create=on,size=1G in the spec), or pass --allow-write to "
                        "overwrite it");
 }

@@ -55,7 +55,7 @@ TEST(BenchKnobs, EveryBadKnobIsRefusedWithTheCommandLinesWords) {
       {[](BenchKnobs& k) { k.prepare = "later"; }, "--prepare: 'later' is not one of"},
       {[](BenchKnobs& k) { k.size = "0"; },
        "--size: stack 'raw' makes its own image and needs a size > 0"},
-      {[](BenchKnobs& k) { k.stacks = {"nosuch"}; }, "'nosuch' is neither a preset"},
+      {[](BenchKnobs& k) { k.stacks = {"nosuch"}; }, "'nosuch' is neither a named stack"},
       {[](BenchKnobs& k) { k.stacks = {"bogus+memory:1M"}; }, "unknown layer 'bogus'"},
       {[](BenchKnobs& k) { k.stacks = {"memory:8M"}, k.size = "16M"; },
        "--size 16 MiB is larger than stack 'memory:8M'"},

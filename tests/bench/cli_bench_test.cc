@@ -51,7 +51,7 @@ TEST(CliBench, InvalidKnobsAreRejectedBeforeAnythingIsCreated) {
       {"--rounds auto --precision 2", "--precision: '2' is not a percentage such as 2%"},
       {"--rounds auto --max-time soon", "--max-time: 'soon' is not a time"},
       {"--stack memory:8M --stack raw --size 16M", "--size 16 MiB is larger than stack 'memory:8M'"},
-      {"--stack nosuch", "'nosuch' is neither a preset"},
+      {"--stack nosuch", "'nosuch' is neither a named stack"},
       {"--stack bogus+memory:1M", "unknown layer 'bogus'"},
       {"--backend spdk", "--backend: 'spdk' is neither uring nor file"},
       {"--prepare later", "--prepare: 'later' is not one of"},

@@ -98,7 +98,7 @@ TEST(ForeignArgs, DiskspdLeavesOutItsOwnDefaults) {
             "off --content pattern --distribution uniform --flush-interval 0");
 }
 
-// The seed of docs/seeds.md's KVM-vs-Hyper-V pair (issue 32) ran this line: it translates to
+// The seed of docs/presets.md's KVM-vs-Hyper-V pair (issue 32) ran this line: it translates to
 // that run, with diskspd's own 5 s warm-up and its buffers (the published output's defaults).
 TEST(ForeignArgs, TheKvmVsHypervSeedLineRunsAsPublished) {
   auto t = TranslateDiskspd("-b8K -d300 -h -L -o8 -t4 -r -w50 -c10G");

@@ -1,7 +1,7 @@
 // The kvm-vs-hyperv seed: its preset parses into the source's workload and stacks that open,
-// its calibration follows from the published numbers as docs/seeds.md says, and its report
+// its calibration follows from the published numbers as docs/presets.md says, and its report
 // prints the published and the measured columns side by side (from a short real run). The
-// measured numbers themselves are benchmarks (docs/seeds.md), not thresholds here.
+// measured numbers themselves are benchmarks (docs/presets.md), not thresholds here.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -11,7 +11,7 @@
 #include "bench/report/report.h"
 #include "bench/workload/foreign_args.h"
 #include "bench/workload/kvm_hyperv.h"
-#include "bench/workload/seed_presets.h"
+#include "bench/workload/presets.h"
 #include "blockdev/emulation/service_time.h"
 #include "lib/registry.h"
 #include "lib/spec.h"
@@ -20,13 +20,13 @@ namespace vstack::cli {
 namespace {
 
 using bench::BenchReport;
-using bench::RenderSeedTables;
-using bench::SeedTablesJson;
+using bench::RenderPresetTables;
+using bench::PresetTablesJson;
 
-bench::SeedPreset Preset(bench::WorkloadKnobs* k, bool duration_given) {
-  auto p = bench::FindSeedPreset("kvm-vs-hyperv");
+bench::Preset Preset(bench::WorkloadKnobs* k, bool duration_given) {
+  auto p = bench::FindPreset("kvm-vs-hyperv");
   EXPECT_TRUE(p) << p.error().message;
-  bench::ApplySeedKnobs(&*p, k, duration_given);
+  bench::ApplyPresetKnobs(&*p, k, duration_given);
   return *p;
 }
 
@@ -43,7 +43,7 @@ std::string Option(const std::string& spec, const std::string& part, const std::
 
 TEST(KvmHypervPreset, RunsTheSeedsDiskspdLineOnStacksThatOpen) {
   bench::WorkloadKnobs k;
-  const bench::SeedPreset p = Preset(&k, false);
+  const bench::Preset p = Preset(&k, false);
   EXPECT_EQ(p.diskspd, "-b8K -d300 -h -L -o8 -t4 -r -w50 -c10G");
   // The knobs are the diskspd line's translation, but for the preset's shorter run.
   auto t = bench::TranslateDiskspd(p.diskspd);
@@ -83,7 +83,7 @@ TEST(KvmHypervPreset, RunsTheSeedsDiskspdLineOnStacksThatOpen) {
   // A --duration given is kept, and the stalls are played in that period.
   bench::WorkloadKnobs given;
   given.duration_s = 120;
-  const bench::SeedPreset longer = Preset(&given, true);
+  const bench::Preset longer = Preset(&given, true);
   EXPECT_EQ(given.duration_s, 120);
   EXPECT_EQ(Option(longer.stacks[0].spec, "delay", "stall_period"), "120s");
 }
@@ -129,7 +129,7 @@ TEST(KvmHypervReport, PrintsThePublishedAndTheMeasuredColumns) {
   bench::MatrixOptions o;
   o.knobs.warmup_s = 0.05;
   o.knobs.duration_s = 0.2;
-  bench::SeedPreset p = Preset(&o.knobs, true);
+  bench::Preset p = Preset(&o.knobs, true);
   o.stacks = p.stacks;
   o.rounds = 2;
   BenchReport r;
@@ -137,7 +137,7 @@ TEST(KvmHypervReport, PrintsThePublishedAndTheMeasuredColumns) {
   r.result = bench::RunMatrix(o);
   r.summary = bench::Summarize(r.result);
   ASSERT_TRUE(r.result.error.empty()) << r.result.error;
-  const std::string text = RenderSeedTables(r);
+  const std::string text = RenderPresetTables(r);
   for (const char* guest : {"KVM virtio (stack kvm-virtio", "Hyper-V gen 2 (stack hyperv-gen2"}) {
     EXPECT_NE(text.find(guest), std::string::npos) << text;
   }
@@ -163,7 +163,7 @@ TEST(KvmHypervReport, PrintsThePublishedAndTheMeasuredColumns) {
   EXPECT_NE(text.find("1.976x"), std::string::npos) << "the published IOPS ratio";
   EXPECT_NE(text.find("Crossover"), std::string::npos);
 
-  const nlohmann::json j = SeedTablesJson(r)["preset"];
+  const nlohmann::json j = PresetTablesJson(r)["preset"];
   ASSERT_EQ(j["guests"].size(), 2u);
   for (const auto& g : j["guests"]) {
     EXPECT_GT(g["published"]["iops"].get<double>(), 0);

@@ -190,7 +190,7 @@ TEST(Matrix, AnInvalidStackIsAClearErrorAndPresetsKnowTheirFiles) {
   BackendChoice b;
   auto bad = ResolveStack("nosuchpreset", b);
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("neither a preset"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("neither a named stack"), std::string::npos) << bad.error().message;
   auto badlayer = ResolveStack("nosuch+memory:1M", b);
   ASSERT_FALSE(badlayer);
   EXPECT_NE(badlayer.error().message.find("unknown layer 'nosuch'"), std::string::npos);
@@ -222,7 +222,7 @@ TEST(Matrix, SpecsExpandTheScratchDirectoryAndSizesRelativeToTheTarget) {
   EXPECT_NE(plan->spec.find("dedup+zstd:format=on+"), std::string::npos) << plan->spec;
 }
 
-// The Ceph presets run on the images tools/ceph-up creates, and only on request.
+// The Ceph named stacks run on the images tools/ceph-up creates, and only on request.
 TEST(Matrix, CephPresetsUseTheCephUpImages) {
   auto rep = ResolveStack("rbd-replicated", BackendChoice{});
   ASSERT_OK(rep);

@@ -390,14 +390,14 @@ TEST(ReportCpuReady, HostReadyAboveTheSmallestInjectedIsWarnedAbout) {
   EXPECT_EQ(tables[0].rows[1][3], "3.25");
   EXPECT_NE(tables[0].legend.find("WARNING: the host's own CPU Ready (3.25%)"), std::string::npos);
   std::string text;  // the text report, its wrapped lines joined
-  for (const std::string& w : Split(RenderSeedTables(loaded))) text += w + " ";
+  for (const std::string& w : Split(RenderPresetTables(loaded))) text += w + " ";
   EXPECT_NE(text.find("WARNING: " + CpuReadyWarning(loaded.result, loaded.summary) + "."), std::string::npos) << text;
-  EXPECT_EQ(SeedTablesJson(loaded)["cpu_ready"]["warning"], CpuReadyWarning(loaded.result, loaded.summary));
-  EXPECT_EQ(SeedTablesJson(loaded)["cpu_ready"]["vstack"][1]["host_ready_pct"], 3.25);
+  EXPECT_EQ(PresetTablesJson(loaded)["cpu_ready"]["warning"], CpuReadyWarning(loaded.result, loaded.summary));
+  EXPECT_EQ(PresetTablesJson(loaded)["cpu_ready"]["vstack"][1]["host_ready_pct"], 3.25);
 
   const BenchReport quiet = with_host(0.2, 0.3, 1.1);  // below every injected RDY%
   EXPECT_EQ(CpuReadyWarning(quiet.result, quiet.summary), "");
-  EXPECT_TRUE(SeedTablesJson(quiet)["cpu_ready"]["warning"].is_null());
+  EXPECT_TRUE(PresetTablesJson(quiet)["cpu_ready"]["warning"].is_null());
   EXPECT_EQ(CpuReadyTables(quiet)[0].legend.find("WARNING"), std::string::npos);
 
   // A control without yields: its growth ratios are undefined, shown as "-", never 0.
@@ -413,7 +413,7 @@ TEST(ReportCpuReady, HostReadyAboveTheSmallestInjectedIsWarnedAbout) {
   const BenchReport unknown = with_host(-1, -1, -1);  // no schedstat: n/a, and no warning
   EXPECT_EQ(CpuReadyWarning(unknown.result, unknown.summary), "");
   EXPECT_EQ(CpuReadyTables(unknown)[0].rows[0][3], "n/a");
-  EXPECT_TRUE(SeedTablesJson(unknown)["cpu_ready"]["vstack"][0]["host_ready_pct"].is_null());
+  EXPECT_TRUE(PresetTablesJson(unknown)["cpu_ready"]["vstack"][0]["host_ready_pct"].is_null());
 }
 
 // A layer whose self time is below the timestamp resolution (one clock read per batch) gets a

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "bench/workload/quantum_scheduler.h"
-#include "bench/workload/seed_presets.h"
+#include "bench/workload/presets.h"
 #include "blockdev/delay/delay_device.h"
 #include "blockdev/emulation/stall_schedule.h"
 #include "blockdev/error/error_device.h"
