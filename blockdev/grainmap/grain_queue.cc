@@ -304,9 +304,27 @@ void GrainQueue::WriteDone(Op* op) {
 
 void GrainQueue::Undo(Op* op, size_t slots) {
   std::lock_guard lock(journal_->mu);
+  // A grain may share a unit that an earlier grain of this same write stores (dedup: a write
+  // holding one grain twice). That unit was never mapped and is given back below, so its share
+  // is cancelled, not released: a release would have the next commit free it a second time.
+  auto stored_here = [&](uint64_t unit) {
+    return !in_place_ && std::any_of(op->slots.begin(), op->slots.begin() + slots, [&](const Slot& t) {
+             return t.enc.kind == Encoded::kStore && t.enc.unit == unit;
+           });
+  };
   for (size_t i = 0; i < slots; ++i) {
     Encoded& e = op->slots[i].enc;
-    if (e.kind == Encoded::kShare) map_.DropRef(*journal_, UnitMap::UnitOf(e.entry));
+    if (e.kind != Encoded::kShare) continue;
+    const uint64_t unit = UnitMap::UnitOf(e.entry);
+    if (stored_here(unit)) {
+      map_.CancelRef(*journal_, unit);
+    } else {
+      map_.DropRef(*journal_, unit);
+    }
+    e = Encoded{};
+  }
+  for (size_t i = 0; i < slots; ++i) {
+    Encoded& e = op->slots[i].enc;
     if ((e.kind == Encoded::kStore && !in_place_) || e.kind == Encoded::kConfirm) {
       dev_.Unencode(GrainWrite{op->slots[i].v, reinterpret_cast<uint64_t>(op), nullptr, &map_,
                                journal_},
