@@ -281,6 +281,7 @@ void GrainQueue::WriteDone(Op* op) {
       commit_kind_ = below ? GrainDevice::CommitKind::kMakeRoom : GrainDevice::CommitKind::kDue;
       return Park(op, Stage::kEncode);
     }
+    if (in_place_) dev_.WriteFailed(op->first, op->count);
     return Finish(op, op->error);
   }
   uint64_t zeros = 0;
