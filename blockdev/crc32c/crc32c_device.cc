@@ -184,10 +184,13 @@ Status Crc32cDevice::Recover() {
     ++recovered_regions_;
   }
   map().FinishLoad();
-  // The recomputed checksums are written by the first commit, which cleans these regions
-  // (a crash before it recomputes them again): an open writes nothing, so it works on a full
-  // device below.
-  return OkStatus();
+  if (recovered_regions_ == 0 || read_only_) return OkStatus();  // read-only: in memory only
+  // Clean them now. An open must not need new space: if the device below is full (a table page
+  // not yet allocated on a thin device below), they stay dirty, and a later commit cleans them
+  // (a crash before that recomputes them again).
+  Status s = Commit(CommitKind::kClose);
+  if (!s && s.error().code == std::errc::no_space_on_device) return OkStatus();
+  return s;
 }
 
 Status Crc32cDevice::Recompute(uint64_t r) {

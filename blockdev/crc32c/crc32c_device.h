@@ -71,9 +71,8 @@ class Crc32cDevice final : public GrainDevice {
   uint64_t RegionOf(uint64_t grain) const { return grain / per_region_; }
   Status Format();
   Status Load();
-  // Recomputes the checksums of every region a crash left dirty, from the data. Writes
-  // nothing: the regions stay dirty until the first commit cleans them, so opening needs no
-  // space below.
+  // Recomputes the checksums of every region a crash left dirty, from the data, and cleans
+  // them; out of space below, they stay dirty (opening needs no new space).
   Status Recover();
   // Loads the checksums of region r's grains from the data below (the region is quiet).
   Status Recompute(uint64_t r);
