@@ -308,8 +308,9 @@ void GrainQueue::Undo(Op* op, size_t slots) {
   // A grain may share a unit that an earlier grain of this same write stores (dedup: a write
   // holding one grain twice). That unit was never mapped and is given back below, so its share
   // is cancelled, not released: a release would have the next commit free it a second time.
+  const auto end = op->slots.begin() + static_cast<std::ptrdiff_t>(slots);
   auto stored_here = [&](uint64_t unit) {
-    return !in_place_ && std::any_of(op->slots.begin(), op->slots.begin() + slots, [&](const Slot& t) {
+    return !in_place_ && std::any_of(op->slots.begin(), end, [&](const Slot& t) {
              return t.enc.kind == Encoded::kStore && t.enc.unit == unit;
            });
   };

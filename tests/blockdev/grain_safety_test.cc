@@ -22,7 +22,8 @@ namespace {
 // that changed the device anyway (as the device contract allows).
 class LandsThenFails final : public ForwardingLayer {
  public:
-  explicit LandsThenFails(DevicePtr lower) : ForwardingLayer("lands-then-fails", std::move(lower)) {}
+  explicit LandsThenFails(DevicePtr lower)
+      : ForwardingLayer("lands-then-fails", std::move(lower)) {}
   std::atomic<bool> armed{false};
 
  protected:
