@@ -229,9 +229,20 @@ const std::vector<SimPreset>& SimPresets() {
                         "crc32c+zstd+vhd:subformat=diff", "vhd:subformat=dynamic+dedup+zstd",
                         "dedup+crc32c+vhd:subformat=fixed", "vhdx+crc32c+dedup",
                     }};
+    // grain's stacks that pass today: without zstd, whose bins the simulator finds freed twice
+    // and torn, and without vhdx+crc32c+dedup, which can hang (open findings, docs/testing.md).
+    SimPreset grain_ci{"grain-ci",
+                       "the grain stacks the CI campaign runs: grain's without zstd and without "
+                       "vhdx+crc32c+dedup (open findings)",
+                       {}};
+    for (const std::string& s : grain.stacks) {
+      if (s.find("zstd") == std::string::npos && s != "vhdx+crc32c+dedup") {
+        grain_ci.stacks.push_back(s);
+      }
+    }
     SimPreset all{"all", "families and grain together", families.stacks};
     all.stacks.insert(all.stacks.end(), grain.stacks.begin(), grain.stacks.end());
-    return std::vector<SimPreset>{families, grain, all};
+    return std::vector<SimPreset>{families, grain, grain_ci, all};
   }();
   return presets;
 }
@@ -248,6 +259,10 @@ const std::vector<SeedOf>& RegressionSeeds() {
   static const std::vector<SeedOf> seeds = {
       {"vhd:subformat=dynamic", 397},  // growth that fails keeps no footer at the end
       {"vhd:subformat=diff", 1},      // a queue busy on file and parent polls without waiting
+      // A failed write holding one grain twice freed its unit twice (assertions on; else the
+      // next commit's Check of the live device reports it).
+      {"dedup+vhd:subformat=dynamic", 17},
+      {"crc32c", 14},  // a write that failed below kept its grain's old checksum
   };
   return seeds;
 }

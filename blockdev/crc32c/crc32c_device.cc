@@ -69,6 +69,7 @@ Crc32cDevice::Crc32cDevice(DevicePtr lower, uint32_t grain, Superblock sb, bool 
       zero_crc_(Crc32c(std::vector<uint8_t>(grain, 0).data(), grain)),
       read_only_(read_only),
       regions_(sb_.tables[kDirtyTable].entries),
+      unknown_((sb_.tables[kCrcTable].entries + 63) / 64),
       dirty_(sb_.tables[kDirtyTable].entries, 0) {}
 
 Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, uint32_t grain, bool grain_given,
@@ -177,39 +178,61 @@ Status Crc32cDevice::Load() {
 }
 
 Status Crc32cDevice::Recover() {
-  AlignedBuffer buf(uint64_t{per_region_} * grain(),
-                    std::max<uint64_t>(4096, lower_device().geometry().mem_alignment));
-  bool any = false;
   for (uint64_t r = 0; r < regions_.size(); ++r) {
     if (!dirty_[r]) continue;
-    const uint64_t first = r * per_region_;
-    const uint64_t n = std::min<uint64_t>(per_region_, map().grains() - first);
-    if (std::error_code ec = io_->Read(data_offset() + first * grain(),
-                                       buf.span().first(n * grain()))) {
-      return MakeError(ec, "crc32c: recovery: cannot read region " + std::to_string(r) + ": " +
-                               ec.message());
-    }
-    for (uint64_t i = 0; i < n; ++i) {
-      map().Load(first + i, Stored(Crc32c(buf.data() + i * grain(), grain())));
-    }
+    VSTACK_RETURN_IF_ERROR(Recompute(r));
     ++recovered_regions_;
-    any = true;
   }
   map().FinishLoad();
-  if (!any || read_only_) return OkStatus();  // read-only: recomputed in memory only
-  return Commit(CommitKind::kClose);
+  if (recovered_regions_ == 0 || read_only_) return OkStatus();  // read-only: in memory only
+  // Clean them now. An open must not need new space: if the device below is full (a table page
+  // not yet allocated on a thin device below), they stay dirty, and a later commit cleans them
+  // (a crash before that recomputes them again).
+  Status s = Commit(CommitKind::kClose);
+  if (!s && s.error().code == std::errc::no_space_on_device) return OkStatus();
+  return s;
+}
+
+Status Crc32cDevice::Recompute(uint64_t r) {
+  const uint64_t first = r * per_region_;
+  const uint64_t n = std::min<uint64_t>(per_region_, map().grains() - first);
+  AlignedBuffer buf(n * grain(), std::max<uint64_t>(4096, lower_device().geometry().mem_alignment));
+  if (std::error_code ec = io_->Read(data_offset() + first * grain(), buf.span())) {
+    return MakeError(ec, "crc32c: cannot read region " + std::to_string(r) +
+                             " to recompute its checksums: " + ec.message());
+  }
+  for (uint64_t i = 0; i < n; ++i) {
+    map().Load(first + i, Stored(Crc32c(buf.data() + i * grain(), grain())));
+  }
+  for (uint64_t g = first; g < first + n; ++g) {
+    unknown_[g / 64].fetch_and(~(uint64_t{1} << (g % 64)), std::memory_order_relaxed);
+  }
+  return OkStatus();
+}
+
+bool Crc32cDevice::AnyUnknown(uint64_t r) const {
+  const uint64_t first = r * per_region_;
+  const uint64_t n = std::min<uint64_t>(per_region_, map().grains() - first);
+  for (uint64_t g = first; g < first + n; ++g) {
+    if (unknown(g)) return true;
+  }
+  return false;
 }
 
 // ---------------------------------------------------------------------------------------------
 // The policy
 
 Encoded Crc32cDevice::Encode(QueueState*, const GrainWrite& w, const std::byte* bytes) {
+  if (unknown(w.grain)) {  // known again once this write lands (WriteFailed if it fails)
+    unknown_[w.grain / 64].fetch_and(~(uint64_t{1} << (w.grain % 64)), std::memory_order_relaxed);
+  }
   return {Encoded::kStore, Stored(Crc32c(bytes, grain())), w.grain};
 }
 
 bool Crc32cDevice::VerifyRead(uint64_t grain, uint64_t entry, const iovec* iov, uint32_t iovcnt,
                               uint64_t off, bool last_try) {
   if (Stored(Crc32cIov(iov, iovcnt, off, this->grain())) == entry) return true;
+  if (unknown(grain)) return true;  // its failed write left old or new sectors: either is right
   if (last_try) {
     mismatches_.fetch_add(1);
     last_mismatch_.store(grain * this->grain());
@@ -223,19 +246,25 @@ Status Crc32cDevice::BeforeWrite(GrainIo& io, uint64_t first, uint64_t count) {
   regions_.Touch(RegionOf(first), RegionOf(first + count - 1), &to_mark);
   if (to_mark.empty()) return OkStatus();
   io.Quiesce();  // marking blocks
-  Status s = MarkDirty(to_mark);
-  if (!s) AfterWrite(first, count);
-  return s;
+  return MarkDirty(to_mark);  // (failed: the engine still calls AfterWrite)
 }
 
 void Crc32cDevice::AfterWrite(uint64_t first, uint64_t count) {
   regions_.Untouch(RegionOf(first), RegionOf(first + count - 1));
 }
 
+// The region is durably dirty (BeforeWrite), so a crash recomputes these grains' checksums; a
+// commit that cleans the region recomputes them first (Commit).
+void Crc32cDevice::WriteFailed(uint64_t first, uint64_t count) {
+  for (uint64_t g = first; g < first + count; ++g) {
+    unknown_[g / 64].fetch_or(uint64_t{1} << (g % 64), std::memory_order_relaxed);
+  }
+}
+
 std::string Crc32cDevice::ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
                                      uint32_t length) {
   const uint32_t actual = Stored(Crc32c(stored, length));
-  if (actual == entry) return {};
+  if (actual == entry || unknown(grain)) return {};  // (unknown: recomputed at the next commit)
   if (repair_ == CheckMode::kRepairAll && !read_only_) {
     // The data is what it is; accepting it makes reads succeed again (the damage stays).
     map().Load(grain, actual);
@@ -283,7 +312,14 @@ Status Crc32cDevice::MarkDirty(const std::vector<uint64_t>& regions) {
 Status Crc32cDevice::Commit(CommitKind kind) {
   std::lock_guard lock(meta_mu_);
   if (!formatted_ || read_only_) return OkStatus();
-  const std::vector<uint64_t> clean = regions_.PickClean(kind == CommitKind::kClose);
+  std::vector<uint64_t> clean = regions_.PickClean(kind == CommitKind::kClose);
+  // A region with grains whose write failed: their checksums from the data first (quiet: a
+  // new write to it waits in MarkDirty for meta_mu_). Unreadable, it stays dirty.
+  std::erase_if(clean, [&](uint64_t r) {
+    if (!AnyUnknown(r) || Recompute(r)) return false;
+    regions_.Marked({r});
+    return true;
+  });
   // Their checksum pages, written before the flush that makes them durable along with the
   // data they describe; then their flags cleared (if that is lost, they are merely recomputed).
   Status s = WriteTablePages(

@@ -63,6 +63,7 @@ class Crc32cDevice final : public GrainDevice {
                   uint64_t off, bool last_try) override;
   Status BeforeWrite(GrainIo& io, uint64_t first, uint64_t count) override;
   void AfterWrite(uint64_t first, uint64_t count) override;
+  void WriteFailed(uint64_t first, uint64_t count) override;
   std::string ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
                          uint32_t length) override;
 
@@ -70,8 +71,16 @@ class Crc32cDevice final : public GrainDevice {
   uint64_t RegionOf(uint64_t grain) const { return grain / per_region_; }
   Status Format();
   Status Load();
-  // Recomputes the checksums of every region a crash left dirty, from the data.
+  // Recomputes the checksums of every region a crash left dirty, from the data, and cleans
+  // them; out of space below, they stay dirty (opening needs no new space).
   Status Recover();
+  // Loads the checksums of region r's grains from the data below (the region is quiet).
+  Status Recompute(uint64_t r);
+  // A grain whose write failed below: its checksum is unknown until a commit recomputes it.
+  bool unknown(uint64_t grain) const {
+    return unknown_.Load(grain / 64) & (uint64_t{1} << (grain % 64));
+  }
+  bool AnyUnknown(uint64_t r) const;
   // Durably marks `regions` dirty before data is written to them. Blocks the caller.
   Status MarkDirty(const std::vector<uint64_t>& regions);
   Status WriteDirtyPages(const std::vector<uint64_t>& regions, IoFlags flags);
@@ -84,6 +93,7 @@ class Crc32cDevice final : public GrainDevice {
   DirtyRegions regions_;
   CheckMode repair_ = CheckMode::kReadOnly;  // during Check
   std::vector<uint64_t> repaired_;           // regions whose checksums a repair changed
+  AtomicArray<uint64_t> unknown_;            // a bit per grain: its write failed below
 
   IoMutex meta_mu_;             // serialises metadata I/O (held across it)
   std::unique_ptr<SyncIo> io_;  // guarded by meta_mu_

@@ -180,9 +180,15 @@ class GrainDevice : public GrainLayer {
                           uint64_t off, bool last_try) { return true; }
 
   // In-place layers: before a write of grains [first, first+count) is started (it may block,
-  // after io.Quiesce()) and after it finished.
+  // after io.Quiesce()) and after it finished. AfterWrite follows every BeforeWrite, once,
+  // whether BeforeWrite or the write failed or not.
   virtual Status BeforeWrite(GrainIo& io, uint64_t first, uint64_t count) { return OkStatus(); }
   virtual void AfterWrite(uint64_t first, uint64_t count) {}
+  // In-place layers: the write of grains [first, first+count) failed below (before AfterWrite,
+  // the grains still locked). Each of its sectors may hold its old or its new bytes, as the
+  // device contract allows for a failed write, so what the layer kept for those grains (a
+  // checksum) may describe neither.
+  virtual void WriteFailed(uint64_t first, uint64_t count) {}
 
   // Mapped layers: a unit's record in the unit table (format.unit_entry_bytes), and back.
   virtual void UnitRecord(uint64_t unit, uint8_t* out) const {}

@@ -281,6 +281,7 @@ void GrainQueue::WriteDone(Op* op) {
       commit_kind_ = below ? GrainDevice::CommitKind::kMakeRoom : GrainDevice::CommitKind::kDue;
       return Park(op, Stage::kEncode);
     }
+    if (in_place_) dev_.WriteFailed(op->first, op->count);
     return Finish(op, op->error);
   }
   uint64_t zeros = 0;
@@ -304,9 +305,28 @@ void GrainQueue::WriteDone(Op* op) {
 
 void GrainQueue::Undo(Op* op, size_t slots) {
   std::lock_guard lock(journal_->mu);
+  // A grain may share a unit that an earlier grain of this same write stores (dedup: a write
+  // holding one grain twice). That unit was never mapped and is given back below, so its share
+  // is cancelled, not released: a release would have the next commit free it a second time.
+  const auto end = op->slots.begin() + static_cast<std::ptrdiff_t>(slots);
+  auto stored_here = [&](uint64_t unit) {
+    return !in_place_ && std::any_of(op->slots.begin(), end, [&](const Slot& t) {
+             return t.enc.kind == Encoded::kStore && t.enc.unit == unit;
+           });
+  };
   for (size_t i = 0; i < slots; ++i) {
     Encoded& e = op->slots[i].enc;
-    if (e.kind == Encoded::kShare) map_.DropRef(*journal_, UnitMap::UnitOf(e.entry));
+    if (e.kind != Encoded::kShare) continue;
+    const uint64_t unit = UnitMap::UnitOf(e.entry);
+    if (stored_here(unit)) {
+      map_.CancelRef(*journal_, unit);
+    } else {
+      map_.DropRef(*journal_, unit);
+    }
+    e = Encoded{};
+  }
+  for (size_t i = 0; i < slots; ++i) {
+    Encoded& e = op->slots[i].enc;
     if ((e.kind == Encoded::kStore && !in_place_) || e.kind == Encoded::kConfirm) {
       dev_.Unencode(GrainWrite{op->slots[i].v, reinterpret_cast<uint64_t>(op), nullptr, &map_,
                                journal_},

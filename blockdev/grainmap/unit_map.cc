@@ -1,6 +1,7 @@
 #include "blockdev/grainmap/unit_map.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include "lib/plural.h"
 
@@ -127,6 +128,11 @@ void UnitMap::DropRef(Journal& j, uint64_t unit) {
   j.released.push_back(unit);
 }
 
+void UnitMap::CancelRef(Journal& j, uint64_t unit) {
+  if (refs_[unit].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  j.used.store(j.used.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Allocation
 
@@ -157,7 +163,17 @@ bool UnitMap::TakeUnit(Journal& j, uint64_t* unit) {
 }
 
 void UnitMap::GiveBack(uint64_t unit) {
+  assert(refs_.Load(unit) == 0);  // a reference left would release it again: freed twice
   std::lock_guard lock(alloc_mu_);
+  FreeUnit(unit);
+}
+
+void UnitMap::FreeUnit(uint64_t unit) {  // REQUIRES alloc_mu_
+  if (!alloc_.IsUsed(unit)) {
+    assert(false && "a grain layer frees a unit that is free");
+    ++freed_twice_;  // Check reports it: the allocator stays consistent, the bug is not hidden
+    return;
+  }
   alloc_.Free(unit);
 }
 
@@ -247,7 +263,7 @@ void UnitMap::Reclaim(Capture& c, const Reclaimer& reclaim, std::vector<uint64_t
     return true;
   });
   std::lock_guard lock(alloc_mu_);
-  for (uint64_t u : *freed) alloc_.Free(u);
+  for (uint64_t u : *freed) FreeUnit(u);
 }
 
 void UnitMap::TakeAged(std::vector<uint64_t>* out, uint64_t keep, uint64_t min_run) {
@@ -314,6 +330,10 @@ void UnitMap::Check(CheckMode mode, const std::function<uint32_t(uint64_t)>& hol
   }
   SortUnique(spoken_for);
   std::lock_guard al(alloc_mu_);
+  if (freed_twice_) {
+    out->Corruption(who + "s freed while free: " + std::to_string(freed_twice_) +
+                    " (a unit freed twice may be handed out twice)");
+  }
   for (uint64_t u = 0; u < units_; ++u) {
     const uint32_t d = derived.Load(u), r = refs_.Load(u), h = holds(u);
     const std::string name = who + " " + std::to_string(u);

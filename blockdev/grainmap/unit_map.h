@@ -103,6 +103,10 @@ class UnitMap {
   void Remap(Journal& j, uint64_t v, uint64_t e, bool counted);
   void AddRef(Journal& j, uint64_t unit);
   void DropRef(Journal& j, uint64_t unit);
+  // Takes back a reference AddRef took on a unit that no entry ever named and that the caller
+  // is about to give back (GiveBack): a failed write's share of a grain it stored itself. Not a
+  // release, so no commit frees the unit a second time.
+  void CancelRef(Journal& j, uint64_t unit);
   // Records that `unit` holds new content whose record (the layer's per-unit table) must be
   // journaled.
   void Stored(Journal& j, uint64_t unit) { j.stored.push_back(unit); }
@@ -158,6 +162,9 @@ class UnitMap {
 
  private:
   void GiveBackReserve(Journal& j);
+  // Frees a unit the allocator has in use; a unit already free is counted (freed_twice_, which
+  // Check reports as corruption) and left alone. REQUIRES: alloc_mu_.
+  void FreeUnit(uint64_t unit);
   // No reader of a generation of this parity is left. REQUIRES: journals_mu_.
   bool Drained(uint64_t parity) const;
   uint64_t Exchange(uint64_t v, uint64_t e) {
@@ -186,6 +193,7 @@ class UnitMap {
 
   mutable std::mutex alloc_mu_;
   BitmapAllocator alloc_;  // under alloc_mu_
+  uint64_t freed_twice_ = 0;  // under alloc_mu_
 };
 
 }  // namespace vstack
