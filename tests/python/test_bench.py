@@ -207,25 +207,3 @@ def test_space_bad_options(tmp_path):
     with pytest.raises(vstack.SpecError):
         vstack.space("dedupp+memory:16M")
 
-
-def test_bench_releases_the_gil(gate):
-    """The benchmark's first I/O is held inside the stack at the gate; this thread then runs
-    Python and opens the gate itself, which it could not do if bench() kept the GIL (the gate's
-    safety valve would open it, failing the test, with nothing timed)."""
-    import threading
-
-    gate.shut()
-    gate.open_after(30_000)
-    held = gate.held()
-    got = {}
-    runner = threading.Thread(target=lambda: got.update(r=vstack.bench(
-        "gate+memory:1M", size="1M", rounds=1, warmup=0, ios=100, qd=1, threads=1)))
-    runner.start()
-    assert gate.wait_held(held + 1), "the benchmark never reached the gate"
-    ran_meanwhile = [n * n for n in range(1000)]
-    runner_was_inside = runner.is_alive() and "r" not in got
-    gate.open()
-    runner.join()
-    assert not gate.opened_by_itself(), "bench() held the GIL while the stack ran"
-    assert runner_was_inside and ran_meanwhile[-1] == 999 * 999
-    assert got["r"].outcome == "ok" and got["r"].json["stacks"][0]["rounds"][0]["total"]["ios"] == 100

@@ -13,7 +13,7 @@ def test_overhead_example_prints_the_table_and_saves_the_chart(tmp_path):
     env = dict(os.environ, MPLBACKEND="Agg", TMPDIR=str(tmp_path))
     out = subprocess.run(
         [sys.executable, os.path.join(ROOT, "examples", "python", "overhead.py"),
-         "--duration", "0.1s", "--rounds", "3", "--chart", str(chart)],
+         "--duration", "0.1s", "--rounds", "3", "--size", "8M", "--chart", str(chart)],
         cwd=tmp_path, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
