@@ -86,6 +86,12 @@ def test_bench_to_pandas(run):
     assert len(frame) == len(STACKS)
 
 
+def test_bench_to_pandas_without_pandas_says_what_to_install(run, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "pandas", None)  # import pandas fails
+    with pytest.raises(ImportError, match="needs pandas: apt install python3-pandas"):
+        run.to_pandas()
+
+
 def test_bench_report_writes_the_clis_folder(run, tmp_path):
     run.report(str(tmp_path / "r"))
     assert (tmp_path / "r" / "index.html").exists()
