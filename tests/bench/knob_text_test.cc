@@ -59,7 +59,7 @@ TEST(KnobText, TypedKnobsWinOverTheTranslation) {
   EXPECT_NE(line->find("--diskspd \"-b8K -d300 -o4 -t2 -r -w50\" runs as --bs 8K"),
             std::string::npos)
       << *line;
-  EXPECT_NE(line->find("; --duration as given on the command line; --qd as given"),
+  EXPECT_NE(line->find("; --qd as given on the command line; --duration as given"),
             std::string::npos)
       << *line;
 
