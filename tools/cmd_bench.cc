@@ -8,17 +8,14 @@
 #include <fmt/format.h>
 #include <signal.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "bench/report/bench.h"
 #include "bench/report/report_dir.h"
 #include "bench/anchors/child_process.h"
 #include "bench/workload/bench_knobs.h"
-#include "bench/workload/foreign_args.h"
+#include "bench/workload/knob_text.h"
 #include "bench/workload/presets.h"
 #include "bench/workload/stack_plan.h"
 #include "tools/bench/progress_line.h"
@@ -110,50 +107,17 @@ void RunBench(const BenchArgs& args) {
 }
 
 // Sets the knobs a --diskspd or --fio-job translation gives, as if typed on the command line,
-// and says on stderr what it ran as. Options typed on the command line win over the translation
-// (a typed --duration or --ios over either of them).
+// and says on stderr what it ran as (bench::ApplyForeignArgs: options typed on the command line
+// win over the translation).
 void ApplyForeign(CLI::App& cmd, BenchArgs& a) {
-  if (a.diskspd.empty() && a.fio_job.empty()) return;
-  const std::string from =
-      a.diskspd.empty() ? "--fio-job " + a.fio_job : "--diskspd \"" + a.diskspd + "\"";
-  auto translate = [&]() -> Result<bench::ForeignArgs> {
-    if (!a.diskspd.empty()) return bench::TranslateDiskspd(a.diskspd);
-    std::ifstream f(a.fio_job);
-    if (!f) Fail("bench", "--fio-job: cannot read '" + a.fio_job + "'");
-    std::stringstream text;
-    text << f.rdbuf();
-    return bench::TranslateFioJob(text.str());
-  };
-  Result<bench::ForeignArgs> t = translate();
-  if (!t) FailUsage("bench", t.error().message);
-  std::vector<std::string> kept;
-  for (const bench::ForeignKnob& knob : t->knobs) {
-    std::string typed;  // the option of knob's group given on the command line, if any
-    for (const std::string& g : bench::KnobGroup(knob.flag)) {
-      if (cmd.get_option(g)->count() > 0 && (typed.empty() || g == knob.flag)) typed = g;
-    }
-    if (!typed.empty()) {
-      if (std::find(kept.begin(), kept.end(), typed) == kept.end()) kept.push_back(typed);
-      continue;
-    }
-    CLI::Option* opt = cmd.get_option(knob.flag);
-    try {
-      opt->add_result(knob.value);
-      opt->run_callback();
-      opt->clear();  // still "not typed" for the knobs after it
-    } catch (const CLI::Error& e) {
-      FailUsage("bench", from + " gives " + knob.flag + " " + knob.value + ": " + e.what());
-    }
+  std::vector<std::string> typed;
+  for (const std::string& flag : bench::KnobFlags()) {
+    if (cmd.get_option(flag)->count() > 0) typed.push_back(flag);
   }
-  std::string stacks;
-  if (!t->targets.empty() && a.knobs.stacks.empty()) {
-    a.knobs.stacks = t->targets;
-    for (const std::string& s : t->targets) stacks += " --stack " + s;
-  }
-  std::string line = "vstack bench: " + from + " runs as " + bench::TranslationText(*t, stacks);
-  for (const std::string& k : kept) line += "; " + k + " as given on the command line";
-  for (const std::string& n : t->notes) line += "; " + n;
-  std::fprintf(stderr, "%s\n", line.c_str());
+  Result<std::string> line = bench::ApplyForeignArgs(a.diskspd, a.fio_job, typed, &a.knobs);
+  if (!line && line.error().code == make_error_code(Errc::kIo)) Fail("bench", line.error().message);
+  if (!line) FailUsage("bench", line.error().message);
+  if (!line->empty()) std::fprintf(stderr, "vstack bench: %s\n", line->c_str());
 }
 
 }  // namespace

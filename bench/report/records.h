@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/report/report.h"
+#include "lib/export.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
 
 // An array of objects, in the report's stack order, each stack's rounds in order, with the keys
@@ -21,5 +23,6 @@ namespace vstack::bench {
 nlohmann::json BenchRecords(const BenchReport& r);
 
 }  // namespace vstack::bench
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_BENCH_REPORT_RECORDS_H_

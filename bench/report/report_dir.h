@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "bench/report/report.h"
+#include "lib/export.h"
 #include "lib/errors.h"
 
+VSTACK_PUBLIC_BEGIN
 namespace vstack::bench {
 
 // The files WriteReportDir writes, in the order index.html shows them.
@@ -19,5 +21,6 @@ const std::vector<std::string>& ReportFiles();
 Status WriteReportDir(const std::string& dir, const BenchReport& report);
 
 }  // namespace vstack::bench
+VSTACK_PUBLIC_END
 
 #endif  // VSTACK_BENCH_REPORT_REPORT_DIR_H_

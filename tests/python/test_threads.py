@@ -1,6 +1,9 @@
-"""Several Python threads on one stack: each gets its own queue, I/O runs with the GIL
-released (shown with a gate inside the stack, without timing anything), and a device closed
-while another thread reads waits for that read."""
+"""Several Python threads on one stack: each gets its own queue, I/O (and vstack.bench()) runs
+with the GIL released (shown with a gate inside the stack, without timing anything), and a
+device closed while another thread reads waits for that read.
+
+This file loads the `gate` layer into the registry, which then lists it: it runs after the
+files whose tests compare the registry's list with the CLI's (pytest runs files in order)."""
 
 import threading
 
@@ -69,6 +72,27 @@ def test_io_releases_the_gil(gate):
         assert not gate.opened_by_itself(), "the reading thread held the GIL inside the stack"
         assert reader_was_inside and ran_meanwhile[-1] == 999 * 999
         assert got["data"] == b"\x5a" * 4096
+
+
+def test_bench_releases_the_gil(gate):
+    """The benchmark's first I/O is held inside the stack at the gate; this thread then runs
+    Python and opens the gate itself, which it could not do if bench() kept the GIL (the gate's
+    safety valve would open it, failing the test, with nothing timed)."""
+    gate.shut()
+    gate.open_after(30_000)
+    held = gate.held()
+    got = {}
+    runner = threading.Thread(target=lambda: got.update(r=vstack.bench(
+        "gate+memory:1M", size="1M", rounds=1, warmup=0, ios=100, qd=1, threads=1)))
+    runner.start()
+    assert gate.wait_held(held + 1), "the benchmark never reached the gate"
+    ran_meanwhile = [n * n for n in range(1000)]
+    runner_was_inside = runner.is_alive() and "r" not in got
+    gate.open()
+    runner.join()
+    assert not gate.opened_by_itself(), "bench() held the GIL while the stack ran"
+    assert runner_was_inside and ran_meanwhile[-1] == 999 * 999
+    assert got["r"].outcome == "ok" and got["r"].json["stacks"][0]["rounds"][0]["total"]["ios"] == 100
 
 
 def test_closing_waits_for_a_read_running_on_another_thread(gate):

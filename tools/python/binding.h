@@ -40,6 +40,7 @@ py::object FromJson(const std::string& json);
 
 void AddDevice(py::module_& m);
 void AddImageTools(py::module_& m);
+void AddBench(py::module_& m);  // bench.cc: vstack.bench(), vstack.space()
 
 }  // namespace vstack::python
 

@@ -45,4 +45,5 @@ component with 'name', 'kind' ('backend' or 'layer'), 'description', 'positional
 backend's first item is, e.g. 'SIZE') and 'options' (dicts of 'name', 'help', 'default').)");
   AddDevice(m);
   AddImageTools(m);
+  AddBench(m);
 }
