@@ -5,6 +5,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "formats/vhd/vhd_field_error.h"
 #include "lib/endian.h"
 
 namespace vstack::vhd {
@@ -18,15 +19,8 @@ constexpr size_t kCookieAt = 0, kFeaturesAt = 8, kVersionAt = 12, kDataOffsetAt 
                  kSavedStateAt = 84, kHiddenAt = 85;
 constexpr char kCookie[8] = {'c', 'o', 'n', 'e', 'c', 't', 'i', 'x'};
 
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 Error Bad(Errc code, uint64_t at, size_t field_at, const std::string& what) {
-  return MakeError(code, "VHD footer at offset " + std::to_string(at) + ": " + what +
-                             " (field at offset " + std::to_string(at + field_at) + ")");
+  return FieldError(code, "VHD footer", at, field_at, what);
 }
 
 }  // namespace

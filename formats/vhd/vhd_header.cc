@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "formats/vhd/vhd_field_error.h"
 #include "lib/endian.h"
 
 namespace vstack::vhd {
@@ -14,15 +15,8 @@ constexpr size_t kCookieAt = 0, kDataOffsetAt = 8, kTableOffsetAt = 16, kVersion
                  kParentTimestampAt = 56, kParentNameAt = 64, kLocatorsAt = 576, kLocatorSize = 24;
 constexpr char kCookie[8] = {'c', 'x', 's', 'p', 'a', 'r', 's', 'e'};
 
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 Error Bad(Errc code, uint64_t at, size_t field_at, const std::string& what) {
-  return MakeError(code, "VHD dynamic header at offset " + std::to_string(at) + ": " + what +
-                             " (field at offset " + std::to_string(at + field_at) + ")");
+  return FieldError(code, "VHD dynamic header", at, field_at, what);
 }
 
 }  // namespace
