@@ -25,6 +25,19 @@ std::string CreatorText(const uint8_t* p) {
   return s;
 }
 
+// Writes the bytes of the file's last sector (at most 4 KiB, not before `old_size` unless the
+// sector starts there) back as they read, so that a write reaches `end`, the length the file
+// was just grown to from `old_size`: the next flush makes that length durable.
+Status RewriteTail(BlockDevice& device, IoQueue& q, uint64_t old_size, uint64_t end) {
+  const uint64_t sector = device.geometry().logical_block;
+  const uint64_t to = end / sector * sector;
+  const uint64_t from = std::max(old_size, to >= kLogSector ? to - kLogSector : 0) / sector * sector;
+  if (from >= to) return OkStatus();
+  std::vector<uint8_t> tail(to - from);
+  VSTACK_RETURN_IF_ERROR(ReadAt(q, from, tail));
+  return WriteAt(q, from, tail);
+}
+
 // Replays the active sequence of the log (docs/layers/vhdx.md, "Log"), or refuses to when the
 // image is read-only.
 Status ReplayLog(BlockDevice& device, IoQueue& q, VhdxImage* image, bool writable) {
@@ -58,7 +71,8 @@ Status ReplayLog(BlockDevice& device, IoQueue& q, VhdxImage* image, bool writabl
                          std::to_string(image->file_size) + ": it was truncated");
   }
   const uint64_t end = std::max(image->file_size, seq.head.last_file_offset);
-  if (end > device.size_bytes()) {
+  const uint64_t old_size = device.size_bytes();
+  if (end > old_size) {
     VSTACK_RETURN_IF_ERROR(device.Resize(end));
     image->file_size = end;
   }
@@ -82,6 +96,11 @@ Status ReplayLog(BlockDevice& device, IoQueue& q, VhdxImage* image, bool writabl
     }
     ++image->replayed_entries;
   }
+  // The BAT entries just replayed may point at blocks up to the new end, and the log is about
+  // to be marked empty: the length must be durable with them. Growing sets it only until a
+  // crash (docs/design.md), so the file's last bytes are written back as they read, a write
+  // the flush below makes durable, with the length it reaches.
+  if (end > old_size) VSTACK_RETURN_IF_ERROR(RewriteTail(device, q, old_size, end));
   VSTACK_RETURN_IF_ERROR(FlushQueue(q));
   Header clean = h;
   clean.log_guid = Guid{};

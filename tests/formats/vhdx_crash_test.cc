@@ -22,6 +22,7 @@
 #include "lib/registry.h"
 #include "lib/sync_io.h"
 #include "tests/formats/vhd_test_util.h"
+#include "tests/formats/vhdx_test_util.h"
 #include "tests/testing/recording_device.h"
 #include "tests/testing/test_util.h"
 
@@ -188,6 +189,63 @@ TEST(VhdxCrash, EveryPrefixAndSampledReorderingsReplayCheckAndKeepFlushedData) {
   }
   ::unlink(image_path.c_str());
   EXPECT_GT(images, 200);
+}
+
+// Two power cuts, the second after a replay (vstack sim --stack vhdx --seed
+// 13939543633023801323). An allocation's log entry is written with FUA, its data and the
+// zeros that reach its block's end are not: after the first cut only the entry's
+// LastFileOffset says how long the file is. The replay grows the file, writes the BAT page in
+// place, flushes and marks the log empty. Growing alone does not make a length durable
+// (docs/design.md): unless a write reaches the new end before that flush, the second cut
+// leaves a clean log whose BAT points past the end of the file, and the image no longer opens.
+TEST(VhdxCrash, ReplayMakesTheGrownLengthDurableBeforeTheLogIsMarkedEmpty) {
+  TempDir dir;
+  const std::string path = dir.File("grow.vhdx");
+  ASSERT_OK(CreateImage("vhdx", path, kDiskSize, "block_size=1M"));
+  const std::vector<unsigned char> base = ReadAll(path);
+  std::vector<RecordedOp> log;
+  {
+    auto file = Open("file:" + path);
+    ASSERT_OK(file);
+    auto* rec = new RecordingDevice(std::move(*file));
+    auto dev = vhdx::VhdxDevice::Open(DevicePtr(rec));
+    ASSERT_OK(dev);
+    WriteBytes(**dev, kB + 4096, std::vector<unsigned char>(4096, 7));  // allocates block 1
+    log = rec->Log();  // the power cut comes here, before any flush or the close
+  }
+  // First cut: the headers (flushed) and the log entry (FUA) only.
+  const std::vector<unsigned char> first = DurableImage(base, log, Events(log));
+  ASSERT_EQ(first.size(), base.size()) << "the new block's data must not be durable yet";
+  ASSERT_EQ(vhdx::EntryState(VhdxBatEntry(first, 1)), vhdx::kNotPresent);
+  const std::string first_path = dir.File("first.vhdx");
+  WriteSparse(first_path, first);
+  std::vector<RecordedOp> replay;
+  {
+    auto file = Open("file:" + first_path);
+    ASSERT_OK(file);
+    auto* rec = new RecordingDevice(std::move(*file));
+    auto dev = vhdx::VhdxDevice::Open(DevicePtr(rec));
+    ASSERT_OK(dev);
+    EXPECT_EQ(static_cast<vhdx::VhdxDevice&>(**dev).image().replayed_entries, 1u);
+    ASSERT_OK((*dev)->Close());
+    replay = rec->Log();
+  }
+  // Second cut, after the replay: what it made durable.
+  const std::vector<unsigned char> second = DurableImage(first, replay, Events(replay));
+  const uint64_t entry = VhdxBatEntry(second, 1);
+  ASSERT_EQ(vhdx::EntryState(entry), vhdx::kFullyPresent) << "the replayed BAT page is durable";
+  EXPECT_GE(second.size(), vhdx::EntryOffset(entry) + kB)
+      << "block 1 ends past the file: the grown length was not durable";
+  const std::string second_path = dir.File("second.vhdx");
+  WriteSparse(second_path, second);
+  auto dev = Open("vhdx+file:" + second_path);
+  ASSERT_OK(dev);
+  CheckResult check;
+  ASSERT_OK((*dev)->Check(CheckMode::kReadOnly, &check));
+  EXPECT_EQ(check.corruptions, 0u) << (check.messages.empty() ? "" : check.messages.front());
+  EXPECT_EQ(ReadBytes(**dev, kB, kB), std::vector<unsigned char>(kB, 0))
+      << "the write never landed: block 1 reads as zeros";
+  ASSERT_OK((*dev)->Close());
 }
 
 // Compaction (docs/layers/vhdx.md, "Compact") frees zero blocks, moves blocks into the holes
