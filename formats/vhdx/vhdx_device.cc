@@ -307,7 +307,7 @@ Status VhdxDevice::CommitGroup(IoQueue& q, std::span<Allocation* const> group) {
                        old >= image_.metadata_end && old + bs <= lower_device().size_bytes();
     uint64_t offset = old;
     if (!reuse) {
-      offset = file_end_;
+      offset = PastUnusable(image_, file_end_, bs);
       if (!growable_ && offset + bs > lower_device().size_bytes()) {
         a.status = Errc::kNoSpace;
         continue;
@@ -373,7 +373,7 @@ Status VhdxDevice::CommitGroup(IoQueue& q, std::span<Allocation* const> group) {
       auto a = assigned.find(first + j);
       const uint64_t v =
           a != assigned.end() ? a->second : bat_[first + j].load(std::memory_order_relaxed);
-      StoreLE64(page.data.data() + 8 * j, v == kUnusableState ? 0 : v);
+      StoreLE64(page.data.data() + 8 * j, OnDiskEntry(image_, first + j, v));
     }
   }
   const uint64_t last_file_offset = std::max(file_end_, lower_device().size_bytes());

@@ -178,12 +178,35 @@ Status LoadBat(IoQueue& q, VhdxImage* image, bool lenient) {
                                               std::to_string(r.offset + 8 * index) + ")");
     }
     image->problems.push_back(problem);
+    image->unusable.push_back({index, e});
     image->bat[index] = kUnusableState;
   }
   return OkStatus();
 }
 
 }  // namespace
+
+uint64_t OnDiskEntry(const VhdxImage& image, uint64_t index, uint64_t value) {
+  if (value != kUnusableState) return value;
+  auto it = std::lower_bound(image.unusable.begin(), image.unusable.end(),
+                             std::pair<uint64_t, uint64_t>{index, 0});
+  return it != image.unusable.end() && it->first == index ? it->second : 0;
+}
+
+uint64_t PastUnusable(const VhdxImage& image, uint64_t offset, uint64_t length) {
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const auto& [index, e] : image.unusable) {
+      const uint64_t at = EntryOffset(e);
+      const uint64_t size = image.layout.IsBitmapIndex(index) ? kMiB : image.layout.block_size;
+      if (at != 0 && at < offset + length && offset < at + size) {
+        offset = (at + size + kMiB - 1) / kMiB * kMiB;
+        moved = true;
+      }
+    }
+  }
+  return offset;
+}
 
 Status WriteHeaders(IoQueue& q, VhdxImage* image, const Header& h) {
   Header next = h;
