@@ -230,6 +230,7 @@ Status VhdxDevice::BeginWrites(IoQueue& q) {
   if (writing_.load(std::memory_order_acquire)) return OkStatus();
   std::lock_guard<IoMutex> lock(mu_);
   if (writing_.load(std::memory_order_relaxed)) return OkStatus();
+  VSTACK_RETURN_IF_ERROR(SettleLength(lower_device(), q, &image_));
   Header h = image_.header;
   h.file_write = Guid::Random();
   h.data_write = Guid::Random();
@@ -494,6 +495,10 @@ Status VhdxDevice::Check(CheckMode mode, CheckResult* out) {
     out->messages.push_back("Repaired: vhdx: replayed " +
                             Counted(image_.replayed_entries, "log entry", "log entries"));
     ++out->repaired;
+  }
+  if (image_.length_unsettled) {
+    out->messages.push_back("vhdx: the log stays: no space for the write that makes the grown "
+                            "file's length durable; it is replayed again at the next open");
   }
   // Blocks that overlap each other.
   const BatLayout& l = image_.layout;

@@ -25,13 +25,13 @@ std::string CreatorText(const uint8_t* p) {
   return s;
 }
 
-// Writes the bytes of the file's last sector (at most 4 KiB, not before `old_size` unless the
-// sector starts there) back as they read, so that a write reaches `end`, the length the file
-// was just grown to from `old_size`: the next flush makes that length durable.
-Status RewriteTail(BlockDevice& device, IoQueue& q, uint64_t old_size, uint64_t end) {
+// Writes the file's last sector (at most 4 KiB) back as it reads, so that a write reaches the
+// file's end: the next flush makes its length durable (growing alone does not, docs/design.md).
+// Over a full disk the write may need space it cannot get: an error.
+Status RewriteTail(BlockDevice& device, IoQueue& q) {
   const uint64_t sector = device.geometry().logical_block;
-  const uint64_t to = end / sector * sector;
-  const uint64_t from = std::max(old_size, to >= kLogSector ? to - kLogSector : 0) / sector * sector;
+  const uint64_t to = device.size_bytes() / sector * sector;
+  const uint64_t from = (to >= kLogSector ? to - kLogSector : 0) / sector * sector;
   if (from >= to) return OkStatus();
   std::vector<uint8_t> tail(to - from);
   VSTACK_RETURN_IF_ERROR(ReadAt(q, from, tail));
@@ -71,8 +71,7 @@ Status ReplayLog(BlockDevice& device, IoQueue& q, VhdxImage* image, bool writabl
                          std::to_string(image->file_size) + ": it was truncated");
   }
   const uint64_t end = std::max(image->file_size, seq.head.last_file_offset);
-  const uint64_t old_size = device.size_bytes();
-  if (end > old_size) {
+  if (end > device.size_bytes()) {
     VSTACK_RETURN_IF_ERROR(device.Resize(end));
     image->file_size = end;
   }
@@ -96,12 +95,17 @@ Status ReplayLog(BlockDevice& device, IoQueue& q, VhdxImage* image, bool writabl
     }
     ++image->replayed_entries;
   }
-  // The BAT entries just replayed may point at blocks up to the new end, and the log is about
-  // to be marked empty: the length must be durable with them. Growing sets it only until a
-  // crash (docs/design.md), so the file's last bytes are written back as they read, a write
-  // the flush below makes durable, with the length it reaches.
-  if (end > old_size) VSTACK_RETURN_IF_ERROR(RewriteTail(device, q, old_size, end));
+  // The BAT entries just replayed may point at blocks up to LastFileOffset, and the log is
+  // about to be marked empty: the file's length must be durable with them (the file may have
+  // been grown above, or by an earlier replay whose length never became durable). If the
+  // length cannot be made durable (no space), the log stays as it is: it is replayed again at
+  // the next open, and SettleLength runs before the first write.
+  const bool settled = static_cast<bool>(RewriteTail(device, q));
   VSTACK_RETURN_IF_ERROR(FlushQueue(q));
+  if (!settled) {
+    image->length_unsettled = true;
+    return OkStatus();
+  }
   Header clean = h;
   clean.log_guid = Guid{};
   return WriteHeaders(q, image, clean);
@@ -206,6 +210,14 @@ uint64_t PastUnusable(const VhdxImage& image, uint64_t offset, uint64_t length) 
     }
   }
   return offset;
+}
+
+Status SettleLength(BlockDevice& device, IoQueue& q, VhdxImage* image) {
+  if (!image->length_unsettled) return OkStatus();
+  VSTACK_RETURN_IF_ERROR(RewriteTail(device, q));
+  VSTACK_RETURN_IF_ERROR(FlushQueue(q));
+  image->length_unsettled = false;
+  return OkStatus();
 }
 
 Status WriteHeaders(IoQueue& q, VhdxImage* image, const Header& h) {

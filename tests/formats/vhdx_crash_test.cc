@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <set>
 
 #include "formats/vhdx/vhdx_compact.h"
@@ -203,33 +204,32 @@ TEST(VhdxCrash, ReplayMakesTheGrownLengthDurableBeforeTheLogIsMarkedEmpty) {
   const std::string path = dir.File("grow.vhdx");
   ASSERT_OK(CreateImage("vhdx", path, kDiskSize, "block_size=1M"));
   const std::vector<unsigned char> base = ReadAll(path);
-  std::vector<RecordedOp> log;
-  {
-    auto file = Open("file:" + path);
-    ASSERT_OK(file);
+  // Opens the VHDX at `p` writable over a RecordingDevice and returns the lower I/O of `body`.
+  auto recorded = [](const std::string& p, const std::function<void(vhdx::VhdxDevice&)>& body) {
+    auto file = Open("file:" + p);
+    EXPECT_OK(file);
+    if (!file) return std::vector<RecordedOp>{};
     auto* rec = new RecordingDevice(std::move(*file));
     auto dev = vhdx::VhdxDevice::Open(DevicePtr(rec));
-    ASSERT_OK(dev);
-    WriteBytes(**dev, kB + 4096, std::vector<unsigned char>(4096, 7));  // allocates block 1
-    log = rec->Log();  // the power cut comes here, before any flush or the close
-  }
+    EXPECT_OK(dev);
+    if (!dev) return std::vector<RecordedOp>{};
+    body(static_cast<vhdx::VhdxDevice&>(**dev));
+    return rec->Log();
+  };
+  // The power cut comes after the allocation, before any flush or the close.
+  const std::vector<RecordedOp> log = recorded(path, [](vhdx::VhdxDevice& dev) {
+    WriteBytes(dev, kB + 4096, std::vector<unsigned char>(4096, 7));  // allocates block 1
+  });
   // First cut: the headers (flushed) and the log entry (FUA) only.
   const std::vector<unsigned char> first = DurableImage(base, log, Events(log));
   ASSERT_EQ(first.size(), base.size()) << "the new block's data must not be durable yet";
   ASSERT_EQ(vhdx::EntryState(VhdxBatEntry(first, 1)), vhdx::kNotPresent);
   const std::string first_path = dir.File("first.vhdx");
   WriteSparse(first_path, first);
-  std::vector<RecordedOp> replay;
-  {
-    auto file = Open("file:" + first_path);
-    ASSERT_OK(file);
-    auto* rec = new RecordingDevice(std::move(*file));
-    auto dev = vhdx::VhdxDevice::Open(DevicePtr(rec));
-    ASSERT_OK(dev);
-    EXPECT_EQ(static_cast<vhdx::VhdxDevice&>(**dev).image().replayed_entries, 1u);
-    ASSERT_OK((*dev)->Close());
-    replay = rec->Log();
-  }
+  const std::vector<RecordedOp> replay = recorded(first_path, [](vhdx::VhdxDevice& dev) {
+    EXPECT_EQ(dev.image().replayed_entries, 1u);
+    EXPECT_OK(dev.Close());
+  });
   // Second cut, after the replay: what it made durable.
   const std::vector<unsigned char> second = DurableImage(first, replay, Events(replay));
   const uint64_t entry = VhdxBatEntry(second, 1);
