@@ -203,7 +203,8 @@ uint64_t PastUnusable(const VhdxImage& image, uint64_t offset, uint64_t length) 
     for (const auto& [index, e] : image.unusable) {
       const uint64_t at = EntryOffset(e);
       const uint64_t size = image.layout.IsBitmapIndex(index) ? kMiB : image.layout.block_size;
-      if (at != 0 && at < offset + length && offset < at + size) {
+      if (at == 0 || at > UINT64_MAX - 2 * size) continue;  // none, or never reachable
+      if (at < offset + length && offset < at + size) {
         offset = (at + size + kMiB - 1) / kMiB * kMiB;
         moved = true;
       }
