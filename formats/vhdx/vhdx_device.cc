@@ -230,6 +230,7 @@ Status VhdxDevice::BeginWrites(IoQueue& q) {
   if (writing_.load(std::memory_order_acquire)) return OkStatus();
   std::lock_guard<IoMutex> lock(mu_);
   if (writing_.load(std::memory_order_relaxed)) return OkStatus();
+  VSTACK_RETURN_IF_ERROR(SettleLength(lower_device(), q, &image_));
   Header h = image_.header;
   h.file_write = Guid::Random();
   h.data_write = Guid::Random();
@@ -307,7 +308,7 @@ Status VhdxDevice::CommitGroup(IoQueue& q, std::span<Allocation* const> group) {
                        old >= image_.metadata_end && old + bs <= lower_device().size_bytes();
     uint64_t offset = old;
     if (!reuse) {
-      offset = file_end_;
+      offset = PastUnusable(image_, file_end_, bs);
       if (!growable_ && offset + bs > lower_device().size_bytes()) {
         a.status = Errc::kNoSpace;
         continue;
@@ -373,7 +374,7 @@ Status VhdxDevice::CommitGroup(IoQueue& q, std::span<Allocation* const> group) {
       auto a = assigned.find(first + j);
       const uint64_t v =
           a != assigned.end() ? a->second : bat_[first + j].load(std::memory_order_relaxed);
-      StoreLE64(page.data.data() + 8 * j, v == kUnusableState ? 0 : v);
+      StoreLE64(page.data.data() + 8 * j, OnDiskEntry(image_, first + j, v));
     }
   }
   const uint64_t last_file_offset = std::max(file_end_, lower_device().size_bytes());
@@ -494,6 +495,10 @@ Status VhdxDevice::Check(CheckMode mode, CheckResult* out) {
     out->messages.push_back("Repaired: vhdx: replayed " +
                             Counted(image_.replayed_entries, "log entry", "log entries"));
     ++out->repaired;
+  }
+  if (image_.length_unsettled) {
+    out->messages.push_back("vhdx: the log stays: no space for the write that makes the grown "
+                            "file's length durable; it is replayed again at the next open");
   }
   // Blocks that overlap each other.
   const BatLayout& l = image_.layout;

@@ -25,6 +25,19 @@ std::string CreatorText(const uint8_t* p) {
   return s;
 }
 
+// Writes the file's last sector (at most 4 KiB) back as it reads, so that a write reaches the
+// file's end: the next flush makes its length durable (growing alone does not, docs/design.md).
+// Over a full disk the write may need space it cannot get: an error.
+Status RewriteTail(BlockDevice& device, IoQueue& q) {
+  const uint64_t sector = device.geometry().logical_block;
+  const uint64_t to = device.size_bytes() / sector * sector;
+  const uint64_t from = (to >= kLogSector ? to - kLogSector : 0) / sector * sector;
+  if (from >= to) return OkStatus();
+  std::vector<uint8_t> tail(to - from);
+  VSTACK_RETURN_IF_ERROR(ReadAt(q, from, tail));
+  return WriteAt(q, from, tail);
+}
+
 // Replays the active sequence of the log (docs/layers/vhdx.md, "Log"), or refuses to when the
 // image is read-only.
 Status ReplayLog(BlockDevice& device, IoQueue& q, VhdxImage* image, bool writable) {
@@ -82,7 +95,17 @@ Status ReplayLog(BlockDevice& device, IoQueue& q, VhdxImage* image, bool writabl
     }
     ++image->replayed_entries;
   }
+  // The BAT entries just replayed may point at blocks up to LastFileOffset, and the log is
+  // about to be marked empty: the file's length must be durable with them (the file may have
+  // been grown above, or by an earlier replay whose length never became durable). If the
+  // length cannot be made durable (no space), the log stays as it is: it is replayed again at
+  // the next open, and SettleLength runs before the first write.
+  const bool settled = static_cast<bool>(RewriteTail(device, q));
   VSTACK_RETURN_IF_ERROR(FlushQueue(q));
+  if (!settled) {
+    image->length_unsettled = true;
+    return OkStatus();
+  }
   Header clean = h;
   clean.log_guid = Guid{};
   return WriteHeaders(q, image, clean);
@@ -159,12 +182,44 @@ Status LoadBat(IoQueue& q, VhdxImage* image, bool lenient) {
                                               std::to_string(r.offset + 8 * index) + ")");
     }
     image->problems.push_back(problem);
+    image->unusable.push_back({index, e});
     image->bat[index] = kUnusableState;
   }
   return OkStatus();
 }
 
 }  // namespace
+
+uint64_t OnDiskEntry(const VhdxImage& image, uint64_t index, uint64_t value) {
+  if (value != kUnusableState) return value;
+  auto it = std::lower_bound(image.unusable.begin(), image.unusable.end(),
+                             std::pair<uint64_t, uint64_t>{index, 0});
+  return it != image.unusable.end() && it->first == index ? it->second : 0;
+}
+
+uint64_t PastUnusable(const VhdxImage& image, uint64_t offset, uint64_t length) {
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const auto& [index, e] : image.unusable) {
+      const uint64_t at = EntryOffset(e);
+      const uint64_t size = image.layout.IsBitmapIndex(index) ? kMiB : image.layout.block_size;
+      if (at == 0 || at > UINT64_MAX - 2 * size) continue;  // none, or never reachable
+      if (at < offset + length && offset < at + size) {
+        offset = (at + size + kMiB - 1) / kMiB * kMiB;
+        moved = true;
+      }
+    }
+  }
+  return offset;
+}
+
+Status SettleLength(BlockDevice& device, IoQueue& q, VhdxImage* image) {
+  if (!image->length_unsettled) return OkStatus();
+  VSTACK_RETURN_IF_ERROR(RewriteTail(device, q));
+  VSTACK_RETURN_IF_ERROR(FlushQueue(q));
+  image->length_unsettled = false;
+  return OkStatus();
+}
 
 Status WriteHeaders(IoQueue& q, VhdxImage* image, const Header& h) {
   Header next = h;

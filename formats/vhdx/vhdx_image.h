@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "formats/vhdx/vhdx_format.h"
@@ -33,17 +34,36 @@ struct VhdxImage {
   BatLayout layout;
   std::vector<uint64_t> bat;          // layout.entries entries
   uint64_t replayed_entries = 0;      // log entries replayed while opening
+  // The replay could not make the file's length durable (no space for the write that carries
+  // it): the log is left as it was, replayed again at the next open (SettleLength).
+  bool length_unsettled = false;
   uint64_t metadata_end = 0;          // end of the last structure that is not a payload block
   std::vector<std::string> problems;  // corruption found by a lenient load
+  // The entries a lenient load marked kUnusableState, as the file holds them: BAT index and
+  // entry, by index.
+  std::vector<std::pair<uint64_t, uint64_t>> unusable;
 
   uint64_t entry(uint64_t block) const { return bat[layout.Index(block)]; }
 };
+
+// What to write for BAT entry `index` whose value in memory is `value`: the file's own entry
+// where the load marked it unusable (a write of its BAT page must not drop a pointer that
+// `vstack check` reported), else `value`.
+uint64_t OnDiskEntry(const VhdxImage& image, uint64_t index, uint64_t value);
+// The first offset at or after `offset` (1 MiB aligned) where `length` bytes overlap no block an
+// unusable entry points at: new space never goes where such an entry still points.
+uint64_t PastUnusable(const VhdxImage& image, uint64_t offset, uint64_t length);
 
 // Reads the VHDX on `device` through `q` (a queue of `device`). A log with entries to replay
 // is replayed when `writable` (then the header is rewritten with an empty log) and refused
 // with an error otherwise, as qemu does. `lenient` (vstack check) records bad BAT entries in
 // `problems` and marks them kUnusableState instead of failing.
 Result<VhdxImage> LoadImage(BlockDevice& device, IoQueue& q, bool writable, bool lenient);
+
+// If the replay left the file's length unsettled: writes the file's last sector back as it
+// reads and flushes, making the length durable; an error (no space) if it still cannot. Before
+// the first write after open, which starts a new log.
+Status SettleLength(BlockDevice& device, IoQueue& q, VhdxImage* image);
 
 // Writes `h` with the next sequence number into both header slots, the non-current one first,
 // flushing after each, and updates image->header and header_slot.

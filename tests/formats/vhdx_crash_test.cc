@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <set>
 
 #include "formats/vhdx/vhdx_compact.h"
@@ -22,6 +23,7 @@
 #include "lib/registry.h"
 #include "lib/sync_io.h"
 #include "tests/formats/vhd_test_util.h"
+#include "tests/formats/vhdx_test_util.h"
 #include "tests/testing/recording_device.h"
 #include "tests/testing/test_util.h"
 
@@ -188,6 +190,62 @@ TEST(VhdxCrash, EveryPrefixAndSampledReorderingsReplayCheckAndKeepFlushedData) {
   }
   ::unlink(image_path.c_str());
   EXPECT_GT(images, 200);
+}
+
+// Two power cuts, the second after a replay (vstack sim --stack vhdx --seed
+// 13939543633023801323). An allocation's log entry is written with FUA, its data and the
+// zeros that reach its block's end are not: after the first cut only the entry's
+// LastFileOffset says how long the file is. The replay grows the file, writes the BAT page in
+// place, flushes and marks the log empty. Growing alone does not make a length durable
+// (docs/design.md): unless a write reaches the new end before that flush, the second cut
+// leaves a clean log whose BAT points past the end of the file, and the image no longer opens.
+TEST(VhdxCrash, ReplayMakesTheGrownLengthDurableBeforeTheLogIsMarkedEmpty) {
+  TempDir dir;
+  const std::string path = dir.File("grow.vhdx");
+  ASSERT_OK(CreateImage("vhdx", path, kDiskSize, "block_size=1M"));
+  const std::vector<unsigned char> base = ReadAll(path);
+  // Opens the VHDX at `p` writable over a RecordingDevice and returns the lower I/O of `body`.
+  auto recorded = [](const std::string& p, const std::function<void(vhdx::VhdxDevice&)>& body) {
+    auto file = Open("file:" + p);
+    EXPECT_OK(file);
+    if (!file) return std::vector<RecordedOp>{};
+    auto* rec = new RecordingDevice(std::move(*file));
+    auto dev = vhdx::VhdxDevice::Open(DevicePtr(rec));
+    EXPECT_OK(dev);
+    if (!dev) return std::vector<RecordedOp>{};
+    body(static_cast<vhdx::VhdxDevice&>(**dev));
+    return rec->Log();
+  };
+  // The power cut comes after the allocation, before any flush or the close.
+  const std::vector<RecordedOp> log = recorded(path, [](vhdx::VhdxDevice& dev) {
+    WriteBytes(dev, kB + 4096, std::vector<unsigned char>(4096, 7));  // allocates block 1
+  });
+  // First cut: the headers (flushed) and the log entry (FUA) only.
+  const std::vector<unsigned char> first = DurableImage(base, log, Events(log));
+  ASSERT_EQ(first.size(), base.size()) << "the new block's data must not be durable yet";
+  ASSERT_EQ(vhdx::EntryState(VhdxBatEntry(first, 1)), vhdx::kNotPresent);
+  const std::string first_path = dir.File("first.vhdx");
+  WriteSparse(first_path, first);
+  const std::vector<RecordedOp> replay = recorded(first_path, [](vhdx::VhdxDevice& dev) {
+    EXPECT_EQ(dev.image().replayed_entries, 1u);
+    EXPECT_OK(dev.Close());
+  });
+  // Second cut, after the replay: what it made durable.
+  const std::vector<unsigned char> second = DurableImage(first, replay, Events(replay));
+  const uint64_t entry = VhdxBatEntry(second, 1);
+  ASSERT_EQ(vhdx::EntryState(entry), vhdx::kFullyPresent) << "the replayed BAT page is durable";
+  EXPECT_GE(second.size(), vhdx::EntryOffset(entry) + kB)
+      << "block 1 ends past the file: the grown length was not durable";
+  const std::string second_path = dir.File("second.vhdx");
+  WriteSparse(second_path, second);
+  auto dev = Open("vhdx+file:" + second_path);
+  ASSERT_OK(dev);
+  CheckResult check;
+  ASSERT_OK((*dev)->Check(CheckMode::kReadOnly, &check));
+  EXPECT_EQ(check.corruptions, 0u) << (check.messages.empty() ? "" : check.messages.front());
+  EXPECT_EQ(ReadBytes(**dev, kB, kB), std::vector<unsigned char>(kB, 0))
+      << "the write never landed: block 1 reads as zeros";
+  ASSERT_OK((*dev)->Close());
 }
 
 // Compaction (docs/layers/vhdx.md, "Compact") frees zero blocks, moves blocks into the holes

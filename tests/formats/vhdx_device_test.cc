@@ -514,5 +514,61 @@ TEST_F(VhdxBadInput, LogEntryThatWritesIntoTheHeadersIsRefused) {
   EXPECT_NE(OpenError(path).find("into the headers"), std::string::npos) << OpenError(path);
 }
 
+// A file cut short. Inside a payload block: `check -r all` reports every entry that now
+// points past the end (exit 2) and changes nothing, and a check-opened device written through
+// (as a repair of a layer above would) keeps those entries on disk and puts new blocks past
+// the space they point at. Inside the metadata region: the check cannot open it, says why,
+// and changes nothing.
+TEST_F(VhdxBadInput, TruncatedFileCheckRepairNeverDropsWhatTheBatPointsAt) {
+  const std::string path = dir_.File("cut.vhdx");
+  ASSERT_OK(CreateImage("vhdx", path, 8 << 20, "block_size=1M"));
+  {
+    auto dev = Open("vhdx+" + Q(path));
+    ASSERT_OK(dev);
+    for (uint64_t block = 0; block < 3; ++block) {
+      WriteBytes(**dev, block << 20, Pattern(4096, static_cast<unsigned char>(block + 1)));
+    }
+    ASSERT_OK((*dev)->Close());
+  }
+  const auto whole = ReadAll(path);
+  ASSERT_EQ(whole.size(), 7u << 20) << "blocks 0, 1, 2 at 4, 5 and 6 MiB";
+  const uint64_t entries[3] = {VhdxBatEntry(whole, 0), VhdxBatEntry(whole, 1),
+                               VhdxBatEntry(whole, 2)};
+  auto cut = whole;
+  cut.resize((5 << 20) + (512 << 10));  // in the middle of block 1
+  WriteAll(path, cut);
+  CommandResult r = RunVstack("check -r all " + path);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("BAT entry 1 (block 1) points at 5242880, into the metadata or past "
+                          "the end of the file"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("BAT entry 2 (block 2)"), std::string::npos) << r.output;
+  EXPECT_TRUE(ReadAll(path) == cut) << "the check changed the file";
+  {
+    auto dev = Open("vhdx+" + Q(path), OpenOptions{.read_only = false, .for_check = true});
+    ASSERT_OK(dev);
+    EXPECT_EQ(ReadBytes(**dev, 0, 4096), Pattern(4096, 1));
+    WriteBytes(**dev, 3 << 20, Pattern(4096, 4));  // allocates in the same BAT page
+    ASSERT_OK((*dev)->Close());
+  }
+  const auto after = ReadAll(path);
+  for (uint64_t block = 0; block < 3; ++block) {
+    EXPECT_EQ(VhdxBatEntry(after, block), entries[block]) << "block " << block << "'s entry";
+  }
+  const uint64_t placed = vhdx::EntryOffset(VhdxBatEntry(after, 3));
+  EXPECT_GE(placed, 7u << 20) << "the new block overlaps space the BAT points at";
+  EXPECT_TRUE(std::equal(cut.begin() + (4 << 20), cut.end(), after.begin() + (4 << 20)))
+      << "the bytes of the blocks the BAT points at changed";
+
+  cut = whole;
+  cut.resize((2 << 20) + 4096);  // in the metadata region, before the BAT
+  WriteAll(path, cut);
+  r = RunVstack("check -r all " + path);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("cannot open the image"), std::string::npos) << r.output;
+  EXPECT_TRUE(ReadAll(path) == cut) << "the check changed the file";
+}
+
 }  // namespace
 }  // namespace vstack::testing

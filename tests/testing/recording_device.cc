@@ -98,9 +98,13 @@ uint64_t RecordingDevice::events() const {
   return seq_;
 }
 
-std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
-                                      const std::vector<RecordedOp>& log, uint64_t crash_point,
-                                      Rng* rng, uint32_t tear) {
+namespace {
+
+// CrashImage, or with `maybe_too` false DurableImage.
+std::vector<unsigned char> BuildCrashImage(const std::vector<unsigned char>& base,
+                                           const std::vector<RecordedOp>& log,
+                                           uint64_t crash_point, Rng* rng, uint32_t tear,
+                                           bool maybe_too) {
   // The newest flush that was submitted and completed before the crash: every write that
   // completed before it was submitted is durable.
   uint64_t barrier = 0;  // writes with completed < barrier are durable
@@ -141,6 +145,7 @@ std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
     }
   };
   for (const RecordedOp* op : durable) apply(*op, rng ? rng->Below(2) : true);
+  if (!maybe_too) return img;
   if (rng) {
     for (size_t i = maybe.size(); i > 1; --i) std::swap(maybe[i - 1], maybe[rng->Below(i)]);
   }
@@ -161,6 +166,19 @@ std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
     }
   }
   return img;
+}
+
+}  // namespace
+
+std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
+                                      const std::vector<RecordedOp>& log, uint64_t crash_point,
+                                      Rng* rng, uint32_t tear) {
+  return BuildCrashImage(base, log, crash_point, rng, tear, /*maybe_too=*/true);
+}
+
+std::vector<unsigned char> DurableImage(const std::vector<unsigned char>& base,
+                                        const std::vector<RecordedOp>& log, uint64_t crash_point) {
+  return BuildCrashImage(base, log, crash_point, nullptr, 0, /*maybe_too=*/false);
 }
 
 }  // namespace vstack::testing

@@ -73,6 +73,11 @@ std::vector<unsigned char> CrashImage(const std::vector<unsigned char>& base,
                                       const std::vector<RecordedOp>& log, uint64_t crash_point,
                                       Rng* rng, uint32_t tear = 0);
 
+// The crash image at `crash_point` in which none of the possibly-persisted writes landed: only
+// what was durable (the least a power loss may leave; discards of durable ranges read as zeros).
+std::vector<unsigned char> DurableImage(const std::vector<unsigned char>& base,
+                                        const std::vector<RecordedOp>& log, uint64_t crash_point);
+
 }  // namespace vstack::testing
 
 #endif  // VSTACK_TESTS_TESTING_RECORDING_DEVICE_H_
