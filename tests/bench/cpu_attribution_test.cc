@@ -290,31 +290,6 @@ TEST(CpuAttribution, DedupSplitsItsCpuIntoItsPhasesAndTheSplitAddsUp) {
   EXPECT_TRUE(a.cpu_adds_up) << a.cpu_words;
 }
 
-// A dynamic VHD tags its translation (BAT and bitmap), its metadata writes and its submission
-// below: random writes into a fresh image are split into phases that add up to vhd's CPU.
-TEST(CpuAttribution, DynamicVhdSplitsItsCpuIntoItsPhasesAndTheSplitAddsUp) {
-  testing::TempDir dir;
-  const std::string path = dir.File("d.vhd");
-  ASSERT_OK(CreateImage("vhd", path, 64 << 20));
-  auto dev = Open("vhd+file:" + path);
-  ASSERT_OK(dev);
-  WorkloadKnobs k = Reads(60'000);
-  k.write_pct = 100;
-  const Attribution a = RunAndAttribute(**dev, k);
-  ASSERT_EQ(a.layers.size(), 2u);
-  const LayerCost& c = a.layers[0];
-  ASSERT_EQ(c.kind, "vhd");
-  // Some 10 samples land in vhd in a run this short: which of its phases get one is chance.
-  EXPECT_GE(PhaseUs(c, "other"), 0.0) << "phases listed, other last: " << c.words;
-  for (const CpuPhaseShare& p : c.cpu_phases) {
-    EXPECT_TRUE(p.name == "index" || p.name == "metadata" || p.name == "submit" ||
-                p.name == "other")
-        << p.name << " is not a phase of vhd: " << c.words;
-  }
-  EXPECT_NEAR(PhasesSumUs(c), c.cpu_us_per_io, 1e-6 * c.cpu_us_per_io + 1e-9) << c.words;
-  EXPECT_TRUE(a.layers[1].cpu_phases.empty()) << "file has no phases: " << a.layers[1].words;
-}
-
 TEST(CpuAttribution, WithoutSamplingTheReportSaysSoInsteadOfChargingZero) {
   auto dev = Open("passthrough+memory:16M");
   ASSERT_OK(dev);
