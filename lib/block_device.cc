@@ -81,6 +81,11 @@ LayerStats BlockDevice::Collect(bool histograms) const {
   }
   out.cpu_ns = cpu_.ns.load(std::memory_order_relaxed);
   out.cpu_samples = cpu_.samples.load(std::memory_order_relaxed);
+  for (size_t p = 0; p < kCpuPhaseCount; ++p) {
+    out.cpu_phase_ns[p] = cpu_phases_[p].ns.load(std::memory_order_relaxed);
+    out.cpu_ns += out.cpu_phase_ns[p];
+    out.cpu_samples += cpu_phases_[p].samples.load(std::memory_order_relaxed);
+  }
   return out;
 }
 

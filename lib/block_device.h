@@ -32,6 +32,7 @@
 #ifndef VSTACK_LIB_BLOCK_DEVICE_H_
 #define VSTACK_LIB_BLOCK_DEVICE_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -142,6 +143,12 @@ class BlockDevice {
   // write-back, discards) enrols it with this account as its home, on the thread:
   // `EnrolledThread helper(device.cpu_account());`. Thread-safe.
   CpuAccount& cpu_account() const { return cpu_; }
+  // The account of one phase of this device's CPU (lib/cpu_account.h CpuPhase): the layer tags
+  // the thread with it around the phase's code (internal::PhaseScope in lib/cpu_tag.h, or
+  // ScopedCpuTag). Stats() adds the phases into the layer's CPU and lists each. Thread-safe.
+  CpuAccount& cpu_phase_account(CpuPhase phase) const {
+    return cpu_phases_[static_cast<size_t>(phase)];
+  }
 
   // Layer-specific facts for `vstack info` (VHD type, dedup space figures...). Appends to
   // `out`; the base adds nothing.
@@ -237,6 +244,7 @@ class BlockDevice {
   std::vector<std::string> counter_names_;
   std::unique_ptr<std::atomic<uint64_t>[]> shared_counters_;
   mutable CpuAccount cpu_;
+  mutable std::array<CpuAccount, kCpuPhaseCount> cpu_phases_;
 
   mutable std::mutex mu_;
   std::mutex resize_mu_;           // serialises Resize()

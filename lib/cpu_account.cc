@@ -143,6 +143,12 @@ Status InstallHandler(Registry& r) {
 
 }  // namespace
 
+const char* CpuPhaseName(CpuPhase phase) {
+  static constexpr const char* kNames[kCpuPhaseCount] = {
+      "hash", "compress", "decompress", "checksum", "index", "metadata", "submit"};
+  return kNames[static_cast<size_t>(phase)];
+}
+
 CpuAccount* CurrentCpuTag() { return t_cpu_tag; }
 
 ScopedCpuTag::ScopedCpuTag(CpuAccount* account) : saved_(t_cpu_tag) { t_cpu_tag = account; }

@@ -26,6 +26,7 @@
 #define VSTACK_LIB_CPU_ACCOUNT_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -41,6 +42,24 @@ struct CpuAccount {
   std::atomic<uint64_t> ns{0};       // CPU charged, in nanoseconds
   std::atomic<uint64_t> samples{0};  // samples that charged it
 };
+
+// The phases a layer may split its CPU into: a small fixed set, so that every layer's split
+// reads the same way (docs/bench.md). Each device has one CpuAccount per phase beside its own
+// (BlockDevice::cpu_phase_account); the layer tags the thread with a phase's account around the
+// phase's code, and the CPU sampled outside every phase stays in the layer's own account (its
+// "other" share).
+enum class CpuPhase : uint8_t {
+  kHash,        // fingerprinting a grain (dedup)
+  kCompress,    // compressing a grain (zstd)
+  kDecompress,  // decompressing a grain (zstd)
+  kChecksum,    // computing or checking a grain's checksum (crc32c)
+  kIndex,       // finding where data lives or goes: a map, index or BAT lookup and update
+  kMetadata,    // making metadata durable: journal commits, table and bitmap writes
+  kSubmit,      // handing requests to the device below, and handling their completions
+};
+inline constexpr size_t kCpuPhaseCount = 7;
+// The phase's name in reports: "hash", "compress", ... "submit".
+const char* CpuPhaseName(CpuPhase phase);
 
 // The calling thread's tag (nullptr: none).
 CpuAccount* CurrentCpuTag();

@@ -24,6 +24,15 @@ class TagScope {
   CpuAccount* const saved_;
 };
 
+// Tags the thread with one of `device`'s phases for a scope (lib/cpu_account.h CpuPhase). Any
+// type with cpu_phase_account(CpuPhase) (a BlockDevice) will do.
+class PhaseScope : public TagScope {
+ public:
+  template <typename Device>
+  PhaseScope(const Device& device, CpuPhase phase)
+      : TagScope(&device.cpu_phase_account(phase)) {}
+};
+
 }  // namespace vstack::internal
 
 #endif  // VSTACK_LIB_CPU_TAG_H_

@@ -32,6 +32,7 @@ void LayerStats::Merge(const LayerStats& other) {
   in_flight += other.in_flight;
   cpu_ns += other.cpu_ns;
   cpu_samples += other.cpu_samples;
+  for (size_t p = 0; p < kCpuPhaseCount; ++p) cpu_phase_ns[p] += other.cpu_phase_ns[p];
   for (size_t j = 0; j < other.counter_names.size(); ++j) {
     auto it = std::find(counter_names.begin(), counter_names.end(), other.counter_names[j]);
     if (it == counter_names.end()) {
@@ -56,6 +57,7 @@ LayerStats LayerStats::CountsSince(const LayerStats& earlier) const {
   for (int l = 0; l < kMaxStackDepth; ++l) d.paths.self_ns[l] -= earlier.paths.self_ns[l];
   d.cpu_ns -= earlier.cpu_ns;
   d.cpu_samples -= earlier.cpu_samples;
+  for (size_t p = 0; p < kCpuPhaseCount; ++p) d.cpu_phase_ns[p] -= earlier.cpu_phase_ns[p];
   for (size_t j = 0; j < d.counter_names.size(); ++j) {
     d.counters[j] -= earlier.counter(d.counter_names[j]);
   }

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/cpu_account.h"
 #include "lib/export.h"
 #include "lib/histogram.h"
 #include "lib/io_request.h"
@@ -75,9 +76,11 @@ struct LayerStats {
   std::vector<std::string> counter_names;
   std::vector<uint64_t> counters;  // parallel to counter_names
   // CPU charged to the layer by sampling (lib/cpu_account.h; 0 unless sampling ran), and the
-  // samples that charged it.
+  // samples that charged it; `cpu_ns` includes the phases, and the part of it each phase
+  // (CpuPhase, by index) was charged is in `cpu_phase_ns`.
   uint64_t cpu_ns = 0;
   uint64_t cpu_samples = 0;
+  std::array<uint64_t, kCpuPhaseCount> cpu_phase_ns{};
 
   const OpCounts& of(Op o) const { return op[static_cast<int>(o)]; }
   const LatencyHistogram& latency_of(Op o) const { return latency[static_cast<int>(o)]; }

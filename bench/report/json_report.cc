@@ -199,6 +199,8 @@ json AttributionJson(const bench::Attribution& a) {
     for (const bench::CounterRate& k : c.counters) {
       counters.push_back({{"name", k.name}, {"total", k.total}, {"per_io", k.per_io}});
     }
+    json phases = json::object();  // phase name -> CPU us per I/O; with "other" they sum to cpu
+    for (const bench::CpuPhaseShare& p : c.cpu_phases) phases[p.name] = p.us_per_io;
     layers.push_back({{"kind", c.kind},
                       {"description", c.description},
                       {"backend", c.backend},
@@ -220,6 +222,7 @@ json AttributionJson(const bench::Attribution& a) {
                       {"own_overlaps", c.own_overlaps},
                       {"mean_latency_us", c.mean_latency_us},
                       {"cpu_us_per_io", a.cpu_sampled ? json(c.cpu_us_per_io) : json(nullptr)},
+                      {"cpu_phases", a.cpu_sampled ? phases : json(nullptr)},
                       {"cpu_samples", c.cpu_samples},
                       {"held_cpu_us_per_io", c.held_cpu_us_per_io},
                       {"counters", counters},

@@ -33,6 +33,12 @@
 // models CPU instead of spending it (hv with vcpus: the request's CPU is held on a modelled vCPU
 // while the thread sleeps) counts it in its counter kHeldCpuCounter; that is the guest's CPU, not
 // the host's, so it is reported beside the layer's CPU (held_cpu_us_per_io) and is in no sum.
+//
+// CPU by phase. A layer that tags its phases (lib/cpu_account.h CpuPhase: hash, index, metadata,
+// submit ...) has its CPU split among them in `cpu_phases`: each phase that was charged, in the
+// fixed order of CpuPhase, then "other", the layer's CPU outside every phase. The shares add up to
+// the layer's cpu_us_per_io exactly (they divide the same samples). A layer that tags no phase,
+// or was charged nothing in any, has no split.
 #ifndef VSTACK_BENCH_WORKLOAD_ATTRIBUTION_H_
 #define VSTACK_BENCH_WORKLOAD_ATTRIBUTION_H_
 
@@ -62,6 +68,13 @@ struct CounterRate {
   double per_io = 0;  // per guest I/O
 };
 
+struct CpuPhaseShare {
+  std::string name;      // CpuPhaseName, or "other"
+  double us_per_io = 0;  // CPU charged to the phase per guest I/O
+};
+// The name of a layer's CPU outside every phase.
+inline constexpr const char* kOtherCpuPhase = "other";
+
 struct LayerCost {
   std::string kind;
   std::string description;
@@ -87,6 +100,7 @@ struct LayerCost {
   bool own_overlaps = false;              // own_us_per_io > self_us_per_io: not all waited for
   double cpu_us_per_io = 0;               // CPU charged to the layer per guest I/O (sampled)
   uint64_t cpu_samples = 0;               // the samples behind it
+  std::vector<CpuPhaseShare> cpu_phases;  // its split by phase (see above); empty: none
   double held_cpu_us_per_io = 0;          // modelled CPU held, not spent (kHeldCpuCounter)
   std::vector<CounterRate> counters;      // the layer's own counters that moved
   std::string words;                      // all of the above in one sentence

@@ -74,6 +74,7 @@ void LayerDelta::Merge(const LayerDelta& o) {
   level = o.level;
   cpu_ns += o.cpu_ns;
   cpu_samples += o.cpu_samples;
+  for (size_t p = 0; p < kCpuPhaseCount; ++p) cpu_phase_ns[p] += o.cpu_phase_ns[p];
   paths.requests += o.paths.requests;
   paths.total_ns += o.paths.total_ns;
   paths.negative += o.paths.negative;

@@ -13,6 +13,7 @@
 #include "bench/workload/host_ready.h"
 #include "bench/workload/knobs.h"
 #include "bench/workload/yield_stats.h"
+#include "lib/cpu_account.h"
 #include "lib/export.h"
 #include "lib/histogram.h"
 #include "lib/io_request.h"
@@ -62,9 +63,11 @@ struct LayerDelta {
   std::vector<std::string> counter_names;           // the layer's own counters
   std::vector<uint64_t> counters;
   // CPU the sampler charged to the layer (its code on every thread, and its helper threads),
-  // and the samples that charged it (lib/cpu_account.h); 0 when the run did not sample.
+  // and the samples that charged it (lib/cpu_account.h); 0 when the run did not sample. The
+  // part of cpu_ns each phase of the layer was charged, by CpuPhase index (LayerStats).
   uint64_t cpu_ns = 0;
   uint64_t cpu_samples = 0;
+  std::array<uint64_t, kCpuPhaseCount> cpu_phase_ns{};
   // The request paths that ended at this layer in this window (lib/stats.h PathStats; empty
   // unless the stack ran with StatsMode::kLatency): at the top layer the guest's requests,
   // below it the I/O the layer above issued for itself. Index = level (0: the backend).

@@ -59,6 +59,7 @@ std::vector<LayerDelta> StackDelta(BlockDevice& top, const std::vector<LayerStat
     l.counters = d.counters;
     l.cpu_ns = d.cpu_ns;
     l.cpu_samples = d.cpu_samples;
+    l.cpu_phase_ns = d.cpu_phase_ns;
     out.push_back(std::move(l));
   }
   return out;

@@ -8,6 +8,7 @@
 
 #include "blockdev/metastore/crc32c.h"
 #include "blockdev/metastore/table_page.h"
+#include "lib/cpu_tag.h"
 #include "lib/plural.h"
 #include "lib/aligned_buffer.h"
 #include "lib/endian.h"
@@ -223,6 +224,7 @@ bool Crc32cDevice::AnyUnknown(uint64_t r) const {
 // The policy
 
 Encoded Crc32cDevice::Encode(QueueState*, const GrainWrite& w, const std::byte* bytes) {
+  internal::PhaseScope checksum(*this, CpuPhase::kChecksum);
   if (unknown(w.grain)) {  // known again once this write lands (WriteFailed if it fails)
     unknown_[w.grain / 64].fetch_and(~(uint64_t{1} << (w.grain % 64)), std::memory_order_relaxed);
   }
@@ -231,6 +233,7 @@ Encoded Crc32cDevice::Encode(QueueState*, const GrainWrite& w, const std::byte* 
 
 bool Crc32cDevice::VerifyRead(uint64_t grain, uint64_t entry, const iovec* iov, uint32_t iovcnt,
                               uint64_t off, bool last_try) {
+  internal::PhaseScope checksum(*this, CpuPhase::kChecksum);
   if (Stored(Crc32cIov(iov, iovcnt, off, this->grain())) == entry) return true;
   if (unknown(grain)) return true;  // its failed write left old or new sectors: either is right
   if (last_try) {
@@ -246,6 +249,7 @@ Status Crc32cDevice::BeforeWrite(GrainIo& io, uint64_t first, uint64_t count) {
   regions_.Touch(RegionOf(first), RegionOf(first + count - 1), &to_mark);
   if (to_mark.empty()) return OkStatus();
   io.Quiesce();  // marking blocks
+  internal::PhaseScope metadata(*this, CpuPhase::kMetadata);
   return MarkDirty(to_mark);  // (failed: the engine still calls AfterWrite)
 }
 
@@ -310,6 +314,7 @@ Status Crc32cDevice::MarkDirty(const std::vector<uint64_t>& regions) {
 }
 
 Status Crc32cDevice::Commit(CommitKind kind) {
+  internal::PhaseScope metadata(*this, CpuPhase::kMetadata);
   std::lock_guard lock(meta_mu_);
   if (!formatted_ || read_only_) return OkStatus();
   std::vector<uint64_t> clean = regions_.PickClean(kind == CommitKind::kClose);

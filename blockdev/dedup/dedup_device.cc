@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "lib/cpu_tag.h"
 #include "lib/plural.h"
 #include "lib/endian.h"
 #include "lib/registry.h"
@@ -76,7 +77,13 @@ std::unique_ptr<GrainDevice::QueueState> DedupDevice::NewQueueState(GrainIo& io)
 
 Encoded DedupDevice::Encode(QueueState* qs, const GrainWrite& w, const std::byte* bytes) {
   Fingerprint fp;
-  if (!ClassifyGrain(bytes, grain(), &fp)) return {Encoded::kZero, UnitMap::kZero};
+  bool nonzero;
+  {
+    internal::PhaseScope hash(*this, CpuPhase::kHash);
+    nonzero = ClassifyGrain(bytes, grain(), &fp);
+  }
+  if (!nonzero) return {Encoded::kZero, UnitMap::kZero};
+  internal::PhaseScope index(*this, CpuPhase::kIndex);
   auto lock = index_.Lock(fp);
   const std::optional<DedupIndex::Hit> hit = index_.Find(fp);
   if (hit && hit->owner && hit->owner != w.owner) return {Encoded::kBusy};  // on its way below

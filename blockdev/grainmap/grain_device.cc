@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "blockdev/grainmap/grain_queue.h"
+#include "lib/cpu_tag.h"
 #include "lib/endian.h"
 #include "lib/size.h"
 #include "lib/sync_io.h"
@@ -196,6 +197,7 @@ Result<std::unique_ptr<IoQueue>> GrainDevice::DoOpenQueue() {
 
 Status GrainDevice::Commit(CommitKind kind) {
   if (!store_ || store_->read_only()) return OkStatus();
+  internal::PhaseScope metadata(*this, CpuPhase::kMetadata);
   auto lock = store_->LockCommits();
   const bool discards = lower_device().Has(kCapDiscard);
   const bool discard_all = kind == CommitKind::kMakeRoom || kind == CommitKind::kClose;

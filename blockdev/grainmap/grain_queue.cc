@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "blockdev/grainmap/grain_queue_op.h"
+#include "lib/cpu_tag.h"
 #include "lib/iovec.h"
 
 namespace vstack {
@@ -184,6 +185,7 @@ void GrainQueue::EncodeAll(Op* op) {
   op->pending = 1;
   op->error.clear();
   if (!in_place_) {
+    internal::PhaseScope index(dev_, CpuPhase::kIndex);
     map_.Reserve(*journal_, op->count);
     op->gen = map_.Enter(*journal_);  // what Encode finds (dedup) is not reused before Confirm
   }
@@ -286,6 +288,7 @@ void GrainQueue::WriteDone(Op* op) {
   }
   uint64_t zeros = 0;
   {
+    internal::PhaseScope index(dev_, CpuPhase::kIndex);
     std::lock_guard lock(journal_->mu);
     for (Slot& s : op->slots) {
       const bool stored = s.enc.kind == Encoded::kStore && !in_place_;
@@ -396,6 +399,7 @@ void GrainQueue::Send() {
       r->iovcnt = static_cast<uint32_t>(n);
     }
     sending_.swap(out_);
+    internal::PhaseScope submit(dev_, CpuPhase::kSubmit);
     lower().Submit(sending_);
     sending_.clear();
   }

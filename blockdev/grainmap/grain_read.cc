@@ -5,6 +5,7 @@
 
 #include "blockdev/grainmap/grain_queue.h"
 #include "blockdev/grainmap/grain_queue_op.h"
+#include "lib/cpu_tag.h"
 #include "lib/iovec.h"
 
 namespace vstack {
@@ -37,7 +38,10 @@ void GrainQueue::Read(Op* op, Stage stage) {
     Slot& s = op->slots[i];
     if (rmw && s.len == grain_) continue;
     if (rmw) s.buf = buffers_.Get(grain_);
-    s.entry = map_.Get(s.v);  // (read-modify-write: the grain is locked, its unit stays)
+    {
+      internal::PhaseScope index(dev_, CpuPhase::kIndex);
+      s.entry = map_.Get(s.v);  // (read-modify-write: the grain is locked, its unit stays)
+    }
     if (!in_place_ && !UnitMap::HasUnit(s.entry)) {
       if (rmw) std::memset(s.buf->data(), 0, grain_);
       if (!rmw) ZeroIov(p.iov, p.iovcnt, s.rel, s.len);

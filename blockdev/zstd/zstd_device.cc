@@ -7,6 +7,7 @@
 
 #include "blockdev/zstd/grain_codec.h"
 #include "blockdev/zstd/packing_queue.h"
+#include "lib/cpu_tag.h"
 #include "lib/plural.h"
 #include "lib/registry.h"
 #include "lib/size.h"
@@ -84,7 +85,10 @@ std::unique_ptr<GrainDevice::QueueState> ZstdDevice::NewQueueState(GrainIo& io) 
 
 Encoded ZstdDevice::Encode(QueueState* qs, const GrainWrite& w, const std::byte* bytes) {
   auto& q = static_cast<PackingQueue&>(*qs);
-  const EncodedGrain e = EncodeGrain(q.compressor(), rule_, bytes, grain(), w.scratch);
+  const EncodedGrain e = [&] {
+    internal::PhaseScope compress(*this, CpuPhase::kCompress);
+    return EncodeGrain(q.compressor(), rule_, bytes, grain(), w.scratch);
+  }();
   if (e.zero) return {Encoded::kZero, UnitMap::kZero};
   if (e.form.compressed) {
     q.io().Count(kCompressed);
@@ -115,6 +119,7 @@ Location ZstdDevice::Locate(uint64_t entry) const {
 bool ZstdDevice::Decode(QueueState* qs, const std::byte* stored, uint32_t length,
                         std::byte* out) {
   auto& q = static_cast<PackingQueue&>(*qs);
+  internal::PhaseScope decompress(*this, CpuPhase::kDecompress);
   if (q.decompressor().Decompress(stored, length, out, grain())) return true;
   q.io().Count(kDecompressErrors);
   return false;

@@ -5,6 +5,7 @@
 #include "formats/vhd/vhd_bitmap.h"
 #include "formats/vhd/vhd_device.h"
 #include "formats/vhd/vhd_dynamic_queue.h"
+#include "lib/cpu_tag.h"
 #include "lib/endian.h"
 #include "lib/historical_bug.h"
 #include "lib/iovec.h"
@@ -12,6 +13,7 @@
 namespace vstack::vhd {
 
 void DynamicQueue::JoinAllocation(Piece* p) {
+  internal::PhaseScope metadata(device(), CpuPhase::kMetadata);
   auto it = st_.allocating.find(p->block);
   if (it != st_.allocating.end()) {
     Allocation* a = it->second;
@@ -47,6 +49,7 @@ void DynamicQueue::MaybeStartCommit() {
 }
 
 void DynamicQueue::RunCommit() {
+  internal::PhaseScope metadata(device(), CpuPhase::kMetadata);
   auto c = std::make_unique<Commit>();
   std::error_code error;
   bool grow = false;
@@ -137,6 +140,7 @@ void DynamicQueue::StageInReservedSpace() {
 }
 
 void DynamicQueue::OnCommitOp(std::error_code ec) {
+  internal::PhaseScope metadata(device(), CpuPhase::kMetadata);
   Commit& c = *commit_;
   if (ec && !c.error) c.error = ec;
   if (--c.pending > 0) return;

@@ -5,6 +5,7 @@
 
 #include "formats/vhd/vhd_bitmap.h"
 #include "formats/vhd/vhd_device.h"
+#include "lib/cpu_tag.h"
 #include "lib/iovec.h"
 #include "lib/progress.h"
 
@@ -45,6 +46,7 @@ bool DynamicQueue::StartDirect(IoRequest& parent) {
   if (parent.op != Op::kRead && parent.op != Op::kWrite && parent.op != Op::kWriteZeroes) {
     return false;
   }
+  internal::PhaseScope index(device(), CpuPhase::kIndex);
   const uint64_t in_block = parent.offset % st_.block_size;
   if (parent.length > st_.block_size - in_block) return false;  // more than one piece
   const auto block = static_cast<uint32_t>(parent.offset / st_.block_size);
@@ -127,6 +129,7 @@ void DynamicQueue::Finish(Request* r, std::error_code ec) {
 }
 
 void DynamicQueue::Translate(Piece* p) {
+  internal::PhaseScope index(device(), CpuPhase::kIndex);
   Request* r = p->req;
   const Op op = r->done.parent()->op;
   Count(kCounterBatLookups);
@@ -354,6 +357,7 @@ void DynamicQueue::IssueBitmapRead(uint32_t block, uint32_t entry) {
 
 void DynamicQueue::IssueBitmapWrite(uint32_t block, uint32_t entry,
                                     const std::vector<uint8_t>& bits, bool after_flush) {
+  internal::PhaseScope metadata(device(), CpuPhase::kMetadata);
   LowerOp* op = NewOp(Kind::kBitmapWrite);
   op->block = block;
   SetPayload(op, Op::kWrite, uint64_t{entry} * kSectorSize, bits.data(), st_.bitmap_bytes);
@@ -503,6 +507,7 @@ void DynamicQueue::SetPayload(LowerOp* op, Op rw, uint64_t offset, const void* s
 }
 
 void DynamicQueue::FlushOutgoing() {
+  internal::PhaseScope submit(device(), CpuPhase::kSubmit);
   while (!outgoing_.empty() || !parent_outgoing_.empty()) {
     SubmitPending(outgoing_, lower());
     if (!parent_outgoing_.empty()) SubmitPending(parent_outgoing_, *parent_);  // only with a parent

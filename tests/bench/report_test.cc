@@ -74,7 +74,10 @@ class ReportTest : public ::testing::Test {
     o.knobs.target_size = 8 << 20;
     o.knobs.flush_interval = 16;
     o.rounds = 3;
-    for (const char* s : {"memory:16M", "passthrough+memory:16M", "null:16M"}) {
+    // dedup: a layer that splits its CPU by phase (the per-layer words list them); 64M below
+    // the 8M it maps, so that copy-on-write never runs out of free units.
+    for (const char* s :
+         {"memory:16M", "passthrough+memory:16M", "null:16M", "dedup+memory:64M"}) {
       o.stacks.push_back(*bench::ResolveStack(s, bench::BackendChoice{}));
     }
     report_ = new BenchReport;
@@ -91,7 +94,7 @@ BenchReport* ReportTest::report_ = nullptr;
 TEST_F(ReportTest, ComparisonTableAndJsonAgree) {
   const std::string text = RenderText(*report_);
   const json j = RenderJson(*report_);
-  ASSERT_EQ(j["stacks"].size(), 3u);
+  ASSERT_EQ(j["stacks"].size(), 4u);
   EXPECT_EQ(j["baseline"], "memory:16M");
   const auto table = Section(text, "Comparison");
   ASSERT_GE(table.size(), 6u) << text;
@@ -141,7 +144,27 @@ TEST_F(ReportTest, ComparisonTableAndJsonAgree) {
       EXPECT_NE(text.find(std::string(sum["gap"])), std::string::npos) << name;
     }
     for (const json& l : s["attribution"]["layers"]) {
-      EXPECT_NE(text.find(std::string(l["words"])), std::string::npos) << l["words"];
+      const std::string words = l["words"];
+      EXPECT_NE(text.find(words), std::string::npos) << words;
+      // CPU by phase: each phase's figure in the JSON is the one the words show, and the
+      // phases add up to the layer's CPU (to the rounding of each).
+      if (l["cpu_phases"].is_null()) continue;
+      double sum = 0;
+      for (const auto& [phase, us] : l["cpu_phases"].items()) {
+        EXPECT_NE(words.find(fmt::format("{} {:.2f}", phase, double(us))), std::string::npos)
+            << phase << " in " << words;
+        sum += double(us);
+      }
+      if (!l["cpu_phases"].empty()) {
+        EXPECT_NEAR(sum, double(l["cpu_us_per_io"]), 1e-6) << words;
+        EXPECT_TRUE(l["cpu_phases"].contains("other")) << words;
+      }
+      if (l["kind"] == "dedup") {
+        EXPECT_FALSE(l["cpu_phases"].empty()) << words;
+        EXPECT_NE(words.find(fmt::format("{:.2f} us CPU per I/O (", double(l["cpu_us_per_io"]))),
+                  std::string::npos)
+            << words;
+      }
     }
   }
 }
@@ -208,13 +231,13 @@ TEST_F(ReportTest, ReportFolderHasEveryFileAndCompleteCharts) {
   }
   std::ifstream in(out + "/report.json");
   const json j = json::parse(in);
-  EXPECT_EQ(j["stacks"].size(), 3u);
+  EXPECT_EQ(j["stacks"].size(), 4u);
   const std::string cdf = LatencyCdfSvg(*report_);
   EXPECT_EQ(cdf.rfind("<svg", 0), 0u);
   EXPECT_NE(cdf.find("</svg>"), std::string::npos);
   size_t lines = 0;
   for (size_t p = 0; (p = cdf.find("<polyline", p)) != std::string::npos; ++p) ++lines;
-  EXPECT_EQ(lines, 3u);  // one CDF per stack
+  EXPECT_EQ(lines, 4u);  // one CDF per stack
   EXPECT_NE(OverheadSvg(*report_).find("passthrough+memory:16M"), std::string::npos);
   EXPECT_NE(LayerCostSvg(*report_).find(">passthrough<"), std::string::npos);
   const std::string cpu = CpuCostSvg(*report_);
