@@ -5,6 +5,7 @@
 #include <random>
 
 #include "blockdev/metastore/crc32c.h"
+#include "blockdev/metastore/journal_txn.h"
 #include "blockdev/metastore/table_page.h"
 #include "lib/aligned_buffer.h"
 #include "lib/endian.h"
@@ -14,104 +15,10 @@
 namespace vstack {
 namespace {
 
-// Journal transaction header, at the start of its first 4 KiB block (little-endian):
-//   0 u32 magic "VSJ1"  4 u32 crc32c of all its blocks with this field zero, seeded with the
-//   volume id  8 u64 sequence number  16 u64 volume id  24 u32 blocks  28 u32 payload bytes
-//  32 payload: records [u8 table][u48 index][entry bytes], back to back
-constexpr uint32_t kTxnMagic = 0x314A5356;  // "VSJ1"
-constexpr size_t kTxnHeader = 32;
 constexpr uint64_t kDataAlign = 1 << 20;
 constexpr size_t kPagesPerChunk = 256;  // table pages read or written per batch (1 MiB)
 
 uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
-// The checksum of a transaction's first `bytes` bytes (at least its header); continue it over
-// the rest with Crc32cExtend.
-uint32_t TxnCrc(const uint8_t* txn, size_t bytes, uint64_t volume_id) {
-  uint8_t seed[8];
-  StoreLE64(seed, volume_id);
-  uint32_t crc = Crc32c(seed, sizeof seed);
-  crc = Crc32cExtend(crc, txn, 4);
-  const uint8_t zero[4] = {};
-  crc = Crc32cExtend(crc, zero, 4);
-  return Crc32cExtend(crc, txn + 8, bytes - 8);
-}
-
-uint64_t TxnBlocks(uint64_t payload) {
-  return (kTxnHeader + payload + kMetaPageSize - 1) / kMetaPageSize;
-}
-
-uint64_t LoadLE48(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 6; ++i) v |= uint64_t{p[i]} << (8 * i);
-  return v;
-}
-
-struct TxnHeader {
-  uint64_t seq = 0;
-  uint32_t blocks = 0;
-  uint32_t payload = 0;
-};
-
-// Parses a header; false if it is not a transaction of this volume.
-bool ParseHeader(const uint8_t* block, uint64_t volume_id, TxnHeader* h) {
-  if (LoadLE32(block) != kTxnMagic || LoadLE64(block + 16) != volume_id) return false;
-  h->seq = LoadLE64(block + 8);
-  h->blocks = LoadLE32(block + 24);
-  h->payload = LoadLE32(block + 28);
-  return true;
-}
-
-// Reads the transaction whose header `h` was found at byte `offset` of the device below, with
-// `room` bytes of journal from there. False if it is torn or forged: its block count disagrees
-// with its payload (a writer never pads), it runs past the journal, or its checksum fails.
-// Memory stays bounded by the journal's real content: the checksum is computed chunk by chunk
-// before the payload the header claims is kept. On success `payload` holds its records.
-Result<bool> ReadTransaction(SyncIo& io, uint64_t offset, uint64_t room, const TxnHeader& h,
-                             uint64_t volume_id, std::vector<uint8_t>* payload,
-                             const std::string& who) {
-  const uint64_t blocks = h.blocks;
-  if (blocks == 0 || blocks != TxnBlocks(h.payload) || blocks > room / kMetaPageSize) return false;
-  const uint64_t bytes = blocks * kMetaPageSize;
-  AlignedBuffer chunk(std::min<uint64_t>(bytes, kPagesPerChunk * kMetaPageSize));
-  const auto* c = reinterpret_cast<const uint8_t*>(chunk.data());
-  uint32_t crc = 0, stored = 0;
-  payload->clear();
-  for (uint64_t at = 0; at < bytes; at += chunk.size()) {
-    const uint64_t n = std::min<uint64_t>(chunk.size(), bytes - at);
-    if (std::error_code ec = io.Read(offset + at, chunk.span().first(n))) {
-      return MakeError(ec, who + ": cannot read the journal at offset " +
-                               std::to_string(offset + at) + ": " + ec.message());
-    }
-    if (at == 0) {
-      stored = LoadLE32(c + 4);
-      crc = TxnCrc(c, n, volume_id);
-    } else {
-      crc = Crc32cExtend(crc, c, n);
-    }
-    if (at == 0 && n == bytes) {  // the usual case: one chunk, kept as read
-      payload->assign(c + kTxnHeader, c + kTxnHeader + h.payload);
-    }
-  }
-  if (crc != stored) return false;
-  if (bytes <= chunk.size()) return true;
-  // Valid and larger than a chunk (a forged header with a matching checksum is bounded by the
-  // journal, itself at most kMaxJournalBytes): now read what it holds.
-  payload->resize(h.payload);
-  for (uint64_t done = 0; done < h.payload;) {
-    const uint64_t first = kTxnHeader + done;  // byte of the transaction
-    const uint64_t from = first / kMetaPageSize * kMetaPageSize;
-    const uint64_t n = std::min<uint64_t>(chunk.size(), bytes - from);
-    if (std::error_code ec = io.Read(offset + from, chunk.span().first(n))) {
-      return MakeError(ec, who + ": cannot read the journal at offset " +
-                               std::to_string(offset + from) + ": " + ec.message());
-    }
-    const uint64_t take = std::min<uint64_t>(h.payload - done, from + n - first);
-    std::memcpy(payload->data() + done, c + (first - from), take);
-    done += take;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -417,15 +324,7 @@ Status MetaStore::WriteTransaction(const uint8_t* payload, size_t bytes) {
   const uint64_t blocks = TxnBlocks(bytes);
   if (txn_.size() < blocks * kMetaPageSize) txn_ = AlignedBuffer(blocks * kMetaPageSize);
   const std::span<std::byte> txn = txn_.span().first(blocks * kMetaPageSize);
-  auto* t = reinterpret_cast<uint8_t*>(txn.data());
-  std::memset(t + kTxnHeader + bytes, 0, txn.size() - kTxnHeader - bytes);  // the padding
-  StoreLE32(t, kTxnMagic);
-  StoreLE64(t + 8, next_seq_);
-  StoreLE64(t + 16, sb_.volume_id);
-  StoreLE32(t + 24, static_cast<uint32_t>(blocks));
-  StoreLE32(t + 28, static_cast<uint32_t>(bytes));
-  std::memcpy(t + kTxnHeader, payload, bytes);
-  StoreLE32(t + 4, TxnCrc(t, txn.size(), sb_.volume_id));
+  EncodeTransaction(payload, bytes, next_seq_, sb_.volume_id, txn);
   const uint64_t offset = sb_.journal_offset + journal_pos_;
   if (std::error_code ec = io().Write(offset, txn, kIoFua)) {
     return MakeError(ec, who_ + ": cannot write journal transaction " + std::to_string(next_seq_) +

@@ -1,7 +1,8 @@
 // The queue of a dynamic VHD and the state it shares with other queues' requests (internal to
-// formats/vhd). The queue's work is split in two files: vhd_dynamic_queue.cc (requests,
-// translation, bitmaps, hand-offs between queues) and vhd_commit.cc (allocation and group
-// commit). vhd_dynamic.h describes the design.
+// formats/vhd). The queue's work is split in three files: vhd_dynamic_queue.cc (requests,
+// translation, hand-offs between queues), vhd_dynamic_bitmaps.cc (sector bitmap reads, waits
+// and write-backs) and vhd_commit.cc (allocation and group commit). vhd_dynamic.h describes
+// the design.
 #ifndef VSTACK_FORMATS_VHD_VHD_DYNAMIC_QUEUE_H_
 #define VSTACK_FORMATS_VHD_VHD_DYNAMIC_QUEUE_H_
 
