@@ -9,7 +9,9 @@
 #     and their blocking commits over a multi-queue VHD (blocking_commit_test.cc);
 #   - the NBD export with one queue per server thread, as nbdkit runs it (nbdkit itself is not
 #     instrumented, so the plugin is exercised in-process by nbd_export_test.cc), and the
-#     SharedSyncIo under it (and under the Python module), closed while another thread reads.
+#     SharedSyncIo under it (and under the Python module), closed while another thread reads;
+#   - CPU attribution: the sampler thread reading every tagged thread's layer and phase tags
+#     (cpu_account_test.cc).
 # Reports fail the test (halt_on_error); tests/tsan/tsan.supp lists each suppression's reason.
 add_executable(vstack_tsan_tests
   testing/test_util.cc
@@ -32,6 +34,7 @@ add_executable(vstack_tsan_tests
   nbd/nbd_export_test.cc
   lib/shared_sync_io_test.cc
   bench/exchange_test.cc
+  lib/cpu_account_test.cc
 )
 target_link_libraries(vstack_tsan_tests PRIVATE vstack::all GTest::gtest
                       GTest::gtest_main)
