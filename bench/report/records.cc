@@ -3,6 +3,10 @@
 
 #include <map>
 
+#include <nlohmann/json.hpp>
+
+#include "bench/report/report.h"
+
 namespace vstack::bench {
 namespace {
 
@@ -24,7 +28,7 @@ std::map<int, RunMetrics> BaselineRounds(const BenchReport& r) {
 
 }  // namespace
 
-json BenchRecords(const BenchReport& r) {
+std::string BenchRecords(const BenchReport& r) {
   const std::map<int, RunMetrics> base = BaselineRounds(r);
   json out = json::array();
   for (size_t i = 0; i < r.result.stacks.size(); ++i) {
@@ -65,7 +69,7 @@ json BenchRecords(const BenchReport& r) {
       out.push_back(std::move(rec));
     }
   }
-  return out;
+  return out.dump();
 }
 
 }  // namespace vstack::bench

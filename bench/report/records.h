@@ -5,9 +5,9 @@
 #ifndef VSTACK_BENCH_REPORT_RECORDS_H_
 #define VSTACK_BENCH_REPORT_RECORDS_H_
 
-#include <nlohmann/json.hpp>
+#include <string>
 
-#include "bench/report/report.h"
+#include "bench/report/bench.h"
 #include "lib/export.h"
 
 VSTACK_PUBLIC_BEGIN
@@ -20,7 +20,8 @@ namespace vstack::bench {
 // unknown), and iops_vs_base, cpu_per_io_vs_base, efficiency_vs_base, p99_vs_base (null when the
 // baseline has no measured round of that number or this round did no I/O; 0 when either side's
 // figure is 0, as in the summary).
-nlohmann::json BenchRecords(const BenchReport& r);
+// Returned as JSON text (an array), so that nlohmann-json stays inside the library.
+std::string BenchRecords(const BenchReport& r);
 
 }  // namespace vstack::bench
 VSTACK_PUBLIC_END

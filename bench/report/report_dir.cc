@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "bench/report/charts.h"
+#include "bench/report/report.h"
 #include "lib/xml_escape.h"
 
 namespace vstack::bench {

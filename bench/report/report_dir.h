@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/report/report.h"
+#include "bench/report/bench.h"
 #include "lib/export.h"
 #include "lib/errors.h"
 

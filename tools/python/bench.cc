@@ -198,7 +198,7 @@ void AddBench(py::module_& m) {
           "notes, errors and warnings.")
       .def(
           "records",
-          [](const PyBenchResult& r) { return FromJson(bench::BenchRecords(r.result.report).dump()); },
+          [](const PyBenchResult& r) { return FromJson(bench::BenchRecords(r.result.report)); },
           R"(One flat dict per stack per round, in the report's order: stack, spec, round (from 1),
 baseline, measured, interrupted, error, seconds, ios, iops, read_iops, write_iops, mib_s,
 mean_us, p50_us, p99_us, p99.9_us, cpu_us_per_io, iops_per_cpu_s, process_cpu_pct,
