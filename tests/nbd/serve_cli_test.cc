@@ -23,6 +23,12 @@ using testing::TempDir;
 
 // A file this process can read but not write: as root, by serving it as user nobody.
 TEST(ServeCli, AnUnwritableFileSaysToUseReadOnly) {
+#if defined(__SANITIZE_ADDRESS__)
+  // Under ASan, nbdkit (running the instrumented plugin as an unprivileged user) hangs in exit():
+  // libp11-kit's destructor waits in freelocale for glibc's setlocale lock (gdb, 2026-12-04). The
+  // message is vstack's and is checked by the normal build; the hang is outside vstack.
+  GTEST_SKIP() << "nbdkit's exit deadlocks in libp11-kit under ASan; checked by the normal build";
+#endif
   TempDir dir;
   ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
   const std::string img = dir.File("ro.img");
