@@ -75,15 +75,12 @@ std::unique_ptr<vstack::ForwardingQueue> BucketsDevice::NewQueue(
 }
 
 vstack::ComponentInfo BucketsComponent() {
-  vstack::ComponentInfo c;
-  c.name = "buckets";
-  c.kind = vstack::ComponentKind::kLayer;
-  c.summary = "counts requests per 4 KiB bucket (vstack/examples/custom_layer.cc)";
-  c.open_layer = [](vstack::DevicePtr lower, const vstack::OptionValues&,
-                    const vstack::OpenOptions&) -> vstack::Result<vstack::DevicePtr> {
-    return vstack::MakeDevice<BucketsDevice>(std::move(lower));
-  };
-  return c;
+  return vstack::LayerComponent(
+      "buckets", "counts requests per 4 KiB bucket (vstack/examples/custom_layer.cc)", {},
+      [](vstack::DevicePtr lower, const vstack::OptionValues&,
+         const vstack::OpenOptions&) -> vstack::Result<vstack::DevicePtr> {
+        return vstack::MakeDevice<BucketsDevice>(std::move(lower));
+      });
 }
 
 // Registration, exactly as the built-in layers do it.

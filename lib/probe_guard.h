@@ -35,6 +35,16 @@ struct ProbeDetails {
   std::function<std::string(BlockDevice& device)> problem;
 };
 bool RegisterProbeDetails(const std::string& format, ProbeDetails details);
+// The details of a format whose `Probe(device, &problem)` both recognises its images and, for
+// a device it rejects, explains in `problem` what looks like the format.
+template <auto Probe>
+ProbeDetails ProbeDetailsOf(std::vector<ProbeSignature> signatures) {
+  return {std::move(signatures), [](BlockDevice& device) {
+            std::string problem;
+            Probe(device, &problem);
+            return problem;
+          }};
+}
 // The details registered for `format`, or nullptr.
 const ProbeDetails* FindProbeDetails(const std::string& format);
 

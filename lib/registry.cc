@@ -100,6 +100,38 @@ Result<uint64_t> OptionValues::PositionalSize(uint64_t multiple) const {
 }
 
 // ---------------------------------------------------------------------------------------------
+// ComponentInfo builders
+
+ComponentInfo BackendComponent(std::string name, std::string summary, std::string positional,
+                               std::vector<OptionInfo> options, OpenBackendFn open) {
+  ComponentInfo c;
+  c.name = std::move(name);
+  c.kind = ComponentKind::kBackend;
+  c.summary = std::move(summary);
+  c.positional = std::move(positional);
+  c.options = std::move(options);
+  c.open_backend = std::move(open);
+  return c;
+}
+
+ComponentInfo LayerComponent(std::string name, std::string summary, std::vector<OptionInfo> options,
+                             OpenLayerFn open) {
+  ComponentInfo c;
+  c.name = std::move(name);
+  c.kind = ComponentKind::kLayer;
+  c.summary = std::move(summary);
+  c.options = std::move(options);
+  c.open_layer = std::move(open);
+  return c;
+}
+
+std::vector<OptionInfo> JoinOptions(std::vector<OptionInfo> shared,
+                                    std::initializer_list<OptionInfo> own) {
+  shared.insert(shared.end(), own.begin(), own.end());
+  return shared;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Registry
 
 Registry& Registry::Global() {

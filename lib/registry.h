@@ -116,6 +116,36 @@ struct ComponentInfo {
   std::vector<OptionInfo> create_options;
 };
 
+using OpenBackendFn = decltype(ComponentInfo::open_backend);
+using OpenLayerFn = decltype(ComponentInfo::open_layer);
+
+// The entry of a backend: its name, one-line summary, what its positional item is ("PATH",
+// "SIZE"), its options and how to open it. Formats and backends with more (probe, create) set
+// those fields on the result.
+ComponentInfo BackendComponent(std::string name, std::string summary, std::string positional,
+                               std::vector<OptionInfo> options, OpenBackendFn open);
+// The entry of a layer: its name, one-line summary, its options and how to open it over `lower`.
+ComponentInfo LayerComponent(std::string name, std::string summary, std::vector<OptionInfo> options,
+                             OpenLayerFn open);
+// Makes the layer entry `layer` an image format: `Probe(device, nullptr)` recognises its images
+// (OpenImage opens a bare path as "<name>+file:PATH"), and `Create(path, Parse(size, options))`
+// makes one (CreateImage, `vstack create`), taking `create_options`.
+template <auto Probe, auto Parse, auto Create>
+ComponentInfo ImageFormatComponent(ComponentInfo layer, std::vector<OptionInfo> create_options) {
+  layer.probe = [](BlockDevice& device) { return Probe(device, nullptr); };
+  layer.create = [](const std::string& path, uint64_t size,
+                    const OptionValues& options) -> Result<DevicePtr> {
+    VSTACK_ASSIGN_OR_RETURN(auto params, Parse(size, options));
+    return Create(path, params);
+  };
+  layer.create_options = std::move(create_options);
+  return layer;
+}
+// `shared` followed by `own`: a family's shared options (e.g. Ceph's connection options), then
+// one component's.
+std::vector<OptionInfo> JoinOptions(std::vector<OptionInfo> shared,
+                                    std::initializer_list<OptionInfo> own);
+
 class Registry {
  public:
   static Registry& Global();
@@ -133,7 +163,7 @@ class Registry {
   std::vector<std::unique_ptr<ComponentInfo>> components_;
 };
 
-#define VSTACK_REGISTER_COMPONENT(ident, info) \
+#define VSTACK_REGISTER_COMPONENT(ident, info)                   \
   static const bool vstack_registered_##ident [[maybe_unused]] = \
       ::vstack::Registry::Global().Add(info)
 

@@ -233,17 +233,15 @@ Result<DevicePtr> OpenRados(const OptionValues& o, const OpenOptions& open) {
 }
 
 ComponentInfo RadosComponent() {
-  ComponentInfo c;
-  c.name = "rados";
-  c.kind = ComponentKind::kBackend;
-  c.summary = "fixed-size RADOS objects via librados (asynchronous), missing objects read as zeros";
-  c.positional = "POOL[/PREFIX]";
-  c.options = ConnectOptionInfos();
-  c.options.push_back({"object_size", "bytes per object, a power of two (4K..1G)", "4M"});
-  c.options.push_back({"create", "create the device (fails if its header exists)", "off"});
-  c.options.push_back({"size", "virtual size of a new device (with create=on)", ""});
-  c.open_backend = OpenRados;
-  return c;
+  return BackendComponent(
+      "rados",
+      "fixed-size RADOS objects via librados (asynchronous), missing objects read as zeros",
+      "POOL[/PREFIX]",
+      JoinOptions(ConnectOptionInfos(),
+                  {{"object_size", "bytes per object, a power of two (4K..1G)", "4M"},
+                   {"create", "create the device (fails if its header exists)", "off"},
+                   {"size", "virtual size of a new device (with create=on)", ""}}),
+      OpenRados);
 }
 
 }  // namespace

@@ -151,17 +151,14 @@ Result<DevicePtr> OpenRbd(const OptionValues& o, const OpenOptions& open) {
 }
 
 ComponentInfo RbdComponent() {
-  ComponentInfo c;
-  c.name = "rbd";
-  c.kind = ComponentKind::kBackend;
-  c.summary = "Ceph RBD image via librbd (asynchronous), data optionally in an EC pool";
-  c.positional = "POOL/IMAGE";
-  c.options = ConnectOptionInfos();
-  c.options.push_back({"create", "create the image (fails if it exists)", "off"});
-  c.options.push_back({"size", "virtual size of a new image (with create=on)", ""});
-  c.options.push_back({"data_pool", "pool for a new image's data, e.g. an EC pool", ""});
-  c.open_backend = OpenRbd;
-  return c;
+  return BackendComponent(
+      "rbd", "Ceph RBD image via librbd (asynchronous), data optionally in an EC pool",
+      "POOL/IMAGE",
+      JoinOptions(ConnectOptionInfos(),
+                  {{"create", "create the image (fails if it exists)", "off"},
+                   {"size", "virtual size of a new image (with create=on)", ""},
+                   {"data_pool", "pool for a new image's data, e.g. an EC pool", ""}}),
+      OpenRbd);
 }
 
 }  // namespace

@@ -412,17 +412,14 @@ void Crc32cDevice::Properties(PropertyList& out) const {
 namespace {
 
 ComponentInfo Crc32cComponent() {
-  ComponentInfo c;
-  c.name = "crc32c";
-  c.kind = ComponentKind::kLayer;
-  c.summary = "a CRC-32C per grain, stored persistently and verified on every read";
-  c.options = GrainOptionInfos("checksum", /*with_size=*/false);
-  c.open_layer = [](DevicePtr lower, const OptionValues& values,
-                    const OpenOptions& open) -> Result<DevicePtr> {
+  auto open_crc32c = [](DevicePtr lower, const OptionValues& values,
+                        const OpenOptions& open) -> Result<DevicePtr> {
     VSTACK_ASSIGN_OR_RETURN(GrainOptions o, ParseGrainOptions(values, 0, "crc32c", false));
     return Crc32cDevice::Open(std::move(lower), o.grain, o.grain_given, open.read_only, o.format);
   };
-  return c;
+  return LayerComponent("crc32c",
+                        "a CRC-32C per grain, stored persistently and verified on every read",
+                        GrainOptionInfos("checksum", /*with_size=*/false), open_crc32c);
 }
 
 }  // namespace

@@ -228,20 +228,13 @@ void DedupDevice::Properties(PropertyList& out) const {
 namespace {
 
 ComponentInfo DedupComponent() {
-  ComponentInfo c;
-  c.name = "dedup";
-  c.kind = ComponentKind::kLayer;
-  c.summary = "inline deduplication of fixed-size grains (XXH3-128, zero elimination, refcounts)";
-  c.options = GrainOptionInfos("deduplication", /*with_size=*/true);
-  c.options.insert(c.options.begin() + 1,
-                   {"verify", "compare bytes before sharing a grain (safe against hash collisions)",
-                    "off"});
-  c.open_layer = [](DevicePtr lower, const OptionValues& values,
-                    const OpenOptions& open) -> Result<DevicePtr> {
-    VSTACK_ASSIGN_OR_RETURN(DedupOptions o, ParseDedupOptions(values, lower->geometry().size_bytes));
-    return DedupDevice::Open(std::move(lower), o, open.read_only);
-  };
-  return c;
+  std::vector<OptionInfo> options = GrainOptionInfos("deduplication", /*with_size=*/true);
+  options.insert(
+      options.begin() + 1,
+      {"verify", "compare bytes before sharing a grain (safe against hash collisions)", "off"});
+  return LayerComponent(
+      "dedup", "inline deduplication of fixed-size grains (XXH3-128, zero elimination, refcounts)",
+      std::move(options), &OpenGrainLayer<DedupDevice, ParseDedupOptions>);
 }
 
 }  // namespace

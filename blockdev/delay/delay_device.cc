@@ -96,25 +96,25 @@ Result<DevicePtr> OpenDelay(DevicePtr lower, const OptionValues& o, const OpenOp
 }
 
 ComponentInfo DelayComponent() {
-  ComponentInfo c;
-  c.name = "delay";
-  c.kind = ComponentKind::kLayer;
-  c.summary =
-      "a device's service time: fixed/uniform/log-normal latency, a QD limit, a bandwidth cap";
-  c.options = {
-      {"latency", "service time of reads and writes: 5ms, uniform:MIN:MAX, lognormal:MEAN:SD", "0"},
-      {"read", "service time of reads (overrides latency)", ""},
-      {"write", "service time of writes, write-zeroes and discards (overrides latency)", ""},
-      {"flush", "service time of flushes", "0"},
-      {"qd", "requests served at a time per queue (0: no limit)", "0"},
-      {"bw", "bytes per second per queue for reads and writes, e.g. 200M (0: no cap)", "0"},
-      {"seed", "seed of the random draws (queue i uses seed + i)", "1"},
-      {"stalls", "the device stops for these lengths in every stall_period, e.g. 2s/500ms: a "
-                 "request due during a stall completes when it ends", ""},
-      {"stall_period", "the period the stalls repeat in, spread evenly over it (e.g. 60s)", ""},
-  };
-  c.open_layer = &OpenDelay;
-  return c;
+  return LayerComponent(
+      "delay",
+      "a device's service time: fixed/uniform/log-normal latency, a QD limit, a bandwidth cap",
+      {
+          {"latency", "service time of reads and writes: 5ms, uniform:MIN:MAX, lognormal:MEAN:SD",
+           "0"},
+          {"read", "service time of reads (overrides latency)", ""},
+          {"write", "service time of writes, write-zeroes and discards (overrides latency)", ""},
+          {"flush", "service time of flushes", "0"},
+          {"qd", "requests served at a time per queue (0: no limit)", "0"},
+          {"bw", "bytes per second per queue for reads and writes, e.g. 200M (0: no cap)", "0"},
+          {"seed", "seed of the random draws (queue i uses seed + i)", "1"},
+          {"stalls",
+           "the device stops for these lengths in every stall_period, e.g. 2s/500ms: a "
+           "request due during a stall completes when it ends",
+           ""},
+          {"stall_period", "the period the stalls repeat in, spread evenly over it (e.g. 60s)", ""},
+      },
+      &OpenDelay);
 }
 
 }  // namespace

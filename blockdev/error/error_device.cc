@@ -87,27 +87,25 @@ Result<DevicePtr> OpenError(DevicePtr lower, const OptionValues& o, const OpenOp
 }
 
 ComponentInfo ErrorComponent() {
-  ComponentInfo c;
-  c.name = "error";
-  c.kind = ComponentKind::kLayer;
-  c.summary = "fault injection (blkdebug, nbdkit error filter): fail chosen requests with an errno";
-  c.options = {
-      {"ops", "which requests may fail: read, write, zero, flush, trim joined by '/', or all",
-       "all"},
-      {"errno",
-       "the error: EIO, ENOSPC, EPERM, ENOMEM, EINVAL, ESHUTDOWN, ETIMEDOUT, EROFS, "
-       "EDQUOT or a number",
-       "EIO"},
-      {"rate", "probability that a matching request fails, 0..1", "1"},
-      {"after", "the first N matching requests succeed", "0"},
-      {"count", "at most N requests fail (0: no limit)", "0"},
-      {"offset", "only requests overlapping [offset, offset+length) match (flushes always do)",
-       "0"},
-      {"length", "length of that range (0: to the end of the device)", "0"},
-      {"seed", "seed of the rate draws", "1"},
-  };
-  c.open_layer = &OpenError;
-  return c;
+  return LayerComponent(
+      "error",
+      "fault injection (blkdebug, nbdkit error filter): fail chosen requests with an errno",
+      {
+          {"ops", "which requests may fail: read, write, zero, flush, trim joined by '/', or all",
+           "all"},
+          {"errno",
+           "the error: EIO, ENOSPC, EPERM, ENOMEM, EINVAL, ESHUTDOWN, ETIMEDOUT, EROFS, "
+           "EDQUOT or a number",
+           "EIO"},
+          {"rate", "probability that a matching request fails, 0..1", "1"},
+          {"after", "the first N matching requests succeed", "0"},
+          {"count", "at most N requests fail (0: no limit)", "0"},
+          {"offset", "only requests overlapping [offset, offset+length) match (flushes always do)",
+           "0"},
+          {"length", "length of that range (0: to the end of the device)", "0"},
+          {"seed", "seed of the rate draws", "1"},
+      },
+      &OpenError);
 }
 
 }  // namespace

@@ -17,18 +17,13 @@ class FileQueue final : public IoQueue {
 };
 
 ComponentInfo FileComponent() {
-  ComponentInfo c;
-  c.name = "file";
-  c.kind = ComponentKind::kBackend;
-  c.summary = "regular file or block device via preadv/pwritev2 (synchronous)";
-  c.positional = "PATH";
-  c.options = FileOptionInfos();
-  c.open_backend = [](const OptionValues& o, const OpenOptions& open) -> Result<DevicePtr> {
-    VSTACK_ASSIGN_OR_RETURN(FileOpenParams params, ParseFileParams(o, open));
-    VSTACK_ASSIGN_OR_RETURN(OpenedFile file, OpenBackingFile("file", params));
-    return MakeDevice<FileDevice>(file, params);
-  };
-  return c;
+  return BackendComponent(
+      "file", "regular file or block device via preadv/pwritev2 (synchronous)", "PATH",
+      FileOptionInfos(), [](const OptionValues& o, const OpenOptions& open) -> Result<DevicePtr> {
+        VSTACK_ASSIGN_OR_RETURN(FileOpenParams params, ParseFileParams(o, open));
+        VSTACK_ASSIGN_OR_RETURN(OpenedFile file, OpenBackingFile("file", params));
+        return MakeDevice<FileDevice>(file, params);
+      });
 }
 
 }  // namespace

@@ -301,6 +301,15 @@ class GrainDevice : public GrainLayer {
 // The `grain`, `size` and `format` options of a grain layer's ComponentInfo.
 std::vector<OptionInfo> GrainOptionInfos(const char* what, bool with_size);
 
+// The registry's open function of a grain layer: `Parse(values, lower size)` reads its options,
+// `Device::Open(lower, options, read_only)` opens it.
+template <class Device, auto Parse>
+Result<DevicePtr> OpenGrainLayer(DevicePtr lower, const OptionValues& values,
+                                 const OpenOptions& open) {
+  VSTACK_ASSIGN_OR_RETURN(auto options, Parse(values, lower->geometry().size_bytes));
+  return Device::Open(std::move(lower), options, open.read_only);
+}
+
 }  // namespace vstack
 
 #endif  // VSTACK_BLOCKDEV_GRAINMAP_GRAIN_DEVICE_H_

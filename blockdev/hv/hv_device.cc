@@ -105,22 +105,22 @@ Result<DevicePtr> OpenHv(DevicePtr lower, const OptionValues& o, const OpenOptio
 }
 
 ComponentInfo HvComponent() {
-  ComponentInfo c;
-  c.name = "hv";
-  c.kind = ComponentKind::kLayer;
-  c.summary = "a hypervisor's per-I/O cost: added latency and CPU burned per request";
-  c.options = {
-      {"preset", "a published calibration: hyperv-passthrough (options below override it)", ""},
-      {"latency", "added latency of every request: 50us, uniform:MIN:MAX, lognormal:MEAN:SD", ""},
-      {"read", "added latency of reads (overrides latency)", ""},
-      {"write", "added latency of writes, flushes, write-zeroes, discards", ""},
-      {"cpu", "CPU burned per request on the submitting thread: 5us, or a distribution", ""},
-      {"vcpus", "the guest's vCPUs (0: none modelled): each request's cpu is held on one of "
-                "them, the thread asleep, instead of burned (CPU-bound at vcpus / cpu)", "0"},
-      {"seed", "seed of the random draws", "1"},
-  };
-  c.open_layer = &OpenHv;
-  return c;
+  return LayerComponent(
+      "hv", "a hypervisor's per-I/O cost: added latency and CPU burned per request",
+      {
+          {"preset", "a published calibration: hyperv-passthrough (options below override it)", ""},
+          {"latency", "added latency of every request: 50us, uniform:MIN:MAX, lognormal:MEAN:SD",
+           ""},
+          {"read", "added latency of reads (overrides latency)", ""},
+          {"write", "added latency of writes, flushes, write-zeroes, discards", ""},
+          {"cpu", "CPU burned per request on the submitting thread: 5us, or a distribution", ""},
+          {"vcpus",
+           "the guest's vCPUs (0: none modelled): each request's cpu is held on one of "
+           "them, the thread asleep, instead of burned (CPU-bound at vcpus / cpu)",
+           "0"},
+          {"seed", "seed of the random draws", "1"},
+      },
+      &OpenHv);
 }
 
 }  // namespace

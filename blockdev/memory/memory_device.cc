@@ -298,17 +298,7 @@ Status MemoryDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Ex
 namespace {
 
 ComponentInfo MemoryComponent() {
-  ComponentInfo c;
-  c.name = "memory";
-  c.kind = ComponentKind::kBackend;
-  c.summary = "sparse RAM disk; costs only what is written";
-  c.positional = "SIZE";
-  c.options = {
-      {"block", "logical block size: 512 or 4096", "512"},
-      {"prefill", "on: allocate and touch every page at open (RSS = SIZE), so writes never pay "
-                  "the first touch; off: sparse", "off"},
-  };
-  c.open_backend = [](const OptionValues& o, const OpenOptions& open) -> Result<DevicePtr> {
+  auto open_memory = [](const OptionValues& o, const OpenOptions& open) -> Result<DevicePtr> {
     VSTACK_ASSIGN_OR_RETURN(uint32_t block, o.LogicalBlock("block"));
     VSTACK_ASSIGN_OR_RETURN(uint64_t size, o.PositionalSize(block));
     VSTACK_ASSIGN_OR_RETURN(bool prefill, o.Bool("prefill"));
@@ -316,7 +306,14 @@ ComponentInfo MemoryComponent() {
     if (prefill) VSTACK_RETURN_IF_ERROR(dev->Prefill());
     return DevicePtr(dev.release());
   };
-  return c;
+  return BackendComponent(
+      "memory", "sparse RAM disk; costs only what is written", "SIZE",
+      {{"block", "logical block size: 512 or 4096", "512"},
+       {"prefill",
+        "on: allocate and touch every page at open (RSS = SIZE), so writes never pay "
+        "the first touch; off: sparse",
+        "off"}},
+      open_memory);
 }
 
 }  // namespace

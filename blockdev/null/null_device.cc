@@ -51,20 +51,17 @@ Result<std::unique_ptr<IoQueue>> NullDevice::DoOpenQueue() {
 namespace {
 
 ComponentInfo NullComponent() {
-  ComponentInfo c;
-  c.name = "null";
-  c.kind = ComponentKind::kBackend;
-  c.summary = "reads zeros, drops writes: measures pure software overhead";
-  c.positional = "SIZE";
-  c.options = {{"block", "logical block size: 512 or 4096", "512"},
-               {"fill", "zero-fill read buffers (off times the request path alone)", "on"}};
-  c.open_backend = [](const OptionValues& o, const OpenOptions& open) -> Result<DevicePtr> {
+  auto open_null = [](const OptionValues& o, const OpenOptions& open) -> Result<DevicePtr> {
     VSTACK_ASSIGN_OR_RETURN(uint32_t block, o.LogicalBlock("block"));
     VSTACK_ASSIGN_OR_RETURN(uint64_t size, o.PositionalSize(block));
     VSTACK_ASSIGN_OR_RETURN(bool fill, o.Bool("fill"));
     return MakeDevice<NullDevice>(size, block, fill, open.read_only);
   };
-  return c;
+  return BackendComponent(
+      "null", "reads zeros, drops writes: measures pure software overhead", "SIZE",
+      {{"block", "logical block size: 512 or 4096", "512"},
+       {"fill", "zero-fill read buffers (off times the request path alone)", "on"}},
+      open_null);
 }
 
 }  // namespace

@@ -49,14 +49,11 @@ namespace vstack {
 namespace {
 
 ComponentInfo PassthroughComponent() {
-  ComponentInfo c;
-  c.name = "passthrough";
-  c.kind = ComponentKind::kLayer;
-  c.summary = "forwards every request unchanged: the cost of one layer, and the template";
-  c.open_layer = [](DevicePtr lower, const OptionValues&, const OpenOptions&) -> Result<DevicePtr> {
-    return MakeDevice<PassthroughDevice>(std::move(lower));
-  };
-  return c;
+  return LayerComponent(
+      "passthrough", "forwards every request unchanged: the cost of one layer, and the template",
+      {}, [](DevicePtr lower, const OptionValues&, const OpenOptions&) -> Result<DevicePtr> {
+        return MakeDevice<PassthroughDevice>(std::move(lower));
+      });
 }
 
 }  // namespace

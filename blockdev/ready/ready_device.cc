@@ -53,19 +53,17 @@ Result<DevicePtr> OpenReady(DevicePtr lower, const OptionValues& o, const OpenOp
 }
 
 ComponentInfo ReadyComponent() {
-  ComponentInfo c;
-  c.name = "ready";
-  c.kind = ComponentKind::kLayer;
-  c.summary =
-      "CPU Ready: stalls each queue's thread for pct% of wall time (no submits, no completions)";
-  c.options = {
-      {"pct", "RDY%: share of wall time each queue's thread is stalled, 0 to <100", "0"},
-      {"stall", "stall length: 4ms, exp:MEAN, uniform:MIN:MAX, lognormal:MEAN:SD", "exp:4ms"},
-      {"quantum", "stalls are whole multiples of this hypervisor quantum (0: not rounded)", "1ms"},
-      {"seed", "seed of the stall draws (queue i uses seed + i)", "1"},
-  };
-  c.open_layer = &OpenReady;
-  return c;
+  return LayerComponent(
+      "ready",
+      "CPU Ready: stalls each queue's thread for pct% of wall time (no submits, no completions)",
+      {
+          {"pct", "RDY%: share of wall time each queue's thread is stalled, 0 to <100", "0"},
+          {"stall", "stall length: 4ms, exp:MEAN, uniform:MIN:MAX, lognormal:MEAN:SD", "exp:4ms"},
+          {"quantum", "stalls are whole multiples of this hypervisor quantum (0: not rounded)",
+           "1ms"},
+          {"seed", "seed of the stall draws (queue i uses seed + i)", "1"},
+      },
+      &OpenReady);
 }
 
 }  // namespace

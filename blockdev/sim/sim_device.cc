@@ -31,12 +31,7 @@ Geometry GeometryOf(const SimDisk& disk, const SimDiskTraits& t) {
 }
 
 ComponentInfo SimComponent() {
-  ComponentInfo c;
-  c.name = "sim";
-  c.kind = ComponentKind::kBackend;
-  c.summary = "a simulated disk of `vstack sim` (exists only inside a simulation)";
-  c.positional = "NAME";
-  c.open_backend = [](const OptionValues& o, const OpenOptions& open) -> Result<DevicePtr> {
+  auto open_sim = [](const OptionValues& o, const OpenOptions& open) -> Result<DevicePtr> {
     SimHost* host = CurrentSimHost();
     if (host == nullptr) {
       return MakeError(Errc::kNotFound,
@@ -50,7 +45,9 @@ ComponentInfo SimComponent() {
     }
     return MakeDevice<SimDevice>(o.positional(), *entry, *host, open.read_only);
   };
-  return c;
+  return BackendComponent("sim",
+                          "a simulated disk of `vstack sim` (exists only inside a simulation)",
+                          "NAME", {}, open_sim);
 }
 
 VSTACK_REGISTER_COMPONENT(sim, SimComponent());

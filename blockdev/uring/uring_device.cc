@@ -179,16 +179,7 @@ class UringQueue final : public IoQueue {
 };
 
 ComponentInfo UringComponent() {
-  ComponentInfo c;
-  c.name = "uring";
-  c.kind = ComponentKind::kBackend;
-  c.summary = "regular file or block device via io_uring, one ring per queue";
-  c.positional = "PATH";
-  c.options = FileOptionInfos();
-  c.options.push_back({"entries", "submission ring size per queue (8..4096)", "256"});
-  c.options.push_back({"fixed_files", "register the file with each ring", "on"});
-  c.options.push_back({"fixed_buffers", "use registered buffers announced by the caller", "on"});
-  c.open_backend = [](const OptionValues& o, const OpenOptions& open) -> Result<DevicePtr> {
+  auto open_uring = [](const OptionValues& o, const OpenOptions& open) -> Result<DevicePtr> {
     VSTACK_ASSIGN_OR_RETURN(FileOpenParams params, ParseFileParams(o, open));
     UringParams up;
     VSTACK_ASSIGN_OR_RETURN(int64_t entries, o.Int("entries", 8, 4096));
@@ -199,7 +190,13 @@ ComponentInfo UringComponent() {
     VSTACK_ASSIGN_OR_RETURN(OpenedFile file, OpenBackingFile("uring", params));
     return MakeDevice<UringDevice>(file, params, up);
   };
-  return c;
+  return BackendComponent(
+      "uring", "regular file or block device via io_uring, one ring per queue", "PATH",
+      JoinOptions(FileOptionInfos(),
+                  {{"entries", "submission ring size per queue (8..4096)", "256"},
+                   {"fixed_files", "register the file with each ring", "on"},
+                   {"fixed_buffers", "use registered buffers announced by the caller", "on"}}),
+      open_uring);
 }
 
 }  // namespace

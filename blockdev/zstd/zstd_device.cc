@@ -254,25 +254,18 @@ void ZstdDevice::Properties(PropertyList& out) const {
 namespace {
 
 ComponentInfo ZstdComponent() {
-  ComponentInfo c;
-  c.name = "zstd";
-  c.kind = ComponentKind::kLayer;
-  c.summary = "per-grain zstd compression with a stored-size rule (vsan-osa, sector, packed, "
-              "min-saving=P)";
-  c.options = GrainOptionInfos("compression", /*with_size=*/true);
-  c.options.insert(c.options.begin(),
-                   {"level", "zstd level; negative levels are the fast modes", "1"});
-  c.options.insert(c.options.begin() + 2,
-                   {{"rule", "stored size: vsan-osa, sector, packed or min-saving=P", "sector"},
-                    {"open_bins",
-                     "open bins per queue the packer fits fragments into (best fit), 1 to 64",
-                     "16"}});
-  c.open_layer = [](DevicePtr lower, const OptionValues& values,
-                    const OpenOptions& open) -> Result<DevicePtr> {
-    VSTACK_ASSIGN_OR_RETURN(ZstdOptions o, ParseZstdOptions(values, lower->geometry().size_bytes));
-    return ZstdDevice::Open(std::move(lower), o, open.read_only);
-  };
-  return c;
+  std::vector<OptionInfo> options = GrainOptionInfos("compression", /*with_size=*/true);
+  options.insert(options.begin(), {"level", "zstd level; negative levels are the fast modes", "1"});
+  options.insert(
+      options.begin() + 2,
+      {{"rule", "stored size: vsan-osa, sector, packed or min-saving=P", "sector"},
+       {"open_bins", "open bins per queue the packer fits fragments into (best fit), 1 to 64",
+        "16"}});
+  return LayerComponent(
+      "zstd",
+      "per-grain zstd compression with a stored-size rule (vsan-osa, sector, packed, "
+      "min-saving=P)",
+      std::move(options), &OpenGrainLayer<ZstdDevice, ParseZstdOptions>);
 }
 
 }  // namespace
