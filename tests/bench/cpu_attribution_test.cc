@@ -290,6 +290,33 @@ TEST(CpuAttribution, DedupSplitsItsCpuIntoItsPhasesAndTheSplitAddsUp) {
   EXPECT_TRUE(a.cpu_adds_up) << a.cpu_words;
 }
 
+// A dynamic VHD tags its phases too: first writes allocate blocks (BAT lookups: index; the
+// allocation commits and sector bitmap writes: metadata) and hand the data to the file below
+// (submit). Only those phases are charged to it, and they add up to its CPU.
+TEST(CpuAttribution, ADynamicVhdSplitsItsCpuIntoItsPhasesAndTheSplitAddsUp) {
+  testing::TempDir dir;  // a file, so that the image can grow as blocks are allocated
+  const std::string path = dir.File("d.vhd");
+  auto dev = CreateAndOpenImage("vhd", path, 256ull << 20, "subformat=dynamic");
+  ASSERT_OK(dev);
+  WorkloadKnobs k = Reads(100'000);
+  k.write_pct = 100;
+  k.flush_interval = 16;  // allocation commits: the metadata phase
+  const Attribution a = RunAndAttribute(**dev, k);
+  ASSERT_EQ(a.layers.size(), 2u);
+  const LayerCost& c = a.layers[0];
+  ASSERT_EQ(c.kind, "vhd");
+  bool tagged = false;
+  for (const CpuPhaseShare& p : c.cpu_phases) {
+    EXPECT_TRUE(p.name == "index" || p.name == "metadata" || p.name == "submit" ||
+                p.name == "other")
+        << p.name << " is not a phase of vhd: " << c.words;
+    tagged |= p.name != "other" && p.us_per_io > 0;
+  }
+  EXPECT_TRUE(tagged) << "no phase of vhd was charged: " << c.words;
+  EXPECT_NEAR(PhasesSumUs(c), c.cpu_us_per_io, 1e-6 * c.cpu_us_per_io + 1e-9) << c.words;
+  EXPECT_TRUE(a.layers[1].cpu_phases.empty()) << "file has no phases: " << a.layers[1].words;
+}
+
 TEST(CpuAttribution, WithoutSamplingTheReportSaysSoInsteadOfChargingZero) {
   auto dev = Open("passthrough+memory:16M");
   ASSERT_OK(dev);
