@@ -230,12 +230,14 @@ const std::vector<SimPreset>& SimPresets() {
                         "dedup+crc32c+vhd:subformat=fixed", "vhdx+crc32c+dedup",
                     }};
     // grain's stacks that pass today: without zstd, whose bins the simulator finds freed twice
-    // and torn (open findings, docs/testing.md).
+    // and torn, and without vhdx+crc32c+dedup, which can still hang (open findings,
+    // docs/testing.md).
     SimPreset grain_ci{"grain-ci",
-                       "the grain stacks the CI campaign runs: grain's without zstd (open findings)",
+                       "the grain stacks the CI campaign runs: grain's without zstd and without "
+                       "vhdx+crc32c+dedup (open findings)",
                        {}};
     for (const std::string& s : grain.stacks) {
-      if (s.find("zstd") == std::string::npos) {
+      if (s.find("zstd") == std::string::npos && s != "vhdx+crc32c+dedup") {
         grain_ci.stacks.push_back(s);
       }
     }
