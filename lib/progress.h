@@ -4,7 +4,8 @@
 //  - WaitForProgress(what): one step of a spin-wait, e.g. a queue polled while its requests
 //    wait for another queue's metadata I/O (LayerQueue::DoPoll);
 //  - IoMutex: a mutex its holder may keep across I/O (a synchronous metadata commit), so that
-//    waiting for it is a wait for another queue's progress;
+//    waiting for it is a wait for another queue's progress; LockQuiesced takes it as the
+//    progress rule asks of a queue with requests in flight below;
 //  - WaitUntil(cv, lock, pred, what): a condition-variable wait (a group commit's followers).
 //
 // Outside a simulation they do what they replace: yield the CPU, lock, wait on the condition
@@ -24,6 +25,8 @@
 
 VSTACK_PUBLIC_BEGIN
 namespace vstack {
+
+class IoQueue;
 
 class ProgressWaiter {
  public:
@@ -64,6 +67,13 @@ class IoMutex {
   void LockSlow();
   std::mutex mu_;
 };
+
+// Locks `mu` for a queue that may have requests in flight on `below`, its queue of the device
+// below. When another thread holds `mu`, first waits until nothing is in flight on `below`
+// (WaitIdle), then locks: the holder's I/O may wait for one of those requests (a grain lock
+// they hold, a write of theirs a commit must see), and only this thread reaps them (the
+// progress rule of lib/block_device.h). Uncontended, it is a plain lock.
+std::unique_lock<IoMutex> LockQuiesced(IoMutex& mu, IoQueue& below);
 
 // cv.wait(lock, pred), through the seam under a simulator: the lock is released while the
 // waiter runs other queues, and `pred` is checked again after each Wait.

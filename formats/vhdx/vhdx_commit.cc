@@ -17,7 +17,7 @@ namespace vstack::vhdx {
 
 Status VhdxDevice::BeginWrites(IoQueue& q) {
   if (writing_.load(std::memory_order_acquire)) return OkStatus();
-  std::lock_guard<IoMutex> lock(mu_);
+  auto lock = LockQuiesced(mu_, q);
   if (writing_.load(std::memory_order_relaxed)) return OkStatus();
   VSTACK_RETURN_IF_ERROR(SettleLength(lower_device(), q, &image_));
   Header h = image_.header;
@@ -42,6 +42,14 @@ void VhdxDevice::Allocate(IoQueue& q, std::span<Allocation* const> allocs) {
   };
   while (!all_done()) {
     if (committing_) {
+      // Another queue's commit may need what this queue has in flight below (a lock it holds
+      // in a layer there): let it finish before waiting (the progress rule).
+      if (q.in_flight() > 0) {
+        lock.unlock();
+        q.WaitIdle();
+        lock.lock();
+        continue;
+      }
       WaitUntil(group_cv_, lock, [&] { return !committing_; },
                 "vhdx: another queue's group commit");
       continue;
@@ -53,7 +61,7 @@ void VhdxDevice::Allocate(IoQueue& q, std::span<Allocation* const> allocs) {
     lock.unlock();
     Status s;
     {
-      std::lock_guard<IoMutex> commit(mu_);
+      auto commit = LockQuiesced(mu_, q);
       s = CommitGroup(q, group);
     }
     for (Allocation* a : group) {
@@ -202,11 +210,11 @@ Status VhdxDevice::CommitGroup(IoQueue& q, std::span<Allocation* const> group) {
 Status VhdxDevice::Flush(IoQueue& q) {
   uint64_t head = 0;
   {
-    std::lock_guard<IoMutex> lock(mu_);
+    auto lock = LockQuiesced(mu_, q);
     if (log_) head = log_->head();
   }
   VSTACK_RETURN_IF_ERROR(FlushQueue(q));
-  std::lock_guard<IoMutex> lock(mu_);
+  auto lock = LockQuiesced(mu_, q);
   if (log_) log_->Flushed(head);
   return OkStatus();
 }
