@@ -20,6 +20,8 @@ CASES=(
   "layers_bench ^BM_Layer/bare/memory_read/32$ 4096 bare"
   "layers_bench ^BM_Layer/passthrough/memory_read/32$ 4096 passthrough"
   "layers_bench ^BM_Layer/passthrough\\+passthrough\\+passthrough\\+passthrough/memory_read/32$ 4096 passthrough-x4"
+  "layers_bench ^BM_LayerLatencyStats/bare/memory_read/32$ 4096 latency-bare"
+  "layers_bench ^BM_LayerLatencyStats/passthrough\\+passthrough\\+passthrough\\+passthrough/memory_read/32$ 4096 latency-x4"
   "vhd_bench ^BM_Memory_Raw_Read/32/real_time$ 8192 raw"
   "vhd_bench ^BM_Memory_VhdFixed_Read/32/real_time$ 8192 vhd-fixed"
   "vhd_bench ^BM_Memory_VhdDynamic_Read/32/real_time$ 8192 vhd-dynamic"
@@ -42,11 +44,14 @@ for build in "$@"; do
   done
   echo "$build"
   printf '  %-14s %8s %8s\n' case instr/req "over bare"
-  for label in bare passthrough passthrough-x4 raw vhd-fixed vhd-dynamic; do
+  for label in bare passthrough passthrough-x4 latency-bare latency-x4 raw vhd-fixed vhd-dynamic; do
     base=${per_request[raw]}
     [[ $label == bare || $label == passthrough* ]] && base=${per_request[bare]}
+    [[ $label == latency-* ]] && base=${per_request[latency-bare]}
     printf '  %-14s %8d %+8d\n' "$label" "${per_request[$label]}" $(( per_request[$label] - base ))
   done
   printf '  %-14s %8s %+8d\n' "per level (x4)" "" $(( (${per_request[passthrough-x4]} - ${per_request[bare]}) / 4 ))
+  # With latency statistics on every level: what `vstack bench` runs (issue 27 item 4).
+  printf '  %-14s %8s %+8d\n' "latency, level" "" $(( (${per_request[latency-x4]} - ${per_request[latency-bare]}) / 4 ))
   unset per_request
 done

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdlib>
+#include <cstring>
 
 #include "lib/block_device.h"
 #include "lib/clock.h"
@@ -56,13 +57,21 @@ uint64_t BytesOf(const IoRequest& r) { return r.op == Op::kFlush ? 0 : r.length;
 // The time shared through a stack on this thread (StatsMode::kLatency queues only, see
 // lib/stats.h). Submit and Poll start a fresh context and restore the caller's on return; a
 // Drain sets one around each callback of a completed request.
+//
+// Paths are copied whole (kMaxStackDepth entries, a fixed 32-byte copy, not a loop per level):
+// a timed queue keeps every entry of a request's path_ns_ above the levels it has filled at 0
+// (Admit zeroes all, LinkTime and CompleteTimed keep them 0), so a whole copy carries the same
+// values as a copy of the filled levels.
+// Four words, saved and restored around every Submit, Poll and timed callback.
 struct TimeContext {
-  uint64_t now = 0;          // a timestamp a Submit takes instead of reading the clock (0: read)
-  bool in_callback = false;  // a lower request's callback is running: the fields below are set
+  // A timestamp a Submit takes instead of reading the clock (0: read). In a callback: the
+  // lower request's completion time.
+  uint64_t now = 0;
+  uint64_t latency_ns = 0;            // in a callback: the lower request's latency
+  const uint32_t* path_ns = nullptr;  // and its path: kMaxStackDepth levels, 0 above path_levels
+  int32_t path_levels = 0;            // the levels of path_ns that may be non-zero
+  bool in_callback = false;  // a lower request's callback is running: the fields above are set
   bool linked = false;       // ... and it completed a request of this thread's upper queue
-  uint64_t done_ns = 0;      // that lower request's completion time
-  uint64_t latency_ns = 0;   // and its latency
-  const uint32_t* path_ns = nullptr;  // and its path: kMaxStackDepth levels, 0 above its own
 };
 thread_local TimeContext t_time;
 
@@ -155,7 +164,7 @@ inline void IoQueue::Admit(IoRequest& r, uint64_t now, CpuAccount* submitter_tag
     r.submit_ns_ = now;
     r.done_ns_ = 0;
     r.below_ns_ = 0;
-    std::fill(r.path_ns_, r.path_ns_ + level_ + 1, 0u);
+    std::memset(r.path_ns_, 0, sizeof r.path_ns_);  // every level: see TimeContext
   }
   ++in_flight_;
   stats_.OnSubmit();
@@ -348,15 +357,24 @@ void IoQueue::LinkTime(IoRequest& req) {
   if (!t_time.in_callback) return;
   // Completed from a lower request's callback: its completion time is ours, its latency is
   // the time below us, its path continues ours.
-  req.done_ns_ = t_time.done_ns;
+  req.done_ns_ = t_time.now;
   req.below_ns_ = t_time.latency_ns;
-  std::copy(t_time.path_ns, t_time.path_ns + level_, req.path_ns_);
+  t_time.linked = true;
+  if (t_time.path_levels <= level_) {
+    // The common case, a lower request from a level below ours: its path is 0 from our level
+    // up, so the whole copy leaves our level at 0 (our own time comes at completion).
+    std::memcpy(req.path_ns_, t_time.path_ns, sizeof req.path_ns_);
+    return;
+  }
+  std::memcpy(req.path_ns_, t_time.path_ns, level_ * sizeof(uint32_t));
   // Levels at or above ours (a lower request from a side chain as deep as we are, such as a
   // differencing image's parent) count as our own time, so that the path still adds up.
   uint64_t extra = 0;
-  for (int l = level_; l < kMaxStackDepth; ++l) extra += t_time.path_ns[l];
+  for (int l = level_; l < kMaxStackDepth; ++l) {
+    extra += t_time.path_ns[l];
+    req.path_ns_[l] = 0;
+  }
   req.path_ns_[level_] = Saturate32(extra);
-  t_time.linked = true;
 }
 
 void IoQueue::PostCompletion(IoRequest& req, std::error_code status) {
@@ -441,11 +459,11 @@ void IoQueue::CompleteTimed(IoRequest& r, uint64_t& batch_now, uint64_t& last, b
     t = batch_now;
   }
   last = std::max(last, t);
-  uint32_t path[kMaxStackDepth] = {};  // lives while the callback runs
+  uint32_t path[kMaxStackDepth];  // lives while the callback runs (which may reuse `r`)
+  std::memcpy(path, r.path_ns_, sizeof path);
   TimeContext ctx;
   ctx.now = t;
   ctx.in_callback = true;
-  ctx.done_ns = t;
   ctx.path_ns = path;
   if (own) {
     const uint64_t latency = r.submit_ns_ != 0 && t >= r.submit_ns_ ? t - r.submit_ns_ : 0;
@@ -459,17 +477,18 @@ void IoQueue::CompleteTimed(IoRequest& r, uint64_t& batch_now, uint64_t& last, b
       stats_.OnNegativeSelf();
       uint64_t kept = 0;
       for (int l = 0; l < level_; ++l) {
-        r.path_ns_[l] = static_cast<uint32_t>(double(r.path_ns_[l]) * double(latency) / double(r.below_ns_));
-        kept += r.path_ns_[l];
+        path[l] = static_cast<uint32_t>(double(path[l]) * double(latency) / double(r.below_ns_));
+        kept += path[l];
       }
       self = latency > kept ? latency - kept : 0;
     }
-    r.path_ns_[level_] = Saturate32(uint64_t{r.path_ns_[level_]} + self);
+    path[level_] = Saturate32(uint64_t{path[level_]} + self);
     ctx.latency_ns = latency;
-    std::copy(r.path_ns_, r.path_ns_ + level_ + 1, path);
-  } else {  // our own child: pass on what completed it
+    ctx.path_levels = level_ + 1;
+  } else {  // our own child: pass on what completed it, without our level (the parent's)
     ctx.latency_ns = r.below_ns_;
-    std::copy(r.path_ns_, r.path_ns_ + level_, path);
+    path[level_] = 0;
+    ctx.path_levels = level_;
   }
   const TimeContext saved = t_time;
   t_time = ctx;

@@ -100,6 +100,39 @@ TEST_F(VhdDiff, NewChildReadsAsItsParentAndRecordsTheLink) {
               vhd->image().CountFindings(vhd::Finding::kCorruption) == 0);
 }
 
+// A timed parent stack deeper than the child, with a delay two levels above the child's: reads
+// of sectors the child does not hold complete from the parent's callbacks, whose paths carry
+// self time above the child's level. That time counts as the child's own (IoQueue::LinkTime), so
+// the levels' self times at the top still add up to the latency measured there.
+TEST_F(VhdDiff, SelfTimesAddUpThroughAParentStackDeeperThanTheChild) {
+  MakeBase();
+  ASSERT_OK(CreateImage("vhd", child_, 0, "backing_file=base.vhd"));
+  // Levels of the parent: file 0, passthrough 1, delay 2, vhd 3; the child's vhd is at level 1.
+  const std::string parent = "vhd:stats=latency+delay:read=200us,stats=latency+" +
+                             std::string("passthrough:stats=latency+file:") + base_ +
+                             ",stats=latency";
+  std::string escaped;
+  for (char c : parent) {
+    if (c == '+' || c == ':' || c == ',') escaped += '\\';
+    escaped += c;
+  }
+  auto dev = Open("vhd:parent=" + escaped + "+file:" + child_);
+  ASSERT_OK(dev);
+  for (BlockDevice* d = dev->get(); d != nullptr; d = d->lower()) {
+    d->SetStatsMode(StatsMode::kLatency);
+  }
+  const size_t len = 256 * 1024;
+  EXPECT_EQ(ReadBytes(**dev, 0, len),
+            std::vector<unsigned char>(model_.begin(), model_.begin() + len));
+  const LayerStats st = (*dev)->Stats();
+  ASSERT_GT(st.paths.requests, 0u);
+  uint64_t levels = 0;
+  for (uint64_t v : st.paths.self_ns) levels += v;
+  EXPECT_EQ(levels, st.paths.total_ns);
+  EXPECT_EQ(st.paths.total_ns, st.latency_of(Op::kRead).sum());
+  EXPECT_GE(st.paths.self_ns[1], 200'000u) << "the parent's delay is the child's own time";
+}
+
 TEST_F(VhdDiff, PartialWritesKeepTheParentsSectorsAndReadsCoalesce) {
   MakeBase();
   ASSERT_OK(CreateImage("vhd", child_, 0, "backing_file=base.vhd"));
