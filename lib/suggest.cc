@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "lib/registry.h"
+
 namespace vstack {
 namespace {
 
@@ -48,6 +50,14 @@ std::string NearestMatch(const std::string& word, const std::vector<std::string>
 std::string DidYouMean(const std::string& word, const std::vector<std::string>& candidates) {
   const std::string m = NearestMatch(word, candidates);
   return m.empty() ? "" : "; did you mean `" + m + "`?";
+}
+
+std::string DidYouMeanComponent(const std::string& name, ComponentKind kind) {
+  std::vector<std::string> names;
+  for (const ComponentInfo* c : Registry::Global().All()) {
+    if (c->kind == kind) names.push_back(c->name);
+  }
+  return DidYouMean(name, names);
 }
 
 }  // namespace vstack

@@ -20,6 +20,10 @@ std::string NearestMatch(const std::string& word, const std::vector<std::string>
 // "; did you mean `X`?" for the nearest match of `word`, or "".
 std::string DidYouMean(const std::string& word, const std::vector<std::string>& candidates);
 
+enum class ComponentKind;  // lib/registry.h
+// The same for a mistyped name of a registered component of `kind` (a backend or a layer).
+std::string DidYouMeanComponent(const std::string& name, ComponentKind kind);
+
 }  // namespace vstack
 VSTACK_PUBLIC_END
 

@@ -10,6 +10,7 @@
 #include "lib/aligned_buffer.h"
 #include "lib/registry.h"
 #include "lib/size.h"
+#include "lib/suggest.h"
 #include "lib/sync_io.h"
 
 namespace vstack::sim {
@@ -71,7 +72,8 @@ Result<SimStack> SimStack::Parse(std::string_view layers) {
     const ComponentInfo* info = reg.Find(sp.name);
     if (info == nullptr) {
       return Usage("--stack: unknown layer '" + sp.name + "'; layers: " +
-                   reg.Names(ComponentKind::kLayer));
+                   reg.Names(ComponentKind::kLayer) +
+                   DidYouMeanComponent(sp.name, ComponentKind::kLayer));
     }
     if (info->kind == ComponentKind::kBackend) {
       return Usage("--stack: '" + sp.name + "' is a backend; --stack names the layers only, and "

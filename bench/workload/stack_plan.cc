@@ -5,6 +5,7 @@
 
 #include "lib/registry.h"
 #include "lib/spec.h"
+#include "lib/suggest.h"
 
 namespace vstack::bench {
 
@@ -176,7 +177,8 @@ Result<StackPlan> ResolveStack(const std::string& text, const BackendChoice& b) 
     if (c == nullptr || (i + 1 < parts->size() && c->kind != ComponentKind::kLayer)) {
       return MakeError(Errc::kInvalidArgument,
                        "--stack '" + text + "': unknown layer '" + part.name + "' (" +
-                           Registry::Global().Names(ComponentKind::kLayer) + ")");
+                           Registry::Global().Names(ComponentKind::kLayer) + ")" +
+                           DidYouMeanComponent(part.name, ComponentKind::kLayer));
     }
     p.components.push_back(part.name);
   }

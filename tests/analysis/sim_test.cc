@@ -232,6 +232,11 @@ TEST(SimCli, UsageErrorsExitTwo) {
   EXPECT_EQ(RunVstack("sim --stack dedup --eio-rate 2").status, 2);
   EXPECT_EQ(RunVstack("sim --stack 'vhd:subformat=diff+vhd:subformat=diff'").status, 2);
   EXPECT_EQ(RunVstack("sim --stack 'zstd:level=abc'").status, 2);
+  const auto typo = RunVstack("sim --stack zstdd");
+  EXPECT_EQ(typo.status, 2);
+  EXPECT_NE(typo.output.find("unknown layer 'zstdd'; layers: crc32c, dedup"), std::string::npos)
+      << typo.output;
+  EXPECT_NE(typo.output.find("; did you mean `zstd`?"), std::string::npos) << typo.output;
 }
 
 // The command's JSON. Under ASan, its runtime prints a one-line warning about swapcontext (the

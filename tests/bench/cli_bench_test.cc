@@ -53,6 +53,8 @@ TEST(CliBench, InvalidKnobsAreRejectedBeforeAnythingIsCreated) {
       {"--stack memory:8M --stack raw --size 16M", "--size 16 MiB is larger than stack 'memory:8M'"},
       {"--stack nosuch", "'nosuch' is neither a named stack"},
       {"--stack bogus+memory:1M", "unknown layer 'bogus'"},
+      {"--stack dedupp+memory:1M", "unknown layer 'dedupp' (crc32c, dedup, delay"},
+      {"--stack dedupp+memory:1M", "; did you mean `dedup`?"},
       {"--backend spdk", "--backend: 'spdk' is neither uring nor file"},
       {"--prepare later", "--prepare: 'later' is not one of"},
       {"--size 0", "--size: stack 'raw' makes its own image and needs a size > 0"},
