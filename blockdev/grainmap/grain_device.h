@@ -120,7 +120,9 @@ class GrainIo {
   // with this queue's next batch; `done(ctx, status)` runs on completion.
   virtual void Issue(Op op, uint64_t offset, std::byte* buf, uint32_t length, Done done,
                      void* ctx) = 0;
-  // A grain Pack took is stored at `entry` (status ok) or failed: the engine remaps it.
+  // A grain Pack took is stored at `entry` (status ok) or failed: the engine remaps it. A
+  // stored fragment's unit is referenced from this call on (until the write fails, or its
+  // grain is remapped again), so the layer may Unhold the unit as soon as Packed returns.
   virtual void Packed(void* grain, uint64_t entry, std::error_code status) = 0;
   // References held by the layer (a bin being filled) and new units, as in GrainWrite.
   virtual void Hold(uint64_t unit) = 0;

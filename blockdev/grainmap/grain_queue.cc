@@ -267,7 +267,14 @@ void GrainQueue::StoreAll(Op* op) {
 
 void GrainQueue::Packed(void* grain, uint64_t entry, std::error_code status) {
   Slot* s = static_cast<Slot*>(grain);
-  s->enc.entry = entry;
+  // The fragment's unit is referenced from now on, not from the remap: other pieces of the
+  // write may still be below, and the layer may let go of the unit (Unhold) as soon as this
+  // returns. Unreferenced, a commit meanwhile would free it under the fragment.
+  s->enc.entry = status ? 0 : entry;
+  if (UnitMap::HasUnit(s->enc.entry)) {
+    std::lock_guard lock(journal_->mu);
+    map_.AddRef(*journal_, UnitMap::UnitOf(s->enc.entry));
+  }
   Piece(s->op, status);
 }
 
@@ -294,7 +301,7 @@ void GrainQueue::WriteDone(Op* op) {
       const bool stored = s.enc.kind == Encoded::kStore && !in_place_;
       zeros += s.enc.kind == Encoded::kZero;
       map_.Remap(*journal_, s.v, stored ? UnitMap::EntryOf(s.enc.unit) : s.enc.entry,
-                 s.enc.kind == Encoded::kShare);
+                 s.enc.kind == Encoded::kShare || s.enc.kind == Encoded::kPack);
       if (!stored) continue;
       if (dev_.format().unit_records) map_.Stored(*journal_, s.enc.unit);
       dev_.Stored(s.enc.unit);
@@ -319,6 +326,9 @@ void GrainQueue::Undo(Op* op, size_t slots) {
   };
   for (size_t i = 0; i < slots; ++i) {
     Encoded& e = op->slots[i].enc;
+    if (e.kind == Encoded::kPack && UnitMap::HasUnit(e.entry)) {
+      map_.DropRef(*journal_, UnitMap::UnitOf(e.entry));  // a packed fragment's (Packed)
+    }
     if (e.kind != Encoded::kShare) continue;
     const uint64_t unit = UnitMap::UnitOf(e.entry);
     if (stored_here(unit)) {
