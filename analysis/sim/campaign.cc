@@ -229,15 +229,15 @@ const std::vector<SimPreset>& SimPresets() {
                         "crc32c+zstd+vhd:subformat=diff", "vhd:subformat=dynamic+dedup+zstd",
                         "dedup+crc32c+vhd:subformat=fixed", "vhdx+crc32c+dedup",
                     }};
-    // grain's stacks that pass today: without zstd, whose bins the simulator finds freed twice
-    // and torn, and without vhdx+crc32c+dedup, which can still hang (open findings,
-    // docs/testing.md).
+    // grain's stacks that pass today: without vhdx+crc32c+dedup, which can still hang, and without
+    // crc32c+vhd:subformat=dynamic, whose checksums can mismatch after a clean close (open
+    // findings, docs/testing.md).
     SimPreset grain_ci{"grain-ci",
-                       "the grain stacks the CI campaign runs: grain's without zstd and without "
-                       "vhdx+crc32c+dedup (open findings)",
+                       "the grain stacks the CI campaign runs: grain's without vhdx+crc32c+dedup "
+                       "and crc32c+vhd:subformat=dynamic (open findings)",
                        {}};
     for (const std::string& s : grain.stacks) {
-      if (s.find("zstd") == std::string::npos && s != "vhdx+crc32c+dedup") {
+      if (s != "vhdx+crc32c+dedup" && s != "crc32c+vhd:subformat=dynamic") {
         grain_ci.stacks.push_back(s);
       }
     }
@@ -264,6 +264,12 @@ const std::vector<SeedOf>& RegressionSeeds() {
       // next commit's Check of the live device reports it).
       {"dedup+vhd:subformat=dynamic", 17},
       {"crc32c", 14},  // a write that failed below kept its grain's old checksum
+      // A packed fragment's bin was freed by a commit while the rest of its write was below:
+      // freed twice (assertions on) and reused under the fragment (a fragment that does not
+      // decompress; a dedup Check that cannot read its metadata through zstd).
+      {"zstd", 229},
+      {"zstd", 20},
+      {"dedup+zstd", 369},
       {"vhdx", 13939543633023801323ull},  // replay grew the file without a write to keep it
       {"vhd:subformat=dynamic+vhdx", 7641042141335029462ull},  // ... and no space for that write
       // A VHDX queue waited for VHDX's metadata lock with requests in flight below that the

@@ -9,9 +9,10 @@
 // it are written; while one write (or the tail read) of a bin is in flight, newly placed
 // fragments wait and go down together with the next write, so two writes never overlap a
 // shared block. Each fragment is reported to the engine (GrainIo::Packed) once its write is
-// done; the engine then maps it. A bin is held (GrainIo::Hold) from its activation until it is
-// sealed, so it is not reused while fragments may still go into it, even if all of its
-// fragments were overwritten.
+// done; from then on the fragment references its bin, and the engine maps it once the rest of
+// its write is done. A bin is held (GrainIo::Hold) from its activation until it is sealed, so
+// it is not reused while fragments may still go into it, even if all of its fragments were
+// overwritten.
 #ifndef VSTACK_BLOCKDEV_ZSTD_PACKING_QUEUE_H_
 #define VSTACK_BLOCKDEV_ZSTD_PACKING_QUEUE_H_
 
