@@ -75,6 +75,14 @@ class HoldsOneWrite final : public ForwardingLayer {
   }
 };
 
+// `layers` opened over a test layer T (kept in *below) over memory:32M.
+template <class T>
+Result<DevicePtr> OverMemory(std::string_view layers, T** below) {
+  VSTACK_ASSIGN_OR_RETURN(DevicePtr mem, Open("memory:32M"));
+  *below = new T(std::move(mem));
+  return OpenLayersOn(layers, DevicePtr(*below));
+}
+
 AlignedBuffer Filled(size_t len, unsigned char first) {
   AlignedBuffer b(len);
   for (size_t i = 0; i < len; ++i) reinterpret_cast<unsigned char*>(b.data())[i] = first + i % 251;
@@ -91,10 +99,8 @@ bool Same(const AlignedBuffer& a, const AlignedBuffer& b) {
 // assertion in BitmapAllocator::Free; without assertions, the allocator counted one unit free
 // that was not, and a unit freed twice may be handed out twice).
 TEST(GrainSafety, AFailedDedupWriteOfOneGrainTwiceFreesItsUnitOnce) {
-  auto mem = Open("memory:32M");
-  ASSERT_OK(mem);
-  auto* fault = new FaultDevice(std::move(*mem));
-  auto dev = OpenLayersOn("dedup:size=16M", DevicePtr(fault));
+  FaultDevice* fault = nullptr;
+  auto dev = OverMemory("dedup:size=16M", &fault);
   ASSERT_OK(dev);
   {
     SyncIo io(**dev);
@@ -203,11 +209,9 @@ TEST(GrainSafety, ACrc32cImageLeftDirtyOpensOnAFullDeviceBelow) {
 // its remap, so the commit freed the bin under it: the map then used a free bin, which the next
 // allocation hands out again and overwrites, and whose next release frees it twice.)
 TEST(GrainSafety, AZstdBinFilledByAWriteStillBelowIsNotFreedByACommit) {
-  auto mem = Open("memory:32M");
-  ASSERT_OK(mem);
-  auto* hold = new HoldsOneWrite(std::move(*mem));
+  HoldsOneWrite* hold = nullptr;
   // vsan-osa: every fragment takes half a bin, so two fill one; one open bin per queue.
-  auto dev = OpenLayersOn("zstd:rule=vsan-osa,open_bins=1,size=16M", DevicePtr(hold));
+  auto dev = OverMemory("zstd:rule=vsan-osa,open_bins=1,size=16M", &hold);
   ASSERT_OK(dev);
   auto q = (*dev)->OpenQueue();
   ASSERT_OK(q);
