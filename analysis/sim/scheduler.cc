@@ -19,9 +19,11 @@ struct Scheduler::Thread {
   uint64_t until = 0;  // kSleeping: when it wakes
 };
 
-Scheduler::Scheduler(uint64_t seed, DiskTiming timing) : rng_(seed), timing_(timing) {
+Scheduler::Scheduler(uint64_t seed, DiskTiming timing)
+    : rng_(seed), ids_(SplitMix64(seed ^ 0x1D5)), timing_(timing) {
   previous_host_ = SetSimHost(this);
   previous_waiter_ = SetProgressWaiter(this);
+  previous_entropy_ = SetEntropySource(this);
 }
 
 Scheduler::~Scheduler() { Detach(); }
@@ -31,6 +33,7 @@ void Scheduler::Detach() {
   installed_ = false;
   SetSimHost(previous_host_);
   SetProgressWaiter(previous_waiter_);
+  SetEntropySource(previous_entropy_);
 }
 
 void Scheduler::SetDisk(const std::string& name, SimDiskEntry entry) { disks_[name] = entry; }

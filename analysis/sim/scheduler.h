@@ -35,7 +35,9 @@
 #include "blockdev/sim/sim_device.h"
 #include "blockdev/sim/sim_rng.h"
 #include "lib/clock.h"
+#include "lib/entropy.h"
 #include "lib/progress.h"
+#include "lib/splitmix64.h"
 
 namespace vstack::sim {
 
@@ -51,15 +53,15 @@ struct DiskTiming {
   uint64_t liveness_ns = 2'000'000'000;
 };
 
-class Scheduler final : public SimHost, public ProgressWaiter, public Clock {
+class Scheduler final : public SimHost, public ProgressWaiter, public Clock, public EntropySource {
  public:
   enum class End { kDone, kStopped, kHang, kThrew };
 
-  // Installs itself as the calling thread's SimHost and ProgressWaiter until destroyed (or
-  // Detach).
+  // Installs itself as the calling thread's SimHost, ProgressWaiter and EntropySource until
+  // destroyed (or Detach).
   Scheduler(uint64_t seed, DiskTiming timing);
   ~Scheduler() override;
-  // Gives the thread back its previous host and waiter (a scheduler kept after a hang).
+  // Gives the thread back its previous host, waiter and entropy (a scheduler kept after a hang).
   void Detach();
 
   // Disks, by name (a new entry replaces an old one: a stack opened later gets the new disk).
@@ -103,6 +105,10 @@ class Scheduler final : public SimHost, public ProgressWaiter, public Clock {
   uint64_t Now() override { return now_; }
   void SleepUntil(uint64_t deadline_ns) override;
   void Spin(uint64_t ns) override { SleepUntil(now_ + ns); }
+  // EntropySource: IDs from the seed (a generator of their own, so that the schedule's draws
+  // stay as they were), and virtual time from a fixed epoch.
+  uint64_t Random64() override { return ids_.Next(); }
+  uint64_t UnixSeconds() override { return kSimEpochUnixSeconds + now_ / 1'000'000'000; }
 
  private:
   struct Thread;
@@ -119,7 +125,11 @@ class Scheduler final : public SimHost, public ProgressWaiter, public Clock {
   bool LivenessExpired();
   std::string Report(const std::string& why);
 
+  // 2026-01-01 00:00:00 UTC: the wall-clock time of virtual time 0.
+  static constexpr uint64_t kSimEpochUnixSeconds = 1'767'225'600;
+
   SimRng rng_;
+  SplitMixRng ids_;
   DiskTiming timing_;
   uint64_t now_ = 1'000'000'000;
   uint64_t trace_ = 0xCBF29CE484222325ull;
@@ -134,6 +144,7 @@ class Scheduler final : public SimHost, public ProgressWaiter, public Clock {
   bool installed_ = true;
   SimHost* previous_host_ = nullptr;
   ProgressWaiter* previous_waiter_ = nullptr;
+  EntropySource* previous_entropy_ = nullptr;
   std::map<std::string, SimDiskEntry> disks_;
   std::vector<std::unique_ptr<Thread>> threads_;
   std::vector<SimRequest*> pending_;  // requests the disks will deliver (at r->due)

@@ -4,7 +4,6 @@
 #include "blockdev/crc32c/crc32c_device.h"
 
 #include <algorithm>
-#include <random>
 
 #include "blockdev/metastore/crc32c.h"
 #include "blockdev/metastore/table_page.h"
@@ -12,6 +11,7 @@
 #include "lib/plural.h"
 #include "lib/aligned_buffer.h"
 #include "lib/endian.h"
+#include "lib/entropy.h"
 #include "lib/registry.h"
 #include "lib/size.h"
 
@@ -119,8 +119,7 @@ Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, uint32_t grain, bool grain
 // Zeroes everything after the superblocks (data included: zero grains match a zero table), then
 // writes both superblock slots.
 Status Crc32cDevice::Format() {
-  std::random_device rd;
-  sb_.volume_id = (uint64_t{rd()} << 32) ^ rd();
+  sb_.volume_id = RandomBits64();
   io_ = std::make_unique<SyncIo>(lower_device());
   // The tables zeroed and allocated (reserved: a full filesystem cannot fail marking a region
   // dirty), the data zeroed and unmapped.

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
-#include <random>
 
 #include "blockdev/metastore/crc32c.h"
 #include "blockdev/metastore/journal_txn.h"
 #include "blockdev/metastore/table_page.h"
 #include "lib/aligned_buffer.h"
 #include "lib/endian.h"
+#include "lib/entropy.h"
 #include "lib/iovec.h"
 #include "lib/plural.h"
 
@@ -76,8 +76,7 @@ SyncIo& MetaStore::io() {
 Result<std::unique_ptr<MetaStore>> MetaStore::Format(BlockDevice& lower, Superblock sb,
                                                      std::string who) {
   VSTACK_RETURN_IF_ERROR(ValidateLayout(sb, lower.geometry().size_bytes, who));
-  std::random_device rd;
-  sb.volume_id = (uint64_t{rd()} << 32) ^ rd() ^ 0x5653544B00000000ull;
+  sb.volume_id = RandomBits64() ^ 0x5653544B00000000ull;
   std::unique_ptr<MetaStore> store(new MetaStore(lower, sb, false, who));
   SyncIo& io = store->io();
   if (IoQueue* q = io.queue(); q == nullptr) {

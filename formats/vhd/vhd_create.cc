@@ -5,14 +5,13 @@
 
 #include <algorithm>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
-#include <random>
 
 #include "formats/vhd/vhd_bat.h"
 #include "formats/vhd/vhd_device.h"
 #include "lib/aligned_buffer.h"
 #include "lib/endian.h"
+#include "lib/entropy.h"
 #include "lib/new_file.h"
 #include "lib/spec.h"
 #include "lib/sync_io.h"
@@ -25,11 +24,10 @@ Error BadOption(const std::string& key, const std::string& why) {
 }
 
 std::array<uint8_t, 16> RandomUuid() {
-  std::random_device rd;
   std::array<uint8_t, 16> u{};
-  for (size_t i = 0; i < u.size(); i += 4) {
-    const uint32_t v = rd();
-    std::memcpy(&u[i], &v, 4);
+  for (size_t i = 0; i < u.size(); i += 8) {
+    const uint64_t v = RandomBits64();
+    std::memcpy(&u[i], &v, 8);
   }
   u[6] = static_cast<uint8_t>((u[6] & 0x0F) | 0x40);  // version 4 (random)
   u[8] = static_cast<uint8_t>((u[8] & 0x3F) | 0x80);  // RFC 4122 variant
@@ -201,7 +199,7 @@ Result<CreateParams> ParseCreateParams(uint64_t size, const OptionValues& o) {
 Footer NewFooter(const CreateParams& p) {
   Footer f;
   f.data_offset = p.dynamic ? kFooterSize : kNoDataOffset;
-  const uint64_t now = static_cast<uint64_t>(std::time(nullptr));
+  const uint64_t now = NowUnixSeconds();
   f.timestamp = static_cast<uint32_t>(now > kVhdEpoch ? now - kVhdEpoch : 0);
   f.creator_app = p.creator;
   f.creator_version = p.creator_version;

@@ -4,9 +4,9 @@
 
 #include <cstdio>
 #include <cstring>
-#include <random>
 
 #include "lib/endian.h"
+#include "lib/entropy.h"
 
 namespace vstack::vhdx {
 namespace {
@@ -52,11 +52,10 @@ Guid Guid::FromFields(uint32_t d1, uint16_t d2, uint16_t d3, uint64_t d4) {
 }
 
 Guid Guid::Random() {
-  std::random_device rd;
   Guid g;
-  for (size_t i = 0; i < 16; i += 4) {
-    const uint32_t r = rd();
-    std::memcpy(g.bytes.data() + i, &r, 4);
+  for (size_t i = 0; i < 16; i += 8) {
+    const uint64_t r = RandomBits64();
+    std::memcpy(g.bytes.data() + i, &r, 8);
   }
   g.bytes[7] = static_cast<uint8_t>((g.bytes[7] & 0x0F) | 0x40);  // data3's high nibble: v4
   g.bytes[8] = static_cast<uint8_t>((g.bytes[8] & 0x3F) | 0x80);
