@@ -97,6 +97,24 @@ void DynamicQueue::OnBitmapRead(LowerOp* op, std::error_code ec) {
   }
 }
 
+// A bitmap write failed: its writes fail, and their bits that are not on disk are cleared in
+// memory, so their sectors read as before (old contents) now and after a reopen; left set,
+// reads would show the new data until the close and the old after it, although a flush came
+// between (a layer above that recomputes checksums from what it reads would then store ones
+// the reopened disk contradicts). Bits another pending write needs (`retry`) stay. The failed
+// data may lie in clear sectors now: the block's clear sectors are no longer known zeros.
+void DynamicQueue::ForgetFailedBits(BitmapState& bs, const std::vector<Piece*>& failed,
+                                    const std::vector<Piece*>& retry) {
+  std::vector<uint8_t> keep = bs.disk;
+  for (const Piece* p : retry) SetBits(keep.data(), p->first, p->count);
+  for (const Piece* p : failed) {
+    for (uint32_t s = p->first; s < p->first + p->count; ++s) {
+      if (!TestBit(keep.data(), s)) bs.mem[s >> 3] &= static_cast<uint8_t>(~(0x80u >> (s & 7)));
+    }
+  }
+  bs.clear_zero = false;
+}
+
 void DynamicQueue::OnBitmapWrite(LowerOp* op, std::error_code ec) {
   std::vector<Piece*> done, retry;
   std::vector<uint8_t> snapshot;
@@ -106,13 +124,14 @@ void DynamicQueue::OnBitmapWrite(LowerOp* op, std::error_code ec) {
     auto it = st_.bitmaps.find(op->block);
     BitmapState& bs = *it->second;
     bs.writing = false;
-    flush = !bs.clear_zero;
     if (!ec) bs.disk = bs.inflight;
     done.swap(bs.wait_write);
     for (Piece* p : bs.wait_next) {
       (!ec && AllSet(bs.disk.data(), p->first, p->count) ? done : retry).push_back(p);
     }
     bs.wait_next.clear();
+    if (ec) ForgetFailedBits(bs, done, retry);
+    flush = !bs.clear_zero;
     const bool mine =
         std::any_of(retry.begin(), retry.end(), [&](Piece* p) { return p->req->owner == this; });
     if (mine) {  // this queue keeps polling for its own piece: it writes the next copy

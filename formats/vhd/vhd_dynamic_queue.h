@@ -187,6 +187,10 @@ class DynamicQueue final : public LayerQueue {
   // Written: completes the pieces whose bits it carried, and writes the next copy if this
   // queue has a piece waiting for one (others are handed back to their queues).
   void OnBitmapWrite(LowerOp* op, std::error_code ec);
+  // Failed: clears the failed pieces' bits that are neither on disk nor needed by `retry`, so
+  // that reads before and after a reopen agree (vhd_dynamic_bitmaps.cc).
+  static void ForgetFailedBits(BitmapState& bs, const std::vector<Piece*>& failed,
+                               const std::vector<Piece*>& retry);
 
   // ---- allocation and group commit (vhd_commit.cc) ----
 

@@ -326,6 +326,51 @@ TEST_F(VhdDevice, SizeRuleFollowsTheCreator) {
 
 // With room for only a few cached bitmaps, idle ones are dropped and read back when a block is
 // written or read again; data and bitmaps stay exact.
+// A write whose bitmap write fails below has failed: its sectors may read old or new, but what
+// reads back must not change at a clean close and reopen (a layer above, such as crc32c,
+// recomputes checksums from what it reads, flushes, and trusts them from then on). The bits of
+// the failed bitmap write stayed set in memory only: new data before the close, zeros after.
+TEST_F(VhdDevice, AFailedBitmapWriteReadsTheSameBeforeAndAfterReopen) {
+  const std::string path = dir_.File("f.vhd");
+  {
+    auto dev = FileVhd(path, 64 << 20);
+    ASSERT_OK(dev);
+    WriteBytes(**dev, 0, Pattern(4096, 1));  // block 0, sectors 0..7
+    ASSERT_OK((*dev)->Close());
+  }
+  const uint32_t entry = BatEntry(ReadAll(path), 0);
+  ASSERT_NE(entry, 0xFFFFFFFFu);
+  const uint64_t bitmap = uint64_t{entry} * kSectorSize;
+  for (const bool again : {false, true}) {  // a second write into the block after the failure
+    SCOPED_TRACE(again ? "another write follows" : "nothing follows");
+    const uint64_t at = again ? 64 << 10 : 8192;
+    std::vector<unsigned char> seen;
+    {
+      // Reopened (the bitmap is loaded from disk), the block's next bitmap write fails once.
+      auto dev = Open("vhd+error:ops=write,offset=" + std::to_string(bitmap) +
+                      ",length=512,count=1+" + Q(path));
+      ASSERT_OK(dev);
+      {
+        SyncIo io(**dev);
+        const auto data = Pattern(4096, 9);
+        EXPECT_TRUE(io.Write(at, std::as_bytes(std::span(data))));
+        seen = ReadBytes(**dev, at, 4096);
+        EXPECT_TRUE(seen == data || IsZero(seen.data(), seen.size()));
+        if (again) WriteBytes(**dev, at + (1 << 20), Pattern(4096, 5));
+        EXPECT_FALSE(io.Flush());
+      }
+      ASSERT_OK((*dev)->Close());
+    }
+    auto dev = Open("vhd+" + Q(path));
+    ASSERT_OK(dev);
+    EXPECT_EQ(ReadBytes(**dev, at, 4096), seen);
+    CheckResult found;
+    ASSERT_OK((*dev)->Check(CheckMode::kReadOnly, &found));
+    EXPECT_EQ(found.corruptions, 0u);
+    ASSERT_OK((*dev)->Close());
+  }
+}
+
 TEST_F(VhdDevice, BitmapCacheEvictsIdleBitmapsAndReloadsThem) {
   const std::string path = dir_.File("evict.vhd");
   ASSERT_OK(CreateImage("vhd", path, 32 << 20, "block_size=512K"));
