@@ -264,6 +264,10 @@ const std::vector<SeedOf>& RegressionSeeds() {
       // next commit's Check of the live device reports it).
       {"dedup+vhd:subformat=dynamic", 17},
       {"crc32c", 14},  // a write that failed below kept its grain's old checksum
+      // A dynamic VHD's failed bitmap write kept its bits in memory: new data until the close,
+      // old after it, under checksums crc32c had recomputed from the new.
+      {"crc32c+vhd:subformat=dynamic", 38},
+      {"crc32c+vhd:subformat=dynamic", 149},
       // A packed fragment's bin was freed by a commit while the rest of its write was below:
       // freed twice (assertions on) and reused under the fragment (a fragment that does not
       // decompress; a dedup Check that cannot read its metadata through zstd).
