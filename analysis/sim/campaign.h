@@ -71,8 +71,8 @@ std::string ReplayCommand(const std::string& stack, const SimOptions& options, u
 //    delay, hv, ready and error; alone and nested up to three deep (the CI campaign's);
 //  - grain: dedup, zstd and crc32c, alone and with the formats, up to three deep
 //    (docs/testing.md says what the simulator found in them);
-//  - grain-ci: grain's stacks without its open findings (vhdx+crc32c+dedup,
-//    crc32c+vhd:subformat=dynamic): the CI campaign's grain run;
+//  - grain-ci: grain's stacks without its open finding (vhdx+crc32c+dedup): the CI
+//    campaign's grain run;
 //  - all: both.
 struct SimPreset {
   std::string name;
