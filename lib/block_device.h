@@ -300,8 +300,15 @@ class IoQueue {
   // thread) or PostCompletion() (from any thread).
   virtual void DoSubmit(std::span<IoRequest* const> batch) = 0;
   // Makes progress on requests in flight: reap lower completions, retry deferred work. If
-  // `wait`, may block until something completes. The default does nothing.
+  // `wait`, may block until something completes, but not once something has: a request it
+  // completed itself (retried work) must not wait (see has_completions()). The default does
+  // nothing.
   virtual void DoPoll(bool wait) {}
+  // True if requests of this queue were completed (Complete, PostCompletion) whose callbacks
+  // have not run yet: Poll runs them as soon as DoPoll returns, so DoPoll must not block.
+  bool has_completions() const {
+    return done_head_ != nullptr || has_posted_.load(std::memory_order_acquire);
+  }
 
   // Completes `req` with `status`. Owner thread only. The callback runs later in this
   // Submit/Poll call, never inside Complete itself.

@@ -83,6 +83,8 @@ class LayerQueue : public IoQueue {
   // Polls the lower queue; if it has nothing in flight (our requests wait on something else,
   // e.g. another thread's metadata commit), waits through the progress seam (lib/progress.h:
   // a CPU yield, or the simulator's turn to run the other queues) instead of spinning hard.
+  // Never blocks (below or through the seam) once a request of this queue has completed
+  // meanwhile (has_completions(): a derived DoPoll finished deferred work before calling it).
   void DoPoll(bool wait) override;
 
  private:

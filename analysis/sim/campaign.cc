@@ -279,6 +279,11 @@ const std::vector<SeedOf>& RegressionSeeds() {
       // lock's holder, writing through crc32c and dedup, needed (first write, flush).
       {"vhdx+crc32c+dedup", 9},
       {"vhdx+crc32c+dedup", 1139},
+      // crc32c's poll finished a retried write (parked on a grain lock) and then waited through
+      // the progress seam with that completion undelivered: the simulator saw no activity.
+      {"vhdx+crc32c+dedup", 394},
+      {"vhdx+crc32c+dedup", 1074},
+      {"vhdx+crc32c+dedup", 1296},
   };
   return seeds;
 }

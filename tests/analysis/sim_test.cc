@@ -228,6 +228,16 @@ TEST(SimRun, Crc32cOverADynamicVhdWithAFailedBitmapWriteHasNoMismatch) {
   ExpectSeedsPass("crc32c+vhd:subformat=dynamic", {38, 149});
 }
 
+// VHDX's group commit zero-fills a reused block through crc32c in 1 MiB pieces that share a
+// grain: the second piece parks on the first's grain lock. crc32c's poll retried it, the retry
+// went through dedup without a request reaching the disk and completed, then the poll waited
+// through the progress seam with that completion undelivered; the simulator saw no activity
+// and the wait was the last (a hang at seeds 394, 1074 and 1296 before LayerQueue::DoPoll
+// stopped waiting once a request of its queue has completed; docs/testing.md, "Bugs found").
+TEST(SimRun, GrainPollThatFinishedARetriedWriteDoesNotWait) {
+  ExpectSeedsPass("vhdx+crc32c+dedup", {394, 1074, 1296});
+}
+
 // The simulator must find each historical bug within 1,000 seeds once it is switched back on
 // (and, by the campaign above and the CI campaign, not without it).
 CampaignResult FindBug(HistoricalBug bug, const std::string& stack) {

@@ -12,6 +12,7 @@
 #include "lib/aligned_buffer.h"
 #include "lib/forwarding_queue.h"
 #include "lib/layer.h"
+#include "lib/progress.h"
 #include "lib/registry.h"
 #include "lib/sync_io.h"
 #include "tests/testing/test_util.h"
@@ -62,16 +63,18 @@ class LimitedQueue final : public LayerQueue {
     }
   }
   // Completes what DoSubmit deferred: here, or from another thread through PostCompletion.
-  void DoPoll(bool) override {
+  // Then polls below, as a layer that retries deferred work does (GrainQueue::DoPoll).
+  void DoPoll(bool wait) override {
     auto later = std::move(later_);
     later_.clear();
     if (dev_.how_ == LimitedDevice::Completion::kOtherThread) {
       std::thread([this, later] {
         for (auto& [r, ec] : later) PostCompletion(*r, ec);
       }).join();
-      return;
+    } else {
+      for (auto& [r, ec] : later) Complete(*r, ec);
     }
-    for (auto& [r, ec] : later) Complete(*r, ec);
+    LayerQueue::DoPoll(wait);
   }
 
  private:
@@ -171,6 +174,35 @@ TEST(IoQueueEmulation, DiscardWithoutSupportIsRejected) {
   EXPECT_TRUE(f.limited->seen.empty()) << "rejected before the layer saw it";
 }
 
+// A write of `v` at offset 0 whose callback counts into `calls`.
+IoRequest CountedWrite(iovec* v, int* calls) {
+  IoRequest r;
+  r.op = Op::kWrite;
+  r.length = v->iov_len;
+  r.iov = v;
+  r.iovcnt = 1;
+  r.user_data = calls;
+  r.on_complete = [](IoRequest& req) { ++*static_cast<int*>(req.user_data); };
+  return r;
+}
+
+// Counts the waits through the progress seam (lib/progress.h) of the thread it is installed on.
+class CountingWaiter final : public ProgressWaiter {
+ public:
+  CountingWaiter() : previous_(SetProgressWaiter(this)) {}
+  ~CountingWaiter() override { SetProgressWaiter(previous_); }
+  void Wait(const char*) override { ++waits; }
+  int waits = 0;
+
+ private:
+  ProgressWaiter* previous_;
+};
+
+// Completions made later (in the layer's poll) or on another thread arrive in Poll. The poll that
+// made them does not wait through the progress seam afterwards (LimitedQueue polls below, where
+// nothing is in flight): the simulator's scheduler sees no activity in such a completion and
+// took that wait for the last one (vhdx+crc32c+dedup seeds 394, 1074 and 1296: crc32c's retried
+// write completed, then its queue waited for good; docs/testing.md, "Bugs found").
 TEST(IoQueueCompletion, LaterAndCrossThreadCompletionsArriveInPoll) {
   for (auto how : {LimitedDevice::Completion::kInPoll, LimitedDevice::Completion::kOtherThread}) {
     Fixture f(kBasic, 0, how);
@@ -179,18 +211,14 @@ TEST(IoQueueCompletion, LaterAndCrossThreadCompletionsArriveInPoll) {
     std::vector<std::byte> a(4096);
     iovec v{a.data(), a.size()};
     int calls = 0;
-    IoRequest r;
-    r.op = Op::kWrite;
-    r.length = 4096;
-    r.iov = &v;
-    r.iovcnt = 1;
-    r.user_data = &calls;
-    r.on_complete = [](IoRequest& req) { ++*static_cast<int*>(req.user_data); };
+    IoRequest r = CountedWrite(&v, &calls);
     (*q)->Submit(r);
     EXPECT_EQ(calls, 0) << "completes in Poll, not in Submit";
     EXPECT_EQ((*q)->in_flight(), 1u);
+    CountingWaiter waiter;
     EXPECT_EQ((*q)->Poll(1), 1u);
     EXPECT_EQ(calls, 1);
+    EXPECT_EQ(waiter.waits, 0) << "waited with its own completion ready";
     EXPECT_EQ((*q)->in_flight(), 0u);
     EXPECT_EQ((*q)->Poll(0), 0u);
     EXPECT_EQ(calls, 1);
