@@ -284,6 +284,9 @@ const std::vector<SeedOf>& RegressionSeeds() {
       {"vhdx+crc32c+dedup", 394},
       {"vhdx+crc32c+dedup", 1074},
       {"vhdx+crc32c+dedup", 1296},
+      // The same in zstd's poll (found by `--preset all --seed-from 20000 --seeds 3000`).
+      {"dedup+zstd", 21556},
+      {"zstd+vhd:subformat=dynamic", 22956},
   };
   return seeds;
 }
