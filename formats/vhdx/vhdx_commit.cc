@@ -19,7 +19,7 @@ Status VhdxDevice::BeginWrites(IoQueue& q) {
   if (writing_.load(std::memory_order_acquire)) return OkStatus();
   auto lock = LockQuiesced(mu_, q);
   if (writing_.load(std::memory_order_relaxed)) return OkStatus();
-  VSTACK_RETURN_IF_ERROR(SettleLength(lower_device(), q, &image_));
+  VSTACK_RETURN_IF_ERROR(SettleLog(lower_device(), q, &image_));
   Header h = image_.header;
   h.file_write = Guid::Random();
   h.data_write = Guid::Random();

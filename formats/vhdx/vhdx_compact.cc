@@ -236,6 +236,9 @@ Result<CompactReport> CompactImage(BlockDevice& file, const CompactProgress& pro
   if (q == nullptr) return io.open_error();
   VSTACK_ASSIGN_OR_RETURN(VhdxImage image,
                           LoadImage(file, *q, /*writable=*/true, /*lenient=*/false));
+  // A log the open had to keep (no space below) is replayed in place before compaction
+  // starts a log of its own, or compaction does not start.
+  VSTACK_RETURN_IF_ERROR(SettleLog(file, *q, &image));
   if (image.metadata.leave_blocks_allocated) {
     return MakeError(Errc::kNotSupported,
                      "VHDX compact: only dynamic images can be compacted; this one is fixed");

@@ -303,9 +303,9 @@ Status VhdxDevice::Check(CheckMode mode, CheckResult* out) {
                             Counted(image_.replayed_entries, "log entry", "log entries"));
     ++out->repaired;
   }
-  if (image_.length_unsettled) {
-    out->messages.push_back("vhdx: the log stays: no space for the write that makes the grown "
-                            "file's length durable; it is replayed again at the next open");
+  if (image_.log_kept) {
+    out->messages.push_back("vhdx: the log stays: no space below to write it in place; it is "
+                            "replayed again before the first write or at the next open");
   }
   // Blocks that overlap each other.
   const BatLayout& l = image_.layout;

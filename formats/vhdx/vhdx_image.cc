@@ -38,6 +38,41 @@ Status RewriteTail(BlockDevice& device, IoQueue& q) {
   return WriteAt(q, from, tail);
 }
 
+// Writes the log's writes in place, in order.
+Status ApplyWrites(IoQueue& q, std::span<const LogWrite> writes) {
+  for (const LogWrite& w : writes) {
+    VSTACK_RETURN_IF_ERROR(w.zero ? ZeroAt(q, w.file_offset, w.length)
+                                  : WriteAt(q, w.file_offset, w.data));
+  }
+  return OkStatus();
+}
+
+// A replay that ran out of space keeps the log (it is replayed again before the first write,
+// or at the next open); any other error fails the open.
+Status KeptForLackOfSpace(Status failed, VhdxImage* image) {
+  if (failed.error().code != std::errc::no_space_on_device) return failed;
+  image->log_kept = true;
+  return OkStatus();
+}
+
+// Reads a structure (the metadata region, the BAT) as the log, if it could not be replayed,
+// says it is.
+Status ReadStructure(IoQueue& q, const VhdxImage& image, uint64_t offset, std::span<uint8_t> out) {
+  VSTACK_RETURN_IF_ERROR(ReadAt(q, offset, out));
+  for (const LogWrite& w : image.unreplayed) {
+    const uint64_t from = std::max(offset, w.file_offset);
+    const uint64_t to = std::min(offset + out.size(), w.file_offset + w.length);
+    if (from >= to) continue;
+    uint8_t* dst = out.data() + (from - offset);
+    if (w.zero) {
+      std::memset(dst, 0, to - from);
+    } else {
+      std::memcpy(dst, w.data.data() + (from - w.file_offset), to - from);
+    }
+  }
+  return OkStatus();
+}
+
 // Replays the active sequence of the log (docs/layers/vhdx.md, "Log"), or refuses to when the
 // image is read-only.
 Status ReplayLog(BlockDevice& device, IoQueue& q, VhdxImage* image, bool writable) {
@@ -75,8 +110,9 @@ Status ReplayLog(BlockDevice& device, IoQueue& q, VhdxImage* image, bool writabl
     VSTACK_RETURN_IF_ERROR(device.Resize(end));
     image->file_size = end;
   }
+  std::vector<LogWrite> writes;
   for (uint32_t offset : seq.offsets) {
-    for (const LogWrite& w : EntryWrites(log, offset)) {
+    for (LogWrite& w : EntryWrites(log, offset)) {
       const bool hits_log =
           w.file_offset < h.log_offset + h.log_length && h.log_offset < w.file_offset + w.length;
       if (w.file_offset < kPrologueSize || hits_log || w.length > end ||
@@ -87,28 +123,31 @@ Status ReplayLog(BlockDevice& device, IoQueue& q, VhdxImage* image, bool writabl
                                                 std::to_string(w.file_offset) +
                                                 ", into the headers, the log or past the file");
       }
-      if (w.zero) {
-        VSTACK_RETURN_IF_ERROR(ZeroAt(q, w.file_offset, w.length));
-      } else {
-        VSTACK_RETURN_IF_ERROR(WriteAt(q, w.file_offset, w.data));
-      }
+      writes.push_back(std::move(w));
     }
     ++image->replayed_entries;
   }
+  // Out of space below (a thin layer such as dedup needs new space even to overwrite), the
+  // log stays as it is, and the structures are loaded through its writes (ReadStructure):
+  // the open needs no new space, and SettleLog replays again before the first write.
+  image->unreplayed = std::move(writes);
+  Status replayed = ApplyWrites(q, image->unreplayed);
+  if (!replayed) return KeptForLackOfSpace(std::move(replayed), image);
+  image->unreplayed.clear();
   // The BAT entries just replayed may point at blocks up to LastFileOffset, and the log is
   // about to be marked empty: the file's length must be durable with them (the file may have
   // been grown above, or by an earlier replay whose length never became durable). If the
-  // length cannot be made durable (no space), the log stays as it is: it is replayed again at
-  // the next open, and SettleLength runs before the first write.
-  const bool settled = static_cast<bool>(RewriteTail(device, q));
-  VSTACK_RETURN_IF_ERROR(FlushQueue(q));
-  if (!settled) {
-    image->length_unsettled = true;
-    return OkStatus();
-  }
+  // length cannot be made durable (no space), the log stays as it is too.
+  Status durable = RewriteTail(device, q);
+  if (durable) durable = FlushQueue(q);
+  if (!durable) return KeptForLackOfSpace(std::move(durable), image);
   Header clean = h;
   clean.log_guid = Guid{};
-  return WriteHeaders(q, image, clean);
+  // Everything the log holds is durable now: a header that cannot be rewritten for lack of
+  // space leaves a log that replays again to the same result.
+  Status marked = WriteHeaders(q, image, clean);
+  if (!marked && marked.error().code == std::errc::no_space_on_device) return OkStatus();
+  return marked;
 }
 
 Status LoadBat(IoQueue& q, VhdxImage* image, bool lenient) {
@@ -125,7 +164,7 @@ Status LoadBat(IoQueue& q, VhdxImage* image, bool lenient) {
   for (uint64_t done = 0; done < l.entries * 8;) {
     const uint64_t n = std::min<uint64_t>(kBatChunk, (l.entries * 8 + 4095) / 4096 * 4096 - done);
     chunk.resize(n);
-    VSTACK_RETURN_IF_ERROR(ReadAt(q, r.offset + done, chunk));
+    VSTACK_RETURN_IF_ERROR(ReadStructure(q, *image, r.offset + done, chunk));
     for (uint64_t i = 0; i < n / 8 && done / 8 + i < l.entries; ++i) {
       image->bat[done / 8 + i] = LoadLE64(chunk.data() + 8 * i);
     }
@@ -213,11 +252,13 @@ uint64_t PastUnusable(const VhdxImage& image, uint64_t offset, uint64_t length) 
   return offset;
 }
 
-Status SettleLength(BlockDevice& device, IoQueue& q, VhdxImage* image) {
-  if (!image->length_unsettled) return OkStatus();
+Status SettleLog(BlockDevice& device, IoQueue& q, VhdxImage* image) {
+  if (!image->log_kept) return OkStatus();
+  VSTACK_RETURN_IF_ERROR(ApplyWrites(q, image->unreplayed));
   VSTACK_RETURN_IF_ERROR(RewriteTail(device, q));
   VSTACK_RETURN_IF_ERROR(FlushQueue(q));
-  image->length_unsettled = false;
+  image->unreplayed.clear();
+  image->log_kept = false;
   return OkStatus();
 }
 
@@ -302,7 +343,7 @@ Result<VhdxImage> LoadImage(BlockDevice& device, IoQueue& q, bool writable, bool
   image.metadata_end = std::max({log_end, m.offset + m.length, b.offset + b.length});
 
   std::vector<uint8_t> meta(std::min<uint64_t>(m.length, kMiB));
-  VSTACK_RETURN_IF_ERROR(ReadAt(q, m.offset, meta));
+  VSTACK_RETURN_IF_ERROR(ReadStructure(q, image, m.offset, meta));
   VSTACK_ASSIGN_OR_RETURN(image.metadata, DecodeMetadata(meta, m.offset, m.length));
   image.layout = BatLayout::For(image.metadata.virtual_size, image.metadata.block_size,
                                 image.metadata.logical_sector);

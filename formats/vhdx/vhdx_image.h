@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "formats/vhdx/vhdx_format.h"
+#include "formats/vhdx/vhdx_log.h"
 #include "lib/block_device.h"
 
 namespace vstack::vhdx {
@@ -34,9 +35,13 @@ struct VhdxImage {
   BatLayout layout;
   std::vector<uint64_t> bat;          // layout.entries entries
   uint64_t replayed_entries = 0;      // log entries replayed while opening
-  // The replay could not make the file's length durable (no space for the write that carries
-  // it): the log is left as it was, replayed again at the next open (SettleLength).
-  bool length_unsettled = false;
+  // The replay could not finish for lack of space below (its writes in place, or the write that
+  // makes the file's length durable): the log is left as it was, replayed again before the
+  // first write (SettleLog) or at the next open.
+  bool log_kept = false;
+  // The log's writes when they could not all be written in place: the BAT and the metadata
+  // were loaded through them. Bounded by the log's length (kMaxLogLength).
+  std::vector<LogWrite> unreplayed;
   uint64_t metadata_end = 0;          // end of the last structure that is not a payload block
   std::vector<std::string> problems;  // corruption found by a lenient load
   // The entries a lenient load marked kUnusableState, as the file holds them: BAT index and
@@ -60,10 +65,11 @@ uint64_t PastUnusable(const VhdxImage& image, uint64_t offset, uint64_t length);
 // `problems` and marks them kUnusableState instead of failing.
 Result<VhdxImage> LoadImage(BlockDevice& device, IoQueue& q, bool writable, bool lenient);
 
-// If the replay left the file's length unsettled: writes the file's last sector back as it
-// reads and flushes, making the length durable; an error (no space) if it still cannot. Before
-// the first write after open, which starts a new log.
-Status SettleLength(BlockDevice& device, IoQueue& q, VhdxImage* image);
+// If the replay kept the log: writes what it could not write in place, and the file's last
+// sector back as it reads, and flushes, making the log's writes and the length durable; an
+// error (no space) if it still cannot. Before the first write after open, which starts a new
+// log.
+Status SettleLog(BlockDevice& device, IoQueue& q, VhdxImage* image);
 
 // Writes `h` with the next sequence number into both header slots, the non-current one first,
 // flushing after each, and updates image->header and header_slot.

@@ -24,6 +24,8 @@
 #include "lib/sync_io.h"
 #include "tests/formats/vhd_test_util.h"
 #include "tests/formats/vhdx_test_util.h"
+#include "tests/testing/fault_device.h"
+#include "tests/testing/layer_stack.h"
 #include "tests/testing/recording_device.h"
 #include "tests/testing/test_util.h"
 
@@ -246,6 +248,51 @@ TEST(VhdxCrash, ReplayMakesTheGrownLengthDurableBeforeTheLogIsMarkedEmpty) {
   EXPECT_EQ(ReadBytes(**dev, kB, kB), std::vector<unsigned char>(kB, 0))
       << "the write never landed: block 1 reads as zeros";
   ASSERT_OK((*dev)->Close());
+}
+
+// Out of space below, a replay cannot write the log's BAT page in place: over a thin layer such
+// as dedup even an overwrite needs new space (`vstack sim --stack 'vhdx+crc32c+dedup' --seed
+// 108` failed to reopen). The open keeps the log and loads the BAT through it: the block the log
+// maps reads back and check finds nothing; the first write replays the log in place before it
+// starts a new one, and fails, losing nothing, while there is still no space.
+TEST(VhdxCrash, AReplayWithNoSpaceBelowLoadsTheBatThroughTheLog) {
+  TempDir dir;
+  const std::string path = dir.File("full.vhdx");
+  ASSERT_OK(CreateImage("vhdx", path, kDiskSize, "block_size=1M"));
+  const std::vector<unsigned char> sevens(4096, 7), nines(4096, 9);
+  std::vector<unsigned char> crashed;
+  {
+    auto dev = Open("vhdx+file:" + path);
+    ASSERT_OK(dev);
+    WriteBytes(**dev, kB + 4096, sevens);  // allocates block 1 through the log
+    ASSERT_OK(SyncIo(**dev).Flush());
+    crashed = ReadAll(path);  // a power cut now: the log is active
+  }
+  ASSERT_EQ(vhdx::EntryState(VhdxBatEntry(crashed, 1)), vhdx::kFullyPresent);
+  // ... and the BAT page written in place after the log entry did not land.
+  std::fill_n(crashed.begin() + static_cast<std::ptrdiff_t>(VhdxBatEntryOffset(crashed, 1)), 8, 0);
+  auto* full = new FaultDevice(MemoryWithImage(crashed));
+  full->ArmNoSpace(0);
+  auto dev = OpenLayersOn("vhdx", DevicePtr(full));
+  ASSERT_OK(dev);
+  EXPECT_EQ(ReadBytes(**dev, kB + 4096, 4096), sevens);
+  const CheckResult check = CheckStack(**dev);
+  EXPECT_EQ(check.corruptions, 0u) << (check.messages.empty() ? "" : check.messages.front());
+  SyncIo io(**dev);
+  AlignedBuffer nine_buf(4096, 4096);
+  std::memcpy(nine_buf.data(), nines.data(), 4096);
+  EXPECT_EQ(io.Write(kB, nine_buf.span()), std::errc::no_space_on_device);
+  EXPECT_EQ(ReadBytes(**dev, kB + 4096, 4096), sevens);
+  full->Disarm();  // space comes back
+  ASSERT_OK(io.Write(kB, nine_buf.span()));
+  ASSERT_OK(io.Flush());
+  const std::vector<unsigned char> after = ReadAll(*full);
+  EXPECT_EQ(vhdx::EntryState(VhdxBatEntry(after, 1)), vhdx::kFullyPresent)
+      << "the first write replays the kept log in place";
+  auto again = OpenLayersOn("vhdx", MemoryWithImage(after));
+  ASSERT_OK(again);
+  EXPECT_EQ(ReadBytes(**again, kB + 4096, 4096), sevens);
+  EXPECT_EQ(ReadBytes(**again, kB, 4096), nines);
 }
 
 // Compaction (docs/layers/vhdx.md, "Compact") frees zero blocks, moves blocks into the holes

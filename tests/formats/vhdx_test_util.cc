@@ -33,7 +33,7 @@ Result<DevicePtr> MemoryVhdx(uint64_t size, const std::string& options, uint64_t
   return vhdx::VhdxDevice::Open(std::move(mem));
 }
 
-uint64_t VhdxBatEntry(const std::vector<unsigned char>& file, uint64_t block) {
+uint64_t VhdxBatEntryOffset(const std::vector<unsigned char>& file, uint64_t block) {
   // Region table 1: find the BAT region; metadata: block size and logical sector size.
   auto le32 = [&](uint64_t at) {
     uint32_t v;
@@ -62,7 +62,13 @@ uint64_t VhdxBatEntry(const std::vector<unsigned char>& file, uint64_t block) {
     if (g == vhdx::kLogicalSectorSizeGuid) sector = le32(meta + off);
   }
   const uint64_t ratio = (8ull << 20) * sector / block_size;
-  return le64(bat + 8 * (block + block / ratio));
+  return bat + 8 * (block + block / ratio);
+}
+
+uint64_t VhdxBatEntry(const std::vector<unsigned char>& file, uint64_t block) {
+  uint64_t v;
+  std::memcpy(&v, &file[VhdxBatEntryOffset(file, block)], 8);
+  return v;
 }
 
 }  // namespace vstack::testing

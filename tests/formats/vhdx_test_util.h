@@ -18,6 +18,8 @@ vhdx::CreateParams VhdxParams(uint64_t size, const std::string& options = "");
 Result<DevicePtr> MemoryVhdx(uint64_t size, const std::string& options = "",
                              uint64_t device_size = 0);
 
+// Where the BAT entry of payload block `block` is in the image file's bytes.
+uint64_t VhdxBatEntryOffset(const std::vector<unsigned char>& file, uint64_t block);
 // The BAT entry of payload block `block` in the image file's bytes (current BAT on disk).
 uint64_t VhdxBatEntry(const std::vector<unsigned char>& file, uint64_t block);
 
