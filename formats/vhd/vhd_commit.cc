@@ -154,6 +154,22 @@ void DynamicQueue::OnCommitOp(std::error_code ec) {
         old_end = st_.footer_at + kFooterSize;
       }
       (void)st_.lower.Resize(old_end);  // best effort: the commit fails either way
+    } else if (c.stage == Stage::kBlocksAndBat || c.stage == Stage::kBitmapsAndBat ||
+               c.stage == Stage::kBat) {
+      // Some BAT sectors may have reached the disk with entries for blocks that are not
+      // published: after a reopen they would show the failed writes' data over whatever
+      // succeeded since (a write-zeroes that found the block unallocated). Write them again
+      // as memory has them before the writes fail, so that a flush after the failure covers it.
+      c.stage = Stage::kUndoBat;
+      c.undone = c.error;
+      c.error = {};
+      StageBat(/*new_entries=*/false);
+      return;
+    } else if (c.stage == Stage::kUndoBat) {
+      std::lock_guard lock(st_.mu);  // the undo failed too: the next commit tries again
+      st_.stale_bat_sectors.insert(st_.stale_bat_sectors.end(), c.bat_sectors.begin(),
+                                   c.bat_sectors.end());
+      c.error = c.undone;
     }
     FinishCommit(c.error);
     return;
@@ -183,6 +199,9 @@ void DynamicQueue::OnCommitOp(std::error_code ec) {
     case Stage::kBitmapsAndBat:
     case Stage::kBat:
       FinishCommit({});
+      return;
+    case Stage::kUndoBat:
+      FinishCommit(c.undone);
       return;
   }
 }
@@ -240,19 +259,26 @@ void DynamicQueue::StageData() {
   }
 }
 
-void DynamicQueue::StageBat() {
+void DynamicQueue::StageBat(bool new_entries) {
   Commit& c = *commit_;
   std::vector<uint64_t> sectors;
   for (auto& a : c.allocs) sectors.push_back(a->block / kEntriesPerBatSector);
+  sectors.insert(sectors.end(), c.bat_sectors.begin(), c.bat_sectors.end());
+  {
+    std::lock_guard lock(st_.mu);
+    sectors.insert(sectors.end(), st_.stale_bat_sectors.begin(), st_.stale_bat_sectors.end());
+    st_.stale_bat_sectors.clear();
+  }
   std::sort(sectors.begin(), sectors.end());
   sectors.erase(std::unique(sectors.begin(), sectors.end()), sectors.end());
+  c.bat_sectors = sectors;
   for (uint64_t sector : sectors) {
     LowerOp* op = NewOp(Kind::kCommit);
     SetPayload(op, Op::kWrite, st_.bat_offset + sector * kSectorSize, nullptr, kSectorSize);
     auto* bytes = reinterpret_cast<uint8_t*>(op->buf.data());
     st_.bat.SerializeSector(sector, std::span<uint8_t, kSectorSize>(bytes, kSectorSize));
     for (auto& a : c.allocs) {
-      if (a->block / kEntriesPerBatSector != sector) continue;
+      if (!new_entries || a->block / kEntriesPerBatSector != sector) continue;
       StoreBE32(bytes + 4 * (a->block % kEntriesPerBatSector),
                 static_cast<uint32_t>(a->pos / kSectorSize));
     }

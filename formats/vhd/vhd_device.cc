@@ -143,6 +143,7 @@ Status VhdDevice::CloseLayer() {
   // shutting down would.
   if (parent_) VSTACK_RETURN_IF_ERROR(parent_->Close());
   if (read_only()) return OkStatus();
+  if (dynamic_) VSTACK_RETURN_IF_ERROR(dynamic_->RewriteStaleBat());
   if (dynamic_) VSTACK_RETURN_IF_ERROR(dynamic_->TrimReservation());
   SyncIo io(lower_device());
   if (std::error_code ec = io.Flush()) {

@@ -77,6 +77,27 @@ Status DynamicState::TrimReservation() {
   return OkStatus();
 }
 
+Status DynamicState::RewriteStaleBat() {
+  std::vector<uint64_t> sectors;
+  {
+    std::lock_guard lock(mu);
+    sectors.swap(stale_bat_sectors);
+  }
+  SyncIo io(lower);
+  AlignedBuffer bytes(kSectorSize, 4096);
+  for (size_t i = 0; i < sectors.size(); ++i) {
+    bat.SerializeSector(sectors[i], std::span<uint8_t, kSectorSize>(
+                                        reinterpret_cast<uint8_t*>(bytes.data()), kSectorSize));
+    if (std::error_code ec = io.Write(bat_offset + sectors[i] * kSectorSize, bytes.span())) {
+      std::lock_guard lock(mu);  // still stale: a later close tries again
+      stale_bat_sectors.insert(stale_bat_sectors.end(), sectors.begin() + i, sectors.end());
+      return MakeError(ec, "vhd: rewriting BAT sector " + std::to_string(sectors[i]) +
+                               " that a failed commit left: " + ec.message());
+    }
+  }
+  return OkStatus();
+}
+
 std::unique_ptr<IoQueue> NewDynamicQueue(BlockDevice& device, DynamicState& state,
                                          std::unique_ptr<IoQueue> lower,
                                          std::unique_ptr<IoQueue> parent_queue) {

@@ -18,7 +18,8 @@
 // block). At close the unused reservation is given back. Over a fixed-size device, whose free space
 // may hold old bytes: (1) bitmaps, data and zeros, flush; (2) the BAT sectors. Then the entries are
 // published in memory and the writes complete. A crash at any point leaves a valid image: at worst
-// the new blocks are leaked.
+// the new blocks are leaked. A commit that fails after BAT sectors went down writes them again
+// without its entries before its writes fail (a failed block must not reappear after a reopen).
 #ifndef VSTACK_FORMATS_VHD_VHD_DYNAMIC_H_
 #define VSTACK_FORMATS_VHD_VHD_DYNAMIC_H_
 
@@ -77,12 +78,19 @@ struct DynamicState {
   std::unordered_map<uint32_t, Allocation*> allocating;                // blocks being allocated; mu
   std::vector<std::unique_ptr<Allocation>> open_group;                 // next commit's blocks; mu
   bool committing = false;  // mu: a queue holds the commit role
+  // BAT sectors that a failed commit may have left on disk with entries memory does not have
+  // (its undo failed too): the next commit writes them again, or the close
+  // (RewriteStaleBat). Guarded by mu.
+  std::vector<uint64_t> stale_bat_sectors;
 
   // Where the end footer is now.
   uint64_t FooterOffset();
   // Growable: gives back the reserved space at the end of the file (footer moved down to the
   // end of the last block, flush, truncate). Called at close, with no queue open.
   Status TrimReservation();
+  // Writes the stale BAT sectors (a failed commit's undo that failed too, and no commit since)
+  // as memory has them. Called at close, with no queue open, before the close's flush.
+  Status RewriteStaleBat();
 };
 
 // A queue of a dynamic VHD. `device` is the VhdDevice the queue belongs to.

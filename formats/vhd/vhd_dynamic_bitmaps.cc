@@ -34,6 +34,11 @@ void DynamicQueue::ResumeBitmapWait(Piece* p) {
     Finish(p->req, {});
     return;
   }
+  // Its data is written. A bitmap write that failed while it was between two waits (handed
+  // back to its queue, in no wait list) may have cleared its bits in memory with the failed
+  // writes' (ForgetFailedBits keeps only those of waiting pieces): they are set again, or the
+  // next bitmap write would leave them out and the write would succeed without them.
+  SetBits(it->second->mem.data(), p->first, p->count);
   std::vector<uint8_t> snapshot;
   const bool start = WaitForBitmap(*it->second, p, &snapshot);
   const bool flush = !it->second->clear_zero;

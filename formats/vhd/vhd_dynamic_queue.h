@@ -122,6 +122,8 @@ class DynamicQueue final : public LayerQueue {
     kBlocks,         // fixed-size device: bitmaps, data and zeros over stale free space
     kBlocksFlush,    // ... made durable before the BAT points at them
     kBat,            // fixed-size device: the BAT sectors
+    kUndoBat,        // failed after BAT sectors went down: they are written again without
+                     // the new entries, so the failed blocks never appear after a reopen
   };
 
   // The commit this queue is running (one at a time per device).
@@ -131,6 +133,8 @@ class DynamicQueue final : public LayerQueue {
     Stage stage = Stage::kGrow;
     uint32_t pending = 0;
     std::error_code error;
+    std::error_code undone;             // kUndoBat: the error that failed the commit
+    std::vector<uint64_t> bat_sectors;  // the BAT sectors written so far
   };
 
   // ---- requests and completion (vhd_dynamic_queue.cc) ----
@@ -212,8 +216,11 @@ class DynamicQueue final : public LayerQueue {
   // The data of the writes, and (over a fixed-size device whose free space may hold old
   // bytes) zeros for the rest of each block. Adds to `pending`.
   void StageData();
-  // The BAT sectors holding the new entries, one write per sector. Adds to `pending`.
-  void StageBat();
+  // The BAT sectors holding the new entries, one write per sector, and any sector a failed
+  // undo left behind (DynamicState::stale_bat_sectors). With `new_entries` false, the sectors
+  // as memory has them, without this commit's entries (undoing a failed commit). Adds to
+  // `pending`.
+  void StageBat(bool new_entries = true);
   // Publishes the entries (unless the commit failed: then the blocks are leaked), completes
   // the writes, translates the late arrivals again, and passes the commit role on.
   void FinishCommit(std::error_code ec);
