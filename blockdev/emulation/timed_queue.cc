@@ -42,7 +42,7 @@ void TimedQueue::Start(IoRequest& req, uint64_t now) {
 void TimedQueue::Arm(Entry* e, uint64_t start, uint64_t deadline) {
   e->deadline = deadline;
   e->due = waiter_.DueTime(start, deadline, ClassOf(*e->up));
-  timers_.emplace_back(e->due, e);
+  timers_.push_back({e->due, armed_++, e});
   std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
 }
 
@@ -61,9 +61,9 @@ void TimedQueue::Expire(uint64_t now) {
   // Of the completions the timer delivers now, per class, for the compensation.
   double error_ns[DeadlineWaiter::kClasses] = {};
   uint64_t delivered[DeadlineWaiter::kClasses] = {};
-  while (!timers_.empty() && timers_.front().first <= now) {
+  while (!timers_.empty() && timers_.front().due <= now) {
     std::pop_heap(timers_.begin(), timers_.end(), std::greater<>());
-    Entry* e = timers_.back().second;
+    Entry* e = timers_.back().entry;
     timers_.pop_back();
     e->expired = true;
     if (e->lower_done) {
@@ -107,7 +107,7 @@ void TimedQueue::Progress(bool wait) {
     // A lower request is still running: its completion is what we wait for first.
     lower().Poll(1);
   } else if (!timers_.empty()) {
-    waiter_.WaitUntil(timers_.front().first);
+    waiter_.WaitUntil(timers_.front().due);
   } else {
     WaitForProgress("a timed layer's requests wait for another queue");
   }

@@ -74,7 +74,14 @@ class TimedQueue : public ForwardingQueue {
     bool lower_done = false;
     bool expired = false;
   };
-  using Timer = std::pair<uint64_t, Entry*>;  // (due, entry), a min-heap by due time
+  // In a min-heap by due time. Timers due at the same time fire in the order they were armed,
+  // never by address: a simulated run must not depend on where the allocator put an entry.
+  struct Timer {
+    uint64_t due;
+    uint64_t order;
+    Entry* entry;
+    bool operator>(const Timer& o) const { return due != o.due ? due > o.due : order > o.order; }
+  };
 
   void Start(IoRequest& req, uint64_t now);
   void StartWaiting();
@@ -91,6 +98,7 @@ class TimedQueue : public ForwardingQueue {
   uint32_t in_service_ = 0;
   uint64_t wire_free_ns_ = 0;  // when the bandwidth-capped transfer in progress ends
   uint64_t finished_ = 0;
+  uint64_t armed_ = 0;  // timers armed so far: the next one's order
 };
 
 }  // namespace vstack
