@@ -68,6 +68,12 @@ class FlatMap {
     return true;
   }
 
+  // Removes every entry; keeps the capacity.
+  void Clear() {
+    for (Slot& s : slots_) s.key = kEmpty;
+    size_ = 0;
+  }
+
   // Calls fn(key, value&) for every entry. `fn` must not insert or erase.
   template <typename Fn>
   void ForEach(Fn fn) {

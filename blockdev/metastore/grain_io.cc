@@ -48,9 +48,6 @@ AlignedBuffer* BufferPool::Get(uint64_t size) {
   return b;
 }
 
-void BufferPool::Put(AlignedBuffer*& b) {
-  if (b) free_[std::bit_width(b->size() - 1)].push_back(b);
-  b = nullptr;
-}
+void BufferPool::Return(AlignedBuffer* b) { free_[std::bit_width(b->size() - 1)].push_back(b); }
 
 }  // namespace vstack

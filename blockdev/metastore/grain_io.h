@@ -28,10 +28,14 @@ class BufferPool {
  public:
   explicit BufferPool(uint64_t alignment) : alignment_(alignment), free_(64) {}
   AlignedBuffer* Get(uint64_t size);
-  // Returns `b` to the pool (if not null) and clears it.
-  void Put(AlignedBuffer*& b);
+  // Returns `b` to the pool (if not null) and clears it. Inline: most slots hold none.
+  void Put(AlignedBuffer*& b) {
+    if (b) Return(b);
+    b = nullptr;
+  }
 
  private:
+  void Return(AlignedBuffer* b);
   uint64_t alignment_;
   std::vector<std::unique_ptr<AlignedBuffer>> all_;
   std::vector<std::vector<AlignedBuffer*>> free_;  // by size class (log2)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "blockdev/metastore/superblock.h"
+#include "lib/endian.h"
 #include "lib/errors.h"
 #include "lib/sync_io.h"
 
@@ -29,11 +30,14 @@ struct TxnHeader {
 // The 4 KiB blocks a transaction of `payload` bytes takes.
 uint64_t TxnBlocks(uint64_t payload);
 
-// A record's u48 index.
+// A record's u48 index, read and written.
 inline uint64_t LoadLE48(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 6; ++i) v |= uint64_t{p[i]} << (8 * i);
-  return v;
+  return uint64_t{LoadLE32(p)} | uint64_t{p[4]} << 32 | uint64_t{p[5]} << 40;
+}
+inline void StoreLE48(uint8_t* p, uint64_t v) {
+  StoreLE32(p, static_cast<uint32_t>(v));
+  p[4] = static_cast<uint8_t>(v >> 32);
+  p[5] = static_cast<uint8_t>(v >> 40);
 }
 
 // Parses a header; false if it is not a transaction of this volume.

@@ -62,7 +62,11 @@ Superblock MetaStore::Plan(std::string magic, std::vector<TableDesc> tables,
 }
 
 MetaStore::MetaStore(BlockDevice& lower, Superblock sb, bool read_only, std::string who)
-    : lower_(lower), sb_(std::move(sb)), read_only_(read_only), who_(std::move(who)) {
+    : lower_(lower),
+      sb_(std::move(sb)),
+      read_only_(read_only),
+      who_(std::move(who)),
+      journaled_(sb_.tables) {
   next_seq_ = sb_.checkpoint_seq;
 }
 
@@ -135,12 +139,8 @@ Status MetaStore::Load(const EntrySink& sink) {
           // page is loaded without those entries, and the replay below sets them. A bad page
           // that the journal does not rewrite is corruption.
           if (!page_ok) {
+            if (!journaled_.Touches(t, page_no)) return page_ok;
             if (journaled.empty()) journaled = JournaledEntries();
-            auto it = std::lower_bound(journaled.begin(), journaled.end(),
-                                       std::make_pair(t, page_no * per));
-            if (it == journaled.end() || !(*it < std::make_pair(t, (page_no + 1) * per))) {
-              return page_ok;
-            }
             torn_pages_.emplace(t, page_no);
           }
           const uint8_t* e = page + kTablePageHeader;
@@ -158,20 +158,18 @@ Status MetaStore::Load(const EntrySink& sink) {
         }));
   }
   // The journal, in commit order, over the tables.
-  for (size_t at = 0; at < since_checkpoint_.size();) {
-    const uint8_t* r = &since_checkpoint_[at];
-    VSTACK_RETURN_IF_ERROR(sink(r[0], LoadLE48(r + 1), r + 7));
-    at += RecordSize(r[0]);
-  }
-  return OkStatus();
+  Status status;
+  journaled_.ForEach([&](uint32_t table, uint64_t index, const uint8_t* entry) {
+    if (status) status = sink(table, index, entry);
+  });
+  return status;
 }
 
 std::vector<std::pair<uint32_t, uint64_t>> MetaStore::JournaledEntries() const {
   std::vector<std::pair<uint32_t, uint64_t>> out;
-  for (size_t at = 0; at < since_checkpoint_.size();) {
-    out.emplace_back(since_checkpoint_[at], LoadLE48(&since_checkpoint_[at + 1]));
-    at += RecordSize(since_checkpoint_[at]);
-  }
+  journaled_.ForEach([&](uint32_t table, uint64_t index, const uint8_t*) {
+    out.emplace_back(table, index);
+  });
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -264,7 +262,7 @@ Status MetaStore::ReadJournal() {
     }
     const uint8_t* payload = records.data();
     VSTACK_RETURN_IF_ERROR(CheckRecords(payload, h.payload, seq, offset));
-    since_checkpoint_.insert(since_checkpoint_.end(), payload, payload + h.payload);
+    journaled_.Append(payload, h.payload);
     pos += uint64_t{h.blocks} * kMetaPageSize;
     ++seq;
     ++counters_.replayed_transactions;
@@ -283,12 +281,13 @@ void MetaStore::Set(uint32_t table, uint64_t index, const void* entry) {
 
 void MetaStore::Record(MetaBatch* batch, uint32_t table, uint64_t index, const void* entry) const {
   const uint32_t es = sb_.tables[table].entry_size;
-  const size_t at = batch->records.size();
-  batch->records.resize(at + 7 + es);
-  uint8_t* p = &batch->records[at];
-  p[0] = static_cast<uint8_t>(table);
-  for (int i = 0; i < 6; ++i) p[1 + i] = static_cast<uint8_t>(index >> (8 * i));
-  std::memcpy(p + 7, entry, es);
+  uint8_t head[7];
+  head[0] = static_cast<uint8_t>(table);
+  StoreLE48(head + 1, index);
+  std::vector<uint8_t>& r = batch->records;  // appended, not zero-filled first (resize would)
+  r.insert(r.end(), head, head + sizeof(head));
+  const auto* e = static_cast<const uint8_t*>(entry);
+  r.insert(r.end(), e, e + es);
 }
 
 void MetaStore::EndGroup() {
@@ -331,7 +330,7 @@ Status MetaStore::WriteTransaction(const uint8_t* payload, size_t bytes) {
   }
   journal_pos_ += txn.size();
   ++next_seq_;
-  since_checkpoint_.insert(since_checkpoint_.end(), payload, payload + bytes);
+  journaled_.Append(payload, bytes);
   ++counters_.transactions;
   counters_.journal_bytes_written += txn.size();
   return OkStatus();
@@ -385,50 +384,25 @@ Status MetaStore::Commit(MetaBatch* batch) {
 
 Status MetaStore::Checkpoint() {
   if (read_only_) return MakeError(Errc::kReadOnly, who_ + ": metadata is read-only");
-  if (since_checkpoint_.empty() && journal_pos_ == 0) return OkStatus();
-  // Every record's page, in page order; records of one page keep their journal order (the
-  // record's offset breaks ties, so a plain sort is stable).
-  struct Ref {
-    uint64_t key;  // table << 56 | page
-    uint32_t at;   // offset of the record (a journal is at most 64 MiB)
-    uint32_t table() const { return static_cast<uint32_t>(key >> 56); }
-    uint64_t page() const { return key & ((uint64_t{1} << 56) - 1); }
-    bool operator<(const Ref& o) const { return key != o.key ? key < o.key : at < o.at; }
-  };
-  std::vector<Ref> refs;
-  for (size_t at = 0; at < since_checkpoint_.size();) {
-    const uint32_t table = since_checkpoint_[at];
-    const uint64_t index = LoadLE48(&since_checkpoint_[at + 1]);
-    refs.push_back({uint64_t{table} << 56 | index / sb_.tables[table].per_page(),
-                    static_cast<uint32_t>(at)});
-    at += RecordSize(table);
-  }
-  std::sort(refs.begin(), refs.end());
+  if (journaled_.empty() && journal_pos_ == 0) return OkStatus();
+  // Every page that journaled records change, in page order, each with its records in journal
+  // order (bucketed as they were journaled: no sort of the records here).
+  const std::vector<JournaledRecords::Page> pages = journaled_.SortedPages();
   SyncIo& io = this->io();
   IoQueue* queue = io.queue();
   if (queue == nullptr) return Annotate(io.open_error(), who_ + ": no queue for the checkpoint");
-  uint64_t pages_to_write = 0;  // the chunk is no larger than the distinct pages
-  for (size_t r = 0; r < refs.size(); ++r) {
-    pages_to_write += r == 0 || refs[r].key != refs[r - 1].key;
-  }
-  AlignedBuffer chunk(std::clamp<uint64_t>(pages_to_write, 1, kPagesPerChunk) * kMetaPageSize);
-  for (size_t r = 0; r < refs.size();) {
-    // The next run of up to kPagesPerChunk distinct pages.
-    std::vector<std::pair<uint32_t, uint64_t>> pages;
-    size_t end = r;
-    while (end < refs.size()) {
-      if (pages.empty() || pages.back() != std::make_pair(refs[end].table(), refs[end].page())) {
-        if (pages.size() == kPagesPerChunk) break;
-        pages.emplace_back(refs[end].table(), refs[end].page());
-      }
-      ++end;
-    }
-    std::vector<IoRequest> reqs(pages.size());
-    std::vector<iovec> iov(pages.size());
-    for (size_t i = 0; i < pages.size(); ++i) {
+  AlignedBuffer chunk(std::clamp<uint64_t>(pages.size(), 1, kPagesPerChunk) * kMetaPageSize);
+  std::vector<IoRequest> reqs;
+  std::vector<iovec> iov;
+  for (size_t first = 0; first < pages.size(); first += kPagesPerChunk) {
+    const std::span<const JournaledRecords::Page> run =
+        std::span(pages).subspan(first, std::min(kPagesPerChunk, pages.size() - first));
+    reqs.assign(run.size(), IoRequest{});
+    iov.resize(run.size());
+    for (size_t i = 0; i < run.size(); ++i) {
       iov[i] = iovec{chunk.data() + i * kMetaPageSize, kMetaPageSize};
       reqs[i].op = Op::kRead;
-      reqs[i].offset = sb_.tables[pages[i].first].offset + pages[i].second * kMetaPageSize;
+      reqs[i].offset = sb_.tables[run[i].table].offset + run[i].page * kMetaPageSize;
       reqs[i].length = kMetaPageSize;
       reqs[i].iov = &iov[i];
       reqs[i].iovcnt = 1;
@@ -436,28 +410,31 @@ Status MetaStore::Checkpoint() {
     if (std::error_code ec = RunRequests(*queue, reqs)) {
       return MakeError(ec, who_ + ": checkpoint: cannot read table pages: " + ec.message());
     }
-    size_t k = 0;
-    for (size_t i = 0; i < pages.size(); ++i) {
+    for (size_t i = 0; i < run.size(); ++i) {
       auto* page = reinterpret_cast<uint8_t*>(chunk.data()) + i * kMetaPageSize;
-      const auto [table, page_no] = pages[i];
+      const uint32_t table = run[i].table;
+      const uint64_t page_no = run[i].page;
       if (!torn_pages_.contains({table, page_no})) {
         VSTACK_RETURN_IF_ERROR(
             CheckTablePage(page, sb_.volume_id, table, page_no, reqs[i].offset, who_));
       }
       const TableDesc& d = sb_.tables[table];
-      for (; r + k < end && refs[r + k].table() == table && refs[r + k].page() == page_no; ++k) {
-        const uint8_t* rec = &since_checkpoint_[refs[r + k].at];
-        const uint64_t slot = LoadLE48(rec + 1) % d.per_page();
-        std::memcpy(page + kTablePageHeader + slot * d.entry_size, rec + 7, d.entry_size);
-      }
+      journaled_.ForEachOfPage(run[i], [&](uint32_t slot, const uint8_t* entry) {
+        std::memcpy(page + kTablePageHeader + slot * d.entry_size, entry, d.entry_size);
+      });
       SealTablePage(page, sb_.volume_id, table, page_no);
       reqs[i].op = Op::kWrite;
     }
     if (std::error_code ec = RunRequests(*queue, reqs)) {
+      // A write that fails may have landed in part (the block contract): its page may be torn
+      // now, just as by a power cut, with every entry it changed still in the journal. The
+      // next checkpoint rebuilds it from the journal instead of refusing it as corruption.
+      for (size_t i = 0; i < run.size(); ++i) {
+        if (reqs[i].status) torn_pages_.emplace(run[i].table, run[i].page);
+      }
       return MakeError(ec, who_ + ": checkpoint: cannot write table pages: " + ec.message());
     }
-    counters_.pages_written += pages.size();
-    r = end;
+    counters_.pages_written += run.size();
   }
   if (std::error_code ec = io.Flush()) {
     return MakeError(ec, who_ + ": checkpoint: flush failed: " + ec.message());
@@ -468,7 +445,7 @@ Status MetaStore::Checkpoint() {
   VSTACK_RETURN_IF_ERROR(WriteSuperblock(io, next, who_));
   sb_ = std::move(next);
   journal_pos_ = 0;
-  since_checkpoint_.clear();
+  journaled_.Clear();
   torn_pages_.clear();
   ++counters_.checkpoints;
   return OkStatus();

@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "blockdev/metastore/journaled_records.h"
 #include "blockdev/metastore/superblock.h"
 #include "lib/aligned_buffer.h"
 #include "lib/block_device.h"
@@ -115,7 +116,9 @@ class MetaStore {
   // Steps 1-3 above. On error, `batch` keeps the records that were not journaled.
   // REQUIRES: the commit lock.
   Status Commit(MetaBatch* batch);
-  // Applies every journaled record to the table pages and restarts the journal.
+  // Applies every journaled record to the table pages and restarts the journal. A page whose
+  // write fails may be torn (a failed write may land in part): the journal is kept, and the
+  // next checkpoint rebuilds that page from it rather than refusing its checksum.
   // REQUIRES: the commit lock.
   Status Checkpoint();
   // Checkpoints and releases the store's queue of the device below (which may then be closed).
@@ -143,7 +146,7 @@ class MetaStore {
 
   SyncIo& io();
   Status WriteTransaction(const uint8_t* payload, size_t bytes);
-  // Reads the journal from checkpoint_seq into since_checkpoint_ (validated, not applied).
+  // Reads the journal from checkpoint_seq into journaled_ (validated, not applied).
   Status ReadJournal();
   // The (table, index) of every journaled record, sorted, without duplicates.
   std::vector<std::pair<uint32_t, uint64_t>> JournaledEntries() const;
@@ -164,8 +167,9 @@ class MetaStore {
   IoMutex commit_mu_;
   uint64_t journal_pos_ = 0;       // next transaction's offset in the journal; guarded by commit_mu_
   uint64_t next_seq_ = 1;          // guarded by commit_mu_
-  std::vector<uint8_t> since_checkpoint_;  // journaled records not yet in the tables
-  // (table, page) of torn pages that Load found; the next checkpoint rewrites them whole.
+  JournaledRecords journaled_;  // journaled records not yet in the tables; guarded by commit_mu_
+  // (table, page) of pages that may be torn: found so by Load (a power cut), or whose checkpoint
+  // write failed (it may have landed in part). The next checkpoint rewrites them whole.
   std::set<std::pair<uint32_t, uint64_t>> torn_pages_;
   Counters counters_;
 };
