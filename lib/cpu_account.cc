@@ -145,7 +145,7 @@ Status InstallHandler(Registry& r) {
 
 const char* CpuPhaseName(CpuPhase phase) {
   static constexpr const char* kNames[kCpuPhaseCount] = {
-      "hash", "compress", "decompress", "checksum", "index", "metadata", "submit"};
+      "hash", "compress", "decompress", "pack", "checksum", "index", "metadata", "submit"};
   return kNames[static_cast<size_t>(phase)];
 }
 

@@ -52,12 +52,13 @@ enum class CpuPhase : uint8_t {
   kHash,        // fingerprinting a grain (dedup)
   kCompress,    // compressing a grain (zstd)
   kDecompress,  // decompressing a grain (zstd)
+  kPack,        // fitting compressed fragments into shared units (zstd's bin packer)
   kChecksum,    // computing or checking a grain's checksum (crc32c)
   kIndex,       // finding where data lives or goes: a map, index or BAT lookup and update
   kMetadata,    // making metadata durable: journal commits, table and bitmap writes
   kSubmit,      // handing requests to the device below, and handling their completions
 };
-inline constexpr size_t kCpuPhaseCount = 7;
+inline constexpr size_t kCpuPhaseCount = 8;
 // The phase's name in reports: "hash", "compress", ... "submit".
 const char* CpuPhaseName(CpuPhase phase);
 

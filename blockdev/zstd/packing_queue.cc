@@ -1,5 +1,6 @@
 #include "blockdev/zstd/packing_queue.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace vstack {
@@ -40,7 +41,11 @@ void PackingQueue::Pack(void* grain, const std::byte* bytes, uint32_t length, ui
   const uint32_t offset = packer_.Place(b, slot, &full);
   std::byte* at = b->image.data() + offset;
   std::memcpy(at, bytes, length);
-  std::memset(at + length, 0, slot - length);
+  // What goes below past the fragment reads as zeros: the rest of its slot and of the lower
+  // block it ends in. (An activated bin's image is not cleared: only these bytes, the
+  // fragments' and a tail read's ever go below.)
+  const uint32_t padded = std::max(offset + slot, std::min(AlignUp(offset + length), grain_));
+  std::memset(at + length, 0, padded - offset - length);
   b->fill = offset + slot;
   b->waiting.push_back({grain, Fragment{b->bin, offset, length}.entry()});
   if (!b->writing) WriteBin(b);
@@ -59,7 +64,6 @@ PackingQueue::Bin* PackingQueue::Activate(uint32_t bin, uint32_t fill) {
     b->image = AlignedBuffer(grain_);
     b->wbuf = AlignedBuffer(grain_);
   }
-  std::memset(b->image.data(), 0, grain_);
   packer_.Activate(b, grain_ - fill);
   const uint32_t lo = AlignDown(fill);
   if (lo == fill) return b;

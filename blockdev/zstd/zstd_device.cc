@@ -106,6 +106,7 @@ Encoded ZstdDevice::Encode(QueueState* qs, const GrainWrite& w, const std::byte*
 void ZstdDevice::Pack(QueueState* qs, GrainIo& io, std::span<void* const> grains,
                       std::span<const std::byte* const> bytes, std::span<const Encoded> e) {
   auto& q = static_cast<PackingQueue&>(*qs);
+  internal::PhaseScope pack(*this, CpuPhase::kPack);
   for (size_t i = 0; i < grains.size(); ++i) {
     q.Pack(grains[i], bytes[i], e[i].length, ApplySizeRule(rule_, grain(), e[i].length).slot);
   }

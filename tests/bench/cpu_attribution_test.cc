@@ -290,6 +290,30 @@ TEST(CpuAttribution, DedupSplitsItsCpuIntoItsPhasesAndTheSplitAddsUp) {
   EXPECT_TRUE(a.cpu_adds_up) << a.cpu_words;
 }
 
+// zstd's phases: compressing a write's grains, packing the fragments into bins, decompressing
+// reads, and handing bins below. Only those (and the engine's index and metadata) are charged to
+// it, and they add up to its CPU.
+TEST(CpuAttribution, ZstdSplitsItsCpuIntoCompressPackDecompressAndSubmit) {
+  auto dev = Open("zstd+memory:64M");
+  ASSERT_OK(dev);
+  WorkloadKnobs k = Reads(60'000);
+  k.write_pct = 50;
+  k.compress_pct = 50;  // every grain compresses, to half a grain: every write packs
+  const Attribution a = RunAndAttribute(**dev, k);
+  ASSERT_EQ(a.layers.size(), 2u);
+  const LayerCost& c = a.layers[0];
+  ASSERT_EQ(c.kind, "zstd");
+  EXPECT_GT(PhaseUs(c, "compress"), 0.0) << c.words;
+  EXPECT_GT(PhaseUs(c, "pack"), 0.0) << c.words;
+  for (const CpuPhaseShare& p : c.cpu_phases) {
+    EXPECT_TRUE(p.name == "compress" || p.name == "decompress" || p.name == "pack" ||
+                p.name == "index" || p.name == "metadata" || p.name == "submit" ||
+                p.name == "other")
+        << p.name << " is not a phase of zstd: " << c.words;
+  }
+  EXPECT_NEAR(PhasesSumUs(c), c.cpu_us_per_io, 1e-6 * c.cpu_us_per_io + 1e-9) << c.words;
+}
+
 // A dynamic VHD tags its phases too: first writes allocate blocks (BAT lookups: index; the
 // allocation commits and sector bitmap writes: metadata) and hand the data to the file below
 // (submit). Only those phases are charged to it, and they add up to its CPU.
