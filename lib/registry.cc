@@ -13,6 +13,7 @@
 #include "lib/new_file.h"
 #include "lib/probe_guard.h"
 #include "lib/size.h"
+#include "lib/spec_check.h"
 #include "lib/suggest.h"
 
 namespace vstack {
@@ -396,6 +397,24 @@ Status CreateImage(std::string_view format, const std::string& path, uint64_t si
   }
   VSTACK_ASSIGN_OR_RETURN(DevicePtr image, CreateAndOpenImage(format, path, size, options));
   return image->Close();
+}
+
+Status CheckSpecNames(std::string_view spec_or_path) {
+  const std::string path(spec_or_path);
+  struct stat st;
+  if (!IsStackSpec(spec_or_path) && ::stat(path.c_str(), &st) == 0) return OkStatus();
+  auto parts = ParseSpec(spec_or_path);
+  if (!parts) {  // as OpenImage: an error only for text that starts with a component's name
+    const size_t name_end = path.find_first_of(":+");
+    const bool meant = name_end != std::string::npos &&
+                       Registry::Global().Find(path.substr(0, name_end)) != nullptr;
+    return meant ? Status(std::move(parts).error()) : OkStatus();
+  }
+  for (size_t i = 0; i < parts->size(); ++i) {
+    VSTACK_RETURN_IF_ERROR(Resolve((*parts)[i], i + 1 == parts->size()));
+    VSTACK_RETURN_IF_ERROR(TakeStatsOption((*parts)[i]));
+  }
+  return OkStatus();
 }
 
 Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& options,

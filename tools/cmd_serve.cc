@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/spec_check.h"
 #include "tools/command.h"
 
 #ifndef VSTACK_NBDKIT_PLUGIN_FILE
@@ -97,6 +98,8 @@ void ClaimSocketPath(const std::string& path) {
 }
 
 [[noreturn]] void Serve(const ServeArgs& a) {
+  // nbdkit's plugin opens the stack; a mistyped name is a usage error here, before it starts.
+  if (Status names = CheckSpecNames(a.target); !names) Fail("serve", names.error());
   std::vector<std::string> argv = {"nbdkit", "--foreground"};
   std::string uri;
   if (!a.socket.empty()) {

@@ -67,6 +67,26 @@ TEST(ServeCli, ErrorsSayVstackServe) {
   }
 }
 
+// A mistyped layer, backend or option name is a usage error (exit status 2), found before
+// nbdkit starts, as the other commands find it; a path that does not exist is not (1).
+TEST(ServeCli, AMistypedNameIsAUsageError) {
+  TempDir dir;
+  const std::string serve = std::string(VSTACK_CLI) + " serve --socket " + dir.File("s.sock");
+  for (const auto& [spec, status] : std::vector<std::pair<std::string, int>>{
+           {"vhdd+memory:1M", 2},
+           {"memory:1M+vhd", 2},
+           {"'dedup:grian=4K+memory:64M'", 2},
+           {"memroy:1M", 2},
+           {dir.File("none.img"), 1}}) {
+    CommandResult r = RunCommand(serve + " " + spec);
+    EXPECT_EQ(r.status, status) << spec << "\n" << r.output;
+    EXPECT_EQ(r.output.find("nbdkit"), std::string::npos) << spec << "\n" << r.output;
+  }
+  CommandResult r = RunCommand(serve + " 'dedup:grian=4K+memory:64M'");
+  EXPECT_NE(r.output.find("did you mean `grain`"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.File("s.sock")));
+}
+
 TEST(ServeCli, ACleanStopRemovesTheSocketFile) {
   TempDir dir;
   for (int sig : {SIGTERM, SIGINT}) {
