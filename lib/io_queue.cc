@@ -110,7 +110,7 @@ IoQueue::IoQueue(BlockDevice& device)
       block_mask_(device.geometry().logical_block - 1),
       mem_mask_(device.geometry().mem_alignment - 1),
       max_transfer_(device.geometry().max_transfer ? device.geometry().max_transfer : UINT64_MAX),
-      write_flags_(device.Has(kCapFua) ? kIoFua : 0),
+      write_flags_(device.Has(kCapFua) ? IoFlags{kIoFua} : IoFlags{0}),
       writable_(device.Has(kCapWrite)),
       cpu_tag_(&device.cpu_account()) {
   device_.AddQueue(this);
