@@ -70,9 +70,7 @@ std::string ReplayCommand(const std::string& stack, const SimOptions& options, u
 //  - families: vhd fixed, dynamic and differencing; vhdx; passthrough; the emulation layers
 //    delay, hv, ready and error; alone and nested up to three deep (the CI campaign's);
 //  - grain: dedup, zstd and crc32c, alone and with the formats, up to three deep
-//    (docs/testing.md says what the simulator found in them);
-//  - grain-ci: grain's stacks without its open finding (vhdx+crc32c+dedup): the CI
-//    campaign's grain run;
+//    (docs/testing.md says what the simulator found in them; the CI campaign's grain run);
 //  - all: both.
 struct SimPreset {
   std::string name;

@@ -46,7 +46,7 @@ const std::vector<Expectation>& Expectations() {
       {"docs/layers/nbd.md", "vstack serve [", 0, "a synopsis, not a command"},
       {"docs/testing.md", "vstack sim --preset families --regressions", 0,
        "the CI campaign: 400 seeds, about a minute (ctest entry sim_campaign runs it)"},
-      {"docs/testing.md", "vstack sim --preset grain-ci --seed-from 1 --seeds 200", 0,
+      {"docs/testing.md", "vstack sim --preset grain --seed-from 1 --seeds 200", 0,
        "the CI campaign's grain run: 200 seeds (ctest entry sim_campaign_grain runs it)"},
       {"docs/testing.md", "vstack sim --preset all --seed-from 1000000", 0,
        "the long campaign: 100,000 seeds, about an hour of CPU"},
