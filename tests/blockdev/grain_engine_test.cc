@@ -180,7 +180,9 @@ TEST(DedupIndex, SurvivesGrowthAndDeletionsAndStaysUnder32BytesPerUniqueGrain) {
     auto lock = x.Lock(Fp(u));
     const auto hit = x.Find(Fp(u));
     ASSERT_EQ(hit.has_value(), u % 2 == 1) << u;
-    if (hit) ASSERT_EQ(hit->unit, u);
+    if (hit) {
+      ASSERT_EQ(hit->unit, u);
+    }
   }
 }
 

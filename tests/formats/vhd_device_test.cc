@@ -371,18 +371,17 @@ TEST_F(VhdDevice, AFailedBitmapWriteReadsTheSameBeforeAndAfterReopen) {
   }
 }
 
-TEST_F(VhdDevice, AFailedCommitLeavesNoBatEntryOnDisk) {
-  // One write across blocks 0 and 1 allocates both in one commit. Block 1's data write fails
-  // (it starts past block 0's 2 MiB data area), while block 0's data and bitmap and the shared
-  // BAT sector go down: the write fails and neither block is allocated. A write-zeroes then
-  // finds block 0 unallocated and has nothing to do; after a reopen it must still read zeros,
-  // not the failed write's data that a BAT entry left on disk would show.
-  const std::string path = dir_.File("f.vhd");
-  ASSERT_OK(CreateImage("vhd", path, 64 << 20, ""));
+// The failed-commit scenario of the next two tests: one 8 KiB write at 2 MiB - 4 KiB spans blocks
+// 0 and 1 of a new 64 MiB dynamic image and allocates both in one commit; block 1's data write
+// fails (it starts past block 0's 2 MiB data area), so the write fails and neither block is
+// allocated. `more_errors` ("error:...+" or empty) sits between that error layer and the file.
+// A write-zeroes to block 0 follows, then a flush and a close. After it, the BAT on disk must
+// hold no entry for either block, and a reopen must read zeros, not the failed write's data.
+void ExpectAFailedCommitLeavesNoBlock(const std::string& path, const std::string& more_errors) {
   const uint64_t at = (2 << 20) - 4096;
   {
     auto dev = Open("vhd+error:ops=write,offset=" + std::to_string((2 << 20) + 4096) +
-                    ",length=1048576,count=1+" + Q(path));
+                    ",length=1048576,count=1+" + more_errors + Q(path));
     ASSERT_OK(dev);
     {
       SyncIo io(**dev);
@@ -402,6 +401,13 @@ TEST_F(VhdDevice, AFailedCommitLeavesNoBatEntryOnDisk) {
   ASSERT_OK((*dev)->Close());
 }
 
+TEST_F(VhdDevice, AFailedCommitLeavesNoBatEntryOnDisk) {
+  // Block 0's data and bitmap and the shared BAT sector go down before the commit fails.
+  const std::string path = dir_.File("f.vhd");
+  ASSERT_OK(CreateImage("vhd", path, 64 << 20, ""));
+  ExpectAFailedCommitLeavesNoBlock(path, "");
+}
+
 TEST_F(VhdDevice, AFailedCommitsBatUndoThatFailsTooIsRewrittenAtClose) {
   // As above, but the undo's rewrite of the BAT sector fails too, and no commit follows to
   // retry it: the close writes it as memory has it.
@@ -410,28 +416,9 @@ TEST_F(VhdDevice, AFailedCommitsBatUndoThatFailsTooIsRewrittenAtClose) {
   const std::vector<unsigned char> created = ReadAll(path);
   uint64_t bat = 0;  // the dynamic header's table offset (big-endian, at 512 + 16)
   for (int i = 0; i < 8; ++i) bat = bat << 8 | created[512 + 16 + i];
-  const uint64_t at = (2 << 20) - 4096;
-  {
-    // The first BAT write (the commit's) goes down; the second (its undo) fails.
-    auto dev = Open("vhd+error:ops=write,offset=" + std::to_string((2 << 20) + 4096) +
-                    ",length=1048576,count=1+error:ops=write,offset=" + std::to_string(bat) +
-                    ",length=512,after=1,count=1+" + Q(path));
-    ASSERT_OK(dev);
-    {
-      SyncIo io(**dev);
-      const auto data = Pattern(8192, 3);
-      EXPECT_TRUE(io.Write(at, std::as_bytes(std::span(data))));
-      ASSERT_OK(io.WriteZeroes(at, 4096));
-      ASSERT_OK(io.Flush());
-    }
-    ASSERT_OK((*dev)->Close());
-  }
-  EXPECT_EQ(BatEntry(ReadAll(path), 0), 0xFFFFFFFFu);
-  EXPECT_EQ(BatEntry(ReadAll(path), 1), 0xFFFFFFFFu);
-  auto dev = Open("vhd+" + Q(path));
-  ASSERT_OK(dev);
-  EXPECT_EQ(ReadBytes(**dev, at, 8192), std::vector<unsigned char>(8192, 0));
-  ASSERT_OK((*dev)->Close());
+  // The first BAT write (the commit's) goes down; the second (its undo) fails.
+  ExpectAFailedCommitLeavesNoBlock(
+      path, "error:ops=write,offset=" + std::to_string(bat) + ",length=512,after=1,count=1+");
 }
 
 TEST_F(VhdDevice, BitmapCacheEvictsIdleBitmapsAndReloadsThem) {
