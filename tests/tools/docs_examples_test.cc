@@ -48,6 +48,8 @@ const std::vector<Expectation>& Expectations() {
        "the CI campaign: 400 seeds, about a minute (ctest entry sim_campaign runs it)"},
       {"docs/testing.md", "vstack sim --preset grain --seed-from 1 --seeds 200", 0,
        "the CI campaign's grain run: 200 seeds (ctest entry sim_campaign_grain runs it)"},
+      {"docs/testing.md", "vstack sim --preset all --seed-from random --seeds 200", 0,
+       "the CI campaign's fresh seeds (ctest entry sim_campaign_fresh runs it)"},
       {"docs/testing.md", "vstack sim --preset all --seed-from 1000000", 0,
        "the long campaign: 100,000 seeds, about an hour of CPU"},
       {"", "vstack space --mode=ceph", 0,
