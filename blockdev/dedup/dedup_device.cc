@@ -2,6 +2,8 @@
 // reports and the registration. Everything else is the grain engine's.
 #include "blockdev/dedup/dedup_device.h"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "lib/cpu_tag.h"
@@ -143,14 +145,21 @@ void DedupDevice::Stored(uint64_t unit) {
 void DedupDevice::Reclaim(std::span<const uint64_t> units,
                           const std::function<bool(uint64_t)>& free_if) {
   // Encode's hits take references under the shard locks: check and erase under them, a shard
-  // at a time.
-  std::vector<std::vector<uint64_t>> by_shard(size_t{1} << DedupIndex::kShardBits);
-  for (uint64_t u : units) by_shard[DedupIndex::ShardOf(index_.Of(u))].push_back(u);
-  for (const std::vector<uint64_t>& shard : by_shard) {
-    if (shard.empty()) continue;
-    auto lock = index_.Lock(index_.Of(shard.front()));
-    for (uint64_t u : shard) {
-      if (free_if(u)) index_.Erase(u);
+  // at a time. The units are grouped by shard with a counting sort into reclaim_units_ (reused:
+  // a commit allocates nothing here once warm; Reclaim runs inside Commit, under its lock).
+  constexpr size_t kShards = size_t{1} << DedupIndex::kShardBits;
+  std::array<size_t, kShards + 1> start{};
+  for (uint64_t u : units) ++start[DedupIndex::ShardOf(index_.Of(u)) + 1];
+  for (size_t s = 0; s < kShards; ++s) start[s + 1] += start[s];
+  std::array<size_t, kShards> next;
+  std::copy(start.begin(), start.end() - 1, next.begin());
+  reclaim_units_.resize(units.size());
+  for (uint64_t u : units) reclaim_units_[next[DedupIndex::ShardOf(index_.Of(u))]++] = u;
+  for (size_t s = 0; s < kShards; ++s) {
+    if (start[s] == start[s + 1]) continue;
+    auto lock = index_.Lock(index_.Of(reclaim_units_[start[s]]));
+    for (size_t i = start[s]; i < start[s + 1]; ++i) {
+      if (free_if(reclaim_units_[i])) index_.Erase(reclaim_units_[i]);
     }
   }
 }

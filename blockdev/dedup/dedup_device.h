@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <memory>
+#include <vector>
 
 #include "blockdev/dedup/dedup_index.h"
 #include "blockdev/grainmap/grain_device.h"
@@ -82,6 +83,7 @@ class DedupDevice final : public GrainDevice {
   const bool verify_;
   DedupIndex index_;
   std::atomic<uint64_t> collisions_{0};
+  std::vector<uint64_t> reclaim_units_;  // Reclaim's scratch (under the commit lock)
 };
 
 }  // namespace vstack

@@ -203,6 +203,7 @@ class GrainDevice : public GrainLayer {
   // Units released and unreferenced, on their way to reuse: calls free_if(u) for each, under
   // whatever lock keeps the layer from referencing u again (dedup's index shards: one lock per
   // shard, not per unit), and forgets those for which it returns true (their index entries).
+  // Called only by a commit, under the commit lock: never twice at once.
   virtual void Reclaim(std::span<const uint64_t> units,
                        const std::function<bool(uint64_t)>& free_if) {
     for (uint64_t u : units) free_if(u);

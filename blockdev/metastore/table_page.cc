@@ -33,14 +33,16 @@ void SealTablePage(uint8_t* page, uint64_t volume_id, uint32_t table, uint64_t p
 Status CheckTablePage(const uint8_t* page, uint64_t volume_id, uint32_t table, uint64_t page_no,
                       uint64_t device_offset, const std::string& who) {
   if (IsZero(page, kMetaPageSize)) return OkStatus();
-  const std::string where = who + ": metadata table " + std::to_string(table) + " page " +
-                            std::to_string(page_no) + " at offset " + std::to_string(device_offset);
+  auto where = [&] {  // built only for an error: a checkpoint checks every page it rewrites
+    return who + ": metadata table " + std::to_string(table) + " page " + std::to_string(page_no) +
+           " at offset " + std::to_string(device_offset);
+  };
   if (LoadLE32(page + 4) != static_cast<uint32_t>(page_no)) {
-    return MakeError(Errc::kCorruption, where + ": page number field is " +
+    return MakeError(Errc::kCorruption, where() + ": page number field is " +
                                             std::to_string(LoadLE32(page + 4)));
   }
   if (LoadLE32(page) != PageCrc(page, volume_id, table)) {
-    return MakeError(Errc::kCorruption, where + ": checksum mismatch");
+    return MakeError(Errc::kCorruption, where() + ": checksum mismatch");
   }
   return OkStatus();
 }
