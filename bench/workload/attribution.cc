@@ -98,12 +98,11 @@ std::string Words(const LayerCost& c, bool timed, bool sampled) {
          Fmt("%.2f", c.own_device_us_per_io) + " us)";
     if (c.own_overlaps) s += ", overlapped with guest I/O (more than the layer's self time)";
   }
-  if (!c.counters.empty()) {
-    s += "; counters:";
-    for (size_t i = 0; i < c.counters.size(); ++i) {
-      s += (i ? ", " : " ") + c.counters[i].name + " " + std::to_string(c.counters[i].total) +
-           " (" + Fmt("%.4g", c.counters[i].per_io) + "/I/O)";
-    }
+  const char* sep = "; counters: ";  // the sentence names only those that moved
+  for (const CounterRate& k : c.counters) {
+    if (k.total == 0) continue;
+    s += sep + k.name + " " + std::to_string(k.total) + " (" + Fmt("%.4g", k.per_io) + "/I/O)";
+    sep = ", ";
   }
   return s;
 }
@@ -207,8 +206,7 @@ Attribution Attribute(const std::vector<LayerDelta>& layers, double measured_us,
         c.own_overlaps = c.own_us_per_io > c.self_us_per_io;
       }
     }
-    for (size_t j = 0; j < l.counter_names.size(); ++j) {
-      if (l.counters[j] == 0) continue;
+    for (size_t j = 0; j < l.counter_names.size(); ++j) {  // every one, moved or not (a fixed schema)
       c.counters.push_back({l.counter_names[j], l.counters[j], double(l.counters[j]) / per});
       if (l.counter_names[j] == kHeldCpuCounter) c.held_cpu_us_per_io = Us(double(l.counters[j]) / per);
     }

@@ -102,7 +102,7 @@ struct LayerCost {
   uint64_t cpu_samples = 0;               // the samples behind it
   std::vector<CpuPhaseShare> cpu_phases;  // its split by phase (see above); empty: none
   double held_cpu_us_per_io = 0;          // modelled CPU held, not spent (kHeldCpuCounter)
-  std::vector<CounterRate> counters;      // the layer's own counters that moved
+  std::vector<CounterRate> counters;      // every counter the layer declares, in its order
   std::string words;                      // all of the above in one sentence
 };
 

@@ -455,8 +455,11 @@ TEST(Attribution, RequestsBytesTimeAndCountersPerGuestIo) {
   EXPECT_DOUBLE_EQ(a.sum_us, 12.2);
   EXPECT_DOUBLE_EQ(a.end_to_end_us, 12.2);
   EXPECT_NEAR(a.residual_pct, (12.2 - 12.0) / 12.0 * 100, 1e-9);
-  ASSERT_EQ(f.counters.size(), 1u);  // counters that did not move are left out
+  ASSERT_EQ(f.counters.size(), 2u);  // every declared counter: the JSON's shape is fixed
   EXPECT_DOUBLE_EQ(f.counters[0].per_io, 0.01);
+  EXPECT_EQ(f.counters[1].name, "unused");
+  EXPECT_EQ(f.counters[1].total, 0u);
+  EXPECT_EQ(f.words.find("unused"), std::string::npos) << f.words;  // the text: only what moved
   EXPECT_NE(f.words.find("served without I/O below"), std::string::npos) << f.words;
   EXPECT_NE(f.words.find("+0.020 flushes"), std::string::npos) << f.words;
   EXPECT_NE(f.words.find("write bytes below x0.50"), std::string::npos) << f.words;
