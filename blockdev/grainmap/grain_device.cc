@@ -280,8 +280,8 @@ Status GrainDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Ext
     const uint64_t e = map_.Get(pos / g);
     const uint64_t end = std::min<uint64_t>((pos / g + 1) * g, offset + length);
     const uint32_t flags = e == UnitMap::kUnmapped ? kExtentHole | kExtentZero
-                           : e == UnitMap::kZero   ? kExtentZero
-                                                   : 0;
+                           : e == UnitMap::kZero   ? uint32_t{kExtentZero}
+                                                   : 0u;
     AppendExtent(out, pos, end - pos, flags);
     pos = end;
   }

@@ -249,7 +249,7 @@ void GrainQueue::StoreAll(Op* op) {
       w = NewLower(op, kind, dev_.data_offset() + unit * grain_);
       if (in_place_) {  // the caller's flags go down with its grains
         w->req.flags = zeroes ? (p.flags & (kIoFua | kIoFastZero | kIoMayUnmap)) |
-                                    (op->unmap ? kIoMayUnmap : 0)
+                                    (op->unmap ? uint32_t{kIoMayUnmap} : 0u)
                               : p.flags & kIoFua;
       }
     }

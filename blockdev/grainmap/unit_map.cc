@@ -284,18 +284,27 @@ void UnitMap::FinishDiscard(const std::vector<uint64_t>& units) {
 // ---------------------------------------------------------------------------------------------
 // Loading and checking
 
+void UnitMap::Load(uint64_t v, uint64_t e) {
+  const uint64_t old = Exchange(v, e);
+  // Unsigned: a decrement wraps, and the sum comes out right.
+  loaded_live_.fetch_add(uint64_t{e != kUnmapped} - uint64_t{old != kUnmapped},
+                         std::memory_order_relaxed);
+  loaded_zeros_.fetch_add(uint64_t{e == kZero} - uint64_t{old == kZero}, std::memory_order_relaxed);
+  if (units_ == 0) return;
+  if (HasUnit(old)) refs_[UnitOf(old)].fetch_sub(1, std::memory_order_relaxed);
+  if (HasUnit(e)) refs_[UnitOf(e)].fetch_add(1, std::memory_order_relaxed);
+}
+
 void UnitMap::FinishLoad() {
   std::lock_guard lock(journals_mu_);
   base_ = Usage{};
-  for (uint64_t v = 0; v < grains_; ++v) {
-    const uint64_t e = Get(v);
-    base_.live += e != kUnmapped;
-    base_.zeros += e == kZero;
-    if (HasUnit(e) && units_ && refs_[UnitOf(e)].fetch_add(1) == 0) ++base_.used;
-  }
+  base_.live = loaded_live_.load(std::memory_order_relaxed);
+  base_.zeros = loaded_zeros_.load(std::memory_order_relaxed);
   std::lock_guard al(alloc_mu_);
   for (uint64_t u = 0; u < units_; ++u) {
-    if (refs_.Load(u)) alloc_.MarkUsed(u);
+    if (refs_.Load(u) == 0) continue;
+    alloc_.MarkUsed(u);
+    ++base_.used;
   }
 }
 

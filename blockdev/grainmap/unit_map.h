@@ -70,8 +70,13 @@ class UnitMap {
   uint64_t Get(uint64_t v) const {
     return wide_ ? map64_.Load(v) : map32_.Load(v);
   }
-  // Sets v's entry while loading (no references are counted: FinishLoad derives them).
-  void Load(uint64_t v, uint64_t e) { Exchange(v, e); }
+  // Sets v's entry while loading (a journal replayed over a checkpoint may set one several
+  // times), counting the change of usage and references as it goes, so that opening costs what
+  // was loaded, not the virtual size: FinishLoad walks the units, never the map.
+  void Load(uint64_t v, uint64_t e);
+  // Sets v's entry and counts nothing: the damage a test of Check needs (an entry that no
+  // reference or allocation backs). Never on a layer's path.
+  void OverwriteUncounted(uint64_t v, uint64_t e) { Exchange(v, e); }
   // Entering and leaving the read generation (see above): between them, the units of the
   // entries looked up are not reused. Returns the generation to leave.
   uint64_t Enter(Journal& j);
@@ -144,7 +149,8 @@ class UnitMap {
   void FinishDiscard(const std::vector<uint64_t>& units);
 
   // ---- Loading and checking.
-  // After every entry is loaded: counts references, marks used units, counts the usage.
+  // After every entry is loaded: marks the referenced units used in the allocator and takes
+  // the usage Load counted. Its cost is one look per unit (physical), none per virtual grain.
   void FinishLoad();
   struct Usage {
     uint64_t live = 0;   // grains mapped (not kUnmapped)
@@ -189,6 +195,7 @@ class UnitMap {
   mutable std::mutex journals_mu_;  // the list; a capture holds it and every journal's mutex
   std::vector<std::unique_ptr<Journal>> journals_;
   Usage base_;           // usage of detached journals and of the load; under journals_mu_
+  std::atomic<uint64_t> loaded_live_{0}, loaded_zeros_{0};  // Load's count so far
   Capture carry_;        // records and releases of failed commits
 
   mutable std::mutex alloc_mu_;

@@ -79,13 +79,37 @@ TEST(UnitMap, AReaderHoldsBackTheReuseOfWhatItMayHaveLookedUp) {
   m.Detach(j);
 }
 
+// Load counts as it goes (FinishLoad never walks the map): a journal replayed over a checkpoint
+// sets an entry again, and only the last value holds a reference or counts as live or zero.
+TEST(UnitMap, LoadCountsOnlyTheLastValueOfAnEntrySetTwice) {
+  UnitMap m(1000, 8, 10);
+  m.Load(0, E::EntryOf(3));
+  m.Load(0, E::EntryOf(4));  // replayed: unit 3 loses the reference
+  m.Load(1, E::kZero);
+  m.Load(2, E::EntryOf(4));
+  m.Load(2, E::kUnmapped);   // discarded later
+  m.Load(999, E::kZero);
+  m.Load(999, E::EntryOf(4));
+  m.FinishLoad();
+  EXPECT_EQ(m.refs(3), 0u);
+  EXPECT_EQ(m.refs(4), 2u);
+  const UnitMap::Usage u = m.usage();
+  EXPECT_EQ(u.live, 3u);   // grains 0, 1, 999
+  EXPECT_EQ(u.zeros, 1u);  // grain 1
+  EXPECT_EQ(u.used, 1u);   // unit 4
+  EXPECT_EQ(u.allocated, 1u);
+  CheckResult c;
+  m.Check(CheckMode::kReadOnly, [](uint64_t) { return 0u; }, "t: unit", &c);
+  EXPECT_TRUE(c.messages.empty()) << c.messages[0];
+}
+
 TEST(UnitMap, CheckFindsReferencesTheMapDisagreesWithAndLostUnits) {
   UnitMap m(10, 8, 10);
   m.Load(0, E::EntryOf(3));
   m.Load(1, E::EntryOf(3));
   m.FinishLoad();
   EXPECT_EQ(m.refs(3), 2u);
-  m.Load(2, E::EntryOf(5));  // after the load: no reference, and free in the allocator
+  m.OverwriteUncounted(2, E::EntryOf(5));  // no reference, and free in the allocator
   UnitMap::Journal* j = m.Attach();
   uint64_t lost;
   ASSERT_TRUE(m.TakeUnit(*j, &lost));  // taken, never mapped
