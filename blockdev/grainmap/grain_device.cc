@@ -277,6 +277,13 @@ Status GrainDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Ext
   VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
   const uint64_t g = grain();
   for (uint64_t pos = offset; pos < offset + length;) {
+    const uint64_t written = map_.NextWritten(pos / g);
+    if (written > pos / g) {  // map blocks never written: a hole up to the next written one
+      const uint64_t end = std::min<uint64_t>(written * g, offset + length);
+      AppendExtent(out, pos, end - pos, kExtentHole | kExtentZero);
+      pos = end;
+      continue;
+    }
     const uint64_t e = map_.Get(pos / g);
     const uint64_t end = std::min<uint64_t>((pos / g + 1) * g, offset + length);
     const uint32_t flags = e == UnitMap::kUnmapped ? kExtentHole | kExtentZero
@@ -357,7 +364,10 @@ Status GrainDevice::Scrub(CheckResult* out) {
     members.clear();
     return OkStatus();
   };
-  for (uint64_t v = 0; v < map_.grains(); ++v) {
+  // An in-place layer checks every grain (a grain never written must read as zeros); the others
+  // only the grains of map blocks that were ever written.
+  auto next = [&](uint64_t v) { return in_place() ? v : map_.NextWritten(v); };
+  for (uint64_t v = next(0); v < map_.grains(); v = next(v + 1)) {
     const uint64_t e = map_.Get(v);
     if (!in_place() && !UnitMap::HasUnit(e)) continue;
     const Location l = in_place() ? Location{v, 0, 0} : Locate(e);

@@ -31,6 +31,7 @@ UnitMap::UnitMap(uint64_t grains, uint32_t entry_bytes, uint64_t units)
       wide_(entry_bytes == 8),
       map32_(wide_ ? 0 : grains),
       map64_(wide_ ? grains : 0),
+      written_((grains + kBlockGrains * 64 - 1) / (kBlockGrains * 64)),
       locks_((grains + 63) / 64),
       dirty_(units ? (grains + 63) / 64 : 0),
       refs_(units),
@@ -38,6 +39,19 @@ UnitMap::UnitMap(uint64_t grains, uint32_t entry_bytes, uint64_t units)
       alloc_(units) {}
 
 UnitMap::~UnitMap() = default;
+
+uint64_t UnitMap::NextWritten(uint64_t v) const {
+  if (v >= grains_) return grains_;
+  uint64_t block = v / kBlockGrains;
+  uint64_t word = written_.Load(block / 64) & (~uint64_t{0} << (block % 64));
+  while (word == 0) {
+    block = (block / 64 + 1) * 64;
+    if (block * kBlockGrains >= grains_) return grains_;
+    word = written_.Load(block / 64);
+  }
+  const uint64_t first = (block / 64 * 64 + uint64_t(__builtin_ctzll(word))) * kBlockGrains;
+  return std::max(v, first);
+}
 
 uint64_t UnitMap::Enter(Journal& j) {
   for (;;) {
@@ -326,7 +340,7 @@ void UnitMap::Check(CheckMode mode, const std::function<uint32_t(uint64_t)>& hol
                     const std::string& who, CheckResult* out) {
   if (units_ == 0) return;
   AtomicArray<uint32_t> derived(units_);
-  for (uint64_t v = 0; v < grains_; ++v) {
+  for (uint64_t v = NextWritten(0); v < grains_; v = NextWritten(v + 1)) {
     const uint64_t e = Get(v);
     if (HasUnit(e)) derived[UnitOf(e)].fetch_add(1, std::memory_order_relaxed);
   }
@@ -367,7 +381,7 @@ void UnitMap::Check(CheckMode mode, const std::function<uint32_t(uint64_t)>& hol
 
 uint64_t UnitMap::memory_bytes() const {
   std::lock_guard lock(alloc_mu_);
-  return map32_.bytes() + map64_.bytes() + locks_.bytes() + refs_.bytes() +
+  return map32_.bytes() + map64_.bytes() + written_.bytes() + locks_.bytes() + refs_.bytes() +
          released_in_.bytes() + alloc_.memory_bytes();
 }
 

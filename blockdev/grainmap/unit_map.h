@@ -70,6 +70,12 @@ class UnitMap {
   uint64_t Get(uint64_t v) const {
     return wide_ ? map64_.Load(v) : map32_.Load(v);
   }
+  // Map blocks: runs of kBlockGrains entries. A block in which no entry was ever set holds only
+  // kUnmapped, so a walk over the map (Check, a layer's scrub, MapExtents) skips it and costs
+  // what was written, not the virtual size. Returns the first grain at or after v in a block
+  // that an entry was ever set in; grains() if there is none.
+  static constexpr uint64_t kBlockGrains = 1024;
+  uint64_t NextWritten(uint64_t v) const;
   // Sets v's entry while loading (a journal replayed over a checkpoint may set one several
   // times), counting the change of usage and references as it goes, so that opening costs what
   // was loaded, not the virtual size: FinishLoad walks the units, never the map.
@@ -173,7 +179,12 @@ class UnitMap {
   void FreeUnit(uint64_t unit);
   // No reader of a generation of this parity is left. REQUIRES: journals_mu_.
   bool Drained(uint64_t parity) const;
+  // Every change of an entry: marks its block written first (an atomic or once per block).
   uint64_t Exchange(uint64_t v, uint64_t e) {
+    const uint64_t block = v / kBlockGrains, bit = uint64_t{1} << (block % 64);
+    if ((written_.Load(block / 64, std::memory_order_relaxed) & bit) == 0) {
+      written_[block / 64].fetch_or(bit, std::memory_order_release);
+    }
     return wide_ ? map64_[v].exchange(e) : map32_[v].exchange(static_cast<uint32_t>(e));
   }
 
@@ -182,6 +193,7 @@ class UnitMap {
   const bool wide_;
   AtomicArray<uint32_t> map32_;
   AtomicArray<uint64_t> map64_;
+  AtomicArray<uint64_t> written_;      // a bit per map block (see NextWritten)
   AtomicArray<uint64_t> locks_;        // a bit per grain
   AtomicArray<uint64_t> dirty_;        // a bit per grain remapped since the last cut
   AtomicArray<uint32_t> refs_;         // per unit

@@ -89,6 +89,49 @@ TEST(DedupDevice, AccountingSurvivesReopen) {
   EXPECT_EQ(c.corruptions + c.leaks, 0u) << (c.messages.empty() ? "" : c.messages[0]);
 }
 
+// A thin 1 TiB dedup with two writes far apart: its map, its check and its scrub walk what
+// was written (the map's blocks never written are skipped whole), and see both writes.
+TEST(DedupDevice, MapAndCheckOfAHugeThinDeviceSeeWhatWasWritten) {
+  constexpr uint64_t kTiB = uint64_t{1} << 40;
+  auto dev = Open("dedup:size=1T+memory:2G");
+  ASSERT_OK(dev);
+  SyncIo io(**dev);
+  Rng rng(3);
+  AlignedBuffer a = RandomBuffer(rng, 8192), b = RandomBuffer(rng, 4096);
+  ASSERT_OK(io.Write(0, a.span()));
+  ASSERT_OK(io.Write(kTiB - 4096, b.span()));
+  ASSERT_OK(io.Flush());
+  std::vector<Extent> ext;
+  ASSERT_OK((*dev)->MapExtents(0, kTiB, &ext));
+  EXPECT_EQ(ext, (std::vector<Extent>{{0, 8192, 0},
+                                      {8192, kTiB - 8192 - 4096, kExtentHole | kExtentZero},
+                                      {kTiB - 4096, 4096, 0}}));
+  const CheckResult c = CheckStack(**dev);
+  EXPECT_EQ(c.corruptions + c.leaks, 0u) << (c.messages.empty() ? "" : c.messages[0]);
+  // The scrub reads the far grain too: damaged below, it is named with its virtual offset.
+  SyncIo below(*(*dev)->lower());
+  AlignedBuffer chunk(64 << 20);
+  uint64_t at = 0;
+  bool found = false;
+  for (uint64_t base = 0; !found && base < (uint64_t{2} << 30); base += chunk.size()) {
+    ASSERT_OK(below.Read(base, chunk.span()));
+    for (uint64_t o = 0; !found && o < chunk.size(); o += 4096) {
+      found = std::memcmp(chunk.data() + o, b.data(), 4096) == 0;
+      at = base + o;
+    }
+  }
+  ASSERT_TRUE(found) << "the far grain is stored below";
+  AlignedBuffer damaged_grain(4096);
+  std::memcpy(damaged_grain.data(), b.data(), 4096);
+  damaged_grain.data()[100] ^= std::byte{1};
+  ASSERT_OK(below.Write(at, damaged_grain.span()));
+  const CheckResult damaged = CheckStack(**dev);
+  ASSERT_EQ(damaged.corruptions, 1u);
+  EXPECT_NE(damaged.messages[0].find("virtual offset " + std::to_string(kTiB - 4096)),
+            std::string::npos)
+      << damaged.messages[0];
+}
+
 // Four threads, each with its own queue and 16 writes in flight, write the same 64 grains of
 // data to their own regions at the same time: every identical grain must end up stored once.
 TEST(DedupDevice, IdenticalWritesRacingFromManyThreadsAreStoredOnce) {

@@ -103,6 +103,32 @@ TEST(UnitMap, LoadCountsOnlyTheLastValueOfAnEntrySetTwice) {
   EXPECT_TRUE(c.messages.empty()) << c.messages[0];
 }
 
+// Walks of the map skip the blocks no entry was ever set in, and only those: a damaged entry at
+// the far end of a 2^32-grain map is still found.
+TEST(UnitMap, WalksSkipOnlyTheBlocksNeverWritten) {
+  const uint64_t grains = uint64_t{1} << 32, block = UnitMap::kBlockGrains;
+  UnitMap m(grains, 4, 16);
+  EXPECT_EQ(m.NextWritten(0), grains);
+  m.Load(5'000'000, E::EntryOf(1));
+  m.Load(grains - 1, E::kZero);
+  m.FinishLoad();
+  EXPECT_EQ(m.NextWritten(0), 5'000'000 / block * block);
+  EXPECT_EQ(m.NextWritten(5'000'001), 5'000'001u);  // within a written block: itself
+  EXPECT_EQ(m.NextWritten(5'000'000 / block * block + block), (grains - 1) / block * block);
+  EXPECT_EQ(m.NextWritten(grains - 1), grains - 1);
+  EXPECT_EQ(m.NextWritten(grains), grains);
+  m.Load(64 * block, E::kZero);  // a block at a word's first bit
+  EXPECT_EQ(m.NextWritten(1), 64 * block);
+  CheckResult clean;
+  m.Check(CheckMode::kReadOnly, [](uint64_t) { return 0u; }, "t: unit", &clean);
+  EXPECT_TRUE(clean.messages.empty()) << clean.messages[0];
+  m.OverwriteUncounted(grains - 2, E::EntryOf(7));
+  CheckResult c;
+  m.Check(CheckMode::kReadOnly, [](uint64_t) { return 0u; }, "t: unit", &c);
+  ASSERT_FALSE(c.messages.empty());
+  EXPECT_EQ(c.messages[0], "ERROR t: unit 7: reference count 0 in memory but 1 map entry uses it");
+}
+
 TEST(UnitMap, CheckFindsReferencesTheMapDisagreesWithAndLostUnits) {
   UnitMap m(10, 8, 10);
   m.Load(0, E::EntryOf(3));
