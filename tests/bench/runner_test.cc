@@ -115,20 +115,19 @@ TEST(Runner, TimedRunCountsEveryThreadAndAgreesWithTheLayers) {
   EXPECT_EQ(r->layers[0].kind, "passthrough");
   EXPECT_EQ(r->layers[1].kind, "memory");
   const double top = double(r->layers[0].total_ops());
-  // The layers' window is snapshotted by the coordinating thread a moment apart from the
-  // workers' own window edges, and how far apart depends on scheduling (an ASan build on a
-  // loaded machine measured 5.7%), so only a gross disagreement fails here: a layer window that
-  // missed half the run, or counted another. The exact agreement of the two windows is checked
-  // where it is exact, in a run of a fixed I/O count without warm-up (IoCountRunIsExact... below),
-  // and the per-request agreement within the layers' own window by the ratios here.
+  // In a timed run every window edge is a snapshot taken while the workers run: the workers'
+  // own edges, and each layer's counters read one after the other by the coordinating thread.
+  // How far apart they fall depends on scheduling (an ASan build on a loaded machine measured
+  // 5.7% between the workers and the top layer, and 6.8% between the two layers), so only a
+  // gross disagreement fails here: a window that missed half the run, or counted another. The
+  // exact agreement, of the windows and of the per-request ratios, is checked where it is
+  // exact: a run of a fixed I/O count without warm-up (IoCountRunIsExact... below).
   EXPECT_NEAR(top, double(total.ios), double(total.ios) * 0.5);
   const Attribution a = Attribute(r->layers);
   ASSERT_EQ(a.layers.size(), 2u);
-  // Requests are counted when submitted and timed paths when completed: the snapshot can fall
-  // between the two for the few requests in flight.
-  EXPECT_NEAR(a.layers[0].in_total, 1.0, 0.01);
-  EXPECT_NEAR(a.layers[0].out_total, 1.0, 0.01);  // a passthrough sends one request per request
-  EXPECT_NEAR(a.layers[0].write_bytes_ratio, 1.0, 0.01);
+  EXPECT_NEAR(a.layers[0].in_total, 1.0, 0.5);
+  EXPECT_NEAR(a.layers[0].out_total, 1.0, 0.5);
+  EXPECT_TRUE(a.timed);
   EXPECT_TRUE(a.layers[1].backend);
   EXPECT_GT(a.layers[1].self_us_per_io, 0.0);
 }
@@ -154,6 +153,13 @@ TEST(Runner, IoCountRunIsExactAndFlushesFollowTheInterval) {
     EXPECT_EQ(l.ops[int(Op::kFlush)], r->Flush().ios) << l.kind;
     EXPECT_EQ(l.ops[int(Op::kRead)], 0u) << l.kind;
   }
+  // So the attribution's ratios are exact too: a passthrough sends one request, of the same
+  // bytes, per request.
+  const Attribution a = Attribute(r->layers);
+  ASSERT_EQ(a.layers.size(), 2u);
+  EXPECT_DOUBLE_EQ(a.layers[0].in_total, 1.0);
+  EXPECT_DOUBLE_EQ(a.layers[0].out_total, 1.0);
+  EXPECT_DOUBLE_EQ(a.layers[0].write_bytes_ratio, 1.0);
   EXPECT_GT(r->seconds, 0.0);
 }
 
