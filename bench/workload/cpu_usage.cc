@@ -87,8 +87,7 @@ std::map<int, double> IoUringWorkerCpu() {
       out[tid] = double(ss->on_cpu_ns) * 1e-9;
       continue;
     }
-    std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::string stat = ReadProcFile("/proc/self/task/" + std::to_string(tid) + "/stat");
     const size_t close = stat.rfind(')');
     if (close == std::string::npos || close + 2 > stat.size()) continue;  // it exited meanwhile
     // Fields after the comm: state(3) ... utime(14) stime(15).

@@ -1,8 +1,9 @@
 #include "bench/workload/host_ready.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <charconv>
-#include <fstream>
-#include <iterator>
 
 namespace vstack::bench {
 namespace {
@@ -34,10 +35,23 @@ std::optional<SchedStat> ParseSchedStat(std::string_view text) {
   return s;
 }
 
+std::string ReadProcFile(const std::string& path) {
+  // POSIX reads: libstdc++'s filebuf throws on a read error (ESRCH from the file of a thread
+  // that exited between the open and the read), which would end the whole run.
+  std::string text;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  close(fd);
+  if (n < 0) text.clear();
+  return text;
+}
+
 std::optional<SchedStat> ReadSchedStat(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return std::nullopt;
-  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string text = ReadProcFile(path);
+  if (text.empty()) return std::nullopt;
   return ParseSchedStat(text);
 }
 

@@ -37,6 +37,9 @@ struct SchedStat {
 // run, so its on-CPU time is never 0).
 std::optional<SchedStat> ParseSchedStat(std::string_view text);
 
+// The whole of a /proc file, or "" if it cannot be opened or read (a thread that exited).
+// Never throws.
+std::string ReadProcFile(const std::string& path);
 // Reads `path`; nullopt when it cannot be read (no such thread, no schedstat) or does not parse.
 std::optional<SchedStat> ReadSchedStat(const std::string& path);
 // The schedstat file of thread `tid` of this process, and of the calling thread.
