@@ -39,11 +39,6 @@ LayerStats BlockDevice::EmptyStats() const {
   return s;
 }
 
-size_t BlockDevice::open_queues() const {
-  std::lock_guard lock(mu_);
-  return queues_.size();
-}
-
 std::vector<uint64_t> BlockDevice::InFlightByQueue() const {
   std::lock_guard lock(mu_);
   std::vector<uint64_t> out;
@@ -142,12 +137,14 @@ void BlockDevice::DeclareCounters(std::vector<std::string> names) {
 void BlockDevice::AddQueue(IoQueue* q) {
   std::lock_guard lock(mu_);
   queues_.push_back(q);
+  open_queue_count_.store(queues_.size(), std::memory_order_relaxed);
 }
 
 void BlockDevice::RemoveQueue(IoQueue* q) {
   std::lock_guard lock(mu_);
   q->stats_.AddTo(retired_);
   queues_.erase(std::find(queues_.begin(), queues_.end(), q));
+  open_queue_count_.store(queues_.size(), std::memory_order_relaxed);
 }
 
 }  // namespace vstack

@@ -180,8 +180,9 @@ class BlockDevice {
   // layer is open (open_queues()), as such a queue would still point at the old state.
   // REQUIRES: no queue of this device is in use by another thread.
   virtual Status Check(CheckMode mode, CheckResult* out) { return OkStatus(); }
-  // How many queues of this device exist now. Thread-safe.
-  size_t open_queues() const;
+  // How many queues of this device exist now. Thread-safe, and lock-free: a layer reads it on
+  // its data path (a grain layer's commit threshold per queue), from every queue's thread.
+  size_t open_queues() const { return open_queue_count_.load(std::memory_order_relaxed); }
   // The requests in flight on each queue of this device, in the order the queues were opened:
   // a diagnostic, for a simulator's liveness report (which layer holds what). REQUIRES: no
   // queue of this device is in use by another thread (the counts are read unsynchronised).
@@ -249,6 +250,7 @@ class BlockDevice {
   mutable std::mutex mu_;
   std::mutex resize_mu_;           // serialises Resize()
   std::vector<IoQueue*> queues_;   // guarded by mu_
+  std::atomic<size_t> open_queue_count_{0};  // queues_.size(), written under mu_
   LayerStats retired_;             // stats of destroyed queues; guarded by mu_
   bool closed_ = false;            // guarded by mu_
   Status close_status_;            // guarded by mu_

@@ -66,7 +66,9 @@ class DedupIndex {
     uint32_t unit;
     uint8_t tag;
   };
-  struct Shard {
+  // A cache line or more of its own: a thread locking one shard does not take the line of
+  // the shard beside it from the thread working there.
+  struct alignas(64) Shard {
     mutable std::mutex mu;
     std::vector<Slot> slots;
     uint64_t entries = 0, tombstones = 0;
