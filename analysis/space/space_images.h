@@ -51,6 +51,9 @@ struct SpaceJob {
   uint64_t length = 0;
 };
 
+// The job size of the scan and the replay: large enough that a job's read is sequential I/O.
+inline constexpr uint64_t kSpaceJobBytes = 4 << 20;
+
 // Every used range cut into jobs of at most `max` bytes (a multiple of the grain), handed out
 // to worker threads in order.
 class SpaceJobs {

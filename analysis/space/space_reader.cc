@@ -11,7 +11,6 @@
 namespace vstack {
 namespace {
 
-constexpr uint64_t kJobBytes = 4 << 20;
 // Buffers per worker: one being visited, the others being read ahead.
 constexpr unsigned kBuffersPerWorker = 3;
 
@@ -82,11 +81,11 @@ class Pipeline {
 
 Status ReadImageGrains(std::vector<SpaceImage>& images, unsigned workers, uint32_t grain,
                        const GrainVisitor& visit, const SpaceProgress& progress) {
-  SpaceJobs jobs(images, kJobBytes);
+  SpaceJobs jobs(images, kSpaceJobBytes);
   Pipeline pipe;
   std::vector<std::unique_ptr<AlignedBuffer>> buffers;
   for (unsigned i = 0; i < workers * kBuffersPerWorker; ++i) {
-    buffers.push_back(std::make_unique<AlignedBuffer>(kJobBytes));
+    buffers.push_back(std::make_unique<AlignedBuffer>(kSpaceJobBytes));
     pipe.PutEmpty(buffers.back().get());
   }
   std::mutex error_mu;

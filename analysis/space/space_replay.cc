@@ -15,8 +15,6 @@
 namespace vstack {
 namespace {
 
-constexpr uint64_t kJobBytes = 4 << 20;
-
 uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
@@ -110,7 +108,7 @@ Result<SpaceCounts> ReplayImagesOnto(std::vector<SpaceImage>& images, const Spac
   for (auto& img : images) devices.push_back(img.device.get());
   for (auto& s : stacks) devices.push_back(s.get());
   const unsigned workers = WorkerCount(o.threads, devices);
-  SpaceJobs jobs(images, kJobBytes);
+  SpaceJobs jobs(images, kSpaceJobBytes);
   std::mutex error_mu;
   Error error;
   std::atomic<bool> failed{false};
@@ -118,7 +116,7 @@ Result<SpaceCounts> ReplayImagesOnto(std::vector<SpaceImage>& images, const Spac
   std::vector<std::atomic<uint64_t>> plain_zero(domains);
   auto work = [&] {
     WorkerIo in, out;
-    AlignedBuffer buf(kJobBytes);
+    AlignedBuffer buf(kSpaceJobBytes);
     SpaceJob job;
     while (!failed && jobs.Next(&job)) {
       SpaceImage& img = images[job.image];

@@ -15,7 +15,7 @@ namespace {
 using nlohmann::json;
 
 std::string Ms(double ms) { return ms < 0 ? std::string("N/A") : fmt::format("{:.3f}", ms); }
-std::string Pct(double pct) { return fmt::format("{:.2f}%", pct); }
+std::string TwoDecimalPct(double pct) { return fmt::format("{:.2f}%", pct); }
 std::string Diff(double measured, double published) {
   return published > 0 && measured >= 0 ? fmt::format("{:+.1f}%", (measured / published - 1) * 100)
                                         : std::string("");
@@ -29,11 +29,13 @@ std::string GuestText(const PublishedDiskspd& p, const DiskspdMeasured& m, int r
   TextTable cpu({"CPU", "Usage", "User", "Kernel", "Idle", "published Usage", "User", "Kernel"},
                 std::vector<bool>(8, true));
   for (size_t i = 0; i < m.vcpu_pct.size(); ++i) {
-    cpu.AddRow({std::to_string(i), Pct(m.vcpu_pct[i]), "-", "-", Pct(100 - m.vcpu_pct[i])});
+    cpu.AddRow({std::to_string(i), TwoDecimalPct(m.vcpu_pct[i]), "-", "-",
+                TwoDecimalPct(100 - m.vcpu_pct[i])});
   }
   cpu.AddRule();
-  cpu.AddRow({"avg.", Pct(m.cpu_pct), "-", "-", Pct(100 - m.cpu_pct), Pct(p.cpu_usage_pct),
-              Pct(p.cpu_user_pct), Pct(p.cpu_kernel_pct)});
+  cpu.AddRow({"avg.", TwoDecimalPct(m.cpu_pct), "-", "-", TwoDecimalPct(100 - m.cpu_pct),
+              TwoDecimalPct(p.cpu_usage_pct), TwoDecimalPct(p.cpu_user_pct),
+              TwoDecimalPct(p.cpu_kernel_pct)});
   out += cpu.Render("  ");
   out += "  (the guest's vCPUs: the CPU hv: held on each; vstack models one cost per I/O, not "
          "split into user and kernel)\n\n  Total IO\n";
@@ -100,7 +102,7 @@ std::string KvmHypervText(const BenchReport& r) {
                  {false, true, true, true, true, true, true, true});
   for (const bench::GuestPrediction& p : k.predictions) {
     auto measured = [&](int i) { return p.measured ? Num(p.measured_iops[i]) : std::string("-"); };
-    auto cpu = [&](int i) { return p.measured ? Pct(p.cpu_pct[i]) : std::string("-"); };
+    auto cpu = [&](int i) { return p.measured ? TwoDecimalPct(p.cpu_pct[i]) : std::string("-"); };
     pred.AddRow({p.device, Num(p.model_iops[0]), measured(0), cpu(0), Num(p.model_iops[1]),
                  measured(1), cpu(1),
                  fmt::format("{:.3f}x model{}", p.model_iops[0] / p.model_iops[1],

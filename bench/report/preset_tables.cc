@@ -21,8 +21,10 @@ const StackSummary* Find(const BenchReport& r, const std::string& name) {
   return nullptr;
 }
 
-double Ratio(double a, double b) { return b > 0 ? a / b : 0; }
-std::string Pct(double ratio) { return ratio > 0 ? fmt::format("{:.2f}%", ratio * 100) : "-"; }
+double Relative(double a, double b) { return b > 0 ? a / b : 0; }
+std::string RatioAsPct(double ratio) {
+  return ratio > 0 ? fmt::format("{:.2f}%", ratio * 100) : "-";
+}
 
 // One column of the source's table, from a summary: IOPS, MB/s, response times in ms.
 PublishedColumn Column(const StackSummary& s) {
@@ -58,13 +60,13 @@ std::string PresetText(const BenchReport& r, const bench::Preset& p) {
   for (const Row& row : kRows) {
     const double ph = p.published_host.*row.field, pg = p.published_guest.*row.field;
     std::vector<std::string> cells = {row.label, Num(ph, row.decimals), Num(pg, row.decimals),
-                                      Pct(Ratio(pg, ph))};
+                                      RatioAsPct(Relative(pg, ph))};
     if (host && guest) {
       const double vh = Column(*host).*row.field, vg = Column(*guest).*row.field;
       cells.push_back(Num(vh, row.decimals));
       cells.push_back(Num(vg, row.decimals));
-      cells.push_back(Pct(Ratio(vg, vh)));
-      cells.push_back(fmt::format("{:+.2f} pts", (Ratio(vg, vh) - Ratio(pg, ph)) * 100));
+      cells.push_back(RatioAsPct(Relative(vg, vh)));
+      cells.push_back(fmt::format("{:+.2f} pts", (Relative(vg, vh) - Relative(pg, ph)) * 100));
     }
     t.AddRow(cells);
   }
@@ -83,7 +85,7 @@ std::string PresetText(const BenchReport& r, const bench::Preset& p) {
       continue;
     }
     q.AddRow({pair.label, Num(h->iops.median), Num(g->iops.median),
-              Pct(Ratio(g->iops.median, h->iops.median)), Num(h->mean_us / 1000, 4),
+              RatioAsPct(Relative(g->iops.median, h->iops.median)), Num(h->mean_us / 1000, 4),
               Num(g->mean_us / 1000, 4), Num(h->cpu_us_per_io, 1), Num(g->cpu_us_per_io, 1),
               fmt::format("{:.1f}%", h->iops_per_cpu_s > 0
                                          ? (1 - g->iops_per_cpu_s / h->iops_per_cpu_s) * 100
@@ -102,10 +104,10 @@ json PresetJson(const BenchReport& r, const bench::Preset& p) {
   for (const Row& row : kRows) {
     const double ph = p.published_host.*row.field, pg = p.published_guest.*row.field;
     json j = {{"metric", row.key},
-              {"published", {{"host", ph}, {"guest", pg}, {"relative", Ratio(pg, ph)}}}};
+              {"published", {{"host", ph}, {"guest", pg}, {"relative", Relative(pg, ph)}}}};
     if (host && guest) {
       const double vh = Column(*host).*row.field, vg = Column(*guest).*row.field;
-      j["vstack"] = {{"host", vh}, {"guest", vg}, {"relative", Ratio(vg, vh)}};
+      j["vstack"] = {{"host", vh}, {"guest", vg}, {"relative", Relative(vg, vh)}};
     }
     rows.push_back(j);
   }
@@ -117,7 +119,7 @@ json PresetJson(const BenchReport& r, const bench::Preset& p) {
     pairs.push_back({{"device", pair.label},
                      {"host", pair.host},
                      {"guest", pair.guest},
-                     {"relative_iops", Ratio(g->iops.median, h->iops.median)},
+                     {"relative_iops", Relative(g->iops.median, h->iops.median)},
                      {"host_mean_ms", h->mean_us / 1000},
                      {"guest_mean_ms", g->mean_us / 1000},
                      {"host_cpu_us_per_io", h->cpu_us_per_io},
@@ -184,11 +186,12 @@ std::vector<ReportTable> CpuReadyTables(const BenchReport& r) {
   t.numeric[0] = false;
   for (const StackSummary* s : rows) {
     t.rows.push_back({s->name, Num(s->cpu_ready_pct, 1), Num(s->ready_stalled_pct, 1),
-                      KnownPct(s->host_ready_pct, 2), Num(s->ready_max_stall_ms, 1),
-                      Num(s->yields), Num(s->yield_wait_ms, 1), Num(s->yield_max_wait_ms, 1),
-                      Num(s->signal_wait_ms, 1), Pct(Ratio(s->signal_wait_ms, s->yield_wait_ms)),
-                      Num(MedianWindowSeconds(r.result, s->name), 2), Num(s->p50_us, 1), Num(s->p99_us, 1),
-                      Num(s->p999_us, 1)});
+                      KnownPct(s->host_ready_pct, 2), Num(s->ready_max_stall_ms, 1), Num(s->yields),
+                      Num(s->yield_wait_ms, 1), Num(s->yield_max_wait_ms, 1),
+                      Num(s->signal_wait_ms, 1),
+                      RatioAsPct(Relative(s->signal_wait_ms, s->yield_wait_ms)),
+                      Num(MedianWindowSeconds(r.result, s->name), 2), Num(s->p50_us, 1),
+                      Num(s->p99_us, 1), Num(s->p999_us, 1)});
   }
   t.legend = "RDY% injected = the stalls vstack put on the schedulers; " + HostReadyLegend() +
              " To the workload the two are the same thing.";

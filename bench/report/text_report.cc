@@ -46,9 +46,7 @@ std::string HostReadyLegend() {
 
 namespace {
 
-std::string Pct(double fraction_or_pct, bool is_fraction = false) {
-  return fmt::format("{:.1f}%", is_fraction ? fraction_or_pct * 100 : fraction_or_pct);
-}
+std::string OneDecimalPct(double pct) { return fmt::format("{:.1f}%", pct); }
 
 std::string Us(uint64_t ns) { return Num(double(ns) / 1000.0, 1); }
 
@@ -108,19 +106,20 @@ void CpuTable(const RunResult& run, std::string& out) {
   for (size_t i = 0; i < c.cpus.size(); ++i) {
     const bench::CpuTimes& x = c.cpus[i];
     const double total = x.user + x.kernel + x.idle + x.steal;
-    auto p = [&](double v) { return Pct(total > 0 ? 100 * v / total : 0); };
+    auto p = [&](double v) { return OneDecimalPct(total > 0 ? 100 * v / total : 0); };
     t.AddRow({std::to_string(i), p(x.user + x.kernel), p(x.user), p(x.kernel), p(x.idle), p(x.steal)});
     su += x.user, sk += x.kernel, si += x.idle, ss += x.steal;
   }
   const double total = su + sk + si + ss;
-  auto p = [&](double v) { return Pct(total > 0 ? 100 * v / total : 0); };
+  auto p = [&](double v) { return OneDecimalPct(total > 0 ? 100 * v / total : 0); };
   t.AddRule();
   t.AddRow({"avg.", p(su + sk), p(su), p(sk), p(si), p(ss)});
   out += t.Render("  ");
   const bench::RunMetrics m = bench::Metrics(run);
   out += fmt::format(
       "  vstack process: user {:.2f} s, kernel {:.2f} s = {} of the machine; others {}\n",
-      c.process_user_s, c.process_kernel_s, Pct(m.process_cpu_pct), Pct(m.others_cpu_pct));
+      c.process_user_s, c.process_kernel_s, OneDecimalPct(m.process_cpu_pct),
+      OneDecimalPct(m.others_cpu_pct));
   if (c.threads_s >= 0) {
     out += fmt::format("  benchmark threads (every thread but the coordinator's: workload, io_uring "
                        "workers, layers' helpers): {:.3f} s = {:.2f} us per I/O\n",
@@ -131,9 +130,10 @@ void CpuTable(const RunResult& run, std::string& out) {
     out += "  host CPU Ready: n/a (the kernel gives no schedstat for the threads)\n";
     return;
   }
-  out += fmt::format("  host CPU Ready: {} threads waited {:.3f} s on a run queue = {} of their "
-                     "wall time (host RDY%)\n",
-                     h.threads, double(h.run_queue_ns) / 1e9, Pct(h.Pct()));
+  out += fmt::format(
+      "  host CPU Ready: {} threads waited {:.3f} s on a run queue = {} of their "
+      "wall time (host RDY%)\n",
+      h.threads, double(h.run_queue_ns) / 1e9, OneDecimalPct(h.Pct()));
 }
 
 // One diskspd-style table: a row per thread, then the total.

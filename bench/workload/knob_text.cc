@@ -16,15 +16,15 @@
 namespace vstack::bench {
 namespace {
 
-Error Bad(const std::string& message) { return MakeError(Errc::kInvalidArgument, message); }
+Error BadKnobText(const std::string& message) { return MakeError(Errc::kInvalidArgument, message); }
 
 template <typename T>
 Status ParseWhole(const std::string& flag, const std::string& text, T* out) {
   T v{};
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-    return Bad(flag + ": '" + text + "' is not a whole number from 0 to " +
-               std::to_string(std::numeric_limits<T>::max()));
+    return BadKnobText(flag + ": '" + text + "' is not a whole number from 0 to " +
+                       std::to_string(std::numeric_limits<T>::max()));
   }
   *out = v;
   return OkStatus();
@@ -36,7 +36,7 @@ Status ParseSwitch(const std::string& flag, const std::string& text, bool* out) 
   } else if (text == "false" || text == "off" || text == "0") {
     *out = false;
   } else {
-    return Bad(flag + ": '" + text + "' is not one of true|false|on|off|1|0");
+    return BadKnobText(flag + ": '" + text + "' is not one of true|false|on|off|1|0");
   }
   return OkStatus();
 }
@@ -54,7 +54,7 @@ Status ParseReals(const std::string& flag, const std::string& text, std::vector<
     double v = 0;
     auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), v);
     if (p.empty() || ec != std::errc() || end != p.data() + p.size()) {
-      return Bad(flag + ": '" + p + "' is not a number");
+      return BadKnobText(flag + ": '" + p + "' is not a number");
     }
     values.push_back(v);
   }
@@ -155,7 +155,7 @@ Status SetKnob(BenchKnobs* knobs, const std::string& flag, const std::string& te
   for (const auto& [name, setter] : Setters()) {
     if (name == flag) return setter(knobs, flag, text);
   }
-  return Bad("unknown knob '" + flag + "'" + DidYouMean(flag, KnobFlags()));
+  return BadKnobText("unknown knob '" + flag + "'" + DidYouMean(flag, KnobFlags()));
 }
 
 Result<std::string> ApplyForeignArgs(const std::string& diskspd, const std::string& fio_job,
@@ -177,7 +177,8 @@ Result<std::string> ApplyForeignArgs(const std::string& diskspd, const std::stri
       continue;
     }
     if (Status st = SetKnob(&result, knob.flag, knob.value); !st) {
-      return Bad(from + " gives " + knob.flag + " " + knob.value + ": " + st.error().message);
+      return BadKnobText(from + " gives " + knob.flag + " " + knob.value + ": " +
+                         st.error().message);
     }
   }
   std::string stacks;

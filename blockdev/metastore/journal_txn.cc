@@ -13,7 +13,7 @@ namespace vstack {
 namespace {
 
 constexpr uint32_t kTxnMagic = 0x314A5356;  // "VSJ1"
-constexpr size_t kPagesPerChunk = 256;  // journal blocks read per batch (1 MiB)
+constexpr size_t kJournalPagesPerChunk = 256;  // journal blocks read per batch (1 MiB)
 
 // The checksum of a transaction's first `bytes` bytes (at least its header); continue it over
 // the rest with Crc32cExtend.
@@ -47,7 +47,7 @@ Result<bool> ReadTransaction(SyncIo& io, uint64_t offset, uint64_t room, const T
   const uint64_t blocks = h.blocks;
   if (blocks == 0 || blocks != TxnBlocks(h.payload) || blocks > room / kMetaPageSize) return false;
   const uint64_t bytes = blocks * kMetaPageSize;
-  AlignedBuffer chunk(std::min<uint64_t>(bytes, kPagesPerChunk * kMetaPageSize));
+  AlignedBuffer chunk(std::min<uint64_t>(bytes, kJournalPagesPerChunk * kMetaPageSize));
   const auto* c = reinterpret_cast<const uint8_t*>(chunk.data());
   uint32_t crc = 0, stored = 0;
   payload->clear();

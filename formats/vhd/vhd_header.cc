@@ -10,12 +10,13 @@
 namespace vstack::vhd {
 namespace {
 
-constexpr size_t kCookieAt = 0, kDataOffsetAt = 8, kTableOffsetAt = 16, kVersionAt = 24,
-                 kMaxEntriesAt = 28, kBlockSizeAt = 32, kChecksumAt = 36, kParentUuidAt = 40,
-                 kParentTimestampAt = 56, kParentNameAt = 64, kLocatorsAt = 576, kLocatorSize = 24;
-constexpr char kCookie[8] = {'c', 'x', 's', 'p', 'a', 'r', 's', 'e'};
+constexpr size_t kHeaderCookieAt = 0, kHeaderDataOffsetAt = 8, kTableOffsetAt = 16,
+                 kHeaderVersionAt = 24, kMaxEntriesAt = 28, kBlockSizeAt = 32,
+                 kHeaderChecksumAt = 36, kParentUuidAt = 40, kParentTimestampAt = 56,
+                 kParentNameAt = 64, kLocatorsAt = 576, kLocatorSize = 24;
+constexpr char kHeaderCookie[8] = {'c', 'x', 's', 'p', 'a', 'r', 's', 'e'};
 
-Error Bad(Errc code, uint64_t at, size_t field_at, const std::string& what) {
+Error BadHeader(Errc code, uint64_t at, size_t field_at, const std::string& what) {
   return FieldError(code, "VHD dynamic header", at, field_at, what);
 }
 
@@ -24,39 +25,40 @@ Error Bad(Errc code, uint64_t at, size_t field_at, const std::string& what) {
 Result<DynamicHeader> ParseHeader(std::span<const uint8_t, kHeaderSize> b, uint64_t at,
                                   bool verify_checksum) {
   const uint8_t* p = b.data();
-  if (std::memcmp(p + kCookieAt, kCookie, sizeof kCookie) != 0) {
-    return Bad(Errc::kCorruption, at, kCookieAt, "no 'cxsparse' cookie");
+  if (std::memcmp(p + kHeaderCookieAt, kHeaderCookie, sizeof kHeaderCookie) != 0) {
+    return BadHeader(Errc::kCorruption, at, kHeaderCookieAt, "no 'cxsparse' cookie");
   }
   DynamicHeader h;
-  h.checksum = LoadBE32(p + kChecksumAt);
-  const uint32_t computed = VhdChecksum(b, kChecksumAt);
+  h.checksum = LoadBE32(p + kHeaderChecksumAt);
+  const uint32_t computed = VhdChecksum(b, kHeaderChecksumAt);
   if (verify_checksum && computed != h.checksum) {
-    return Bad(Errc::kChecksumMismatch, at, kChecksumAt,
-               "checksum mismatch: stored " + Hex(h.checksum) + ", computed " + Hex(computed));
+    return BadHeader(
+        Errc::kChecksumMismatch, at, kHeaderChecksumAt,
+        "checksum mismatch: stored " + Hex(h.checksum) + ", computed " + Hex(computed));
   }
-  h.data_offset = LoadBE64(p + kDataOffsetAt);
+  h.data_offset = LoadBE64(p + kHeaderDataOffsetAt);
   if (h.data_offset != kNoDataOffset && h.data_offset != kNoDataOffset32) {
-    return Bad(Errc::kCorruption, at, kDataOffsetAt,
-               "data offset is " + Hex(h.data_offset) + " (expected 0xffffffffffffffff)");
+    return BadHeader(Errc::kCorruption, at, kHeaderDataOffsetAt,
+                     "data offset is " + Hex(h.data_offset) + " (expected 0xffffffffffffffff)");
   }
   h.table_offset = LoadBE64(p + kTableOffsetAt);
   if (h.table_offset % kSectorSize != 0 || h.table_offset == 0) {
-    return Bad(
+    return BadHeader(
         Errc::kCorruption, at, kTableOffsetAt,
         "BAT offset " + std::to_string(h.table_offset) + " is not a non-zero multiple of 512");
   }
-  h.version = LoadBE32(p + kVersionAt);
+  h.version = LoadBE32(p + kHeaderVersionAt);
   if (h.version != kFormatVersion) {
-    return Bad(Errc::kCorruption, at, kVersionAt,
-               "unsupported header version " + Hex(h.version) + " (expected 0x10000)");
+    return BadHeader(Errc::kCorruption, at, kHeaderVersionAt,
+                     "unsupported header version " + Hex(h.version) + " (expected 0x10000)");
   }
   h.max_table_entries = LoadBE32(p + kMaxEntriesAt);
   h.block_size = LoadBE32(p + kBlockSizeAt);
   if (h.block_size == 0 || (h.block_size & (h.block_size - 1)) != 0 ||
       h.block_size < kMinBlockSize || h.block_size > kMaxBlockSize) {
-    return Bad(Errc::kCorruption, at, kBlockSizeAt,
-               "block size " + std::to_string(h.block_size) +
-                   " is not a power of two between 512 bytes and 256 MiB");
+    return BadHeader(Errc::kCorruption, at, kBlockSizeAt,
+                     "block size " + std::to_string(h.block_size) +
+                         " is not a power of two between 512 bytes and 256 MiB");
   }
   std::memcpy(h.parent_uuid.data(), p + kParentUuidAt, 16);
   h.parent_timestamp = LoadBE32(p + kParentTimestampAt);
@@ -76,10 +78,10 @@ Result<DynamicHeader> ParseHeader(std::span<const uint8_t, kHeaderSize> b, uint6
 void SerializeHeader(const DynamicHeader& h, std::span<uint8_t, kHeaderSize> out) {
   uint8_t* p = out.data();
   std::memset(p, 0, kHeaderSize);
-  std::memcpy(p + kCookieAt, kCookie, sizeof kCookie);
-  StoreBE64(p + kDataOffsetAt, h.data_offset);
+  std::memcpy(p + kHeaderCookieAt, kHeaderCookie, sizeof kHeaderCookie);
+  StoreBE64(p + kHeaderDataOffsetAt, h.data_offset);
   StoreBE64(p + kTableOffsetAt, h.table_offset);
-  StoreBE32(p + kVersionAt, h.version);
+  StoreBE32(p + kHeaderVersionAt, h.version);
   StoreBE32(p + kMaxEntriesAt, h.max_table_entries);
   StoreBE32(p + kBlockSizeAt, h.block_size);
   std::memcpy(p + kParentUuidAt, h.parent_uuid.data(), 16);
@@ -95,7 +97,7 @@ void SerializeHeader(const DynamicHeader& h, std::span<uint8_t, kHeaderSize> out
     StoreBE32(l + 8, h.locators[i].data_length);
     StoreBE64(l + 16, h.locators[i].data_offset);
   }
-  StoreBE32(p + kChecksumAt, VhdChecksum(out, kChecksumAt));
+  StoreBE32(p + kHeaderChecksumAt, VhdChecksum(out, kHeaderChecksumAt));
 }
 
 }  // namespace vstack::vhd

@@ -15,10 +15,8 @@
 namespace vstack::vhdx {
 namespace {
 
-constexpr uint64_t kChunk = kMiB;
+constexpr uint64_t kCompactChunk = kMiB;
 constexpr uint64_t kEntriesPerPage = kLogSector / 8;
-
-uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 struct Range {
   uint64_t start, end;
@@ -32,7 +30,7 @@ class Compactor {
         img_(std::move(image)),
         progress_(progress),
         bs_(img_.layout.block_size),
-        buf_(kChunk) {}
+        buf_(kCompactChunk) {}
 
   Result<CompactReport> Run() {
     report_.file_size_before = file_.size_bytes();
@@ -53,8 +51,8 @@ class Compactor {
 
   Status ReadsZero(uint64_t offset, uint64_t length, bool* zero) {
     *zero = true;
-    for (uint64_t done = 0; done < length && *zero; done += kChunk) {
-      const uint64_t n = std::min(kChunk, length - done);
+    for (uint64_t done = 0; done < length && *zero; done += kCompactChunk) {
+      const uint64_t n = std::min(kCompactChunk, length - done);
       VSTACK_RETURN_IF_ERROR(ReadAt(q_, offset + done, std::span<uint8_t>(buf_).first(n)));
       *zero = IsZero(buf_.data(), n);
     }
@@ -131,8 +129,8 @@ class Compactor {
     }
     for (const Move& m : moves) {
       const uint64_t length = Needed(m.index);
-      for (uint64_t done = 0; done < length; done += kChunk) {
-        const uint64_t n = std::min(kChunk, length - done);
+      for (uint64_t done = 0; done < length; done += kCompactChunk) {
+        const uint64_t n = std::min(kCompactChunk, length - done);
         VSTACK_RETURN_IF_ERROR(ReadAt(q_, m.from + done, std::span<uint8_t>(buf_).first(n)));
         VSTACK_RETURN_IF_ERROR(WriteAt(q_, m.to + done, std::span<uint8_t>(buf_).first(n)));
       }

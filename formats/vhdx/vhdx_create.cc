@@ -19,8 +19,6 @@ Error BadOption(const std::string& key, const std::string& why) {
   return MakeError(Errc::kInvalidArgument, "vhdx: option '" + key + "': " + why);
 }
 
-uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
 struct Layout {
   uint32_t block_size;
   BatLayout bat;

@@ -26,8 +26,6 @@ std::vector<std::string> CounterNames() {
           "bat_page_writes", "header_writes", "zero_filled_blocks", "zero_filled_reads"};
 }
 
-uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
 bool Readable(uint8_t state) { return state == kFullyPresent; }
 
 // One queue: pieces of present blocks go down asynchronously; the pieces of a batch that need

@@ -35,6 +35,9 @@ inline constexpr uint32_t kMinBlockSize = 1 << 20;
 inline constexpr uint32_t kMaxBlockSize = 256 << 20;
 inline constexpr uint64_t kSectorsPerBitmapBlock = 1ull << 23;  // one 1 MiB bitmap block
 
+// `v` rounded up to a multiple of `a` (> 0): the format's 1 MiB placement of every structure.
+inline constexpr uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
 // A GUID as the 16 bytes stored on disk.
 struct Guid {
   std::array<uint8_t, 16> bytes{};

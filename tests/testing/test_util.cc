@@ -53,16 +53,16 @@ AlignedBuffer RandomBuffer(Rng& rng, size_t len, size_t alignment) {
 
 namespace {
 
-struct Counter {
+struct CallCounts {
   std::map<IoRequest*, int> calls;
 };
 
-void CountCall(IoRequest& r) { ++static_cast<Counter*>(r.user_data)->calls[&r]; }
+void CountCall(IoRequest& r) { ++static_cast<CallCounts*>(r.user_data)->calls[&r]; }
 
 }  // namespace
 
 size_t RunBatch(IoQueue& queue, std::vector<IoRequest>& reqs) {
-  Counter counter;
+  CallCounts counter;
   std::vector<IoRequest*> ptrs;
   for (IoRequest& r : reqs) {
     r.on_complete = &CountCall;
