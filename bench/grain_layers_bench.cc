@@ -9,8 +9,8 @@
 //
 // For callgrind (instructions per I/O, independent of the machine's load): one stack, a
 // fixed count of I/Os on one thread, smaller devices, no bare measurement:
-//   valgrind --tool=callgrind --toggle-collect='vstack::bench::RunWorkload*' \
-//     build/bench/grain_layers_bench --callgrind dedup --ios 200000
+//   valgrind --tool=callgrind --toggle-collect='vstack::bench::RunWorkload*'
+//       build/bench/grain_layers_bench --callgrind dedup --ios 200000     (one command)
 //
 // Each stack gets a fresh memory:1G backend whose pages are all touched before the layers are
 // formatted on it, so no layer pays for the backend's first touch of a page (a log-structured

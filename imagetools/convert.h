@@ -37,7 +37,7 @@ struct CopyOptions {
   // are then skipped. False: they are written with write-zeroes.
   bool dst_reads_zero = false;
   int depth = 8;  // chunks in flight, >= 1
-  CopyProgress progress;
+  CopyProgress progress{};
 };
 
 struct CopyStats {
@@ -54,10 +54,10 @@ struct ConvertOptions {
   // A new file: its format ("raw", "vhd", "vhdx"), create options ("subformat=fixed"), and
   // whether an existing file may be replaced (NewImageFile). Must stay empty/false for a stack
   // spec destination, which is written as it is.
-  std::string format;  // empty: raw
-  std::string create_options;
+  std::string format{};  // empty: raw
+  std::string create_options{};
   bool overwrite = false;
-  CopyProgress progress;
+  CopyProgress progress{};
 };
 
 // Copies the virtual disk of `src` into `dst`: a new image file of the source's size made with

@@ -49,7 +49,7 @@ struct IoRequest {
   uint32_t iovcnt = 0;
   IoCallback on_complete = nullptr;
   void* user_data = nullptr;
-  std::error_code status;  // valid when on_complete runs
+  std::error_code status{};  // valid when on_complete runs
 
   // Owned by the queue while the request is in flight; do not touch.
   // Latency accounting (lib/stats.h; only when the device keeps latency): when the request

@@ -88,7 +88,7 @@ TEST(CephBackend, EcPoolWithoutOverwritesIsRefusedWithTheFix) {
 
 TEST(CephBackend, CreateRefusesAnExistingImageOrDevice) {
   TempDir dir;
-  for (const std::string spec : {"rbd:rbd/" + Name(dir), "rados:rep/" + Name(dir)}) {
+  for (const std::string& spec : {"rbd:rbd/" + Name(dir), "rados:rep/" + Name(dir)}) {
     ASSERT_OK(Open(spec + ",create=on,size=1M"));
     ExpectError(Open(spec + ",create=on,size=2M"), Errc::kInvalidArgument, "already exists");
     Result<DevicePtr> again = Open(spec);
