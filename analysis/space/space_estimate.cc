@@ -90,6 +90,7 @@ void SketchWorker::SampledGrain(const std::byte* g) {
     return;
   }
   if (!m.o.compress) comp = stored = m.o.grain;
+  m.part.sampled_whole += stored == m.o.grain;
   m.part.stored.Add(stored);
   m.part.compressed.Add(comp);
 }
@@ -225,23 +226,42 @@ SpaceReport EstimateReport(const SpaceSketch& s, const SpaceOptions& o) {
     };
     stored = total(st);
     compressed = total(co);
-    mean_stored = MeanInterval(st.ToSample(), p, z);
+    uint64_t whole = 0;
+    SampleSums rest;
+    for (const SampledGrain& x : s.sample) {
+      if (x.stored == s.params.grain) {
+        ++whole;
+      } else {
+        rest.Add(x.stored);
+      }
+    }
+    mean_stored = MixtureMeanInterval(whole, g, rest, p, z);
   } else {
     const double data = static_cast<double>(s.data_grains);
     Interval share = ProportionInterval(s.sampled_grains - s.sampled_zero, s.sampled_grains, z);
     if (p >= 1) share.low = share.high = share.value;  // every grain was read
     nonzero = {data * share.value, data * share.low, data * share.high};
     unique = nonzero;
-    // Mean stored size per sampled grain, zeros counting 0, times the data grains.
-    auto total = [&](const SizeSums& sums) {
+    // Mean stored size per sampled grain, zeros counting 0, times the data grains. The stored
+    // sizes' interval allows for rare grains stored whole, when the sketch counted them.
+    auto mean = [&](const SizeSums& sums, bool stored_sizes, uint64_t zeros) {
       SampleSums all = sums.ToSample();
-      all.n = s.sampled_grains;
-      const Interval m = MeanInterval(all, p, z);
+      all.n += zeros;
+      if (!stored_sizes || !s.whole_known) return MeanInterval(all, p, z);
+      const double whole = static_cast<double>(s.sampled_whole);
+      SampleSums rest = all;
+      rest.n -= s.sampled_whole;
+      rest.sum -= whole * g;
+      rest.sum_sq -= whole * g * g;
+      return MixtureMeanInterval(s.sampled_whole, g, rest, p, z);
+    };
+    auto total = [&](const Interval& m) {
       return Interval{data * m.value, data * m.low, std::min(data * m.high, nonzero.high * g)};
     };
-    stored = total(s.stored);
-    compressed = total(s.compressed);
-    mean_stored = MeanInterval(s.stored.ToSample(), p, z);
+    const uint64_t zeros = s.sampled_grains - s.stored.n;
+    stored = total(mean(s.stored, true, zeros));
+    compressed = total(mean(s.compressed, false, zeros));
+    mean_stored = mean(s.stored, true, 0);
   }
   auto counts = [&](double nz, double uq, double st, double co) {
     SpaceCounts c;

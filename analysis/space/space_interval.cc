@@ -43,4 +43,31 @@ Interval MeanInterval(const SampleSums& s, double p, double z) {
   return {mean, std::max(0.0, mean - half), mean + half};
 }
 
+Interval MixtureMeanInterval(uint64_t whole, double top, const SampleSums& rest, double p,
+                             double z) {
+  const double k = static_cast<double>(whole), n = k + static_cast<double>(rest.n);
+  if (n == 0) return {0, 0, 0};
+  const double mean = (k * top + rest.sum) / n;
+  if (p >= 1) return {mean, mean, mean};
+  const double others = static_cast<double>(rest.n);
+  const double m = rest.n ? rest.sum / others : 0;
+  const double var = rest.n >= 2 ? std::max(0.0, (rest.sum_sq - others * m * m) / (others - 1)) : 0;
+  const double d = top - m;
+  if (d <= 0) {  // no value below the top: nothing is skewed
+    SampleSums all = rest;
+    all.n += whole;
+    all.sum += k * top;
+    all.sum_sq += k * top * top;
+    return MeanInterval(all, p, z);
+  }
+  // The shares q with (q_seen - q)^2 d^2 <= a (q (1 - q) d^2 + (1 - q) var), a = z^2 (1 - p) / n:
+  // the q between the roots of A q^2 + B q + C.
+  const double a = z * z * (1 - p) / n, q = k / n, d2 = d * d;
+  const double qa = d2 * (1 + a), qb = -2 * q * d2 - a * d2 + a * var, qc = q * q * d2 - a * var;
+  const double root = std::sqrt(std::max(0.0, qb * qb - 4 * qa * qc));
+  const double q_low = std::clamp((-qb - root) / (2 * qa), 0.0, q);
+  const double q_high = std::clamp((-qb + root) / (2 * qa), q, 1.0);
+  return {mean, m + q_low * d, m + q_high * d};
+}
+
 }  // namespace vstack

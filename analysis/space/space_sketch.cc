@@ -10,7 +10,11 @@ namespace vstack {
 namespace {
 
 constexpr char kMagic[8] = {'V', 'S', 'T', 'K', 'S', 'K', 'C', 'H'};
-constexpr uint32_t kVersion = 1;
+// Version 2 added the count of position-sampled grains stored whole; version 1 files are
+// read with that count unknown.
+constexpr uint32_t kVersion = 2;
+// Written for sampled_whole when a sketch merged from a version 1 file does not know it.
+constexpr uint64_t kWholeUnknown = UINT64_MAX;
 constexpr uint32_t kMaxShift = 40;
 
 uint64_t Mix(uint64_t x) {  // splitmix64's finalizer
@@ -132,6 +136,8 @@ Status Merge(SpaceSketch* a, const SpaceSketch& b) {
   a->bytes_read += b.bytes_read;
   a->sampled_grains += b.sampled_grains;
   a->sampled_zero += b.sampled_zero;
+  a->sampled_whole += b.sampled_whole;
+  a->whole_known = a->whole_known && b.whole_known;
   a->stored += b.stored;
   a->compressed += b.compressed;
   a->shift = std::max(a->shift, b.shift);
@@ -157,6 +163,7 @@ std::string SerializeSketch(const SpaceSketch& s) {
                      s.bytes_read, s.sampled_grains, s.sampled_zero}) {
     w.U64(v);
   }
+  w.U64(s.whole_known ? s.sampled_whole : kWholeUnknown);
   for (const SizeSums* sums : {&s.stored, &s.compressed}) {
     w.U64(sums->n);
     w.U64(sums->sum);
@@ -182,8 +189,8 @@ Result<SpaceSketch> ParseSketch(const std::string& in, const std::string& what) 
     return bad("no VSTKSKCH signature (write one with vstack space --estimate --sketch FILE)");
   }
   const uint32_t version = LoadLE32(in.data() + 8);
-  if (version != kVersion) {
-    return bad("version " + std::to_string(version) + ", this vstack reads version " +
+  if (version != kVersion && version != 1) {
+    return bad("version " + std::to_string(version) + ", this vstack reads versions 1 and " +
                std::to_string(kVersion));
   }
   if (in.size() < 16) return bad("truncated");
@@ -203,6 +210,13 @@ Result<SpaceSketch> ParseSketch(const std::string& in, const std::string& what) 
                       &s.data_grains, &s.bytes_read, &s.sampled_grains, &s.sampled_zero}) {
     ok = ok && r.U64(v);
   }
+  if (version == 1) {
+    s.whole_known = false;
+  } else {
+    ok = ok && r.U64(&s.sampled_whole);
+    s.whole_known = s.sampled_whole != kWholeUnknown;
+    if (!s.whole_known) s.sampled_whole = 0;
+  }
   for (SizeSums* sums : {&s.stored, &s.compressed}) {
     uint64_t lo = 0, hi = 0;
     ok = ok && r.U64(&sums->n) && r.U64(&sums->sum) && r.U64(&lo) && r.U64(&hi);
@@ -220,7 +234,8 @@ Result<SpaceSketch> ParseSketch(const std::string& in, const std::string& what) 
   }
   p.rule.kind = static_cast<SizeRule::Kind>(kind);
   if (s.zero_grains > s.used_grains || s.sampled_zero > s.sampled_grains ||
-      s.sampled_grains > s.data_grains || s.stored.n > s.sampled_grains) {
+      s.sampled_grains > s.data_grains || s.stored.n > s.sampled_grains ||
+      s.sampled_whole > s.stored.n) {
     return bad("counts out of range");
   }
   if (count != r.left() / 24 || r.left() % 24 != 0) return bad("the sample's size does not match");

@@ -71,8 +71,11 @@ struct SpaceSketch {
   uint64_t bytes_read = 0;   // image bytes read
   // Dedup on: the sampled distinct fingerprints, sorted.
   std::vector<SampledGrain> sample;
-  // Dedup off: grains sampled by position, how many were zero, the sizes of the others.
-  uint64_t sampled_grains = 0, sampled_zero = 0;
+  // Dedup off: grains sampled by position, how many were zero, the sizes of the others, and
+  // how many of those were stored whole (raw, the grain's size: what the compression
+  // interval needs, space_interval.h). A version 1 sketch did not count them (whole_known).
+  uint64_t sampled_grains = 0, sampled_zero = 0, sampled_whole = 0;
+  bool whole_known = true;
   SizeSums stored, compressed;
 
   bool operator==(const SpaceSketch&) const = default;
