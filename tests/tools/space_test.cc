@@ -454,7 +454,8 @@ TEST_F(SpaceEstimateCommand, WithoutDedupOnlyTheSampleIsRead) {
   // must lie within one interval width of the interval, about six standard errors from the
   // estimate. (Over 40 samples drawn by the old absolute names, the compression step's truth
   // was as far as 4.4 standard errors from its estimate, and one CI run saw 5.9: a sample that
-  // misses the incompressible grains underestimates the mean and its spread together.)
+  // misses the incompressible grains underestimates the mean and its spread together, which
+  // the compression interval now allows for: SpaceEstimate.CompressionIntervalHolds...)
   for (size_t i = 2; i < 5; ++i) {
     const double low = est["steps"][i]["ratio_low"].get<double>();
     const double high = est["steps"][i]["ratio_high"].get<double>();
