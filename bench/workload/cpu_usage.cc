@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 namespace vstack::bench {
@@ -69,9 +68,9 @@ std::vector<int> IoUringWorkerThreads() {
   std::vector<int> tids;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
-    std::ifstream f(e.path() / "comm");
-    std::string comm;
-    if (std::getline(f, comm) && comm.rfind("iou-", 0) == 0) {
+    // ReadProcFile, not std::ifstream: a thread that exits meanwhile must not throw.
+    const std::string comm = ReadProcFile(e.path() / "comm");
+    if (comm.rfind("iou-", 0) == 0) {
       tids.push_back(std::atoi(e.path().filename().c_str()));
     }
   }
