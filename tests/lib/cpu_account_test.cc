@@ -51,9 +51,12 @@ TEST(CpuAccount, SamplesChargeTheTagAndOtherwiseTheHomeAndAddUpToTheThreadsCpu) 
   });
   t.join();
   sampling->reset();
-  // The split is a sample: each side within 15%.
-  EXPECT_NEAR(double(tagged.ns.load()), 300.0 * kMs, 45.0 * kMs);
-  EXPECT_NEAR(double(home.ns.load()), 300.0 * kMs, 45.0 * kMs);
+  // The split is a sample: each side within 30%. Late samples charge whole late intervals to
+  // the side after a switch, and on an overloaded machine they do not always cancel: a CI-style
+  // run (two test processes and a compile on two cores) charged 368 ms to the tag and 232 ms
+  // home. A tag that was not read would charge it 0, a tag never cleared all 600 ms.
+  EXPECT_NEAR(double(tagged.ns.load()), 300.0 * kMs, 90.0 * kMs);
+  EXPECT_NEAR(double(home.ns.load()), 300.0 * kMs, 90.0 * kMs);
   EXPECT_GT(tagged.samples.load(), 10u);
   // The total is the thread's CPU, up to its enrolment and leaving.
   EXPECT_NEAR(double(tagged.ns.load() + home.ns.load()), double(thread_ns), 5.0 * kMs);
