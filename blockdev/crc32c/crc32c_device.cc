@@ -202,7 +202,7 @@ Status Crc32cDevice::Recompute(uint64_t r) {
                              " to recompute its checksums: " + ec.message());
   }
   for (uint64_t i = 0; i < n; ++i) {
-    map().Load(first + i, Stored(Crc32c(buf.data() + i * grain(), grain())));
+    map().Load(first + i, EntryOf(Crc32c(buf.data() + i * grain(), grain())));
   }
   for (uint64_t g = first; g < first + n; ++g) {
     unknown_[g / 64].fetch_and(~(uint64_t{1} << (g % 64)), std::memory_order_relaxed);
@@ -227,13 +227,13 @@ Encoded Crc32cDevice::Encode(QueueState*, const GrainWrite& w, const std::byte* 
   if (unknown(w.grain)) {  // known again once this write lands (WriteFailed if it fails)
     unknown_[w.grain / 64].fetch_and(~(uint64_t{1} << (w.grain % 64)), std::memory_order_relaxed);
   }
-  return {Encoded::kStore, Stored(Crc32c(bytes, grain())), w.grain};
+  return {Encoded::kStore, EntryOf(Crc32c(bytes, grain())), w.grain};
 }
 
 bool Crc32cDevice::VerifyRead(uint64_t grain, uint64_t entry, const iovec* iov, uint32_t iovcnt,
                               uint64_t off, bool last_try) {
   internal::PhaseScope checksum(*this, CpuPhase::kChecksum);
-  if (Stored(Crc32cIov(iov, iovcnt, off, this->grain())) == entry) return true;
+  if (EntryOf(Crc32cIov(iov, iovcnt, off, this->grain())) == entry) return true;
   if (unknown(grain)) return true;  // its failed write left old or new sectors: either is right
   if (last_try) {
     mismatches_.fetch_add(1);
@@ -266,7 +266,7 @@ void Crc32cDevice::WriteFailed(uint64_t first, uint64_t count) {
 
 std::string Crc32cDevice::ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
                                      uint32_t length) {
-  const uint32_t actual = Stored(Crc32c(stored, length));
+  const uint32_t actual = EntryOf(Crc32c(stored, length));
   if (actual == entry || unknown(grain)) return {};  // (unknown: recomputed at the next commit)
   if (repair_ == CheckMode::kRepairAll && !read_only_) {
     // The data is what it is; accepting it makes reads succeed again (the damage stays).

@@ -67,7 +67,9 @@ class Crc32cDevice final : public GrainDevice {
   std::string ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
                          uint32_t length) override;
 
-  uint32_t Stored(uint32_t crc) const { return crc ^ zero_crc_; }  // the map entry of a checksum
+  // The map entry of a checksum (a different name from the engine's Stored hook, which it
+  // would hide).
+  uint32_t EntryOf(uint32_t crc) const { return crc ^ zero_crc_; }
   uint64_t RegionOf(uint64_t grain) const { return grain / per_region_; }
   Status Format();
   Status Load();
