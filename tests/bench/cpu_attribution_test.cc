@@ -102,11 +102,12 @@ TEST(CpuAttribution, HvIsChargedTheCpuItBurnsPerRequest) {
   ASSERT_EQ(a.layers.size(), 2u);
   EXPECT_EQ(a.layers[0].kind, "hv");
   // hv: the burn (about 10 us, measured) plus its own per-request code (about 0.3 us in a normal
-  // build, some 1.4 us under ASan's instrumentation), less sampling error. Charged elsewhere, hv
-  // would fall below 90% of the burn; charged twice, near twice the burn.
+  // build, 1.4 to 3.1 us under ASan's instrumentation on CI: 16.15 us charged for a 13.09 us
+  // burn), less sampling error. Charged elsewhere, hv would fall below 90% of the burn; charged
+  // twice, near twice the burn: half a burn more is the line between the two.
   const double burn = clock.burnt_us_per_spin();
   EXPECT_GE(a.layers[0].cpu_us_per_io, 0.9 * burn) << a.cpu_words << "; burnt " << burn;
-  EXPECT_LE(a.layers[0].cpu_us_per_io, burn + 3.0) << a.cpu_words << "; burnt " << burn;
+  EXPECT_LE(a.layers[0].cpu_us_per_io, 1.5 * burn) << a.cpu_words << "; burnt " << burn;
   EXPECT_LT(a.layers[1].cpu_us_per_io, 2.0) << a.cpu_words;
   EXPECT_TRUE(a.cpu_adds_up) << a.cpu_words;
   EXPECT_NE(a.layers[0].words.find("hv: "), std::string::npos);
@@ -304,14 +305,15 @@ TEST(CpuAttribution, CpuBurntInAPhaseIsChargedToThatPhase) {
   const Attribution a = RunAndAttribute(*dev, Reads(100'000));
   ASSERT_EQ(a.layers.size(), 2u);
   const LayerCost& c = a.layers[0];
-  // The layer: the burn (about 10 us, measured) plus its own code (~0.3 us, ~1 us under ASan).
-  // Charged elsewhere, it would fall below 90% of the burn; charged twice, near twice the burn.
+  // The layer: the burn (about 10 us, measured) plus its own code (~0.3 us, a few us under
+  // ASan). Charged elsewhere, it would fall below 90% of the burn; charged twice, near twice the
+  // burn: half a burn more is the line between the two, as for hv above.
   // Of it, the index phase takes the burn: at least 80%. Not tagged, the burn would be in
   // "other" and index absent; the margin is for samples that come late on a loaded machine and
   // charge the end of a burn to the code after it (the layer's forwarding, memory).
   const double burn = clock.burnt_us_per_spin();
   EXPECT_GE(c.cpu_us_per_io, 0.9 * burn) << c.words << "; burnt " << burn << " us per spin";
-  EXPECT_LE(c.cpu_us_per_io, burn + 3.0) << c.words << "; burnt " << burn << " us per spin";
+  EXPECT_LE(c.cpu_us_per_io, 1.5 * burn) << c.words << "; burnt " << burn << " us per spin";
   EXPECT_GE(PhaseUs(c, "index"), 0.8 * c.cpu_us_per_io) << c.words;
   EXPECT_GE(PhaseUs(c, "other"), 0.0) << c.words;
   EXPECT_LT(PhaseUs(c, "other"), 2.0) << c.words;
