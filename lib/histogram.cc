@@ -27,6 +27,7 @@ LatencyHistogram& LatencyHistogram::operator=(const LatencyHistogram& other) {
     for (int b = 0; b < kBuckets; ++b) (*to)[b].Set(from != nullptr ? (*from)[b].Get() : 0);
   }
   count_.Set(other.count_.Get());
+  zeros_.Set(other.zeros_.Get());
   sum_.Set(other.sum_.Get());
   max_.Set(other.max_.Get());
   min_.Set(other.min_.Get());
@@ -44,6 +45,7 @@ void LatencyHistogram::Merge(const LatencyHistogram& other) {
     }
   }
   count_.Add(other.count_.Get());
+  zeros_.Add(other.zeros_.Get());
   sum_.Add(other.sum_.Get());
   sum_sq_.store(sum_sq_.load(std::memory_order_relaxed) +
                     other.sum_sq_.load(std::memory_order_relaxed),
@@ -87,9 +89,10 @@ uint64_t LatencyHistogram::Percentile(double p) const {
   // The rank of the sample at percentile p (1-based, nearest-rank method).
   uint64_t rank = static_cast<uint64_t>(std::ceil(p / 100.0 * double(n)));
   rank = std::clamp<uint64_t>(rank, 1, n);
+  uint64_t seen = zeros_.Get();  // bucket 0's samples counted apart
+  if (seen >= rank) return 0;
   const Buckets* buckets = buckets_.load(std::memory_order_acquire);
   if (buckets == nullptr) return max();  // a copy taken while the first sample was recorded
-  uint64_t seen = 0;
   for (int b = 0; b < kBuckets; ++b) {
     seen += (*buckets)[b].Get();
     if (seen >= rank) {

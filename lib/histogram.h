@@ -4,7 +4,11 @@
 // value. Values above 2^40 ns (about 18 minutes) land in the last bucket; min, max, sum and sum
 // of squares are kept exactly.
 //
-// The buckets are allocated by the first sample (Record, or a Merge or copy of a histogram that
+// Zero is counted apart (a store, no bucket arithmetic): it is the common value of a self time
+// below the clock's resolution, recorded per request at every synchronous level of a timed
+// stack (lib/stats.h). Readers see it in bucket 0, in count() and min() as any other sample.
+//
+// The buckets are allocated by the first sample above 0 (Record, or a Merge or copy of a histogram that
 // has some), or ahead of time by Reserve(): an empty histogram is a few words, so statistics that
 // never measure time (StatsMode::kCounts, lib/stats.h) cost no bucket memory to build or copy.
 //
@@ -54,6 +58,10 @@ class LatencyHistogram {
   ~LatencyHistogram();
 
   void Record(uint64_t ns) {
+    if (ns == 0) {
+      zeros_.Add();
+      return;
+    }
     Buckets* b = buckets_.load(std::memory_order_relaxed);  // the writer's own store
     if (b == nullptr) b = Allocate();
     (*b)[BucketOf(ns)].Add();
@@ -73,9 +81,9 @@ class LatencyHistogram {
   // True once the buckets are allocated.
   bool allocated() const { return buckets_.load(std::memory_order_acquire) != nullptr; }
 
-  uint64_t count() const { return count_.Get(); }
+  uint64_t count() const { return count_.Get() + zeros_.Get(); }
   uint64_t sum() const { return sum_.Get(); }
-  uint64_t min() const { return count() ? min_.Get() : 0; }
+  uint64_t min() const { return zeros_.Get() == 0 && count_.Get() != 0 ? min_.Get() : 0; }
   uint64_t max() const { return max_.Get(); }
   double mean() const;
   double stddev() const;
@@ -84,7 +92,7 @@ class LatencyHistogram {
   uint64_t Percentile(double p) const;
   uint64_t bucket_count(int b) const {
     const Buckets* p = buckets_.load(std::memory_order_acquire);
-    return p != nullptr ? (*p)[b].Get() : 0;
+    return (p != nullptr ? (*p)[b].Get() : 0) + (b == 0 ? zeros_.Get() : 0);
   }
 
   static int BucketOf(uint64_t v) {
@@ -103,7 +111,8 @@ class LatencyHistogram {
   Buckets* Allocate();
 
   std::atomic<Buckets*> buckets_{nullptr};  // owned; null until the first sample or Reserve
-  RelaxedCounter count_, sum_, max_;
+  RelaxedCounter count_, sum_, max_;  // of the samples above 0
+  RelaxedCounter zeros_;               // samples of 0, not in the buckets
   RelaxedCounter min_{UINT64_MAX};
   std::atomic<double> sum_sq_{0};
 };

@@ -74,12 +74,8 @@ QueueStats::QueueStats(size_t custom_counters, bool latency) : custom_(custom_co
 }
 
 void QueueStats::OnPathEnd(const uint32_t* path_ns, int levels, uint64_t total_ns) {
-  time_->requests.Add();
   time_->total_ns.Add(total_ns);
-  for (int l = 0; l < levels; ++l) {
-    time_->self_ns[l].Add(path_ns[l]);
-    time_->self[l].Record(path_ns[l]);
-  }
+  for (int l = 0; l < levels; ++l) time_->self[l].Record(path_ns[l]);
 }
 
 void QueueStats::AddTo(LayerStats& out, bool histograms) const {
@@ -90,11 +86,11 @@ void QueueStats::AddTo(LayerStats& out, bool histograms) const {
   }
   if (time_ && histograms) {
     for (int i = 0; i < kOpCount; ++i) out.latency[i].Merge(time_->latency[i]);
-    out.paths.requests += time_->requests.Get();
+    out.paths.requests += time_->self[0].count();
     out.paths.total_ns += time_->total_ns.Get();
     out.paths.negative += time_->negative.Get();
     for (int l = 0; l < kMaxStackDepth; ++l) {
-      out.paths.self_ns[l] += time_->self_ns[l].Get();
+      out.paths.self_ns[l] += time_->self[l].sum();
       out.paths.self[l].Merge(time_->self[l]);
     }
   }

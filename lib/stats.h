@@ -126,8 +126,9 @@ class QueueStats {
   struct Time {
     Time();
     std::array<LatencyHistogram, kOpCount> latency;
-    RelaxedCounter requests, total_ns, negative;
-    std::array<RelaxedCounter, kMaxStackDepth> self_ns;
+    RelaxedCounter total_ns, negative;
+    // Every path records all its levels, so level 0 counts the paths, and each level's sum is
+    // its summed self time (PathStats::requests and self_ns).
     std::array<LatencyHistogram, kMaxStackDepth> self;
   };
   std::array<RelaxedCounter, kOpCount> ops_, bytes_, errors_;

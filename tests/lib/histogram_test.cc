@@ -113,5 +113,42 @@ TEST(LatencyHistogram, BucketsAreAllocatedByTheFirstSample) {
   EXPECT_EQ(reserved.count(), 0u);
 }
 
+// Zeros (a synchronous level's self time) are counted apart from the buckets; every reader
+// sees them as samples in bucket 0, through copies and merges.
+TEST(LatencyHistogram, ZerosAreSamplesInBucketZero) {
+  LatencyHistogram h;
+  for (int i = 0; i < 3; ++i) h.Record(0);
+  EXPECT_FALSE(h.allocated()) << "zeros need no buckets";
+  EXPECT_EQ(h.count(), 3u);
+  EXPECT_EQ(h.bucket_count(0), 3u);
+  EXPECT_EQ(h.Percentile(50), 0u);
+  EXPECT_EQ(h.Percentile(100), 0u);
+  h.Record(40);
+  h.Record(0);
+  EXPECT_EQ(h.count(), 5u);
+  EXPECT_EQ(h.sum(), 40u);
+  EXPECT_EQ(h.min(), 0u);
+  EXPECT_EQ(h.max(), 40u);
+  EXPECT_EQ(h.bucket_count(0), 4u);
+  EXPECT_EQ(h.Percentile(80), 0u);
+  EXPECT_EQ(h.Percentile(81), h.Percentile(100));
+  EXPECT_DOUBLE_EQ(h.mean(), 8.0);
+  EXPECT_DOUBLE_EQ(h.stddev(), 16.0);  // population: sqrt(1600/5 - 64)
+
+  LatencyHistogram copy = h, merged, nonzero;
+  merged.Merge(h);
+  merged.Merge(h);
+  nonzero.Record(40);
+  EXPECT_EQ(copy.count(), 5u);
+  EXPECT_EQ(copy.bucket_count(0), 4u);
+  EXPECT_EQ(merged.count(), 10u);
+  EXPECT_EQ(merged.bucket_count(0), 8u);
+  EXPECT_EQ(merged.min(), 0u);
+  EXPECT_EQ(nonzero.min(), 40u);
+  copy.Reset();
+  EXPECT_EQ(copy.count(), 0u);
+  EXPECT_EQ(copy.bucket_count(0), 0u);
+}
+
 }  // namespace
 }  // namespace vstack
