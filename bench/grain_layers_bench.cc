@@ -19,7 +19,6 @@
 // the workload threads' own CPU clocks (bench/workload/runner.h). Prints each stack's median
 // with its range, its difference to memory's in the same round (median and range), and the bare
 // costs per I/O (per write times the share of writes).
-#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -33,6 +32,7 @@
 #include "blockdev/metastore/crc32c.h"
 #include "blockdev/zstd/grain_codec.h"
 #include "lib/aligned_buffer.h"
+#include "lib/clock.h"
 #include "lib/registry.h"
 #include "lib/spec.h"
 #include "lib/sync_io.h"
@@ -41,12 +41,6 @@ namespace vstack::bench {
 namespace {
 
 uint64_t kLower = uint64_t{1} << 30;
-
-double ThreadCpuNs() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) * 1e9 + double(ts.tv_nsec);
-}
 
 // Opens `layers` (a spec without its backend) over `lower`, bottom layer first.
 Result<DevicePtr> OpenLayersOn(const std::string& layers, DevicePtr lower) {

@@ -65,11 +65,6 @@ class MonotonicClock final : public Clock {
     sink_.store(x, std::memory_order_relaxed);
     return read_ns + interval_ns / 2;
   }
-  static uint64_t ThreadCpuNs() {
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-  }
   std::atomic<uint64_t> sink_{0};
 };
 

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <ctime>
 #include <deque>
 #include <initializer_list>
 #include <mutex>
@@ -61,12 +60,6 @@ Attribution AttributeHv(const std::string& spec, uint64_t ios) {
   if (a.layers.size() != 2) return {};
   EXPECT_EQ(a.layers[0].kind, "hv");
   return a;
-}
-
-uint64_t ThreadCpuNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 // The system clock, which also measures the thread CPU its spins really burn: on a loaded

@@ -20,12 +20,6 @@ namespace {
 
 constexpr uint64_t kMs = 1'000'000;
 
-uint64_t ThreadCpuNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
-}
-
 TEST(CpuAccount, SamplesChargeTheTagAndOtherwiseTheHomeAndAddUpToTheThreadsCpu) {
   CpuAccount home, tagged;
   uint64_t thread_ns = 0;
