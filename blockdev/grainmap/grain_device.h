@@ -229,9 +229,14 @@ class GrainDevice : public GrainLayer {
   // whose release it made durable, and discards below those that stayed free). Blocks.
   enum class CommitKind { kFlush, kDue, kMakeRoom, kClose };
   virtual Status Commit(CommitKind kind);
-  // True when a queue should commit before its next batch (enough records are pending).
+  // True when a queue should commit before its next batch: its share of a journal's worth of
+  // records is pending, or of a quarter of the units. (Released units are reused only after a
+  // commit, so the second bounds the garbage a small layer holds; under another thin layer,
+  // such as dedup over zstd, that garbage fills the layer below until a commit lets it go.)
   bool commit_due(size_t pending_records) const {
-    return pending_records * 16 > commit_threshold_ / std::max<size_t>(1, open_queues());
+    const size_t queues = std::max<size_t>(1, open_queues());
+    return pending_records * 16 > commit_threshold_ / queues ||
+           (map_.units() != 0 && pending_records * 4 > map_.units() / queues);
   }
 
   // Reading the map of [offset, offset+length): zero and unmapped grains (kCapExtents).

@@ -2,7 +2,9 @@
 #include "blockdev/grainmap/grain_queue.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "blockdev/grainmap/grain_queue_op.h"
@@ -63,6 +65,14 @@ void GrainQueue::DoSubmit(std::span<IoRequest* const> batch) {
 
 void GrainQueue::DoPoll(bool wait) {
   if (std::exchange(need_commit_, false)) {
+    // A write that found no room after a commit may wait for another queue's reader to leave,
+    // whose thread the scheduler can hold off for a while: back off (10 us, doubling, at most
+    // 82 ms; about 0.3 s over all the tries) before the next commit, instead of committing
+    // again and again within the other thread's time slice.
+    if (room_wait_ > 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(10 << std::min(room_wait_ - 1, 13)));
+    }
+    room_wait_ = 0;
     Quiesce();
     (void)dev_.Commit(commit_kind_);  // failures show as the retried writes' errors
   }
@@ -88,7 +98,8 @@ GrainQueue::Op* GrainQueue::NewOp(IoRequest* p) {
   op->first = p->offset / grain_;
   op->count = (p->offset + p->length - 1) / grain_ - op->first + 1;
   op->error.clear();
-  op->locked = op->room_tried = op->no_unit = false;
+  op->locked = op->no_unit = false;
+  op->room_tries = 0;
   op->slots.resize(op->count);
   for (uint64_t i = 0, pos = p->offset; i < op->count; ++i) {
     Slot& s = op->slots[i] = Slot{};
@@ -283,10 +294,14 @@ void GrainQueue::WriteDone(Op* op) {
     Undo(op, op->slots.size());
     // (Errc::kNoSpace compares equal to ENOSPC: a layer below that ran out says it that way.)
     const bool below = !op->no_unit && op->error == std::errc::no_space_on_device;
-    if ((below || op->no_unit) && !op->room_tried && !in_place_) {
-      // Space may come back: a commit frees what was released and (below) discards every
-      // free unit. Then once more.
-      op->room_tried = need_commit_ = true;
+    // Space may come back: a commit frees what was released and (below) discards every free
+    // unit; then the write runs again. Other queues go on meanwhile: they may release more
+    // after the commit's cut, take what it freed, or still be reading a unit it released
+    // (UnitMap's read generations: a later commit frees that one). So while the layer holds
+    // units that no entry references, commit and try again, a bounded number of times.
+    if ((below || op->no_unit) && !in_place_ && MayFindRoom(*op)) {
+      room_wait_ = std::max(room_wait_, op->room_tries++);
+      need_commit_ = true;
       commit_kind_ = below ? GrainDevice::CommitKind::kMakeRoom : GrainDevice::CommitKind::kDue;
       return Park(op, Stage::kEncode);
     }
@@ -311,6 +326,15 @@ void GrainQueue::WriteDone(Op* op) {
   }
   if (zeros) Count(GrainDevice::kZeroGrains, zeros);
   Finish(op, {});
+}
+
+bool GrainQueue::MayFindRoom(const Op& op) const {
+  if (op.room_tries == 0) return true;
+  if (op.room_tries >= kMaxRoomTries) return false;
+  // A commit frees the units nothing references (and, the device below being full, discards
+  // them there); a unit free now is room for a write of ours.
+  const UnitMap::Usage u = map_.usage();
+  return u.allocated > u.used || (op.no_unit && map_.free_units() > 0);
 }
 
 void GrainQueue::Undo(Op* op, size_t slots) {

@@ -54,6 +54,9 @@ class GrainQueue final : public LayerQueue, public GrainIo {
   struct Slot;
   struct Op;
   struct Lower;
+  // Commits a write out of room may make: the first always, more while the layer holds units
+  // nothing references (MayFindRoom), which other queues' writes keep changing.
+  static constexpr uint8_t kMaxRoomTries = 16;
   enum class Stage : uint8_t { kRead, kLock, kRmw, kEncode, kStore };
 
   void DoSubmit(std::span<IoRequest* const> batch) override;
@@ -74,6 +77,8 @@ class GrainQueue final : public LayerQueue, public GrainIo {
   void EncodeAll(Op* op);
   void StoreAll(Op* op);
   void WriteDone(Op* op);
+  // Whether another commit may find room for `op`, out of room (kMaxRoomTries).
+  bool MayFindRoom(const Op& op) const;
   // Gives back what Encode took (units, references) for the first `slots` slots.
   void Undo(Op* op, size_t slots);
   void Finish(Op* op, std::error_code status);
@@ -98,6 +103,7 @@ class GrainQueue final : public LayerQueue, public GrainIo {
   RequestPool<Lower> lowers_;
   BufferPool buffers_;
   std::vector<Op*> parked_, retry_;
+  uint8_t room_wait_ = 0;  // the most commits a write parked for room has made (DoPoll)
   std::vector<IoRequest*> out_, sending_;
   std::vector<void*> pack_grains_;  // StoreAll's arguments to Pack, reused
   std::vector<const std::byte*> pack_bytes_;

@@ -34,7 +34,8 @@ struct GrainQueue::Op {
   uint32_t pending = 0;
   std::error_code error;
   bool write = false, zeroes = false, unmap = false;
-  bool locked = false, room_tried = false, bad_read = false;
+  bool locked = false, bad_read = false;
+  uint8_t room_tries = 0;  // commits made to find room for it (GrainQueue::WriteDone)
   bool no_unit = false;  // this layer had no free unit (not: the device below is full)
 };
 

@@ -280,6 +280,11 @@ void UnitMap::Reclaim(Capture& c, const Reclaimer& reclaim, std::vector<uint64_t
   for (uint64_t u : *freed) FreeUnit(u);
 }
 
+uint64_t UnitMap::free_units() const {
+  std::lock_guard lock(alloc_mu_);
+  return alloc_.free();
+}
+
 void UnitMap::TakeAged(std::vector<uint64_t>* out, uint64_t keep, uint64_t min_run) {
   std::lock_guard lock(alloc_mu_);
   alloc_.TakeAged(out, keep, min_run);

@@ -149,6 +149,10 @@ class UnitMap {
   using Reclaimer = std::function<void(std::span<const uint64_t>,
                                        const std::function<bool(uint64_t)>&)>;
   void Reclaim(Capture& c, const Reclaimer& reclaim, std::vector<uint64_t>* freed);
+  // Units neither in use nor in a queue's reserve. (Units in use without a reference are
+  // usage().allocated - usage().used: released and awaiting a commit or, after one, other
+  // queues' readers; or in a write in flight.)
+  uint64_t free_units() const;
   // Discards below (see GrainDevice::Commit): the allocator's calls, under its mutex.
   void TakeAged(std::vector<uint64_t>* out, uint64_t keep, uint64_t min_run);
   void TakeStale(std::vector<uint64_t>* out);
