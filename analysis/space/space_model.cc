@@ -109,10 +109,13 @@ SpaceCounts& SpaceCounts::operator+=(const SpaceCounts& o) {
 }
 
 void AddMetadata(const SpaceOptions& o, uint32_t grain, SpaceCounts* c) {
-  if (o.dedup) c->metadata_bytes += DedupMetadataBytes(c->used_grains, c->unique_grains);
+  if (o.dedup) {
+    c->metadata_bytes += DedupDevice::kFormat.MetadataBytes(c->used_grains, c->unique_grains);
+  }
   if (o.compress) {
     const uint64_t bins = (c->stored_bytes + grain - 1) / grain;
-    c->metadata_bytes += ZstdMetadataBytes(o.dedup ? c->unique_grains : c->used_grains, bins);
+    const uint64_t stored_grains = o.dedup ? c->unique_grains : c->used_grains;
+    c->metadata_bytes += ZstdDevice::kFormat.MetadataBytes(stored_grains, bins);
   }
   if (o.checksum) c->metadata_bytes += (c->stored_bytes + 4095) / 4096 * 5;
 }

@@ -70,7 +70,7 @@ struct SpaceCounts {
 };
 
 // Adds to `c` (the counts of one domain) the metadata the layers would keep for it, in their own
-// page formats (DedupMetadataBytes, ZstdMetadataBytes), plus 5 bytes per 4 KiB stored for
+// page formats (GrainFormat::MetadataBytes), plus 5 bytes per 4 KiB stored for
 // checksums.
 void AddMetadata(const SpaceOptions& o, uint32_t grain, SpaceCounts* c);
 

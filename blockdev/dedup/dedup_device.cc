@@ -48,11 +48,6 @@ Result<DedupOptions> ParseDedupOptions(const OptionValues& values, uint64_t lowe
   return o;
 }
 
-uint64_t DedupMetadataBytes(uint64_t mapped_grains, uint64_t unique_grains) {
-  return TableDesc{0, mapped_grains, DedupDevice::kFormat.entry_bytes}.bytes() +
-         TableDesc{0, unique_grains, DedupDevice::kFormat.unit_entry_bytes}.bytes();
-}
-
 DedupDevice::DedupDevice(DevicePtr lower, const Header& h, bool verify,
                          std::unique_ptr<MetaStore> store, uint64_t data_offset, bool read_only)
     : GrainDevice(kFormat, std::move(lower), h.grain, h.size, h.units, data_offset,

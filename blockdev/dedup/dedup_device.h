@@ -28,10 +28,6 @@ struct DedupOptions : GrainOptions {
 // Parses the options of a dedup spec part (shared with `vstack space`).
 Result<DedupOptions> ParseDedupOptions(const OptionValues& values, uint64_t lower_size);
 
-// Bytes of dedup table pages that hold `mapped_grains` map entries and `unique_grains` unit
-// records (what `vstack space` reports as dedup metadata).
-uint64_t DedupMetadataBytes(uint64_t mapped_grains, uint64_t unique_grains);
-
 class DedupDevice final : public GrainDevice {
  public:
   // The format: a 4-byte map entry per virtual grain; per unit, a 20-byte record: the

@@ -78,10 +78,6 @@ Result<DevicePtr> GrainDevice::OpenJournaled(const GrainFormat& f, DevicePtr low
                           OpenSuperblock(*lower, f.magic, f.name, read_only, o.format));
   read_only = below.read_only;
   const uint64_t lower_size = below.lower_size;
-  auto tables = [&](uint64_t grains, uint64_t units) {
-    return std::vector<TableDesc>{TableDesc{0, grains, f.entry_bytes},
-                                  TableDesc{0, units, f.unit_entry_bytes}};
-  };
   if (!below.sb) {  // blank: format it (or, read-only, present it empty)
     Header h{f.version, o.grain, o.size, 0};
     VSTACK_ASSIGN_OR_RETURN(
@@ -89,7 +85,7 @@ Result<DevicePtr> GrainDevice::OpenJournaled(const GrainFormat& f, DevicePtr low
         FitUnits(
             lower_size, o.grain, f.max_units,
             [&](uint64_t units) {
-              return MetaStore::Plan(f.magic, tables(o.size / o.grain, units),
+              return MetaStore::Plan(f.magic, f.Tables(o.size / o.grain, units),
                                      GrainJournalBytes(lower_size),
                                      EncodeHeader(f, o.grain, o.size, units, write_extra));
             },

@@ -71,6 +71,16 @@ struct GrainFormat {
   bool unit_records;          // the layer keeps records there (UnitRecord); else it stays zero
   uint64_t max_units;
   uint64_t max_grains;        // virtual grains
+
+  // The map table of `grains` entries and the unit table of `units` (offsets left 0), and the
+  // bytes of their pages (what `vstack space` reports as the layer's metadata).
+  std::vector<TableDesc> Tables(uint64_t grains, uint64_t units) const {
+    return {TableDesc{0, grains, entry_bytes}, TableDesc{0, units, unit_entry_bytes}};
+  }
+  uint64_t MetadataBytes(uint64_t grains, uint64_t units) const {
+    return TableDesc{0, grains, entry_bytes}.bytes() +
+           TableDesc{0, units, unit_entry_bytes}.bytes();
+  }
 };
 
 // One grain of a write, as Encode sees it.

@@ -34,11 +34,6 @@ Result<ZstdOptions> ParseZstdOptions(const OptionValues& values, uint64_t lower_
   return o;
 }
 
-uint64_t ZstdMetadataBytes(uint64_t stored_grains, uint64_t bins) {
-  return TableDesc{0, stored_grains, ZstdDevice::kFormat.entry_bytes}.bytes() +
-         TableDesc{0, bins, ZstdDevice::kFormat.unit_entry_bytes}.bytes();
-}
-
 ZstdDevice::ZstdDevice(DevicePtr lower, const Header& h, const ZstdOptions& o,
                        std::unique_ptr<MetaStore> store, uint64_t data_offset, bool read_only)
     : GrainDevice(kFormat, std::move(lower), h.grain, h.size, h.units, data_offset,

@@ -36,10 +36,6 @@ struct ZstdOptions : GrainOptions {
 // Parses the options of a zstd spec part (shared with `vstack space`).
 Result<ZstdOptions> ParseZstdOptions(const OptionValues& values, uint64_t lower_size);
 
-// Bytes of zstd table pages that map `stored_grains` grains into `bins` bins (what
-// `vstack space` reports as compression metadata).
-uint64_t ZstdMetadataBytes(uint64_t stored_grains, uint64_t bins);
-
 // Where a grain's bytes are: `length` compressed bytes at `offset` of `bin`, or (length 0)
 // the whole bin, raw. As a map entry: (bin + 2) | offset << 32 | length << 48.
 struct Fragment {
