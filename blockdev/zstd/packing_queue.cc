@@ -47,7 +47,7 @@ void PackingQueue::Pack(void* grain, const std::byte* bytes, uint32_t length, ui
   const uint32_t padded = std::max(offset + slot, std::min(AlignUp(offset + length), grain_));
   std::memset(at + length, 0, padded - offset - length);
   b->fill = offset + slot;
-  b->waiting.push_back({grain, Fragment{b->bin, offset, length}.entry()});
+  b->waiting.push_back({grain, FragmentEntry(b->bin, offset, length)});
   if (!b->writing) WriteBin(b);
   if (full) Seal(b, grain_ - b->fill);
 }
@@ -79,8 +79,8 @@ PackingQueue::Bin* PackingQueue::Activate(uint32_t bin, uint32_t fill) {
 
 // Writes the lower blocks of `b` that hold its waiting fragments, from a copy of the image.
 void PackingQueue::WriteBin(Bin* b) {
-  const Fragment first = Fragment::Of(b->waiting.front().entry);
-  const Fragment last = Fragment::Of(b->waiting.back().entry);
+  const Location first = FragmentOf(b->waiting.front().entry);
+  const Location last = FragmentOf(b->waiting.back().entry);
   const uint32_t lo = AlignDown(first.offset), hi = AlignUp(last.offset + last.length);
   std::memcpy(b->wbuf.data(), b->image.data() + lo, hi - lo);
   b->in_write.swap(b->waiting);

@@ -107,10 +107,7 @@ void ZstdDevice::Pack(QueueState* qs, GrainIo& io, std::span<void* const> grains
   }
 }
 
-Location ZstdDevice::Locate(uint64_t entry) const {
-  const Fragment f = Fragment::Of(entry);
-  return {f.bin, f.offset, f.length};
-}
+Location ZstdDevice::Locate(uint64_t entry) const { return FragmentOf(entry); }
 
 bool ZstdDevice::Decode(QueueState* qs, const std::byte* stored, uint32_t length,
                         std::byte* out) {
@@ -123,9 +120,9 @@ bool ZstdDevice::Decode(QueueState* qs, const std::byte* stored, uint32_t length
 
 std::string ZstdDevice::BadEntry(uint64_t entry) const {
   if (!UnitMap::HasUnit(entry)) return {};
-  const Fragment f = Fragment::Of(entry);
+  const Location f = FragmentOf(entry);
   if (f.raw() ? f.offset == 0 : uint64_t{f.offset} + f.length <= grain()) return {};
-  return "(bin " + std::to_string(f.bin) + ", offset " + std::to_string(f.offset) + ", length " +
+  return "(bin " + std::to_string(f.unit) + ", offset " + std::to_string(f.offset) + ", length " +
          std::to_string(f.length) + ") lies outside its bin of " + std::to_string(grain()) +
          " bytes";
 }
@@ -145,10 +142,10 @@ uint32_t ZstdDevice::Holds(uint64_t unit) const {
 }
 
 void ZstdDevice::CheckMore(CheckMode mode, CheckResult* out) {
-  std::map<uint32_t, std::vector<std::pair<uint64_t, Fragment>>> by_bin;
+  std::map<uint64_t, std::vector<std::pair<uint64_t, Location>>> by_bin;
   for (uint64_t v = 0; v < map().grains(); ++v) {
     const uint64_t e = map().Get(v);
-    if (UnitMap::HasUnit(e)) by_bin[Fragment::Of(e).bin].emplace_back(v, Fragment::Of(e));
+    if (UnitMap::HasUnit(e)) by_bin[FragmentOf(e).unit].emplace_back(v, FragmentOf(e));
   }
   for (auto& [bin, frags] : by_bin) {
     std::sort(frags.begin(), frags.end(),
@@ -161,7 +158,7 @@ void ZstdDevice::CheckMore(CheckMode mode, CheckResult* out) {
                         " other fragment(s)");
         break;
       }
-      const Fragment& p = i ? frags[i - 1].second : frags[i].second;
+      const Location& p = i ? frags[i - 1].second : frags[i].second;
       if (i > 0 && p.offset + p.length > frags[i].second.offset) {
         out->Corruption(name + ": fragments of virtual grains " +
                         std::to_string(frags[i - 1].first) + " and " +
@@ -174,12 +171,12 @@ void ZstdDevice::CheckMore(CheckMode mode, CheckResult* out) {
 
 std::string ZstdDevice::ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
                                    uint32_t length) {
-  const Fragment f = Fragment::Of(entry);
+  const Location f = FragmentOf(entry);
   if (f.raw()) return {};
   AlignedBuffer plain(this->grain());
   if (GrainDecompressor().Decompress(stored, length, plain.data(), this->grain())) return {};
   return "zstd: the fragment of virtual offset " + std::to_string(grain * this->grain()) +
-         " (bin " + std::to_string(f.bin) + ", offset " + std::to_string(f.offset) + ", " +
+         " (bin " + std::to_string(f.unit) + ", offset " + std::to_string(f.offset) + ", " +
          std::to_string(f.length) + " bytes) does not decompress";
 }
 
@@ -194,7 +191,7 @@ std::string ZstdDevice::Describe() const {
 SpaceUsage ZstdDevice::Figures(uint64_t first, uint64_t count) const {
   SpaceUsage s;
   s.grain_bytes = grain();
-  std::vector<uint32_t> bins;  // of the fragments in the range
+  std::vector<uint64_t> bins;  // of the fragments in the range
   for (uint64_t v = first; v < first + count && v < map().grains(); ++v) {
     const uint64_t e = map().Get(v);
     if (e == UnitMap::kUnmapped) continue;
@@ -203,11 +200,11 @@ SpaceUsage ZstdDevice::Figures(uint64_t first, uint64_t count) const {
       ++s.zero_grains;
       continue;
     }
-    const Fragment f = Fragment::Of(e);
+    const Location f = FragmentOf(e);
     ++s.unique_grains;
     s.compressed_bytes += f.raw() ? grain() : f.length;
     s.stored_bytes += f.raw() ? grain() : ApplySizeRule(rule_, grain(), f.length).slot;
-    bins.push_back(f.bin);
+    bins.push_back(f.unit);
   }
   std::sort(bins.begin(), bins.end());
   s.physical_bytes_used =
@@ -234,7 +231,7 @@ void ZstdDevice::Properties(PropertyList& out) const {
   uint64_t raw = 0;
   for (uint64_t v = 0; v < map().grains(); ++v) {
     const uint64_t e = map().Get(v);
-    raw += UnitMap::HasUnit(e) && Fragment::Of(e).raw();
+    raw += UnitMap::HasUnit(e) && FragmentOf(e).raw();
   }
   out.push_back({"level", int64_t{level_}, ""});
   out.push_back({"rule", FormatSizeRule(rule_), ""});

@@ -36,21 +36,16 @@ struct ZstdOptions : GrainOptions {
 // Parses the options of a zstd spec part (shared with `vstack space`).
 Result<ZstdOptions> ParseZstdOptions(const OptionValues& values, uint64_t lower_size);
 
-// Where a grain's bytes are: `length` compressed bytes at `offset` of `bin`, or (length 0)
-// the whole bin, raw. As a map entry: (bin + 2) | offset << 32 | length << 48.
-struct Fragment {
-  uint32_t bin = 0;
-  uint32_t offset = 0;
-  uint32_t length = 0;
-  bool raw() const { return length == 0; }
-  uint64_t entry() const {
-    return (uint64_t{bin} + 2) | uint64_t{offset} << 32 | uint64_t{length} << 48;
-  }
-  static Fragment Of(uint64_t entry) {
-    return {static_cast<uint32_t>(UnitMap::UnitOf(entry)),
-            static_cast<uint32_t>((entry >> 32) & 0xFFFF), static_cast<uint32_t>(entry >> 48)};
-  }
-};
+// Where a grain's bytes are (the engine's Location): `length` compressed bytes at `offset` of
+// bin `unit`, or (length 0) the whole bin, raw. As a map entry: (bin + 2) | offset << 32 |
+// length << 48.
+inline uint64_t FragmentEntry(uint64_t bin, uint32_t offset, uint32_t length) {
+  return UnitMap::EntryOf(bin) | uint64_t{offset} << 32 | uint64_t{length} << 48;
+}
+inline Location FragmentOf(uint64_t entry) {
+  return {UnitMap::UnitOf(entry), static_cast<uint32_t>((entry >> 32) & 0xFFFF),
+          static_cast<uint32_t>(entry >> 48)};
+}
 
 class ZstdDevice final : public GrainDevice {
  public:
