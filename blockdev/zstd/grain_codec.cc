@@ -24,20 +24,14 @@ GrainCompressor::~GrainCompressor() { ZSTD_freeCCtx(ctx_); }
 uint32_t GrainCompressor::Compress(const void* src, size_t len, void* dst) {
   // A destination one byte short of the input makes zstd give up as soon as it cannot win.
   const size_t n = ZSTD_compress2(ctx_, dst, len - 1, src, len);
-  if (ZSTD_isError(n)) return 0;
-  return static_cast<uint32_t>(n);
+  return ZSTD_isError(n) ? 0 : static_cast<uint32_t>(n);
 }
 
 EncodedGrain EncodeGrain(GrainCompressor& c, const SizeRule& rule, const void* src,
                          uint32_t grain, void* dst) {
-  EncodedGrain e;
-  if (IsZero(src, grain)) {
-    e.zero = true;
-    return e;
-  }
-  e.compressed = c.Compress(src, grain, dst);
-  e.form = ApplySizeRule(rule, grain, e.compressed);
-  return e;
+  if (IsZero(src, grain)) return {.zero = true};
+  const uint32_t compressed = c.Compress(src, grain, dst);
+  return {.compressed = compressed, .form = ApplySizeRule(rule, grain, compressed)};
 }
 
 GrainDecompressor::GrainDecompressor() : ctx_(ZSTD_createDCtx()) {

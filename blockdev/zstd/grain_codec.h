@@ -41,7 +41,7 @@ class GrainCompressor {
 struct EncodedGrain {
   bool zero = false;        // all zeros: stored as nothing (no compression attempted)
   uint32_t compressed = 0;  // compressed size in the destination; 0: did not shrink (stored raw)
-  StoredForm form;          // what the size rule makes of it (meaningless when zero)
+  StoredForm form = {};     // what the size rule makes of it (meaningless when zero)
 };
 
 // The zstd layer's write pipeline for one grain of `grain` bytes at `src`: the zero test, then
