@@ -18,6 +18,7 @@
 #ifndef VSTACK_BLOCKDEV_ZSTD_BIN_PACKER_H_
 #define VSTACK_BLOCKDEV_ZSTD_BIN_PACKER_H_
 
+#include <algorithm>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -78,13 +79,12 @@ class BinPacker {
   // its writes are done).
   std::optional<Bin> MakeRoom(uint32_t* free) {
     if (active_.size() < max_active_) return std::nullopt;
-    size_t fullest = 0;
-    for (size_t i = 1; i < active_.size(); ++i) {
-      if (active_[i].free < active_[fullest].free) fullest = i;
-    }
-    const Bin bin = active_[fullest].bin;
-    *free = active_[fullest].free;
-    active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(fullest));
+    const auto fullest = std::min_element(  // the first of equals
+        active_.begin(), active_.end(),
+        [](const Active& a, const Active& b) { return a.free < b.free; });
+    const Bin bin = fullest->bin;
+    *free = fullest->free;
+    active_.erase(fullest);
     return bin;
   }
 
@@ -109,12 +109,7 @@ class BinPacker {
 
   // Removes active `bin` (its tail could not be read back): the caller seals it.
   void Remove(Bin bin) {
-    for (size_t i = 0; i < active_.size(); ++i) {
-      if (active_[i].bin == bin) {
-        active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(i));
-        return;
-      }
-    }
+    std::erase_if(active_, [&](const Active& a) { return a.bin == bin; });
   }
 
   // Keeps a retired bin with `free` bytes free as a hole. Returns what the caller must seal:
