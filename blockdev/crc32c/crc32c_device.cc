@@ -70,7 +70,7 @@ Crc32cDevice::Crc32cDevice(DevicePtr lower, uint32_t grain, Superblock sb, bool 
       zero_crc_(Crc32c(std::vector<uint8_t>(grain, 0).data(), grain)),
       read_only_(read_only),
       regions_(sb_.tables[kDirtyTable].entries),
-      unknown_((sb_.tables[kCrcTable].entries + 63) / 64),
+      unknown_(sb_.tables[kCrcTable].entries),
       dirty_(sb_.tables[kDirtyTable].entries, 0) {}
 
 Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, uint32_t grain, bool grain_given,
@@ -204,9 +204,7 @@ Status Crc32cDevice::Recompute(uint64_t r) {
   for (uint64_t i = 0; i < n; ++i) {
     map().Load(first + i, EntryOf(Crc32c(buf.data() + i * grain(), grain())));
   }
-  for (uint64_t g = first; g < first + n; ++g) {
-    unknown_[g / 64].fetch_and(~(uint64_t{1} << (g % 64)), std::memory_order_relaxed);
-  }
+  for (uint64_t g = first; g < first + n; ++g) unknown_.Clear(g, std::memory_order_relaxed);
   return OkStatus();
 }
 
@@ -214,7 +212,7 @@ bool Crc32cDevice::AnyUnknown(uint64_t r) const {
   const uint64_t first = r * per_region_;
   const uint64_t n = std::min<uint64_t>(per_region_, map().grains() - first);
   for (uint64_t g = first; g < first + n; ++g) {
-    if (unknown(g)) return true;
+    if (unknown_.Test(g)) return true;
   }
   return false;
 }
@@ -224,9 +222,8 @@ bool Crc32cDevice::AnyUnknown(uint64_t r) const {
 
 Encoded Crc32cDevice::Encode(QueueState*, const GrainWrite& w, const std::byte* bytes) {
   internal::PhaseScope checksum(*this, CpuPhase::kChecksum);
-  if (unknown(w.grain)) {  // known again once this write lands (WriteFailed if it fails)
-    unknown_[w.grain / 64].fetch_and(~(uint64_t{1} << (w.grain % 64)), std::memory_order_relaxed);
-  }
+  // Known again once this write lands (WriteFailed if it fails).
+  unknown_.Clear(w.grain, std::memory_order_relaxed);
   return {Encoded::kStore, EntryOf(Crc32c(bytes, grain())), w.grain};
 }
 
@@ -234,7 +231,8 @@ bool Crc32cDevice::VerifyRead(uint64_t grain, uint64_t entry, const iovec* iov, 
                               uint64_t off, bool last_try) {
   internal::PhaseScope checksum(*this, CpuPhase::kChecksum);
   if (EntryOf(Crc32cIov(iov, iovcnt, off, this->grain())) == entry) return true;
-  if (unknown(grain)) return true;  // its failed write left old or new sectors: either is right
+  // A grain whose write failed left old or new sectors: either is right.
+  if (unknown_.Test(grain)) return true;
   if (last_try) {
     mismatches_.fetch_add(1);
     last_mismatch_.store(grain * this->grain());
@@ -259,15 +257,14 @@ void Crc32cDevice::AfterWrite(uint64_t first, uint64_t count) {
 // The region is durably dirty (BeforeWrite), so a crash recomputes these grains' checksums; a
 // commit that cleans the region recomputes them first (Commit).
 void Crc32cDevice::WriteFailed(uint64_t first, uint64_t count) {
-  for (uint64_t g = first; g < first + count; ++g) {
-    unknown_[g / 64].fetch_or(uint64_t{1} << (g % 64), std::memory_order_relaxed);
-  }
+  for (uint64_t g = first; g < first + count; ++g) unknown_.Set(g, std::memory_order_relaxed);
 }
 
 std::string Crc32cDevice::ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
                                      uint32_t length) {
   const uint32_t actual = EntryOf(Crc32c(stored, length));
-  if (actual == entry || unknown(grain)) return {};  // (unknown: recomputed at the next commit)
+  // (Unknown: recomputed at the next commit.)
+  if (actual == entry || unknown_.Test(grain)) return {};
   if (repair_ == CheckMode::kRepairAll && !read_only_) {
     // The data is what it is; accepting it makes reads succeed again (the damage stays).
     map().Load(grain, actual);

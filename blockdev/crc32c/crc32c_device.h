@@ -78,10 +78,6 @@ class Crc32cDevice final : public GrainDevice {
   Status Recover();
   // Loads the checksums of region r's grains from the data below (the region is quiet).
   Status Recompute(uint64_t r);
-  // A grain whose write failed below: its checksum is unknown until a commit recomputes it.
-  bool unknown(uint64_t grain) const {
-    return unknown_.Load(grain / 64) & (uint64_t{1} << (grain % 64));
-  }
   bool AnyUnknown(uint64_t r) const;
   // Durably marks `regions` dirty before data is written to them. Blocks the caller.
   Status MarkDirty(const std::vector<uint64_t>& regions);
@@ -95,7 +91,9 @@ class Crc32cDevice final : public GrainDevice {
   DirtyRegions regions_;
   CheckMode repair_ = CheckMode::kReadOnly;  // during Check
   std::vector<uint64_t> repaired_;           // regions whose checksums a repair changed
-  AtomicArray<uint64_t> unknown_;            // a bit per grain: its write failed below
+  // A bit per grain whose write failed below: its checksum is unknown until a commit
+  // recomputes it.
+  AtomicBits unknown_;
 
   IoMutex meta_mu_;             // serialises metadata I/O (held across it)
   std::unique_ptr<SyncIo> io_;  // guarded by meta_mu_

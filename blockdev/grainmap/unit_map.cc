@@ -31,9 +31,9 @@ UnitMap::UnitMap(uint64_t grains, uint32_t entry_bytes, uint64_t units)
       wide_(entry_bytes == 8),
       map32_(wide_ ? 0 : grains),
       map64_(wide_ ? grains : 0),
-      written_((grains + kBlockGrains * 64 - 1) / (kBlockGrains * 64)),
+      written_((grains + kBlockGrains - 1) / kBlockGrains),
       locks_((grains + 63) / 64),
-      dirty_(units ? (grains + 63) / 64 : 0),
+      dirty_(units ? grains : 0),
       refs_(units),
       released_in_(units),
       alloc_(units) {}
@@ -43,11 +43,11 @@ UnitMap::~UnitMap() = default;
 uint64_t UnitMap::NextWritten(uint64_t v) const {
   if (v >= grains_) return grains_;
   uint64_t block = v / kBlockGrains;
-  uint64_t word = written_.Load(block / 64) & (~uint64_t{0} << (block % 64));
+  uint64_t word = written_.Word(block / 64) & (~uint64_t{0} << (block % 64));
   while (word == 0) {
     block = (block / 64 + 1) * 64;
     if (block * kBlockGrains >= grains_) return grains_;
-    word = written_.Load(block / 64);
+    word = written_.Word(block / 64);
   }
   const uint64_t first = (block / 64 * 64 + uint64_t(__builtin_ctzll(word))) * kBlockGrains;
   return std::max(v, first);
@@ -123,8 +123,7 @@ void UnitMap::Remap(Journal& j, uint64_t v, uint64_t e, bool counted) {
   bump(j.live, (e != kUnmapped) - (old != kUnmapped));
   bump(j.zeros, (e == kZero) - (old == kZero));
   // Journaled once per commit interval: the bit says it is on a journal's list already.
-  if (units_ && !(dirty_[v / 64].fetch_or(uint64_t{1} << (v % 64), std::memory_order_relaxed) &
-                  (uint64_t{1} << (v % 64)))) {
+  if (units_ && !dirty_.Set(v, std::memory_order_relaxed)) {
     j.grains.push_back(v);
   }
 }
@@ -218,7 +217,7 @@ UnitMap::Capture UnitMap::TakeCapture() {
     if (carry_grains) SortUnique(grains);  // else each grain is on one list, once
     c.grains.reserve(grains.size());
     for (uint64_t v : grains) {  // at the cut
-      dirty_[v / 64].fetch_and(~(uint64_t{1} << (v % 64)), std::memory_order_relaxed);
+      dirty_.Clear(v, std::memory_order_relaxed);
       c.grains.emplace_back(v, Get(v));
     }
     held.clear();

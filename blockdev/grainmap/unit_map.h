@@ -185,10 +185,7 @@ class UnitMap {
   bool Drained(uint64_t parity) const;
   // Every change of an entry: marks its block written first (an atomic or once per block).
   uint64_t Exchange(uint64_t v, uint64_t e) {
-    const uint64_t block = v / kBlockGrains, bit = uint64_t{1} << (block % 64);
-    if ((written_.Load(block / 64, std::memory_order_relaxed) & bit) == 0) {
-      written_[block / 64].fetch_or(bit, std::memory_order_release);
-    }
+    written_.Set(v / kBlockGrains, std::memory_order_release);
     return wide_ ? map64_[v].exchange(e) : map32_[v].exchange(static_cast<uint32_t>(e));
   }
 
@@ -197,9 +194,9 @@ class UnitMap {
   const bool wide_;
   AtomicArray<uint32_t> map32_;
   AtomicArray<uint64_t> map64_;
-  AtomicArray<uint64_t> written_;      // a bit per map block (see NextWritten)
+  AtomicBits written_;                 // a bit per map block (see NextWritten)
   AtomicArray<uint64_t> locks_;        // a bit per grain
-  AtomicArray<uint64_t> dirty_;        // a bit per grain remapped since the last cut
+  AtomicBits dirty_;                   // a bit per grain remapped since the last cut
   AtomicArray<uint32_t> refs_;         // per unit
   AtomicArray<uint32_t> released_in_;  // per unit: epoch of its release, 0 if not released
   std::atomic<uint32_t> epoch_{1};

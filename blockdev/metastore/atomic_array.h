@@ -3,7 +3,7 @@
 // memory is reserved, not taken: the kernel backs a page on its first write (an anonymous
 // mapping without swap reservation), so a grain layer over a mostly empty 1 TiB device holds
 // only the pages of the grains it has touched, and nothing on the data path ever allocates or
-// resizes it. T is an unsigned integer of at most 8 bytes.
+// resizes it. T is an unsigned integer of at most 8 bytes. AtomicBits below: the same, a bit each.
 #ifndef VSTACK_BLOCKDEV_METASTORE_ATOMIC_ARRAY_H_
 #define VSTACK_BLOCKDEV_METASTORE_ATOMIC_ARRAY_H_
 
@@ -53,6 +53,36 @@ class AtomicArray {
  private:
   uint64_t size_ = 0;
   T* data_ = nullptr;
+};
+
+// AtomicBits: a fixed-size array of bits, all clear at first, on AtomicArray words (reserved, not
+// taken, in the same way), that every thread may test, set and clear at once. Set and Clear
+// look first and write only a bit that changes, so a bit set twice or cleared while clear costs
+// no atomic write (nor a page never written before).
+class AtomicBits {
+ public:
+  explicit AtomicBits(uint64_t bits = 0) : words_((bits + 63) / 64) {}
+
+  uint64_t bytes() const { return words_.bytes(); }
+  // Word w: bits [64 w, 64 w + 64), bit i at 1 << (i % 64).
+  uint64_t Word(uint64_t w, std::memory_order o = std::memory_order_acquire) const {
+    return words_.Load(w, o);
+  }
+  bool Test(uint64_t i, std::memory_order o = std::memory_order_acquire) const {
+    return Word(i / 64, o) & Bit(i);
+  }
+  // Set and Clear return the bit as it was; `o` orders their write.
+  bool Set(uint64_t i, std::memory_order o = std::memory_order_acq_rel) const {
+    return Test(i, std::memory_order_relaxed) || (words_[i / 64].fetch_or(Bit(i), o) & Bit(i));
+  }
+  bool Clear(uint64_t i, std::memory_order o = std::memory_order_acq_rel) const {
+    return Test(i, std::memory_order_relaxed) && (words_[i / 64].fetch_and(~Bit(i), o) & Bit(i));
+  }
+
+ private:
+  static uint64_t Bit(uint64_t i) { return uint64_t{1} << (i % 64); }
+
+  AtomicArray<uint64_t> words_;
 };
 
 }  // namespace vstack
