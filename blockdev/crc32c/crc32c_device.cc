@@ -73,15 +73,14 @@ Crc32cDevice::Crc32cDevice(DevicePtr lower, uint32_t grain, Superblock sb, bool 
       unknown_(sb_.tables[kCrcTable].entries),
       dirty_(sb_.tables[kDirtyTable].entries, 0) {}
 
-Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, uint32_t grain, bool grain_given,
-                                     bool read_only, bool format) {
+Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, const GrainOptions& o, bool read_only) {
   VSTACK_ASSIGN_OR_RETURN(OpenedBelow below,
-                          OpenSuperblock(*lower, kMagic, "crc32c", read_only, format));
+                          OpenSuperblock(*lower, kMagic, "crc32c", read_only, o.format));
   read_only = below.read_only;
   const uint64_t lower_size = below.lower_size;
   if (!below.sb) {
-    VSTACK_ASSIGN_OR_RETURN(Superblock planned, Plan(grain, lower_size));
-    auto* dev = new Crc32cDevice(std::move(lower), grain, std::move(planned), read_only);
+    VSTACK_ASSIGN_OR_RETURN(Superblock planned, Plan(o.grain, lower_size));
+    auto* dev = new Crc32cDevice(std::move(lower), o.grain, std::move(planned), read_only);
     DevicePtr owned(dev);
     if (read_only) return owned;  // blank: all zeros, which the zero checksums describe
     VSTACK_RETURN_IF_ERROR(dev->Format());
@@ -104,8 +103,8 @@ Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, uint32_t grain, bool grain
                                             Counted(grains, "grain", "grains") + ", device below " +
                                             std::to_string(lower_size) + " bytes)");
   }
-  if (grain_given && grain != stored_grain) {
-    return FormattedWith("crc32c", "grain", std::to_string(stored_grain), std::to_string(grain));
+  if (o.grain_given && o.grain != stored_grain) {
+    return FormattedWith("crc32c", "grain", std::to_string(stored_grain), std::to_string(o.grain));
   }
   auto* dev = new Crc32cDevice(std::move(lower), stored_grain, std::move(sb), read_only);
   DevicePtr owned(dev);
@@ -407,15 +406,16 @@ void Crc32cDevice::Properties(PropertyList& out) const {
 
 namespace {
 
+// grain and format (crc32c is not thin: no size).
+Result<GrainOptions> ParseCrc32cOptions(const OptionValues& values, uint64_t lower_size) {
+  return ParseGrainOptions(values, lower_size, "crc32c", /*with_size=*/false);
+}
+
 ComponentInfo Crc32cComponent() {
-  auto open_crc32c = [](DevicePtr lower, const OptionValues& values,
-                        const OpenOptions& open) -> Result<DevicePtr> {
-    VSTACK_ASSIGN_OR_RETURN(GrainOptions o, ParseGrainOptions(values, 0, "crc32c", false));
-    return Crc32cDevice::Open(std::move(lower), o.grain, o.grain_given, open.read_only, o.format);
-  };
   return LayerComponent("crc32c",
                         "a CRC-32C per grain, stored persistently and verified on every read",
-                        GrainOptionInfos("checksum", /*with_size=*/false), open_crc32c);
+                        GrainOptionInfos("checksum", /*with_size=*/false),
+                        &OpenGrainLayer<Crc32cDevice, ParseCrc32cOptions>);
 }
 
 }  // namespace

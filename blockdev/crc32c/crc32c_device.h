@@ -29,11 +29,11 @@ class Crc32cDevice final : public GrainDevice {
  public:
   static const GrainFormat kFormat;
 
-  // Opens the crc32c metadata on `lower`. A blank device is formatted if it is fresh or
-  // `format` (format=on) is given, else refused; read-only, it is presented as empty, all
-  // zeros. Recomputes the checksums of regions left dirty by a crash.
-  static Result<DevicePtr> Open(DevicePtr lower, uint32_t grain, bool grain_given, bool read_only,
-                                bool format);
+  // Opens the crc32c metadata on `lower` (options: grain and format). A blank device is
+  // formatted if it is fresh or options.format (format=on) is given, else refused; read-only,
+  // it is presented as empty, all zeros. Recomputes the checksums of regions left dirty by a
+  // crash.
+  static Result<DevicePtr> Open(DevicePtr lower, const GrainOptions& options, bool read_only);
 
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
