@@ -233,7 +233,6 @@ bool Crc32cDevice::VerifyRead(uint64_t grain, uint64_t entry, const iovec* iov, 
   // A grain whose write failed left old or new sectors: either is right.
   if (unknown_.Test(grain)) return true;
   if (last_try) {
-    mismatches_.fetch_add(1);
     last_mismatch_.store(grain * this->grain());
     CountShared(kChecksumErrors);
   }

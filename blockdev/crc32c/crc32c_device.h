@@ -44,7 +44,7 @@ class Crc32cDevice final : public GrainDevice {
   // A flush: makes data durable and cleans the regions that went quiet. Blocks.
   Status Commit(CommitKind kind) override;
 
-  uint64_t mismatches() const { return mismatches_.load(); }
+  uint64_t mismatches() const { return Counts().counters[kChecksumErrors]; }
   uint64_t last_mismatch_offset() const { return last_mismatch_.load(); }
 
   enum Counter : size_t {
@@ -100,7 +100,6 @@ class Crc32cDevice final : public GrainDevice {
   std::vector<uint8_t> dirty_;  // one byte per region, as on disk; guarded by meta_mu_
   uint64_t recovered_regions_ = 0;
   uint64_t torn_pages_ = 0;  // metadata pages a crash tore, found by Load (and recomputed)
-  std::atomic<uint64_t> mismatches_{0};
   std::atomic<uint64_t> last_mismatch_{UINT64_MAX};
 };
 
