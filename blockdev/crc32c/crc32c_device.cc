@@ -22,27 +22,18 @@ constexpr char kMagic[] = "VSCRC32C";
 constexpr uint32_t kPayloadVersion = 1;
 constexpr uint32_t kCrcTable = 0;    // 4-byte stored checksums, one per grain
 constexpr uint32_t kDirtyTable = 1;  // 1-byte dirty flags, one per region
-constexpr uint64_t kDataAlign = 1 << 20;
 
 // The layout for a device below of `lower_size` bytes: the most grains that fit after their
-// metadata.
+// metadata (the two tables right after the superblocks, no journal; data from the next MiB).
 Result<Superblock> Plan(uint32_t grain, uint64_t lower_size) {
-  const uint32_t per_region = TablePageCapacity(4);
   auto plan = [&](uint64_t grains) {
-    Superblock sb;
-    sb.magic = kMagic;
-    sb.generation = 1;
-    sb.journal_offset = kSuperblockBytes;
-    const TableDesc crc{kSuperblockBytes, grains, 4};
-    const TableDesc dirty{kSuperblockBytes + crc.bytes(), (grains + per_region - 1) / per_region, 1};
-    sb.tables = {crc, dirty};
-    sb.data_offset = (dirty.offset + dirty.bytes() + kDataAlign - 1) / kDataAlign * kDataAlign;
+    const uint64_t regions = (grains + Crc32cDevice::kPerRegion - 1) / Crc32cDevice::kPerRegion;
     ByteWriter w;
     w.U32(kPayloadVersion);
     w.U32(grain);
     w.U64(grains);
-    sb.payload = std::move(w.bytes());
-    return sb;
+    return MetaStore::Plan(kMagic, {TableDesc{0, grains, 4}, TableDesc{0, regions, 1}},
+                           /*journal_bytes=*/0, std::move(w.bytes()));
   };
   VSTACK_ASSIGN_OR_RETURN(
       UnitLayout layout,
@@ -53,6 +44,7 @@ Result<Superblock> Plan(uint32_t grain, uint64_t lower_size) {
 
 }  // namespace
 
+const uint32_t Crc32cDevice::kPerRegion = TablePageCapacity(4);
 const GrainFormat Crc32cDevice::kFormat = {
     "crc32c", kMagic, kPayloadVersion, kPayloadVersion, /*entry_bytes=*/4, 0, false, 0,
     UINT64_MAX};
@@ -66,7 +58,6 @@ Crc32cDevice::Crc32cDevice(DevicePtr lower, uint32_t grain, Superblock sb, bool 
                   kCapFua | kCapFastZeroes, /*verifies_reads=*/true,
                   {"checksum_errors", "regions_marked", "regions_cleaned"}),
       sb_(std::move(sb)),
-      per_region_(TablePageCapacity(4)),
       zero_crc_(Crc32c(std::vector<uint8_t>(grain, 0).data(), grain)),
       read_only_(read_only),
       regions_(sb_.tables[kDirtyTable].entries),
@@ -92,11 +83,10 @@ Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, const GrainOptions& o, boo
   const uint32_t version = r.U32();
   const uint32_t stored_grain = r.U32();
   const uint64_t grains = r.U64();
-  const uint32_t per_region = TablePageCapacity(4);
   if (!r.ok() || version != kPayloadVersion || !ValidGrain(stored_grain) ||
       sb.tables.size() != 2 || sb.tables[kCrcTable].entries != grains ||
       sb.tables[kCrcTable].entry_size != 4 || sb.tables[kDirtyTable].entry_size != 1 ||
-      sb.tables[kDirtyTable].entries != (grains + per_region - 1) / per_region ||
+      sb.tables[kDirtyTable].entries != (grains + kPerRegion - 1) / kPerRegion ||
       sb.data_offset + grains * stored_grain > lower_size) {
     return MakeError(Errc::kCorruption, "crc32c: superblock: inconsistent geometry (grain " +
                                             std::to_string(stored_grain) + ", " +
@@ -169,8 +159,8 @@ Status Crc32cDevice::Load() {
           ++torn_pages_;
           return OkStatus();
         }
-        for (uint64_t k = 0; k < per_region_ && n * per_region_ + k < map().grains(); ++k) {
-          map().Load(n * per_region_ + k, LoadLE32(p + kTablePageHeader + 4 * k));
+        for (uint64_t k = 0; k < kPerRegion && n * kPerRegion + k < map().grains(); ++k) {
+          map().Load(n * kPerRegion + k, LoadLE32(p + kTablePageHeader + 4 * k));
         }
         return OkStatus();
       });
@@ -193,8 +183,8 @@ Status Crc32cDevice::Recover() {
 }
 
 Status Crc32cDevice::Recompute(uint64_t r) {
-  const uint64_t first = r * per_region_;
-  const uint64_t n = std::min<uint64_t>(per_region_, map().grains() - first);
+  const uint64_t first = r * kPerRegion;
+  const uint64_t n = std::min<uint64_t>(kPerRegion, map().grains() - first);
   AlignedBuffer buf(n * grain(), std::max<uint64_t>(4096, lower_device().geometry().mem_alignment));
   if (std::error_code ec = io_->Read(data_offset() + first * grain(), buf.span())) {
     return MakeError(ec, "crc32c: cannot read region " + std::to_string(r) +
@@ -208,8 +198,8 @@ Status Crc32cDevice::Recompute(uint64_t r) {
 }
 
 bool Crc32cDevice::AnyUnknown(uint64_t r) const {
-  const uint64_t first = r * per_region_;
-  const uint64_t n = std::min<uint64_t>(per_region_, map().grains() - first);
+  const uint64_t first = r * kPerRegion;
+  const uint64_t n = std::min<uint64_t>(kPerRegion, map().grains() - first);
   for (uint64_t g = first; g < first + n; ++g) {
     if (unknown_.Test(g)) return true;
   }
@@ -324,8 +314,8 @@ Status Crc32cDevice::Commit(CommitKind kind) {
   Status s = WriteTablePages(
       *io_, sb_, kCrcTable, clean,
       [&](uint64_t r, uint8_t* e) {
-        for (uint64_t k = 0; k < per_region_ && r * per_region_ + k < map().grains(); ++k) {
-          StoreLE32(e + 4 * k, static_cast<uint32_t>(map().Get(r * per_region_ + k)));
+        for (uint64_t k = 0; k < kPerRegion && r * kPerRegion + k < map().grains(); ++k) {
+          StoreLE32(e + 4 * k, static_cast<uint32_t>(map().Get(r * kPerRegion + k)));
         }
       },
       0, "crc32c");

@@ -28,6 +28,7 @@ namespace vstack {
 class Crc32cDevice final : public GrainDevice {
  public:
   static const GrainFormat kFormat;
+  static const uint32_t kPerRegion;  // grains per region: the checksums of one table page
 
   // Opens the crc32c metadata on `lower` (options: grain and format). A blank device is
   // formatted if it is fresh or options.format (format=on) is given, else refused; read-only,
@@ -70,7 +71,7 @@ class Crc32cDevice final : public GrainDevice {
   // The map entry of a checksum (a different name from the engine's Stored hook, which it
   // would hide).
   uint32_t EntryOf(uint32_t crc) const { return crc ^ zero_crc_; }
-  uint64_t RegionOf(uint64_t grain) const { return grain / per_region_; }
+  uint64_t RegionOf(uint64_t grain) const { return grain / kPerRegion; }
   Status Format();
   Status Load();
   // Recomputes the checksums of every region a crash left dirty, from the data, and cleans
@@ -84,7 +85,6 @@ class Crc32cDevice final : public GrainDevice {
   Status WriteDirtyPages(const std::vector<uint64_t>& regions, IoFlags flags);
 
   Superblock sb_;
-  const uint32_t per_region_;  // grains per region: the checksums of one table page
   const uint32_t zero_crc_;
   const bool read_only_;
   bool formatted_ = false;  // false: a read-only blank device (nothing on disk)

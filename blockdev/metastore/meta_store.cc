@@ -48,8 +48,10 @@ Superblock MetaStore::Plan(std::string magic, std::vector<TableDesc> tables,
   sb.generation = 1;
   sb.checkpoint_seq = 1;
   sb.journal_offset = kSuperblockBytes;
-  sb.journal_bytes = RoundUp(
-      std::clamp<uint64_t>(journal_bytes, 16 * kMetaPageSize, kMaxJournalBytes), kMetaPageSize);
+  if (journal_bytes != 0) {
+    sb.journal_bytes = RoundUp(
+        std::clamp<uint64_t>(journal_bytes, 16 * kMetaPageSize, kMaxJournalBytes), kMetaPageSize);
+  }
   uint64_t pos = sb.journal_offset + sb.journal_bytes;
   for (TableDesc& t : tables) {
     t.offset = pos;

@@ -77,7 +77,8 @@ class MetaStore {
 
   // Lays out superblocks, journal and tables (each table given by entries and entry_size) from
   // offset 0; data_offset is the first 1 MiB boundary after them. generation 1, checkpoint_seq 1.
-  // The journal is at least 64 KiB and at most kMaxJournalBytes.
+  // The journal is at least 64 KiB and at most kMaxJournalBytes; `journal_bytes` 0: none, the
+  // tables follow the superblocks (a layer that keeps its tables in place itself, crc32c).
   static Superblock Plan(std::string magic, std::vector<TableDesc> tables, uint64_t journal_bytes,
                          std::vector<uint8_t> payload);
 
