@@ -20,7 +20,6 @@
 
 #include "blockdev/crc32c/dirty_regions.h"
 #include "blockdev/grainmap/grain_device.h"
-#include "lib/progress.h"
 #include "lib/sync_io.h"
 
 namespace vstack {
