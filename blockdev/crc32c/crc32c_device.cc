@@ -198,12 +198,8 @@ Status Crc32cDevice::Recompute(uint64_t r) {
 }
 
 bool Crc32cDevice::AnyUnknown(uint64_t r) const {
-  const uint64_t first = r * kPerRegion;
-  const uint64_t n = std::min<uint64_t>(kPerRegion, map().grains() - first);
-  for (uint64_t g = first; g < first + n; ++g) {
-    if (unknown_.Test(g)) return true;
-  }
-  return false;
+  const uint64_t end = std::min<uint64_t>((r + 1) * kPerRegion, map().grains());
+  return unknown_.NextSet(r * kPerRegion, end) < end;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -42,15 +42,9 @@ UnitMap::~UnitMap() = default;
 
 uint64_t UnitMap::NextWritten(uint64_t v) const {
   if (v >= grains_) return grains_;
-  uint64_t block = v / kBlockGrains;
-  uint64_t word = written_.Word(block / 64) & (~uint64_t{0} << (block % 64));
-  while (word == 0) {
-    block = (block / 64 + 1) * 64;
-    if (block * kBlockGrains >= grains_) return grains_;
-    word = written_.Word(block / 64);
-  }
-  const uint64_t first = (block / 64 * 64 + uint64_t(__builtin_ctzll(word))) * kBlockGrains;
-  return std::max(v, first);
+  const uint64_t blocks = (grains_ + kBlockGrains - 1) / kBlockGrains;
+  const uint64_t block = written_.NextSet(v / kBlockGrains, blocks);
+  return block == blocks ? grains_ : std::max(v, block * kBlockGrains);
 }
 
 uint64_t UnitMap::Enter(Journal& j) {

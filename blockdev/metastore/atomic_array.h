@@ -9,6 +9,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <new>
@@ -64,12 +65,19 @@ class AtomicBits {
   explicit AtomicBits(uint64_t bits = 0) : words_((bits + 63) / 64) {}
 
   uint64_t bytes() const { return words_.bytes(); }
-  // Word w: bits [64 w, 64 w + 64), bit i at 1 << (i % 64).
-  uint64_t Word(uint64_t w, std::memory_order o = std::memory_order_acquire) const {
-    return words_.Load(w, o);
-  }
   bool Test(uint64_t i, std::memory_order o = std::memory_order_acquire) const {
-    return Word(i / 64, o) & Bit(i);
+    return words_.Load(i / 64, o) & Bit(i);
+  }
+  // The first set bit in [i, end), or `end`: a word at a time.
+  uint64_t NextSet(uint64_t i, uint64_t end) const {
+    if (i >= end) return end;
+    uint64_t word = words_.Load(i / 64) & (~uint64_t{0} << (i % 64));
+    while (word == 0) {
+      i = (i / 64 + 1) * 64;
+      if (i >= end) return end;
+      word = words_.Load(i / 64);
+    }
+    return std::min(end, i / 64 * 64 + uint64_t(__builtin_ctzll(word)));
   }
   // Set and Clear return the bit as it was; `o` orders their write.
   bool Set(uint64_t i, std::memory_order o = std::memory_order_acq_rel) const {
@@ -80,6 +88,7 @@ class AtomicBits {
   }
 
  private:
+  // Word w holds bits [64 w, 64 w + 64), bit i at 1 << (i % 64).
   static uint64_t Bit(uint64_t i) { return uint64_t{1} << (i % 64); }
 
   AtomicArray<uint64_t> words_;
