@@ -59,7 +59,6 @@ Crc32cDevice::Crc32cDevice(DevicePtr lower, uint32_t grain, Superblock sb, bool 
                   {"checksum_errors", "regions_marked", "regions_cleaned"}),
       sb_(std::move(sb)),
       zero_crc_(Crc32c(std::vector<uint8_t>(grain, 0).data(), grain)),
-      read_only_(read_only),
       regions_(sb_.tables[kDirtyTable].entries),
       unknown_(sb_.tables[kCrcTable].entries),
       dirty_(sb_.tables[kDirtyTable].entries, 0) {}
@@ -173,7 +172,7 @@ Status Crc32cDevice::Recover() {
     ++recovered_regions_;
   }
   map().FinishLoad();
-  if (recovered_regions_ == 0 || read_only_) return OkStatus();  // read-only: in memory only
+  if (recovered_regions_ == 0 || read_only()) return OkStatus();  // read-only: in memory only
   // Clean them now. An open must not need new space: if the device below is full (a table page
   // not yet allocated on a thin device below), they stay dirty, and a later commit cleans them
   // (a crash before that recomputes them again).
@@ -249,7 +248,7 @@ std::string Crc32cDevice::ScrubGrain(uint64_t grain, uint64_t entry, const std::
   const uint32_t actual = EntryOf(Crc32c(stored, length));
   // (Unknown: recomputed at the next commit.)
   if (actual == entry || unknown_.Test(grain)) return {};
-  if (repair_ == CheckMode::kRepairAll && !read_only_) {
+  if (repair_ == CheckMode::kRepairAll && !read_only()) {
     // The data is what it is; accepting it makes reads succeed again (the damage stays).
     map().Load(grain, actual);
     repaired_.push_back(RegionOf(grain));
@@ -280,7 +279,7 @@ Status Crc32cDevice::WriteDirtyPages(const std::vector<uint64_t>& regions, IoFla
 
 Status Crc32cDevice::MarkDirty(const std::vector<uint64_t>& regions) {
   std::lock_guard lock(meta_mu_);
-  if (!formatted_ || read_only_) return MakeError(Errc::kReadOnly, "crc32c: read-only");
+  if (!formatted_ || read_only()) return MakeError(Errc::kReadOnly, "crc32c: read-only");
   std::vector<uint64_t> marked;
   for (uint64_t r : regions) {
     if (regions_.dirty(r)) continue;  // another thread marked it meanwhile
@@ -296,7 +295,7 @@ Status Crc32cDevice::MarkDirty(const std::vector<uint64_t>& regions) {
 Status Crc32cDevice::Commit(CommitKind kind) {
   internal::PhaseScope metadata(*this, CpuPhase::kMetadata);
   std::lock_guard lock(meta_mu_);
-  if (!formatted_ || read_only_) return OkStatus();
+  if (!formatted_ || read_only()) return OkStatus();
   std::vector<uint64_t> clean = regions_.PickClean(kind == CommitKind::kClose);
   // A region with grains whose write failed: their checksums from the data first (quiet: a
   // new write to it waits in MarkDirty for meta_mu_). Unreadable, it stays dirty.

@@ -85,7 +85,6 @@ class Crc32cDevice final : public GrainDevice {
 
   Superblock sb_;
   const uint32_t zero_crc_;
-  const bool read_only_;
   bool formatted_ = false;  // false: a read-only blank device (nothing on disk)
   DirtyRegions regions_;
   CheckMode repair_ = CheckMode::kReadOnly;  // during Check
