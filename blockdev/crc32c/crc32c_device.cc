@@ -121,10 +121,7 @@ Status Crc32cDevice::Format() {
   if (std::error_code ec = io_->Flush()) {
     return MakeError(ec, "crc32c: flush after zeroing: " + ec.message());
   }
-  Superblock first = sb_;
-  first.generation = 0;
-  VSTACK_RETURN_IF_ERROR(WriteSuperblock(*io_, first, "crc32c"));
-  VSTACK_RETURN_IF_ERROR(WriteSuperblock(*io_, sb_, "crc32c"));
+  VSTACK_RETURN_IF_ERROR(WriteNewSuperblocks(*io_, sb_, "crc32c"));
   formatted_ = true;
   set_formatted_now();
   return OkStatus();

@@ -100,11 +100,7 @@ Result<std::unique_ptr<MetaStore>> MetaStore::Format(BlockDevice& lower, Superbl
   if (std::error_code ec = io.Flush()) {
     return MakeError(ec, who + ": flush after zeroing the metadata area: " + ec.message());
   }
-  // Both slots, so a later torn superblock write always has a valid sibling.
-  Superblock first = sb;
-  first.generation = 0;
-  VSTACK_RETURN_IF_ERROR(WriteSuperblock(io, first, who));
-  VSTACK_RETURN_IF_ERROR(WriteSuperblock(io, sb, who));
+  VSTACK_RETURN_IF_ERROR(WriteNewSuperblocks(io, sb, who));
   store->sb_ = sb;
   return store;
 }

@@ -202,6 +202,13 @@ Status WriteSuperblock(SyncIo& io, const Superblock& sb, const std::string& who)
   return OkStatus();
 }
 
+Status WriteNewSuperblocks(SyncIo& io, const Superblock& sb, const std::string& who) {
+  Superblock first = sb;
+  first.generation = 0;
+  VSTACK_RETURN_IF_ERROR(WriteSuperblock(io, first, who));
+  return WriteSuperblock(io, sb, who);
+}
+
 void ByteWriter::U32(uint32_t v) {
   for (int i = 0; i < 4; ++i) bytes_.push_back(static_cast<uint8_t>(v >> (8 * i)));
 }
