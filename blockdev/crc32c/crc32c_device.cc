@@ -241,11 +241,11 @@ void Crc32cDevice::WriteFailed(uint64_t first, uint64_t count) {
 }
 
 std::string Crc32cDevice::ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
-                                     uint32_t length) {
+                                     uint32_t length, CheckMode mode) {
   const uint32_t actual = EntryOf(Crc32c(stored, length));
   // (Unknown: recomputed at the next commit.)
   if (actual == entry || unknown_.Test(grain)) return {};
-  if (repair_ == CheckMode::kRepairAll && !read_only()) {
+  if (mode == CheckMode::kRepairAll && !read_only()) {
     // The data is what it is; accepting it makes reads succeed again (the damage stays).
     map().Load(grain, actual);
     repaired_.push_back(RegionOf(grain));
@@ -336,7 +336,6 @@ Status Crc32cDevice::CloseLayer() {
 // Reporting and registration
 
 Status Crc32cDevice::Check(CheckMode mode, CheckResult* out) {
-  repair_ = mode;
   repaired_.clear();
   const uint64_t corrupt_before = out->corruptions;
   Status s = GrainDevice::Check(mode, out);
@@ -354,7 +353,6 @@ Status Crc32cDevice::Check(CheckMode mode, CheckResult* out) {
     s = MarkDirty(repaired_);
     if (s) s = Commit(CommitKind::kClose);
   }
-  repair_ = CheckMode::kReadOnly;
   std::lock_guard lock(meta_mu_);
   if (io_) io_ = std::make_unique<SyncIo>(lower_device());  // release the queue below
   return s;

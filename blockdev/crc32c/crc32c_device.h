@@ -65,7 +65,7 @@ class Crc32cDevice final : public GrainDevice {
   void AfterWrite(uint64_t first, uint64_t count) override;
   void WriteFailed(uint64_t first, uint64_t count) override;
   std::string ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
-                         uint32_t length) override;
+                         uint32_t length, CheckMode mode) override;
 
   // The map entry of a checksum (a different name from the engine's Stored hook, which it
   // would hide).
@@ -87,8 +87,7 @@ class Crc32cDevice final : public GrainDevice {
   const uint32_t zero_crc_;
   bool formatted_ = false;  // false: a read-only blank device (nothing on disk)
   DirtyRegions regions_;
-  CheckMode repair_ = CheckMode::kReadOnly;  // during Check
-  std::vector<uint64_t> repaired_;           // regions whose checksums a repair changed
+  std::vector<uint64_t> repaired_;  // regions whose checksums a repair changed (Check)
   // A bit per grain whose write failed below: its checksum is unknown until a commit
   // recomputes it.
   AtomicBits unknown_;

@@ -325,7 +325,7 @@ Status GrainDevice::Check(CheckMode mode, CheckResult* out) {
   map_.Check(mode, [this](uint64_t u) { return Holds(u); }, std::string(format_.name) + ": unit",
              out);
   CheckMore(mode, out);
-  Status s = Scrub(out);
+  Status s = Scrub(mode, out);
   if (s && out->repaired > repaired_before && store_ && !store_->read_only()) {
     s = Commit(CommitKind::kFlush);
   }
@@ -336,7 +336,7 @@ Status GrainDevice::Check(CheckMode mode, CheckResult* out) {
   return s;
 }
 
-Status GrainDevice::Scrub(CheckResult* out) {
+Status GrainDevice::Scrub(CheckMode mode, CheckResult* out) {
   constexpr uint64_t kChunk = 1 << 20;
   SyncIo io(lower_device());
   const uint32_t block = lower_device().geometry().logical_block;
@@ -354,7 +354,8 @@ Status GrainDevice::Scrub(CheckResult* out) {
     for (const auto& [v, e] : members) {
       const Location l = in_place() ? Location{v, 0, 0} : Locate(e);
       const uint64_t at = data_offset() + l.unit * grain() + l.offset;
-      std::string msg = ScrubGrain(v, e, buf.data() + (at - lo), l.raw() ? grain() : l.length);
+      std::string msg =
+          ScrubGrain(v, e, buf.data() + (at - lo), l.raw() ? grain() : l.length, mode);
       if (!msg.empty()) out->Corruption(std::move(msg));
     }
     members.clear();

@@ -221,10 +221,11 @@ class GrainDevice : public GrainLayer {
   // References the layer holds on `unit` besides map entries (for Check).
   virtual uint32_t Holds(uint64_t unit) const { return 0; }
   // Check: the layer's own consistency checks (no I/O), and a message for a stored grain whose
-  // bytes are wrong (scrub), or empty.
+  // bytes are wrong (scrub), or empty; with a repair mode, ScrubGrain may repair what the layer
+  // keeps for the grain (crc32c's repair-all accepts the data's checksum).
   virtual void CheckMore(CheckMode mode, CheckResult* out) {}
   virtual std::string ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
-                                 uint32_t length) { return {}; }
+                                 uint32_t length, CheckMode mode) { return {}; }
 
   // ---- What the engine offers. ---------------------------------------------------------------
 
@@ -306,7 +307,7 @@ class GrainDevice : public GrainLayer {
   // Discards `units` below in merged runs, then frees them. REQUIRES: the commit lock.
   void DiscardUnits(std::vector<uint64_t>& units);
   // Reads every stored grain (in runs of up to 1 MiB) and asks ScrubGrain.
-  Status Scrub(CheckResult* out);
+  Status Scrub(CheckMode mode, CheckResult* out);
 
   const GrainFormat format_;
   UnitMap map_;

@@ -94,7 +94,7 @@ class ZstdDevice final : public GrainDevice {
   uint32_t Holds(uint64_t unit) const override;
   void CheckMore(CheckMode mode, CheckResult* out) override;
   std::string ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
-                         uint32_t length) override;
+                         uint32_t length, CheckMode mode) override;
 
   // The figures of grains [first, first+count) (Space and SpaceOf).
   SpaceUsage Figures(uint64_t first, uint64_t count) const;
