@@ -109,19 +109,12 @@ Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, const GrainOptions& o, boo
 Status Crc32cDevice::Format() {
   sb_.volume_id = RandomBits64();
   io_ = std::make_unique<SyncIo>(lower_device());
-  // The tables zeroed and allocated (reserved: a full filesystem cannot fail marking a region
-  // dirty), the data zeroed and unmapped.
-  const uint64_t data = sb_.data_offset, end = data + geometry().size_bytes;
-  if (std::error_code ec = io_->WriteZeroes(kSuperblockBytes, data - kSuperblockBytes)) {
-    return MakeError(ec, "crc32c: cannot reserve the metadata area: " + ec.message());
-  }
-  if (std::error_code ec = io_->WriteZeroes(data, end - data, kIoMayUnmap)) {
+  // The data zeroed and unmapped; then the tables zeroed and allocated (reserved: a full
+  // filesystem cannot fail marking a region dirty), flushed, and the superblocks.
+  if (std::error_code ec = io_->WriteZeroes(sb_.data_offset, geometry().size_bytes, kIoMayUnmap)) {
     return MakeError(ec, "crc32c: cannot zero the device below: " + ec.message());
   }
-  if (std::error_code ec = io_->Flush()) {
-    return MakeError(ec, "crc32c: flush after zeroing: " + ec.message());
-  }
-  VSTACK_RETURN_IF_ERROR(WriteNewSuperblocks(*io_, sb_, "crc32c"));
+  VSTACK_RETURN_IF_ERROR(FormatMetadata(*io_, sb_, "crc32c"));
   formatted_ = true;
   set_formatted_now();
   return OkStatus();

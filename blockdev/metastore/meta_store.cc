@@ -88,19 +88,7 @@ Result<std::unique_ptr<MetaStore>> MetaStore::Format(BlockDevice& lower, Superbl
   if (IoQueue* q = io.queue(); q == nullptr) {
     return Annotate(io.open_error(), who + ": cannot open a queue of the device below");
   }
-  const uint64_t zero_from = sb.journal_offset;
-  const uint64_t zero_len = sb.data_offset - zero_from;
-  // Zeroed and allocated (no kIoMayUnmap): the metadata area is reserved where the device
-  // below can (fallocate on a file), so that a full filesystem fails data writes, never the
-  // journal or a checkpoint.
-  if (std::error_code ec = io.WriteZeroes(zero_from, zero_len)) {
-    return MakeError(ec, who + ": cannot zero the metadata area [" + std::to_string(zero_from) +
-                             ", " + std::to_string(sb.data_offset) + "): " + ec.message());
-  }
-  if (std::error_code ec = io.Flush()) {
-    return MakeError(ec, who + ": flush after zeroing the metadata area: " + ec.message());
-  }
-  VSTACK_RETURN_IF_ERROR(WriteNewSuperblocks(io, sb, who));
+  VSTACK_RETURN_IF_ERROR(FormatMetadata(io, sb, who));
   store->sb_ = sb;
   return store;
 }

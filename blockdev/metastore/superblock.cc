@@ -202,7 +202,18 @@ Status WriteSuperblock(SyncIo& io, const Superblock& sb, const std::string& who)
   return OkStatus();
 }
 
-Status WriteNewSuperblocks(SyncIo& io, const Superblock& sb, const std::string& who) {
+Status FormatMetadata(SyncIo& io, const Superblock& sb, const std::string& who) {
+  const uint64_t zero_from = sb.journal_offset;
+  // Zeroed and allocated (no kIoMayUnmap): the metadata area is reserved where the device below
+  // can (fallocate on a file), so that a full filesystem fails data writes, never metadata ones.
+  if (std::error_code ec = io.WriteZeroes(zero_from, sb.data_offset - zero_from)) {
+    return MakeError(ec, who + ": cannot zero the metadata area [" + std::to_string(zero_from) +
+                             ", " + std::to_string(sb.data_offset) + "): " + ec.message());
+  }
+  if (std::error_code ec = io.Flush()) {
+    return MakeError(ec, who + ": flush after zeroing the metadata area: " + ec.message());
+  }
+  // Both slots, so a later torn superblock write always has a valid sibling.
   Superblock first = sb;
   first.generation = 0;
   VSTACK_RETURN_IF_ERROR(WriteSuperblock(io, first, who));

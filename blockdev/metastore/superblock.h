@@ -70,9 +70,10 @@ Result<Superblock> ReadSuperblock(SyncIo& io, std::string_view magic, const std:
 bool HoldsSuperblockMagic(SyncIo& io, std::string_view magic);
 // Writes `sb` to slot sb.generation % 2 with FUA.
 Status WriteSuperblock(SyncIo& io, const Superblock& sb, const std::string& who);
-// Formatting: writes both slots, a copy of `sb` with generation 0 to slot 0, then `sb` (planned
-// with generation 1), so that a later torn superblock write always has a valid sibling.
-Status WriteNewSuperblocks(SyncIo& io, const Superblock& sb, const std::string& who);
+// Formats the metadata of a new `sb` (a planned one, generation 1) through `io`: zeroes the area
+// [journal_offset, data_offset) (allocated, not unmapped), flushes, then writes both slots, a
+// copy with generation 0 to slot 0 and then `sb`.
+Status FormatMetadata(SyncIo& io, const Superblock& sb, const std::string& who);
 
 // Little-endian field encoding for superblock payloads.
 class ByteWriter {
