@@ -72,8 +72,8 @@ Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, const GrainOptions& o, boo
     VSTACK_ASSIGN_OR_RETURN(Superblock planned, Plan(o.grain, lower_size));
     auto* dev = new Crc32cDevice(std::move(lower), o.grain, std::move(planned), read_only);
     DevicePtr owned(dev);
-    if (read_only) return owned;  // blank: all zeros, which the zero checksums describe
-    VSTACK_RETURN_IF_ERROR(dev->Format());
+    // Read-only, it stays blank: all zeros, which the zero checksums describe.
+    if (!read_only) VSTACK_RETURN_IF_ERROR(dev->Format());
     return owned;
   }
   Superblock& sb = *below.sb;
