@@ -322,8 +322,7 @@ void GrainDevice::BaseProperties(PropertyList& out) const {
 
 Status GrainDevice::Check(CheckMode mode, CheckResult* out) {
   const uint64_t repaired_before = out->repaired;
-  map_.Check(mode, [this](uint64_t u) { return Holds(u); }, std::string(format_.name) + ": unit",
-             out);
+  map_.Check(mode, std::string(format_.name) + ": unit", out);
   CheckMore(mode, out);
   Status s = Scrub(mode, out);
   if (s && out->repaired > repaired_before && store_ && !store_->read_only()) {

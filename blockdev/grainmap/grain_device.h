@@ -134,7 +134,8 @@ class GrainIo {
   // stored fragment's unit is referenced from this call on (until the write fails, or its
   // grain is remapped again), so the layer may Unhold the unit as soon as Packed returns.
   virtual void Packed(void* grain, uint64_t entry, std::error_code status) = 0;
-  // References held by the layer (a bin being filled) and new units, as in GrainWrite.
+  // References held by the layer (a bin being filled; the engine counts them for Check, and
+  // Unhold drops one this queue holds) and new units, as in GrainWrite.
   virtual void Hold(uint64_t unit) = 0;
   virtual void Unhold(uint64_t unit) = 0;
   virtual bool TakeUnit(uint64_t* unit) = 0;
@@ -218,8 +219,6 @@ class GrainDevice : public GrainLayer {
                        const std::function<bool(uint64_t)>& free_if) {
     for (uint64_t u : units) free_if(u);
   }
-  // References the layer holds on `unit` besides map entries (for Check).
-  virtual uint32_t Holds(uint64_t unit) const { return 0; }
   // Check: the layer's own consistency checks (no I/O), and a message for a stored grain whose
   // bytes are wrong (scrub), or empty; with a repair mode, ScrubGrain may repair what the layer
   // keeps for the grain (crc32c's repair-all accepts the data's checksum).

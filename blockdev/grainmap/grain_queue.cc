@@ -33,7 +33,7 @@ GrainQueue::~GrainQueue() {
 
 void GrainQueue::Unhold(uint64_t unit) {
   std::lock_guard lock(journal_->mu);
-  map_.DropRef(*journal_, unit);
+  map_.Unhold(*journal_, unit);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -135,6 +135,16 @@ void UnitMap::DropRef(Journal& j, uint64_t unit) {
   j.released.push_back(unit);
 }
 
+void UnitMap::Hold(Journal& j, uint64_t unit) {
+  AddRef(j, unit);
+  ++*j.held.Insert(unit).first;
+}
+
+void UnitMap::Unhold(Journal& j, uint64_t unit) {
+  if (--*j.held.Find(unit) == 0) j.held.Erase(unit);
+  DropRef(j, unit);
+}
+
 void UnitMap::CancelRef(Journal& j, uint64_t unit) {
   if (refs_[unit].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   j.used.store(j.used.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
@@ -334,8 +344,7 @@ UnitMap::Usage UnitMap::usage() const {
   return u;
 }
 
-void UnitMap::Check(CheckMode mode, const std::function<uint32_t(uint64_t)>& holds,
-                    const std::string& who, CheckResult* out) {
+void UnitMap::Check(CheckMode mode, const std::string& who, CheckResult* out) {
   if (units_ == 0) return;
   AtomicArray<uint32_t> derived(units_);
   for (uint64_t v = NextWritten(0); v < grains_; v = NextWritten(v + 1)) {
@@ -345,9 +354,11 @@ void UnitMap::Check(CheckMode mode, const std::function<uint32_t(uint64_t)>& hol
   std::lock_guard lock(journals_mu_);
   std::vector<uint64_t> spoken_for = carry_.released;  // awaiting a commit or readers, reserved
   for (auto [u, t] : waiting_) spoken_for.push_back(u);
+  FlatMap<uint32_t> held;  // by every queue
   for (const auto& j : journals_) {
     spoken_for.insert(spoken_for.end(), j->released.begin(), j->released.end());
     for (uint64_t u = j->next; u < j->end; ++u) spoken_for.push_back(u);
+    j->held.ForEach([&](uint64_t u, uint32_t n) { *held.Insert(u).first += n; });
   }
   SortUnique(spoken_for);
   std::lock_guard al(alloc_mu_);
@@ -356,7 +367,8 @@ void UnitMap::Check(CheckMode mode, const std::function<uint32_t(uint64_t)>& hol
                     " (a unit freed twice may be handed out twice)");
   }
   for (uint64_t u = 0; u < units_; ++u) {
-    const uint32_t d = derived.Load(u), r = refs_.Load(u), h = holds(u);
+    const uint32_t* holds = held.Find(u);
+    const uint32_t d = derived.Load(u), r = refs_.Load(u), h = holds ? *holds : 0;
     const std::string name = who + " " + std::to_string(u);
     if (r != d + h) {
       out->Corruption(name + ": reference count " + std::to_string(r) + " in memory but " +

@@ -45,6 +45,7 @@
 
 #include "blockdev/metastore/atomic_array.h"
 #include "blockdev/metastore/bitmap_allocator.h"
+#include "blockdev/metastore/flat_map.h"
 #include "lib/block_device.h"
 
 namespace vstack {
@@ -99,6 +100,7 @@ class UnitMap {
     std::mutex mu;
     std::vector<uint64_t> grains, stored, released;
     std::atomic<uint64_t> next{0}, end{0};  // the reserve: free units [next, end)
+    FlatMap<uint32_t> held;  // units the queue holds (Hold) -> holds; its thread's, and Check's
     // Usage deltas, written by the owner thread only.
     std::atomic<int64_t> live{0}, zeros{0}, used{0};
     bool closed = false;
@@ -114,6 +116,10 @@ class UnitMap {
   void Remap(Journal& j, uint64_t v, uint64_t e, bool counted);
   void AddRef(Journal& j, uint64_t unit);
   void DropRef(Journal& j, uint64_t unit);
+  // A reference the queue holds besides map entries (GrainIo::Hold: a bin being filled),
+  // counted for Check. Unhold drops one the queue holds.
+  void Hold(Journal& j, uint64_t unit);
+  void Unhold(Journal& j, uint64_t unit);
   // Takes back a reference AddRef took on a unit that no entry ever named and that the caller
   // is about to give back (GiveBack): a failed write's share of a grain it stored itself. Not a
   // release, so no commit frees the unit a second time.
@@ -169,11 +175,10 @@ class UnitMap {
     uint64_t allocated = 0;  // units not free (used, reserved, in flight, awaiting a commit)
   };
   Usage usage() const;
-  // References against the map (plus holds(unit)), units the map uses that the allocator
-  // has free, and units allocated but unused (lost; freed with a repair mode). `who` names the
-  // layer and the kind of unit ("zstd: bin").
-  void Check(CheckMode mode, const std::function<uint32_t(uint64_t)>& holds,
-             const std::string& who, CheckResult* out);
+  // References against the map (plus the queues' holds), units the map uses that the
+  // allocator has free, and units allocated but unused (lost; freed with a repair mode). `who`
+  // names the layer and the kind of unit ("zstd: bin").
+  void Check(CheckMode mode, const std::string& who, CheckResult* out);
   uint64_t memory_bytes() const;
 
  private:

@@ -6,8 +6,7 @@
 namespace vstack {
 
 PackingQueue::PackingQueue(ZstdDevice& dev, GrainIo& io)
-    : dev_(dev),
-      io_(io),
+    : io_(io),
       grain_(dev.grain()),
       block_(dev.lower_device().geometry().logical_block),
       compressor_(dev.level()),
@@ -34,7 +33,6 @@ void PackingQueue::Pack(void* grain, const std::byte* bytes, uint32_t length, ui
       return io_.Packed(grain, 0, Errc::kNoSpace);
     }
     io_.Hold(bin);
-    dev_.Held(bin, true);
     b = Activate(static_cast<uint32_t>(bin), 0);
   }
   bool full = false;
@@ -99,7 +97,6 @@ void PackingQueue::Seal(Bin* b, uint32_t free) {
 void PackingQueue::SealHole(const Hole& h) {
   io_.Count(ZstdDevice::kSealedBins);
   io_.Count(ZstdDevice::kSealedFreeBytes, h.free);
-  dev_.Held(h.bin, false);
   io_.Unhold(h.bin);
 }
 
@@ -112,7 +109,6 @@ void PackingQueue::Settle(Bin* b) {
   if (!b->waiting.empty()) return WriteBin(b);
   if (!b->closed) return;
   if (!b->to_hole) {
-    dev_.Held(b->bin, false);
     io_.Unhold(b->bin);
   } else if (std::optional<Hole> sealed = packer_.Retire(b->bin, grain_ - b->fill)) {
     SealHole(*sealed);

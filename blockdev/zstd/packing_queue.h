@@ -83,7 +83,6 @@ class PackingQueue final : public GrainDevice::QueueState {
   static void OnWritten(void* ctx, std::error_code status);
   static void OnTailRead(void* ctx, std::error_code status);
 
-  ZstdDevice& dev_;
   GrainIo& io_;
   const uint32_t grain_;
   const uint32_t block_;  // logical block below

@@ -127,20 +127,6 @@ std::string ZstdDevice::BadEntry(uint64_t entry) const {
          " bytes";
 }
 
-void ZstdDevice::Held(uint64_t bin, bool held) {
-  std::lock_guard lock(held_mu_);
-  if (held) {
-    held_.Insert(bin);
-  } else {
-    held_.Erase(bin);
-  }
-}
-
-uint32_t ZstdDevice::Holds(uint64_t unit) const {
-  std::lock_guard lock(held_mu_);
-  return held_.Contains(unit) ? 1 : 0;
-}
-
 void ZstdDevice::CheckMore(CheckMode mode, CheckResult* out) {
   std::map<uint64_t, std::vector<std::pair<uint64_t, Location>>> by_bin;
   for (uint64_t v = 0; v < map().grains(); ++v) {

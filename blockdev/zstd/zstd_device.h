@@ -16,10 +16,8 @@
 #define VSTACK_BLOCKDEV_ZSTD_ZSTD_DEVICE_H_
 
 #include <memory>
-#include <mutex>
 
 #include "blockdev/grainmap/grain_device.h"
-#include "blockdev/metastore/flat_map.h"
 #include "blockdev/zstd/size_rule.h"
 
 namespace vstack {
@@ -76,9 +74,6 @@ class ZstdDevice final : public GrainDevice {
     kTailReads,        // lower blocks read back to add to a hole (bin_packer.h)
   };
 
-  // Bins held open by packing queues (packing_queue.h): Hold/Unhold besides the engine's.
-  void Held(uint64_t bin, bool held);
-
  private:
   ZstdDevice(DevicePtr lower, const Header& h, const ZstdOptions& o,
              std::unique_ptr<MetaStore> store, uint64_t data_offset, bool read_only);
@@ -91,7 +86,6 @@ class ZstdDevice final : public GrainDevice {
   Location Locate(uint64_t entry) const override;
   bool Decode(QueueState* qs, const std::byte* stored, uint32_t length, std::byte* out) override;
   std::string BadEntry(uint64_t entry) const override;
-  uint32_t Holds(uint64_t unit) const override;
   void CheckMore(CheckMode mode, CheckResult* out) override;
   std::string ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
                          uint32_t length, CheckMode mode) override;
@@ -102,8 +96,6 @@ class ZstdDevice final : public GrainDevice {
   const int level_;
   const uint32_t open_bins_;
   const SizeRule rule_;
-  mutable std::mutex held_mu_;
-  FlatSet held_;  // under held_mu_
 };
 
 }  // namespace vstack
