@@ -10,6 +10,7 @@
 #include "blockdev/grainmap/grain_queue_op.h"
 #include "lib/cpu_tag.h"
 #include "lib/iovec.h"
+#include "lib/progress.h"
 
 namespace vstack {
 
@@ -67,9 +68,11 @@ void GrainQueue::DoPoll(bool wait) {
   if (std::exchange(need_commit_, false)) {
     // A write that found no room after a commit may wait for another queue's reader to leave,
     // whose thread the scheduler can hold off for a while: back off (10 us, doubling, at most
-    // 82 ms; about 0.3 s over all the tries) before the next commit, instead of committing
-    // again and again within the other thread's time slice.
-    if (room_wait_ > 0) {
+    // 82 ms; about 0.25 s over all the tries) before the next commit, instead of committing
+    // again and again within the other thread's time slice. Not under a simulator
+    // (lib/progress.h): its threads run on this one, so a sleep lets none of them run; its
+    // schedules already try every interleaving.
+    if (room_wait_ > 0 && CurrentProgressWaiter() == nullptr) {
       std::this_thread::sleep_for(std::chrono::microseconds(10 << std::min(room_wait_ - 1, 13)));
     }
     room_wait_ = 0;
