@@ -71,7 +71,7 @@ void GrainQueue::DoPoll(bool wait) {
     // 82 ms; about 0.25 s over all the tries) before the next commit, instead of committing
     // again and again within the other thread's time slice. Not under a simulator
     // (lib/progress.h): its threads run on this one, so a sleep lets none of them run; its
-    // schedules already try every interleaving.
+    // seeded schedules interleave them instead.
     if (room_wait_ > 0 && CurrentProgressWaiter() == nullptr) {
       std::this_thread::sleep_for(std::chrono::microseconds(10 << std::min(room_wait_ - 1, 13)));
     }
