@@ -32,6 +32,11 @@ GrainQueue::~GrainQueue() {
   map_.Detach(journal_);
 }
 
+void GrainQueue::Hold(uint64_t unit) {
+  std::lock_guard lock(journal_->mu);  // as every reference change (UnitMap: "Changes")
+  map_.Hold(*journal_, unit);
+}
+
 void GrainQueue::Unhold(uint64_t unit) {
   std::lock_guard lock(journal_->mu);
   map_.Unhold(*journal_, unit);

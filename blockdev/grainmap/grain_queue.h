@@ -41,7 +41,7 @@ class GrainQueue final : public LayerQueue, public GrainIo {
   void Issue(Op op, uint64_t offset, std::byte* buf, uint32_t length, Done done,
              void* ctx) override;
   void Packed(void* grain, uint64_t entry, std::error_code status) override;
-  void Hold(uint64_t unit) override { map_.Hold(*journal_, unit); }
+  void Hold(uint64_t unit) override;
   void Unhold(uint64_t unit) override;
   bool TakeUnit(uint64_t* unit) override { return map_.TakeUnit(*journal_, unit); }
   // (HistoricalBug::kCommitWithoutQuiesce skips the wait, for the simulator's test.)
