@@ -56,13 +56,14 @@ uint64_t BytesOf(const IoRequest& r) { return r.op == Op::kFlush ? 0 : r.length;
 
 // The time shared through a stack on this thread (StatsMode::kLatency queues only, see
 // lib/stats.h). Submit and Poll start a fresh context and restore the caller's on return; a
-// Drain sets one around each callback of a completed request.
+// Drain sets one around each callback of a completed request. A context lives on the stack of
+// the call that set it; the thread points at the current one (null: none), so that setting and
+// restoring one is a pointer store, not a copy.
 //
 // Paths are copied whole (kMaxStackDepth entries, a fixed 32-byte copy, not a loop per level):
 // a timed queue keeps every entry of a request's path_ns_ above the levels it has filled at 0
 // (Admit zeroes all, LinkTime and CompleteTimed keep them 0), so a whole copy carries the same
 // values as a copy of the filled levels.
-// Four words, saved and restored around every Submit, Poll and timed callback.
 struct TimeContext {
   // A timestamp a Submit takes instead of reading the clock (0: read). In a callback: the
   // lower request's completion time.
@@ -73,16 +74,17 @@ struct TimeContext {
   bool in_callback = false;  // a lower request's callback is running: the fields above are set
   bool linked = false;       // ... and it completed a request of this thread's upper queue
 };
-thread_local TimeContext t_time;
+constinit thread_local TimeContext* t_time = nullptr;
 
-// Restores the caller's context when a Submit or Poll returns.
+// Sets a fresh context (sharing `now`) for a Submit or Poll and restores the caller's when it
+// returns.
 class ScopedTime {
  public:
   ScopedTime(bool active, uint64_t now) : active_(active) {
     if (!active_) return;
+    context_.now = now;
     saved_ = t_time;
-    t_time = TimeContext{};
-    t_time.now = now;
+    t_time = &context_;
   }
   ~ScopedTime() {
     if (active_) t_time = saved_;
@@ -90,7 +92,8 @@ class ScopedTime {
 
  private:
   bool active_;
-  TimeContext saved_;
+  TimeContext* saved_ = nullptr;
+  TimeContext context_;
 };
 
 uint32_t Saturate32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(v); }
@@ -307,7 +310,8 @@ void IoQueue::SubmitBatch(std::span<IoRequest* const> batch, bool forwarded) {
   const bool timed = stats_.latency();
   // One clock read per batch, or none when the caller shares its time (a layer submitting
   // from its own Submit, or from a completion callback).
-  const uint64_t now = !timed ? 0 : t_time.now != 0 ? t_time.now : NowNs();
+  const uint64_t shared = timed && t_time != nullptr ? t_time->now : 0;
+  const uint64_t now = !timed ? 0 : shared != 0 ? shared : NowNs();
   ScopedTime scope(timed, now);
   // From here on the device's code runs; the requests' callbacks will run as their submitter's.
   TagScope tag(cpu_tag_);
@@ -354,24 +358,25 @@ void IoQueue::SubmitBatch(std::span<IoRequest* const> batch, bool forwarded) {
 }
 
 void IoQueue::LinkTime(IoRequest& req) {
-  if (!t_time.in_callback) return;
+  TimeContext* const ctx = t_time;
+  if (ctx == nullptr || !ctx->in_callback) return;
   // Completed from a lower request's callback: its completion time is ours, its latency is
   // the time below us, its path continues ours.
-  req.done_ns_ = t_time.now;
-  req.below_ns_ = t_time.latency_ns;
-  t_time.linked = true;
-  if (t_time.path_levels <= level_) {
+  req.done_ns_ = ctx->now;
+  req.below_ns_ = ctx->latency_ns;
+  ctx->linked = true;
+  if (ctx->path_levels <= level_) {
     // The common case, a lower request from a level below ours: its path is 0 from our level
     // up, so the whole copy leaves our level at 0 (our own time comes at completion).
-    std::memcpy(req.path_ns_, t_time.path_ns, sizeof req.path_ns_);
+    std::memcpy(req.path_ns_, ctx->path_ns, sizeof req.path_ns_);
     return;
   }
-  std::memcpy(req.path_ns_, t_time.path_ns, level_ * sizeof(uint32_t));
+  std::memcpy(req.path_ns_, ctx->path_ns, level_ * sizeof(uint32_t));
   // Levels at or above ours (a lower request from a side chain as deep as we are, such as a
   // differencing image's parent) count as our own time, so that the path still adds up.
   uint64_t extra = 0;
   for (int l = level_; l < kMaxStackDepth; ++l) {
-    extra += t_time.path_ns[l];
+    extra += ctx->path_ns[l];
     req.path_ns_[l] = 0;
   }
   req.path_ns_[level_] = Saturate32(extra);
@@ -490,8 +495,8 @@ void IoQueue::CompleteTimed(IoRequest& r, uint64_t& batch_now, uint64_t& last, b
     path[level_] = 0;
     ctx.path_levels = level_;
   }
-  const TimeContext saved = t_time;
-  t_time = ctx;
+  TimeContext* const saved = t_time;
+  t_time = &ctx;
   if (r.on_complete) {
     if (own) {
       RunCallback(r);
@@ -499,8 +504,8 @@ void IoQueue::CompleteTimed(IoRequest& r, uint64_t& batch_now, uint64_t& last, b
       r.on_complete(r);  // our own child's: this queue's code
     }
   }
-  const bool linked = t_time.linked;
   t_time = saved;
+  const bool linked = ctx.linked;
   // Nobody above completed from this callback: the request's path ends here.
   if (own && !linked) stats_.OnPathEnd(path, level_ + 1, ctx.latency_ns);
 }
