@@ -114,18 +114,32 @@ std::string Gap(const StackSummary& s, const StackSummary& base) {
        Compared("p99", s.p99_ratio) + "; " + overhead + ".";
   const Attribution& a = s.attribution;
   g += AttributionSentence(a, s.cpu_ratio, base.name);
-  if (!a.layers.empty() && !base.attribution.layers.empty()) {
-    const LayerCost& dev = a.layers.back();
-    const LayerCost& bdev = base.attribution.layers.back();
-    g += " The device below gets " + Fmt("%.2f", dev.in_total) + " requests per guest I/O (" +
-         base.name + ": " + Fmt("%.2f", bdev.in_total) + ") and spends " +
-         Fmt("%.1f us", dev.self_us_per_io) + " per guest I/O (" + base.name + ": " +
-         Fmt("%.1f us", bdev.self_us_per_io) + ").";
-  }
+  g += DeviceSentence(a, base.attribution, base.name);
   return g;
 }
 
 }  // namespace
+
+std::string DeviceSentence(const Attribution& a, const Attribution& base,
+                           const std::string& base_name) {
+  if (a.layers.empty() || base.layers.empty()) return "";
+  const LayerCost& dev = a.layers.back();
+  const LayerCost& bdev = base.layers.back();
+  std::string g = " The device below gets " + Fmt("%.2f", dev.in_total) +
+                  " requests per guest I/O (" + base_name + ": " + Fmt("%.2f", bdev.in_total) +
+                  ") and spends " + Fmt("%.1f us", dev.self_us_per_io) + " per guest I/O (" +
+                  base_name + ": " + Fmt("%.1f us", bdev.self_us_per_io) + ").";
+  constexpr double kWorkersShown = 0.05;  // us of CPU per guest I/O
+  if (a.cpu_sampled && base.cpu_sampled &&
+      std::max(a.outside_uring_us_per_io, base.outside_uring_us_per_io) >= kWorkersShown) {
+    g += " io_uring's kernel workers ran " + Fmt("%.2f us", a.outside_uring_us_per_io) +
+         " of CPU per guest I/O (" + base_name + ": " +
+         Fmt("%.2f us", base.outside_uring_us_per_io) +
+         "): the kernel hands them the requests it cannot serve without blocking (a write that "
+         "allocates file space, as into a hole a discard punched; a flush).";
+  }
+  return g;
+}
 
 Spread SpreadOf(std::vector<double> v) {
   Spread s;

@@ -100,6 +100,15 @@ bool PrecisionReached(const MatrixSummary& s, double precision);
 // 10% of capacity in a round, and the precision not reached), "" otherwise.
 std::string NoiseWarning(const MatrixSummary& s, double precision);
 
+// The device below in words, against the baseline's (`base`, named `base_name`): the requests
+// it gets and the time it spends per guest I/O, and, when io_uring's kernel workers ran for
+// either stack (0.05 us of CPU per guest I/O or more, both sampled), their CPU per guest I/O:
+// the kernel hands a worker each request it cannot serve without blocking (a write that must
+// allocate file space, such as into a hole a discard punched; a flush), which is where a
+// device's extra time often goes. "" when either has no layers.
+std::string DeviceSentence(const Attribution& a, const Attribution& base,
+                           const std::string& base_name);
+
 // The baseline is the first stack that produced a measurement.
 MatrixSummary Summarize(const MatrixResult& m);
 

@@ -10,6 +10,7 @@
 
 #include "bench/workload/attribution.h"
 #include "bench/workload/stack_stats.h"
+#include "bench/workload/summary.h"
 #include "formats/vhd/vhd_create.h"
 #include "formats/vhd/vhd_device.h"
 #include "lib/aligned_buffer.h"
@@ -147,6 +148,43 @@ TEST(SelfTime, AVhdAllocationIsTheLayersOwnIoApartFromTheGuestData) {
   EXPECT_GT(v.out_total, v.in_total);
   EXPECT_GE(v.own_device_us_per_io, 0.0);
   EXPECT_NE(v.words.find("its own I/O below"), std::string::npos) << v.words;
+}
+
+// The device sentence of the gap: io_uring's workers are named, with the baseline's figure,
+// when either stack's ran at least 0.05 us of CPU per guest I/O, and only when both were sampled.
+TEST(DeviceSentence, NamesTheIoUringWorkersWhenEitherStackUsedThem) {
+  Attribution a, base;
+  a.layers.resize(2);
+  base.layers.resize(1);
+  a.layers.back().in_total = 1.04;
+  a.layers.back().self_us_per_io = 381.3;
+  base.layers.back().in_total = 1.0;
+  base.layers.back().self_us_per_io = 260.6;
+  a.cpu_sampled = base.cpu_sampled = true;
+  a.outside_uring_us_per_io = 0.75;
+  const std::string with = DeviceSentence(a, base, "raw");
+  EXPECT_NE(with.find("gets 1.04 requests per guest I/O (raw: 1.00) and spends 381.3 us per "
+                      "guest I/O (raw: 260.6 us)."),
+            std::string::npos)
+      << with;
+  EXPECT_NE(with.find("io_uring's kernel workers ran 0.75 us of CPU per guest I/O (raw: 0.00 us)"),
+            std::string::npos)
+      << with;
+
+  // The baseline's workers alone are enough to name them (for this stack: 0.00).
+  std::swap(a.outside_uring_us_per_io, base.outside_uring_us_per_io);
+  EXPECT_NE(DeviceSentence(a, base, "raw").find("workers ran 0.00 us of CPU per guest I/O (raw: 0.75 us)"),
+            std::string::npos);
+
+  a.outside_uring_us_per_io = 0.04;
+  base.outside_uring_us_per_io = 0.0;
+  EXPECT_EQ(DeviceSentence(a, base, "raw").find("workers"), std::string::npos);
+
+  a.outside_uring_us_per_io = 0.75;
+  base.cpu_sampled = false;  // no CPU figures for the baseline: nothing to compare with
+  EXPECT_EQ(DeviceSentence(a, base, "raw").find("workers"), std::string::npos);
+
+  EXPECT_EQ(DeviceSentence(Attribution{}, base, "raw"), "");
 }
 
 }  // namespace
