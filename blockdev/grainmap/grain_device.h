@@ -240,13 +240,16 @@ class GrainDevice : public GrainLayer {
   enum class CommitKind { kFlush, kDue, kMakeRoom, kClose };
   virtual Status Commit(CommitKind kind);
   // True when a queue should commit before its next batch: its share of a journal's worth of
-  // records is pending, or of a quarter of the units. (Released units are reused only after a
-  // commit, so the second bounds the garbage a small layer holds; under another thin layer,
-  // such as dedup over zstd, that garbage fills the layer below until a commit lets it go.)
+  // records is pending, or of a quarter of the units, or of the units free now (at least 8
+  // records). (Released units are reused only after a commit, so the last two bound the garbage
+  // a layer holds, the third ever tighter as the room shrinks; under another thin layer, such
+  // as dedup over zstd, that garbage fills the layer below until a commit lets it go.)
   bool commit_due(size_t pending_records) const {
     const size_t queues = std::max<size_t>(1, open_queues());
     return pending_records * 16 > commit_threshold_ / queues ||
-           (map_.units() != 0 && pending_records * 4 > map_.units() / queues);
+           (map_.units() != 0 && (pending_records * 4 > map_.units() / queues ||
+                                  (pending_records >= 8 &&
+                                   pending_records * queues > map_.free_units_hint())));
   }
 
   // Reading the map of [offset, offset+length): zero and unmapped grains (kCapExtents).

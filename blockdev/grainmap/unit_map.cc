@@ -36,7 +36,8 @@ UnitMap::UnitMap(uint64_t grains, uint32_t entry_bytes, uint64_t units)
       dirty_(units ? grains : 0),
       refs_(units),
       released_in_(units),
-      alloc_(units) {}
+      alloc_(units),
+      free_hint_(units) {}
 
 UnitMap::~UnitMap() = default;
 
@@ -100,6 +101,7 @@ void UnitMap::Detach(Journal* j) {
   j->closed = true;
   std::lock_guard al(alloc_mu_);
   GiveBackReserve(*j);
+  NoteFree();
 }
 
 void UnitMap::GiveBackReserve(Journal& j) {  // REQUIRES alloc_mu_
@@ -165,6 +167,7 @@ void UnitMap::Reserve(Journal& j, uint64_t n) {
     j.end.store(*first + count, std::memory_order_relaxed);
     j.next.store(*first, std::memory_order_relaxed);
   }
+  NoteFree();
 }
 
 bool UnitMap::TakeUnit(Journal& j, uint64_t* unit) {
@@ -183,6 +186,7 @@ void UnitMap::GiveBack(uint64_t unit) {
   assert(refs_.Load(unit) == 0);  // a reference left would release it again: freed twice
   std::lock_guard lock(alloc_mu_);
   FreeUnit(unit);
+  NoteFree();
 }
 
 void UnitMap::FreeUnit(uint64_t unit) {  // REQUIRES alloc_mu_
@@ -281,6 +285,7 @@ void UnitMap::Reclaim(Capture& c, const Reclaimer& reclaim, std::vector<uint64_t
   });
   std::lock_guard lock(alloc_mu_);
   for (uint64_t u : *freed) FreeUnit(u);
+  NoteFree();
 }
 
 uint64_t UnitMap::free_units() const {
@@ -291,16 +296,19 @@ uint64_t UnitMap::free_units() const {
 void UnitMap::TakeAged(std::vector<uint64_t>* out, uint64_t keep, uint64_t min_run) {
   std::lock_guard lock(alloc_mu_);
   alloc_.TakeAged(out, keep, min_run);
+  NoteFree();
 }
 
 void UnitMap::TakeStale(std::vector<uint64_t>* out) {
   std::lock_guard lock(alloc_mu_);
   alloc_.TakeStale(out);
+  NoteFree();
 }
 
 void UnitMap::FinishDiscard(const std::vector<uint64_t>& units) {
   std::lock_guard lock(alloc_mu_);
   alloc_.FreeDiscarded(units);
+  NoteFree();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -328,6 +336,7 @@ void UnitMap::FinishLoad() {
     alloc_.MarkUsed(u);
     ++base_.used;
   }
+  NoteFree();
 }
 
 UnitMap::Usage UnitMap::usage() const {
@@ -387,6 +396,7 @@ void UnitMap::Check(CheckMode mode, const std::string& who, CheckResult* out) {
       }
     }
   }
+  NoteFree();
 }
 
 uint64_t UnitMap::memory_bytes() const {

@@ -159,6 +159,9 @@ class UnitMap {
   // usage().allocated - usage().used: released and awaiting a commit or, after one, other
   // queues' readers; or in a write in flight.)
   uint64_t free_units() const;
+  // The same without the allocator's lock, as of its last change (lock-free, possibly a little
+  // stale): for a heuristic on the data path (GrainDevice::commit_due).
+  uint64_t free_units_hint() const { return free_hint_.load(std::memory_order_relaxed); }
   // Discards below (see GrainDevice::Commit): the allocator's calls, under its mutex.
   void TakeAged(std::vector<uint64_t>* out, uint64_t keep, uint64_t min_run);
   void TakeStale(std::vector<uint64_t>* out);
@@ -218,6 +221,8 @@ class UnitMap {
 
   mutable std::mutex alloc_mu_;
   BitmapAllocator alloc_;  // under alloc_mu_
+  std::atomic<uint64_t> free_hint_;  // alloc_.free() at its last change (NoteFree)
+  void NoteFree() { free_hint_.store(alloc_.free(), std::memory_order_relaxed); }  // alloc_mu_
   uint64_t freed_twice_ = 0;  // under alloc_mu_
 };
 

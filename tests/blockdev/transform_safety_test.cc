@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "bench/workload/runner.h"
 #include "blockdev/dedup/dedup_device.h"
 #include "blockdev/memory/memory_device.h"
 #include "blockdev/metastore/meta_store.h"
@@ -374,17 +375,23 @@ TEST(DedupDiscard, OverwritesReuseFreedGrainsInsteadOfDiscardingThem) {
 // was thousands of one-unit discards per commit (ENOSPC and the layer's own Errc::kNoSpace
 // compare equal). Counted, not timed.
 TEST(DedupDiscard, OwnUnitsRunningOutCommitsWithoutDiscardingEveryFreeUnit) {
-  // 2,560 units; the writes keep about 2,400 of them live, fewer free than the garbage a
-  // quarter of the units' records lets pile up before a due commit (GrainDevice::commit_due).
+  // 2,560 units; the writes keep all but two of them live, fewer free than the 8 records a
+  // due commit waits for at the least (GrainDevice::commit_due: with more units free, a commit
+  // comes before the layer runs out).
+  constexpr uint64_t kLive = 2558;
   for (const char* spec : {"zstd:size=11M+memory:12M", "dedup:size=11M+memory:12M"}) {
     SCOPED_TRACE(spec);
     auto dev = Open(spec);
     ASSERT_OK(dev);
     SyncIo io(**dev);
     Rng rng(17);
+    for (uint64_t i = 0; i < kLive; ++i) {  // every grain of the region live
+      AlignedBuffer b = RandomBuffer(rng, 4096);
+      ASSERT_OK(io.Write(i * 4096, b.span())) << "fill " << i;
+    }
     for (int i = 0; i < 6144; ++i) {  // 24 MiB of incompressible 4 KiB overwrites, no flush
       AlignedBuffer b = RandomBuffer(rng, 4096);
-      ASSERT_OK(io.Write(rng.Below(2500) * 4096, b.span())) << "write " << i;
+      ASSERT_OK(io.Write(rng.Below(kLive) * 4096, b.span())) << "write " << i;
     }
     const LayerStats st = (*dev)->Stats();
     EXPECT_GT(st.counter("retries"), 0u) << "the layer never ran out of units: tests nothing";
@@ -457,6 +464,40 @@ TEST(DedupDiscard, OverZstdTheGarbageWaitingForACommitStaysBounded) {
   for (std::thread& t : writers) t.join();
   EXPECT_EQ(failures, 0);
   ASSERT_OK((*dev)->Close());
+}
+
+// The same stack with 40 of its 64 MiB live: garbage waiting for a commit (about a third of
+// dedup's units at four writers, whose per-queue share of the due rule stays fixed) plus the
+// live grains filled zstd below, and dedup's writes ran out of tries (ENOSPC; `vstack bench
+// --stack dedup+zstd+memory:64M --size 40M --threads 4`, 3 runs of 4). A commit is also due
+// once the queues' pending records would outnumber the free units, so the garbage shrinks as
+// the room does.
+TEST(DedupDiscard, OverZstdSixtyPercentLiveNeverRunsOut) {
+  for (int run = 0; run < 3; ++run) {  // the failure came in 3 runs of 4: three chances here
+    SCOPED_TRACE("run " + std::to_string(run));
+    auto dev = Open("dedup+zstd+memory:64M");
+    ASSERT_OK(dev);
+    bench::WorkloadKnobs k;  // vstack bench's workload: 8 KiB, 4 threads x QD8, random bytes
+    k.block_size = 8192;
+    k.threads = 4;
+    k.queue_depth = 8;
+    k.warmup_s = 0;
+    k.target_size = 40 << 20;
+    k.seed = 1 + run;
+    k.pattern = bench::AccessPattern::kSequential;  // the fill: every block live once
+    k.write_pct = 100;
+    k.io_count = k.target_size / k.block_size;
+    auto fill = bench::RunWorkload(**dev, k);
+    ASSERT_OK(fill);
+    ASSERT_TRUE(fill->error.empty()) << fill->error;
+    k.pattern = bench::AccessPattern::kRandom;  // then half reads (they hold read generations),
+    k.write_pct = 50;                           // half random overwrites: 4 x 40 MiB of them
+    k.io_count = 40 * k.io_count;
+    auto r = bench::RunWorkload(**dev, k);
+    ASSERT_OK(r);
+    EXPECT_TRUE(r->error.empty()) << r->error;
+    ASSERT_OK((*dev)->Close());
+  }
 }
 
 // A size-limited tmpfs that the test mounts itself (root only, as in CI), unmounted at the end.
