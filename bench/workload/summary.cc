@@ -120,6 +120,33 @@ std::string Gap(const StackSummary& s, const StackSummary& base) {
 
 }  // namespace
 
+// Flushes the layers sent below on their own, per guest I/O: those the device got beyond the
+// guest's. A FUA write counts as a write, though a device without FUA serves it as a write and
+// a flush, so on such a device the layers' flushes are more than this says.
+static double OwnFlushesPerIo(const Attribution& a) {
+  constexpr int kFlush = static_cast<int>(Op::kFlush);
+  return std::max(0.0, a.layers.back().in_per_io[kFlush] - a.layers.front().in_per_io[kFlush]);
+}
+
+static std::string OneIn(double per_io) {
+  return per_io > 0 ? "one per " + Fmt("%.0f", 1 / per_io) + " guest I/Os" : std::string("none");
+}
+
+// The stack's own flushes below, when it sends at least one per 100,000 guest I/Os more than
+// the baseline: on a device whose flush stalls the requests behind it (a virtual disk whose flush
+// is the host's fsync), they are often the gap, and the stack's own figures cannot show it.
+static std::string OwnFlushesClause(const Attribution& a, const Attribution& base,
+                                    const std::string& base_name) {
+  constexpr double kShown = 1e-5;
+  const double own = OwnFlushesPerIo(a), base_own = OwnFlushesPerIo(base);
+  if (own < kShown || own < base_own + kShown) return "";
+  return " The layers flush the device below by themselves, " + OneIn(own) + " (" + base_name +
+         ": " + OneIn(base_own) + "), and each is a wait for everything written before it: "
+         "where a flush stalls the device, as a virtual disk's whose flush is the host's fsync, "
+         "that is a cost of the layers' durability that their own time does not show; run " +
+         base_name + " with as many flushes (--flush-interval) to price it (docs/bench.md).";
+}
+
 std::string DeviceSentence(const Attribution& a, const Attribution& base,
                            const std::string& base_name) {
   if (a.layers.empty() || base.layers.empty()) return "";
@@ -138,6 +165,7 @@ std::string DeviceSentence(const Attribution& a, const Attribution& base,
          "): the kernel hands them the requests it cannot serve without blocking (a write that "
          "allocates file space, as into a hole a discard punched; a flush).";
   }
+  g += OwnFlushesClause(a, base, base_name);
   return g;
 }
 

@@ -105,7 +105,10 @@ std::string NoiseWarning(const MatrixSummary& s, double precision);
 // either stack (0.05 us of CPU per guest I/O or more, both sampled), their CPU per guest I/O:
 // the kernel hands a worker each request it cannot serve without blocking (a write that must
 // allocate file space, such as into a hole a discard punched; a flush), which is where a
-// device's extra time often goes. "" when either has no layers.
+// device's extra time often goes. And when the stack's layers flush the device below by
+// themselves (at least one flush per 100,000 guest I/Os more than the baseline's layers), how
+// often, and how to price that on this device (the baseline with --flush-interval). "" when
+// either has no layers.
 std::string DeviceSentence(const Attribution& a, const Attribution& base,
                            const std::string& base_name);
 

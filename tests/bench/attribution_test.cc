@@ -187,5 +187,37 @@ TEST(DeviceSentence, NamesTheIoUringWorkersWhenEitherStackUsedThem) {
   EXPECT_EQ(DeviceSentence(Attribution{}, base, "raw"), "");
 }
 
+// The device sentence names the flushes the layers send below by themselves (the device's
+// flushes beyond the guest's), against the baseline's, from one per 100,000 guest I/Os more.
+TEST(DeviceSentence, NamesTheFlushesTheLayersSendByThemselves) {
+  constexpr int kFlush = static_cast<int>(Op::kFlush);
+  Attribution a, base;
+  a.layers.resize(2);
+  base.layers.resize(1);
+  a.layers.back().in_per_io[kFlush] = 0.0003;
+  const std::string with = DeviceSentence(a, base, "raw");
+  EXPECT_NE(with.find("flush the device below by themselves, one per 3333 guest I/Os (raw: none)"),
+            std::string::npos)
+      << with;
+  EXPECT_NE(with.find("run raw with as many flushes (--flush-interval)"), std::string::npos) << with;
+
+  // The guest's own flushes are not the layers': a flush asked for at the top and passed down.
+  a.layers.front().in_per_io[kFlush] = 0.0003;
+  EXPECT_EQ(DeviceSentence(a, base, "raw").find("by themselves"), std::string::npos);
+
+  // Below one per 100,000 guest I/Os, or no more than the baseline's own: not named.
+  a.layers.front().in_per_io[kFlush] = 0;
+  a.layers.back().in_per_io[kFlush] = 0.000009;
+  EXPECT_EQ(DeviceSentence(a, base, "raw").find("by themselves"), std::string::npos);
+  Attribution base2;
+  base2.layers.resize(2);
+  base2.layers.back().in_per_io[kFlush] = 0.0003;
+  a.layers.back().in_per_io[kFlush] = 0.0003;
+  EXPECT_EQ(DeviceSentence(a, base2, "vhd").find("by themselves"), std::string::npos);
+  a.layers.back().in_per_io[kFlush] = 0.0005;
+  EXPECT_NE(DeviceSentence(a, base2, "vhd").find("one per 2000 guest I/Os (vhd: one per 3333 guest I/Os)"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace vstack::bench
