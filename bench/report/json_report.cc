@@ -229,6 +229,7 @@ json AttributionJson(const bench::Attribution& a) {
                       {"words", c.words}});
   }
   return {{"guest_ios", a.guest_ios},
+          {"seconds", a.seconds},
           {"layers_us_per_io", a.layers_us_per_io},
           {"layers_median_us_per_io", a.layers_median_us_per_io},
           {"timed", a.timed},

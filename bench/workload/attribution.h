@@ -61,6 +61,8 @@ inline constexpr double kSelfTimeResolutionUs = 0.005;
 inline constexpr double kCpuSumTolerance = 0.10;
 // The counter (in ns) of a layer's CPU held on modelled vCPUs, not spent on the host (hv).
 inline constexpr const char* kHeldCpuCounter = "held_cpu_ns";
+// The counter (in us) of the time a layer's commits waited for flushes and FUA writes below.
+inline constexpr const char* kDurableWaitCounter = "durable_wait_us";
 
 struct CounterRate {
   std::string name;
@@ -108,6 +110,7 @@ struct LayerCost {
 
 struct Attribution {
   uint64_t guest_ios = 0;      // requests completed by the top layer (all ops)
+  double seconds = 0;          // the measured windows, summed (0: not given)
   bool timed = false;          // self times were measured (the stack kept latency)
   double layers_us_per_io = 0; // self time of all layers above the backend, per guest I/O (mean)
   double layers_median_us_per_io = 0;  // the sum of those layers' medians

@@ -140,8 +140,21 @@ static std::string OwnFlushesClause(const Attribution& a, const Attribution& bas
   constexpr double kShown = 1e-5;
   const double own = OwnFlushesPerIo(a), base_own = OwnFlushesPerIo(base);
   if (own < kShown || own < base_own + kShown) return "";
+  std::string waited;
+  uint64_t waited_us = 0;
+  for (const LayerCost& l : a.layers) {
+    for (const CounterRate& c : l.counters) {
+      if (c.name == kDurableWaitCounter) waited_us += c.total;
+    }
+  }
+  if (waited_us > 0 && a.seconds > 0) {
+    waited = ", and their commits waited " + Fmt("%.0f ms", waited_us / 1e3) +
+             " for flushes and FUA writes below (" +
+             Fmt("%.1f%%", 100 * waited_us / (a.seconds * 1e6)) + " of the measured time)";
+  }
   return " The layers flush the device below by themselves, " + OneIn(own) + " (" + base_name +
-         ": " + OneIn(base_own) + "), and each is a wait for everything written before it: "
+         ": " + OneIn(base_own) + ")" + waited + "; each flush is a wait for everything written "
+         "before it: "
          "where a flush stalls the device, as a virtual disk's whose flush is the host's fsync, "
          "that is a cost of the layers' durability that their own time does not show; run " +
          base_name + " with as many flushes (--flush-interval) to price it (docs/bench.md).";
@@ -284,6 +297,7 @@ MatrixSummary Summarize(const MatrixResult& m) {
       s.iops_per_cpu_pct = MedianOf(ms, [](const RunMetrics& x) { return x.iops_per_cpu_pct; });
       const CpuUsage cpu = MergeCpu(measured);
       s.attribution = Attribute(MergeLayerDeltas(measured), MeasuredMeanUs(measured), &cpu);
+      for (const RunResult* r : measured) s.attribution.seconds += r->seconds;
     }
     s.anchors = SummarizeAnchors(o);
     if (out.baseline.empty() && s.runs > 0) {

@@ -40,8 +40,8 @@ GrainDevice::GrainDevice(const GrainFormat& format, DevicePtr lower, uint32_t gr
       store_(std::move(store)),
       verifies_reads_(verifies_reads) {
   if (store_) commit_threshold_ = store_->superblock().journal_bytes / 4;
-  std::vector<std::string> names = {"zero_grains", "rmw_reads",  "retries",
-                                    "commits",     "discards",   "discarded_bytes"};
+  std::vector<std::string> names = {"zero_grains", "rmw_reads", "retries",         "commits",
+                                    "discards",    "discarded_bytes", "durable_wait_us"};
   names.insert(names.end(), counters.begin(), counters.end());
   DeclareCounters(std::move(names));
 }
@@ -240,6 +240,9 @@ Status GrainDevice::Commit(CommitKind kind) {
   if (discards && discard_all) map_.TakeStale(&units);
   if (!units.empty()) DiscardUnits(units);
   CountShared(kCommits);
+  const uint64_t waited_us = store_->counters().durable_wait_ns / 1000;
+  CountShared(kDurableWaitUs, waited_us - durable_wait_counted_us_);
+  durable_wait_counted_us_ = waited_us;
   return s;
 }
 

@@ -151,7 +151,9 @@ class GrainDevice : public GrainLayer {
  public:
   // The counters of every grain layer; a layer's own follow (DeclareCounters(extra)).
   enum BaseCounter : size_t {
-    kZeroGrains, kRmwReads, kRetries, kCommits, kDiscards, kDiscardedBytes, kBaseCounters
+    kZeroGrains, kRmwReads, kRetries, kCommits, kDiscards, kDiscardedBytes,
+    kDurableWaitUs,  // commits' and checkpoints' waits for flushes and FUA writes below, in us
+    kBaseCounters
   };
 
   // ---- Policy: what a layer overrides. -----------------------------------------------------
@@ -317,6 +319,7 @@ class GrainDevice : public GrainLayer {
   MetaBatch batch_;  // a commit's records, reused; under the commit lock
   const bool verifies_reads_;
   size_t commit_threshold_ = 0;
+  uint64_t durable_wait_counted_us_ = 0;  // of the store's durable_wait_ns (the commit lock)
 };
 
 // The `grain`, `size` and `format` options of a grain layer's ComponentInfo.

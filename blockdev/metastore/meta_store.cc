@@ -7,6 +7,7 @@
 #include "blockdev/metastore/journal_txn.h"
 #include "blockdev/metastore/table_page.h"
 #include "lib/aligned_buffer.h"
+#include "lib/clock.h"
 #include "lib/endian.h"
 #include "lib/entropy.h"
 #include "lib/iovec.h"
@@ -310,7 +311,10 @@ Status MetaStore::WriteTransaction(const uint8_t* payload, size_t bytes) {
   const std::span<std::byte> txn = txn_.span().first(blocks * kMetaPageSize);
   EncodeTransaction(payload, bytes, next_seq_, sb_.volume_id, txn);
   const uint64_t offset = sb_.journal_offset + journal_pos_;
-  if (std::error_code ec = io().Write(offset, txn, kIoFua)) {
+  const uint64_t start = NowNs();
+  const std::error_code written = io().Write(offset, txn, kIoFua);
+  counters_.durable_wait_ns += NowNs() - start;
+  if (std::error_code ec = written) {
     return MakeError(ec, who_ + ": cannot write journal transaction " + std::to_string(next_seq_) +
                              " at offset " + std::to_string(offset) + ": " + ec.message());
   }
@@ -322,9 +326,16 @@ Status MetaStore::WriteTransaction(const uint8_t* payload, size_t bytes) {
   return OkStatus();
 }
 
+std::error_code MetaStore::TimedFlush(SyncIo& io) {
+  const uint64_t start = NowNs();
+  const std::error_code ec = io.Flush();
+  counters_.durable_wait_ns += NowNs() - start;
+  return ec;
+}
+
 Status MetaStore::Commit(MetaBatch* batch) {
   if (read_only_) return MakeError(Errc::kReadOnly, who_ + ": metadata is read-only");
-  if (std::error_code ec = io().Flush()) {
+  if (std::error_code ec = TimedFlush(io())) {
     return MakeError(ec, who_ + ": flush of the device below failed: " + ec.message());
   }
   if (batch->empty()) return OkStatus();
@@ -422,13 +433,16 @@ Status MetaStore::Checkpoint() {
     }
     counters_.pages_written += run.size();
   }
-  if (std::error_code ec = io.Flush()) {
+  if (std::error_code ec = TimedFlush(io)) {
     return MakeError(ec, who_ + ": checkpoint: flush failed: " + ec.message());
   }
   Superblock next = sb_;
   ++next.generation;
   next.checkpoint_seq = next_seq_;
-  VSTACK_RETURN_IF_ERROR(WriteSuperblock(io, next, who_));
+  const uint64_t start = NowNs();
+  Status written = WriteSuperblock(io, next, who_);
+  counters_.durable_wait_ns += NowNs() - start;
+  VSTACK_RETURN_IF_ERROR(std::move(written));
   sb_ = std::move(next);
   journal_pos_ = 0;
   journaled_.Clear();

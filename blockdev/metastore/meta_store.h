@@ -73,6 +73,9 @@ class MetaStore {
     uint64_t checkpoints = 0;
     uint64_t pages_written = 0;      // table pages written by checkpoints
     uint64_t replayed_transactions = 0;  // by Load
+    // Time commits and checkpoints waited for durability below: their flushes and FUA writes
+    // (a device without FUA serves a FUA write as a write and a flush), in nanoseconds.
+    uint64_t durable_wait_ns = 0;
   };
 
   // Lays out superblocks, journal and tables (each table given by entries and entry_size) from
@@ -146,6 +149,8 @@ class MetaStore {
   MetaStore(BlockDevice& lower, Superblock sb, bool read_only, std::string who);
 
   SyncIo& io();
+  // io.Flush(), its time added to counters_.durable_wait_ns.
+  std::error_code TimedFlush(SyncIo& io);
   Status WriteTransaction(const uint8_t* payload, size_t bytes);
   // Reads the journal from checkpoint_seq into journaled_ (validated, not applied).
   Status ReadJournal();

@@ -200,6 +200,19 @@ TEST(DeviceSentence, NamesTheFlushesTheLayersSendByThemselves) {
             std::string::npos)
       << with;
   EXPECT_NE(with.find("run raw with as many flushes (--flush-interval)"), std::string::npos) << with;
+  EXPECT_EQ(with.find("waited"), std::string::npos) << "no wait counted: none stated";
+
+  // The layers' commits' waits (durable_wait_us, summed over the layers) against the measured time.
+  a.seconds = 10;
+  a.layers.front().counters.push_back({kDurableWaitCounter, 1'500'000, 0});
+  a.layers.back().counters.push_back({kDurableWaitCounter, 500'000, 0});
+  EXPECT_NE(DeviceSentence(a, base, "raw").find("(raw: none), and their commits waited 2000 ms for "
+                                                "flushes and FUA writes below (20.0% of the "
+                                                "measured time)"),
+            std::string::npos)
+      << DeviceSentence(a, base, "raw");
+  a.layers.front().counters.clear();
+  a.layers.back().counters.clear();
 
   // The guest's own flushes are not the layers': a flush asked for at the top and passed down.
   a.layers.front().in_per_io[kFlush] = 0.0003;
