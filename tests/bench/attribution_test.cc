@@ -202,13 +202,22 @@ TEST(DeviceSentence, NamesTheFlushesTheLayersSendByThemselves) {
   EXPECT_NE(with.find("run raw with as many flushes (--flush-interval)"), std::string::npos) << with;
   EXPECT_EQ(with.find("waited"), std::string::npos) << "no wait counted: none stated";
 
-  // The layers' commits' waits (durable_wait_us, summed over the layers) against the measured time.
+  // The layers' commits' waits (durable_wait_us) against the measured time: one layer's as it
+  // is; stacked layers' overlap (a flush from above commits the layer below), so the longest.
   a.seconds = 10;
-  a.layers.front().counters.push_back({kDurableWaitCounter, 1'500'000, 0});
   a.layers.back().counters.push_back({kDurableWaitCounter, 500'000, 0});
-  EXPECT_NE(DeviceSentence(a, base, "raw").find("(raw: none), and their commits waited 2000 ms for "
-                                                "flushes and FUA writes below (20.0% of the "
-                                                "measured time)"),
+  EXPECT_NE(DeviceSentence(a, base, "raw").find("(raw: none), and their commits waited 500 ms for "
+                                                "flushes and FUA writes below (5.0% of the "
+                                                "measured time); each flush"),
+            std::string::npos)
+      << DeviceSentence(a, base, "raw");
+  a.layers.front().kind = "dedup";
+  a.layers.back().kind = "zstd";
+  a.layers.front().counters.push_back({kDurableWaitCounter, 1'500'000, 0});
+  EXPECT_NE(DeviceSentence(a, base, "raw").find("waited 1500 ms for flushes and FUA writes below "
+                                                "(15.0% of the measured time; dedup 1500 ms, zstd "
+                                                "500 ms, overlapping where one's flush commits "
+                                                "the other)"),
             std::string::npos)
       << DeviceSentence(a, base, "raw");
   a.layers.front().counters.clear();
