@@ -7,7 +7,6 @@
 #include "blockdev/metastore/journal_txn.h"
 #include "blockdev/metastore/table_page.h"
 #include "lib/aligned_buffer.h"
-#include "lib/clock.h"
 #include "lib/endian.h"
 #include "lib/entropy.h"
 #include "lib/iovec.h"
@@ -311,10 +310,7 @@ Status MetaStore::WriteTransaction(const uint8_t* payload, size_t bytes) {
   const std::span<std::byte> txn = txn_.span().first(blocks * kMetaPageSize);
   EncodeTransaction(payload, bytes, next_seq_, sb_.volume_id, txn);
   const uint64_t offset = sb_.journal_offset + journal_pos_;
-  const uint64_t start = NowNs();
-  const std::error_code written = io().Write(offset, txn, kIoFua);
-  counters_.durable_wait_ns += NowNs() - start;
-  if (std::error_code ec = written) {
+  if (std::error_code ec = TimeDurableWait([&] { return io().Write(offset, txn, kIoFua); })) {
     return MakeError(ec, who_ + ": cannot write journal transaction " + std::to_string(next_seq_) +
                              " at offset " + std::to_string(offset) + ": " + ec.message());
   }
@@ -326,16 +322,9 @@ Status MetaStore::WriteTransaction(const uint8_t* payload, size_t bytes) {
   return OkStatus();
 }
 
-std::error_code MetaStore::TimedFlush(SyncIo& io) {
-  const uint64_t start = NowNs();
-  const std::error_code ec = io.Flush();
-  counters_.durable_wait_ns += NowNs() - start;
-  return ec;
-}
-
 Status MetaStore::Commit(MetaBatch* batch) {
   if (read_only_) return MakeError(Errc::kReadOnly, who_ + ": metadata is read-only");
-  if (std::error_code ec = TimedFlush(io())) {
+  if (std::error_code ec = TimeDurableWait([&] { return io().Flush(); })) {
     return MakeError(ec, who_ + ": flush of the device below failed: " + ec.message());
   }
   if (batch->empty()) return OkStatus();
@@ -433,16 +422,13 @@ Status MetaStore::Checkpoint() {
     }
     counters_.pages_written += run.size();
   }
-  if (std::error_code ec = TimedFlush(io)) {
+  if (std::error_code ec = TimeDurableWait([&] { return io.Flush(); })) {
     return MakeError(ec, who_ + ": checkpoint: flush failed: " + ec.message());
   }
   Superblock next = sb_;
   ++next.generation;
   next.checkpoint_seq = next_seq_;
-  const uint64_t start = NowNs();
-  Status written = WriteSuperblock(io, next, who_);
-  counters_.durable_wait_ns += NowNs() - start;
-  VSTACK_RETURN_IF_ERROR(std::move(written));
+  VSTACK_RETURN_IF_ERROR(TimeDurableWait([&] { return WriteSuperblock(io, next, who_); }));
   sb_ = std::move(next);
   journal_pos_ = 0;
   journaled_.Clear();

@@ -44,6 +44,7 @@
 #include "blockdev/metastore/superblock.h"
 #include "lib/aligned_buffer.h"
 #include "lib/block_device.h"
+#include "lib/clock.h"
 #include "lib/progress.h"
 #include "lib/sync_io.h"
 
@@ -149,8 +150,14 @@ class MetaStore {
   MetaStore(BlockDevice& lower, Superblock sb, bool read_only, std::string who);
 
   SyncIo& io();
-  // io.Flush(), its time added to counters_.durable_wait_ns.
-  std::error_code TimedFlush(SyncIo& io);
+  // Runs `flush_or_fua_write` and adds its time to counters_.durable_wait_ns.
+  template <typename F>
+  auto TimeDurableWait(F&& flush_or_fua_write) {
+    const uint64_t start = NowNs();
+    auto result = flush_or_fua_write();
+    counters_.durable_wait_ns += NowNs() - start;
+    return result;
+  }
   Status WriteTransaction(const uint8_t* payload, size_t bytes);
   // Reads the journal from checkpoint_seq into journaled_ (validated, not applied).
   Status ReadJournal();
