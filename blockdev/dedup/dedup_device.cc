@@ -132,10 +132,7 @@ void DedupDevice::Unencode(const GrainWrite& w, const Encoded& e) {
   index_.Erase(e.unit);  // its pending entry (kStore), if indexed
 }
 
-void DedupDevice::Stored(uint64_t unit) {
-  auto lock = index_.Lock(index_.Of(unit));
-  index_.Ready(unit);
-}
+void DedupDevice::Stored(uint64_t unit) { index_.Ready(unit); }
 
 void DedupDevice::Reclaim(std::span<const uint64_t> units,
                           const std::function<bool(uint64_t)>& free_if) {

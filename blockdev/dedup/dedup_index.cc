@@ -9,7 +9,8 @@ constexpr uint64_t kMaxLoadPercent = 80;
 
 }  // namespace
 
-DedupIndex::DedupIndex(uint64_t units) : fps_(2 * units), shards_(size_t{1} << kShardBits) {
+DedupIndex::DedupIndex(uint64_t units)
+    : fps_(2 * units), owners_(units), shards_(size_t{1} << kShardBits) {
   // Sized up front for an eighth of the units (grown by half when needed).
   const size_t slots = std::max<uint64_t>(256, units >> (kShardBits + 3));
   for (Shard& s : shards_) s.slots.assign(slots, Slot{0, 0});
@@ -23,8 +24,7 @@ std::optional<DedupIndex::Hit> DedupIndex::Find(const Fingerprint& fp) const {
     const Slot slot = s.slots[i];
     if (slot.tag == 0) return std::nullopt;
     if (slot.tag == tag && Of(slot.unit) == fp) {
-      const uint64_t* owner = s.owners.Find(slot.unit);
-      return Hit{slot.unit, owner ? *owner : 0};
+      return Hit{slot.unit, owners_.Load(slot.unit)};
     }
   }
 }
@@ -41,15 +41,13 @@ void DedupIndex::Insert(const Fingerprint& fp, uint64_t unit, uint64_t owner) {
   if (s.slots[i].tag == kTombstone) --s.tombstones;
   s.slots[i] = Slot{static_cast<uint32_t>(unit), TagOf(fp)};
   ++s.entries;
-  if (owner) s.owners[unit] = owner;
+  if (owner) owners_.Store(unit, owner);  // (a load inserts with 0: no page of owners_ taken)
 }
-
-void DedupIndex::Ready(uint64_t unit) { shards_[ShardOf(Of(unit))].owners.Erase(unit); }
 
 void DedupIndex::Erase(uint64_t unit) {
   const Fingerprint fp = Of(unit);
   Shard& s = shards_[ShardOf(fp)];
-  s.owners.Erase(unit);
+  if (owners_.Load(unit)) owners_.Store(unit, 0);
   const uint8_t tag = TagOf(fp);
   const uint64_t n = s.slots.size();
   for (uint64_t i = SlotOf(s, fp);; i = i + 1 == n ? 0 : i + 1) {
@@ -85,7 +83,7 @@ uint64_t DedupIndex::entries() const {
 }
 
 uint64_t DedupIndex::memory_bytes() const {
-  uint64_t n = fps_.bytes();
+  uint64_t n = fps_.bytes() + owners_.bytes();
   for (const Shard& s : shards_) {
     std::lock_guard lock(s.mu);
     n += s.slots.capacity() * sizeof(Slot);

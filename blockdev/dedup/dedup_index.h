@@ -11,7 +11,9 @@
 //
 // An entry is pending from Insert until Ready: its unit is being written by one write (its
 // owner), so another write of the same grain waits for it (Find says who owns it) instead of
-// storing it again or sharing a unit whose bytes are not below yet.
+// storing it again or sharing a unit whose bytes are not below yet. The owner is kept per unit
+// (8 bytes each, reserved like the fingerprints), beside the unit's other state rather than in
+// the shard, so Ready is one atomic store: no shard lock, no shared table to update.
 #ifndef VSTACK_BLOCKDEV_DEDUP_DEDUP_INDEX_H_
 #define VSTACK_BLOCKDEV_DEDUP_DEDUP_INDEX_H_
 
@@ -22,7 +24,6 @@
 
 #include "blockdev/dedup/fingerprint.h"
 #include "blockdev/metastore/atomic_array.h"
-#include "blockdev/metastore/flat_map.h"
 
 namespace vstack {
 
@@ -52,8 +53,11 @@ class DedupIndex {
   std::optional<Hit> Find(const Fingerprint& fp) const;
   // Adds fp -> unit, pending for `owner` (not 0). REQUIRES: fp is not in the index; Set(unit).
   void Insert(const Fingerprint& fp, uint64_t unit, uint64_t owner);
-  // The pending entry of `unit` is ready (its bytes are below and mapped).
-  void Ready(uint64_t unit);
+  // The pending entry of `unit` is ready (its bytes are below and mapped). Needs no lock: only
+  // the owner calls it, while its grain is locked and the unit mapped, so nothing erases or
+  // reuses the unit meanwhile; a Find under the shard lock sees the owner or 0, and either is
+  // right (a write that saw the owner waits and looks again).
+  void Ready(uint64_t unit) { owners_.Store(unit, 0); }
   // Removes `unit`'s entry, if indexed (a duplicate kept after a collision is not).
   void Erase(uint64_t unit);
 
@@ -72,7 +76,6 @@ class DedupIndex {
     mutable std::mutex mu;
     std::vector<Slot> slots;
     uint64_t entries = 0, tombstones = 0;
-    FlatMap<uint64_t> owners;  // unit -> owner, while pending
   };
   static uint8_t TagOf(const Fingerprint& fp) { return static_cast<uint8_t>(1 + fp.hi % 254); }
 
@@ -81,7 +84,8 @@ class DedupIndex {
   }
   void Rehash(Shard& s, size_t slots);
 
-  AtomicArray<uint64_t> fps_;  // per unit: lo, hi
+  AtomicArray<uint64_t> fps_;     // per unit: lo, hi
+  AtomicArray<uint64_t> owners_;  // per unit: the write storing it while pending, else 0
   std::vector<Shard> shards_;
 };
 
