@@ -87,7 +87,7 @@ struct GrainFormat {
 struct GrainWrite {
   uint64_t grain = 0;            // the virtual grain
   uint64_t owner = 0;            // the write it belongs to (grains of one write share it)
-  std::byte* scratch = nullptr;  // a grain-size buffer for encoded bytes (kPack)
+  std::byte* scratch = nullptr;  // a grain-size buffer for encoded bytes (EncodesToScratch)
   UnitMap* map = nullptr;
   UnitMap::Journal* journal = nullptr;
   // The next free unit: consecutive within one write while free space allows. False when
@@ -163,6 +163,9 @@ class GrainDevice : public GrainLayer {
     virtual ~QueueState() = default;
   };
   virtual std::unique_ptr<QueueState> NewQueueState(GrainIo& io) { return nullptr; }
+  // Whether Encode writes encoded bytes (kPack) into GrainWrite::scratch; if not, the engine
+  // passes no scratch buffer (nullptr) and takes none from its pool per grain.
+  virtual bool EncodesToScratch() const { return false; }
 
   // Decides how to store one grain of `bytes` (grain() bytes, contiguous). kShare must have
   // taken its unit's reference (AddRef, under the layer's own lock); kStore a unit

@@ -96,9 +96,11 @@ class GrainQueue final : public LayerQueue, public GrainIo {
   UnitMap::Journal* const journal_;
   std::unique_ptr<GrainDevice::QueueState> state_;
   const uint32_t grain_;
+  const uint32_t grain_shift_;  // log2(grain_): grains are powers of two (ValidGrain)
   const uint32_t block_;        // logical block below: reads and writes are aligned to it
   const uint64_t lower_align_;  // memory alignment below
   const bool in_place_;
+  const bool encodes_to_scratch_;  // GrainDevice::EncodesToScratch
   RequestPool<Op> ops_;
   RequestPool<Lower> lowers_;
   BufferPool buffers_;

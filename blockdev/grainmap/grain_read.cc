@@ -51,8 +51,8 @@ void GrainQueue::Read(Op* op, Stage stage) {
     if (rmw) Count(GrainDevice::kRmwReads);
     uint64_t at;
     const Location l = Where(s, &at);
-    const uint64_t lo = at / block_ * block_;
-    const uint64_t hi = (at + (l.raw() ? grain_ : l.length) + block_ - 1) / block_ * block_;
+    const uint64_t lo = at & ~uint64_t{block_ - 1};  // (logical blocks are powers of two)
+    const uint64_t hi = (at + (l.raw() ? grain_ : l.length) + block_ - 1) & ~uint64_t{block_ - 1};
     const bool d = !rmw && l.raw() && s.len == grain_ &&
                    SliceAligned(p.iov, p.iovcnt, s.rel, grain_, lower_align_);
     if (!run || rmw || d != direct || (d ? lo != end : lo < run->req.offset || lo > end)) {

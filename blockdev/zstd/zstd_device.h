@@ -80,6 +80,7 @@ class ZstdDevice final : public GrainDevice {
 
   // The policy (grain_device.h).
   std::unique_ptr<QueueState> NewQueueState(GrainIo& io) override;
+  bool EncodesToScratch() const override { return true; }
   Encoded Encode(QueueState* qs, const GrainWrite& w, const std::byte* bytes) override;
   void Pack(QueueState* qs, GrainIo& io, std::span<void* const> grains,
             std::span<const std::byte* const> bytes, std::span<const Encoded> e) override;
