@@ -107,6 +107,18 @@ void UnitMap::Detach(Journal* j) {
 void UnitMap::GiveBackReserve(Journal& j) {  // REQUIRES alloc_mu_
   for (uint64_t u = j.next; u < j.end; ++u) alloc_.Free(u);  // stale, as they may have been
   j.next = j.end.load();
+  for (uint32_t i = 0; i < j.spares; ++i) {
+    for (uint64_t u = j.spare_first[i]; u < j.spare_end[i]; ++u) alloc_.Free(u);
+  }
+  j.spares = 0;
+}
+
+uint64_t UnitMap::Journal::reserved() const {
+  uint64_t n = end.load(std::memory_order_relaxed) - next.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < spares.load(std::memory_order_relaxed); ++i) {
+    n += spare_end[i].load(std::memory_order_relaxed) - spare_first[i].load(std::memory_order_relaxed);
+  }
+  return n;
 }
 
 void UnitMap::Remap(Journal& j, uint64_t v, uint64_t e, bool counted) {
@@ -156,16 +168,48 @@ void UnitMap::CancelRef(Journal& j, uint64_t unit) {
 // Allocation
 
 void UnitMap::Reserve(Journal& j, uint64_t n) {
-  const uint64_t next = j.next.load(std::memory_order_relaxed);
-  if (j.end.load(std::memory_order_relaxed) - next >= n) return;
+  constexpr auto kRelaxed = std::memory_order_relaxed;
+  const uint64_t next = j.next.load(kRelaxed), end = j.end.load(kRelaxed);
+  if (end - next >= n) return;
+  for (uint32_t i = j.spares.load(kRelaxed); i-- > 0;) {  // a spare run long enough
+    const uint64_t first = j.spare_first[i].load(kRelaxed), last = j.spare_end[i].load(kRelaxed);
+    if (last - first < n) continue;
+    if (next == end) {  // the current run is used up: the spare takes its place
+      const uint32_t back = j.spares.load(kRelaxed) - 1;
+      j.spare_first[i].store(j.spare_first[back].load(kRelaxed), kRelaxed);
+      j.spare_end[i].store(j.spare_end[back].load(kRelaxed), kRelaxed);
+      j.spares.store(back, kRelaxed);
+    } else {  // swapped: what is left of the current run may serve a shorter write
+      j.spare_first[i].store(next, kRelaxed);
+      j.spare_end[i].store(end, kRelaxed);
+    }
+    j.end.store(last, kRelaxed);
+    j.next.store(first, kRelaxed);
+    return;
+  }
   std::lock_guard lock(alloc_mu_);
+  refills_.fetch_add(1, std::memory_order_relaxed);
   GiveBackReserve(j);  // too short for this write
-  const uint64_t spare = alloc_.free() / 8;
-  uint64_t count = 0;
-  if (std::optional<uint64_t> first =
-          alloc_.AllocateRun(n, std::max(n, std::min(kReserveUnits, spare)), &count)) {
-    j.end.store(*first + count, std::memory_order_relaxed);
-    j.next.store(*first, std::memory_order_relaxed);
+  // Runs until the reserve holds kReserveUnits (at most an eighth of the free units), the first
+  // one at least n long where the free space allows.
+  const uint64_t want = std::max(n, std::min(kReserveUnits, alloc_.free() / 8));
+  uint64_t taken = 0;
+  for (uint32_t runs = 0; taken < want && runs <= Journal::kSpareRuns; ++runs) {
+    uint64_t count = 0;
+    // (Each run up to `want` long, not to what is left of it: a run cut short would leave a
+    // fragment too short for the next write, given back at the next refill as the most
+    // recently freed unit, where it stands in the way of reusing the runs freed before it.)
+    const std::optional<uint64_t> first = alloc_.AllocateRun(n, want, &count);
+    if (!first) break;
+    if (runs == 0) {
+      j.end.store(*first + count, kRelaxed);
+      j.next.store(*first, kRelaxed);
+    } else {
+      j.spare_first[runs - 1].store(*first, kRelaxed);
+      j.spare_end[runs - 1].store(*first + count, kRelaxed);
+      j.spares.store(runs, kRelaxed);
+    }
+    taken += count;
   }
   NoteFree();
 }
@@ -349,7 +393,7 @@ UnitMap::Usage UnitMap::usage() const {
   }
   std::lock_guard al(alloc_mu_);
   u.allocated = alloc_.used();
-  for (const auto& j : journals_) u.allocated -= j->end - j->next;  // reserved, not used
+  for (const auto& j : journals_) u.allocated -= j->reserved();  // reserved, not used
   return u;
 }
 
@@ -367,6 +411,9 @@ void UnitMap::Check(CheckMode mode, const std::string& who, CheckResult* out) {
   for (const auto& j : journals_) {
     spoken_for.insert(spoken_for.end(), j->released.begin(), j->released.end());
     for (uint64_t u = j->next; u < j->end; ++u) spoken_for.push_back(u);
+    for (uint32_t i = 0; i < j->spares; ++i) {
+      for (uint64_t u = j->spare_first[i]; u < j->spare_end[i]; ++u) spoken_for.push_back(u);
+    }
     j->held.ForEach([&](uint64_t u, uint32_t n) { *held.Insert(u).first += n; });
   }
   SortUnique(spoken_for);

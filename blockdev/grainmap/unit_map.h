@@ -99,7 +99,16 @@ class UnitMap {
   struct Journal {
     std::mutex mu;
     std::vector<uint64_t> grains, stored, released;
-    std::atomic<uint64_t> next{0}, end{0};  // the reserve: free units [next, end)
+    std::atomic<uint64_t> next{0}, end{0};  // the reserve's current run: free units [next, end)
+    // The reserve's other runs, [spare_first[i], spare_end[i]) for i < spares, taken with the
+    // current one under one lock of the allocator: after random overwrites the free space
+    // comes in runs of a few units, and a lock per run made the allocator's a global lock on
+    // the data path. The owner's thread changes them; others read them (usage, Check) as they
+    // read next and end.
+    static constexpr uint32_t kSpareRuns = 15;
+    std::atomic<uint64_t> spare_first[kSpareRuns] = {}, spare_end[kSpareRuns] = {};
+    std::atomic<uint32_t> spares{0};
+    uint64_t reserved() const;  // units in the reserve, all runs
     FlatMap<uint32_t> held;  // units the queue holds (Hold) -> holds; its thread's, and Check's
     // Usage deltas, written by the owner thread only.
     std::atomic<int64_t> live{0}, zeros{0}, used{0};
@@ -131,11 +140,15 @@ class UnitMap {
 
   // ---- Allocation, owner thread only. Reserve makes sure that the next `n` TakeUnit calls
   // return consecutive units if the free space allows (else they return shorter runs, or
-  // fail); TakeUnit returns a free unit, or false when there is none (a commit may free some).
+  // fail): from the reserve's current run, else from a spare run, else (under the allocator's
+  // lock) from new runs; TakeUnit returns a free unit, or false when there is none (a commit
+  // may free some).
   void Reserve(Journal& j, uint64_t n);
   bool TakeUnit(Journal& j, uint64_t* unit);
   // A unit TakeUnit returned that was never referenced (its write failed): free it at once.
   void GiveBack(uint64_t unit);
+  // How many times a queue's reserve was refilled under the allocator's lock, all queues.
+  uint64_t reserve_refills() const { return refills_.load(std::memory_order_relaxed); }
 
   // ---- Commits. A cut of every journal; entries of the grains remapped before it.
   struct Capture {
@@ -224,6 +237,7 @@ class UnitMap {
   std::atomic<uint64_t> free_hint_;  // alloc_.free() at its last change (NoteFree)
   void NoteFree() { free_hint_.store(alloc_.free(), std::memory_order_relaxed); }  // alloc_mu_
   uint64_t freed_twice_ = 0;  // under alloc_mu_
+  std::atomic<uint64_t> refills_{0};  // Reserve's refills (reserve_refills)
 };
 
 }  // namespace vstack

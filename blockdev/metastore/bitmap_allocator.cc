@@ -67,26 +67,42 @@ std::optional<uint64_t> BitmapAllocator::Allocate() {
 std::optional<uint64_t> BitmapAllocator::AllocateRun(uint64_t want, uint64_t max,
                                                      uint64_t* count) {
   want = std::clamp<uint64_t>(want, 1, max);
-  if (std::optional<uint64_t> u = PopStale()) {
-    // The free run around it, from as far back as `max` allows.
-    uint64_t first = *u;
-    while (first > 0 && *u - first + 1 < max && !IsUsed(first - 1)) --first;
-    uint64_t end = *u + 1;
-    while (end < units_ && end - first < max && !IsUsed(end)) ++end;
-    if (end - first >= want) {
-      *count = TakeRun(first, end - first);
-      return first;
-    }
-    reuse_.push_back(*u);  // too short for this run: it stays stale, first in line
-    if (std::optional<uint64_t> clean = FindFreeRun(want)) {
-      *count = TakeRun(*clean, max);
-      cursor_ = *clean + *count == units_ ? 0 : *clean + *count;
-      return clean;
-    }
-    *count = TakeRun(first, end - first);
+  // The free run around a stale unit, from as far back as `max` allows: [first, end).
+  auto run_around = [&](uint64_t u, uint64_t* end) {
+    uint64_t first = u;
+    while (first > 0 && u - first + 1 < max && !IsUsed(first - 1)) --first;
+    *end = u + 1;
+    while (*end < units_ && *end - first < max && !IsUsed(*end)) ++*end;
     return first;
+  };
+  // The most recently freed stale units first; one in a run too short for `want` is passed
+  // over (it stays stale, first in line, for a shorter request), up to kStaleTries of them.
+  constexpr int kStaleTries = 8;
+  uint64_t passed[kStaleTries];
+  int npassed = 0;
+  std::optional<uint64_t> found;
+  uint64_t end = 0;
+  while (npassed < kStaleTries) {
+    const std::optional<uint64_t> u = PopStale();
+    if (!u) break;
+    const uint64_t first = run_around(*u, &end);
+    if (end - first >= want) {
+      found = first;
+      break;
+    }
+    passed[npassed++] = *u;
+  }
+  for (int i = npassed; i-- > 0;) reuse_.push_back(passed[i]);  // back in their order
+  if (found) {
+    *count = TakeRun(*found, end - *found);
+    return found;
   }
   std::optional<uint64_t> first = FindFreeRun(want);
+  if (!first && npassed > 0) {  // no clean run holds `want`: the first stale run after all
+    first = run_around(passed[0], &end);
+    *count = TakeRun(*first, end - *first);
+    return first;
+  }
   if (!first) first = FindFree();
   if (!first) return std::nullopt;
   *count = TakeRun(*first, max);

@@ -26,8 +26,9 @@ class BitmapAllocator {
   std::optional<uint64_t> Allocate();
   // Allocates up to `max` consecutive units, at least `want` if free space allows, and
   // returns the first and sets *count (>= 1), or nullopt when every unit is in use: the free
-  // run around the unit Allocate would return (stale first) if it holds `want`, else the next
-  // clean run that does (next fit), else the stale run after all.
+  // run around the most recently freed stale unit whose run holds `want` (of the 8 most
+  // recent; the others stay first in line), else the next clean run that does (next fit),
+  // else the stale run after all.
   std::optional<uint64_t> AllocateRun(uint64_t want, uint64_t max, uint64_t* count);
   std::optional<uint64_t> AllocateRun(uint64_t max, uint64_t* count) {
     return AllocateRun(1, max, count);

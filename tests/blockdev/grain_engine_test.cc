@@ -213,6 +213,44 @@ TEST(UnitMap, TheUnitsOfOneWriteAreConsecutive) {
   m.Detach(j);
 }
 
+TEST(UnitMap, AReserveTakesSeveralShortRunsUnderOneLockOfTheAllocator) {
+  // Free space in runs of two units, as random overwrites leave it: units 1-2, 4-5, 7-8, ...
+  constexpr uint64_t kUnits = 300;
+  UnitMap m(kUnits, 4, kUnits);
+  m.FinishLoad();
+  UnitMap::Journal* fill = m.Attach();
+  for (uint64_t v = 0; v < kUnits; ++v) {
+    uint64_t u;
+    ASSERT_TRUE(m.TakeUnit(*fill, &u));
+    Remap(m, *fill, v, E::EntryOf(u));
+  }
+  for (uint64_t v = 0; v < kUnits; ++v) {
+    if (E::UnitOf(m.Get(v)) % 3 != 0) Remap(m, *fill, v, E::kUnmapped);
+  }
+  ASSERT_EQ(CommitAndReclaim(m).size(), 200u);
+  m.Detach(fill);
+
+  UnitMap::Journal* j = m.Attach();
+  const uint64_t before = m.reserve_refills();
+  m.Reserve(*j, 2);
+  EXPECT_EQ(m.reserve_refills(), before + 1);
+  EXPECT_EQ(m.usage().allocated, m.usage().used) << "reserved units are not allocated";
+  CheckResult c;
+  m.Check(CheckMode::kReadOnly, "t: unit", &c);
+  EXPECT_EQ(c.leaks + c.corruptions, 0u) << (c.messages.empty() ? "" : c.messages[0]);
+  // An eighth of the free units (25) in runs of two: 12 writes of two units from one refill.
+  for (int write = 0; write < 12; ++write) {
+    m.Reserve(*j, 2);
+    uint64_t a, b;
+    ASSERT_TRUE(m.TakeUnit(*j, &a));
+    ASSERT_TRUE(m.TakeUnit(*j, &b));
+    EXPECT_EQ(b, a + 1) << "write " << write;
+  }
+  EXPECT_EQ(m.reserve_refills(), before + 1) << "one lock of the allocator, not one per write";
+  m.Detach(j);
+  EXPECT_EQ(m.free_units(), 200u - 24u) << "a detached queue gives back every run it held";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Dedup's fingerprint index
 

@@ -475,13 +475,16 @@ TEST(BitmapAllocator, RunsForAWriteReuseFreedRunsWholeAndPassOverLoneUnits) {
   a.Free(10);
   a.Free(11);  // a pair, 11 on top
   a.Free(20);  // a lone unit, on top
-  EXPECT_EQ(*a.AllocateRun(2, 8, &n), 32u) << "a lone freed unit is too short for two";
-  EXPECT_EQ(n, 8u);
-  EXPECT_EQ(*a.AllocateRun(1, 8, &n), 20u);  // it serves a single unit
-  EXPECT_EQ(n, 1u);
-  EXPECT_EQ(*a.AllocateRun(2, 8, &n), 10u) << "the pair, found from its top unit";
+  EXPECT_EQ(*a.AllocateRun(2, 8, &n), 10u)
+      << "a lone freed unit is too short for two: the pair under it, not clean space";
   EXPECT_EQ(n, 2u);
+  EXPECT_EQ(*a.AllocateRun(1, 8, &n), 20u) << "the lone unit stayed first in line";
+  EXPECT_EQ(n, 1u);
   EXPECT_EQ(a.stale(), 0u);
+  a.Free(5);  // lone stale units only: a run of two comes from clean space
+  EXPECT_EQ(*a.AllocateRun(2, 8, &n), 32u);
+  EXPECT_EQ(n, 8u);
+  EXPECT_EQ(*a.AllocateRun(1, 1, &n), 5u);
 }
 
 }  // namespace
