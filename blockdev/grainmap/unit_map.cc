@@ -105,19 +105,16 @@ void UnitMap::Detach(Journal* j) {
 }
 
 void UnitMap::GiveBackReserve(Journal& j) {  // REQUIRES alloc_mu_
-  for (uint64_t u = j.next; u < j.end; ++u) alloc_.Free(u);  // stale, as they may have been
+  j.ForEachReservedRun([&](uint64_t first, uint64_t end) {
+    for (uint64_t u = first; u < end; ++u) alloc_.Free(u);  // stale, as they may have been
+  });
   j.next = j.end.load();
-  for (uint32_t i = 0; i < j.spares; ++i) {
-    for (uint64_t u = j.spare_first[i]; u < j.spare_end[i]; ++u) alloc_.Free(u);
-  }
   j.spares = 0;
 }
 
 uint64_t UnitMap::Journal::reserved() const {
-  uint64_t n = end.load(std::memory_order_relaxed) - next.load(std::memory_order_relaxed);
-  for (uint32_t i = 0; i < spares.load(std::memory_order_relaxed); ++i) {
-    n += spare_end[i].load(std::memory_order_relaxed) - spare_first[i].load(std::memory_order_relaxed);
-  }
+  uint64_t n = 0;
+  ForEachReservedRun([&](uint64_t first, uint64_t end) { n += end - first; });
   return n;
 }
 
@@ -410,10 +407,9 @@ void UnitMap::Check(CheckMode mode, const std::string& who, CheckResult* out) {
   FlatMap<uint32_t> held;  // by every queue
   for (const auto& j : journals_) {
     spoken_for.insert(spoken_for.end(), j->released.begin(), j->released.end());
-    for (uint64_t u = j->next; u < j->end; ++u) spoken_for.push_back(u);
-    for (uint32_t i = 0; i < j->spares; ++i) {
-      for (uint64_t u = j->spare_first[i]; u < j->spare_end[i]; ++u) spoken_for.push_back(u);
-    }
+    j->ForEachReservedRun([&](uint64_t first, uint64_t end) {
+      for (uint64_t u = first; u < end; ++u) spoken_for.push_back(u);
+    });
     j->held.ForEach([&](uint64_t u, uint32_t n) { *held.Insert(u).first += n; });
   }
   SortUnique(spoken_for);

@@ -109,6 +109,15 @@ class UnitMap {
     std::atomic<uint64_t> spare_first[kSpareRuns] = {}, spare_end[kSpareRuns] = {};
     std::atomic<uint32_t> spares{0};
     uint64_t reserved() const;  // units in the reserve, all runs
+    // Calls f(first, end) for each run of the reserve, the current one first.
+    template <class F>
+    void ForEachReservedRun(F&& f) const {
+      constexpr auto kRelaxed = std::memory_order_relaxed;
+      f(next.load(kRelaxed), end.load(kRelaxed));
+      for (uint32_t i = 0; i < spares.load(kRelaxed); ++i) {
+        f(spare_first[i].load(kRelaxed), spare_end[i].load(kRelaxed));
+      }
+    }
     FlatMap<uint32_t> held;  // units the queue holds (Hold) -> holds; its thread's, and Check's
     // Usage deltas, written by the owner thread only.
     std::atomic<int64_t> live{0}, zeros{0}, used{0};
