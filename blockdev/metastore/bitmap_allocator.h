@@ -72,14 +72,18 @@ class BitmapAllocator {
   std::optional<uint64_t> PopStale();
   // Takes the stale units among `candidates` (in any order, duplicates allowed) that lie in
   // runs of at least `min_run` consecutive candidates into `out`.
-  void Take(std::vector<uint64_t>& candidates, std::vector<uint64_t>* out, uint64_t min_run = 1);
+  void Take(const std::vector<uint64_t>& candidates, std::vector<uint64_t>* out,
+            uint64_t min_run = 1);
   void ClearStale(uint64_t unit);
+  // Drops the entries of reuse_ whose unit is no longer stale, and repeats.
+  void CompactReuse();
 
   uint64_t units_;
   uint64_t used_ = 0;
   uint64_t cursor_ = 0;  // where the next search for a clean unit starts
   std::vector<uint64_t> used_words_;
   std::vector<uint64_t> stale_words_;
+  std::vector<uint64_t> mark_words_;  // Take's and CompactReuse's scratch: zero between calls
   uint64_t stale_ = 0;
   // Every stale unit is in `reuse_` (a stack: the most recently freed on top). Entries whose
   // unit is no longer stale, and duplicates, are skipped when popped and dropped by Compact.

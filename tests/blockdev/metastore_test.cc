@@ -464,6 +464,54 @@ TEST(BitmapAllocator, AgedUnitsInShortRunsStayForReuse) {
   EXPECT_EQ(out, (std::vector<uint64_t>{1, 10}));
 }
 
+// A commit hands TakeAged the units freed in a round as they came: unordered, some more than
+// once (freed, reused and freed again). The runs are found without sorting them: a run across
+// a word of the bitmap, a run that is long enough, and a lone unit left; the scratch marks are
+// gone after each call, so the next round sees only its own.
+TEST(BitmapAllocator, AgedRunsAreFoundAmongUnorderedRepeatedCandidates) {
+  BitmapAllocator a(200);
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(a.Allocate());
+  for (uint64_t u : {70, 66, 132, 63, 5, 69, 64, 130, 68, 65, 67, 131}) a.Free(u);
+  a.Free(10);
+  EXPECT_EQ(*a.Allocate(), 10u);  // reused ...
+  a.Free(10);                     // ... and freed again: a candidate twice
+  std::vector<uint64_t> out;
+  a.TakeAged(&out, /*keep=*/0, /*min_run=*/3);  // freed this round: not aged yet
+  EXPECT_TRUE(out.empty());
+  a.TakeAged(&out, /*keep=*/0, /*min_run=*/3);
+  EXPECT_EQ(out, (std::vector<uint64_t>{63, 64, 65, 66, 67, 68, 69, 70, 130, 131, 132}));
+  EXPECT_EQ(a.stale(), 2u);  // 5 and 10: runs of one
+  // 3 and 4 lie below the stale 5, which is no candidate any more: a run of two, too short
+  // (with 5's mark left over from the last call it would be taken as 3-5).
+  for (uint64_t u : {101, 4, 100, 3, 102}) a.Free(u);
+  out.clear();
+  a.TakeAged(&out, /*keep=*/0, /*min_run=*/3);
+  EXPECT_TRUE(out.empty());
+  a.TakeAged(&out, /*keep=*/0, /*min_run=*/3);
+  EXPECT_EQ(out, (std::vector<uint64_t>{100, 101, 102}));
+  out.clear();
+  a.TakeStale(&out);
+  EXPECT_EQ(out, (std::vector<uint64_t>{3, 4, 5, 10}));
+}
+
+// The list of stale units is compacted now and then (entries of units taken since, with a run
+// around another): what stays keeps its order, the most recently freed first.
+TEST(BitmapAllocator, CompactingTheStaleListKeepsTheMostRecentlyFreedFirst) {
+  BitmapAllocator a(4096);
+  for (int i = 0; i < 4096; ++i) ASSERT_TRUE(a.Allocate());
+  a.Free(9);
+  a.Free(3);
+  for (uint64_t u = 1000; u < 3048; ++u) a.Free(u);
+  uint64_t n = 0;
+  EXPECT_EQ(*a.AllocateRun(1, 2048, &n), 1000u);  // the run around 3047: 2,047 entries now stale no more
+  EXPECT_EQ(n, 2048u);
+  a.Free(50);  // the list is compacted
+  EXPECT_EQ(*a.Allocate(), 50u);
+  EXPECT_EQ(*a.Allocate(), 3u) << "freed after 9: first";
+  EXPECT_EQ(*a.Allocate(), 9u);
+  EXPECT_EQ(a.stale(), 0u);
+}
+
 // The units of one write: the free run around the most recently freed unit if it is long
 // enough (extended backwards too, so a pair freed together is reused together), else the next
 // clean run that is; a lone freed unit waits for a write of one grain.
