@@ -1,5 +1,6 @@
-// An allocator of numbered units (dedup's physical grains, zstd's bins) over a bitmap, 1 bit per
-// unit. A free unit is either clean (never written, or discarded on the device below) or stale:
+// An allocator of numbered units (dedup's physical grains, zstd's bins) over bitmaps, 3 bits per
+// unit (used, stale, and a scratch mark for linear-time passes over lists of units), plus the
+// lists of stale units. A free unit is either clean (never written, or discarded on the device below) or stale:
 // freed, but its old bytes still take space on the device below (a thin device: zstd, a dynamic
 // VHD, a sparse file). Allocation reuses stale units first, most recently freed first: reusing
 // one needs no discard (it is about to be rewritten) and keeps what the layer occupies below
