@@ -132,6 +132,18 @@ static std::string OneIn(double per_io) {
   return per_io > 0 ? "one per " + Fmt("%.0f", 1 / per_io) + " guest I/Os" : std::string("none");
 }
 
+// The --flush-interval that gives a stack without flushes of its own as many flushes below as
+// this stack's device got: the option flushes after every N writes of each thread, so the
+// whole run flushes once per N guest writes. Without guest writes (none counted): the option
+// alone.
+static std::string MatchingFlushInterval(const Attribution& a) {
+  constexpr int kFlush = static_cast<int>(Op::kFlush), kWrite = static_cast<int>(Op::kWrite);
+  const double writes = a.layers.front().in_per_io[kWrite];
+  const double flushes = a.layers.back().in_per_io[kFlush];
+  if (writes <= 0 || flushes <= 0) return "--flush-interval";
+  return "--flush-interval " + Fmt("%.0f", std::max(1.0, std::round(writes / flushes)));
+}
+
 // The stack's own flushes below, when it sends at least one per 100,000 guest I/Os more than
 // the baseline: on a device whose flush stalls the requests behind it (a virtual disk whose flush
 // is the host's fsync), they are often the gap, and the stack's own figures cannot show it.
@@ -164,7 +176,8 @@ static std::string OwnFlushesClause(const Attribution& a, const Attribution& bas
          "before it: "
          "where a flush stalls the device, as a virtual disk's whose flush is the host's fsync, "
          "that is a cost of the layers' durability that their own time does not show; run " +
-         base_name + " with as many flushes (--flush-interval) to price it (docs/bench.md).";
+         base_name + " with as many flushes (" + MatchingFlushInterval(a) +
+         ") to price it (docs/bench.md).";
 }
 
 std::string DeviceSentence(const Attribution& a, const Attribution& base,

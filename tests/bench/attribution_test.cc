@@ -199,7 +199,16 @@ TEST(DeviceSentence, NamesTheFlushesTheLayersSendByThemselves) {
   EXPECT_NE(with.find("flush the device below by themselves, one per 3333 guest I/Os (raw: none)"),
             std::string::npos)
       << with;
-  EXPECT_NE(with.find("run raw with as many flushes (--flush-interval)"), std::string::npos) << with;
+  EXPECT_NE(with.find("run raw with as many flushes (--flush-interval) to price it"),
+            std::string::npos)
+      << "no guest writes counted: no interval to name; " << with;
+  // With the guest's writes counted, the interval that gives the baseline as many flushes as
+  // this stack's device got: 0.5 writes / 0.0003 flushes per guest I/O, a flush per 1667 writes.
+  a.layers.front().in_per_io[static_cast<int>(Op::kWrite)] = 0.5;
+  EXPECT_NE(DeviceSentence(a, base, "raw").find("run raw with as many flushes (--flush-interval "
+                                                "1667) to price it"),
+            std::string::npos)
+      << DeviceSentence(a, base, "raw");
   EXPECT_EQ(with.find("waited"), std::string::npos) << "no wait counted: none stated";
 
   // The layers' commits' waits (durable_wait_us) against the measured time: one layer's as it
