@@ -114,22 +114,22 @@ std::optional<uint64_t> BitmapAllocator::AllocateRun(uint64_t want, uint64_t max
 }
 
 void BitmapAllocator::ClearStale(uint64_t unit) {
-  stale_words_[unit / 64] &= ~(uint64_t{1} << (unit % 64));
+  Clear(stale_words_, unit);
   --stale_;
 }
 
 void BitmapAllocator::MarkUsed(uint64_t unit) {
   assert(unit < units_ && !IsUsed(unit));
   if (IsStale(unit)) ClearStale(unit);
-  used_words_[unit / 64] |= uint64_t{1} << (unit % 64);
+  Set(used_words_, unit);
   ++used_;
 }
 
 void BitmapAllocator::Free(uint64_t unit) {
   assert(unit < units_ && IsUsed(unit));
-  used_words_[unit / 64] &= ~(uint64_t{1} << (unit % 64));
+  Clear(used_words_, unit);
   --used_;
-  stale_words_[unit / 64] |= uint64_t{1} << (unit % 64);
+  Set(stale_words_, unit);
   ++stale_;
   reuse_.push_back(unit);
   freed_this_round_.push_back(unit);
@@ -143,12 +143,12 @@ void BitmapAllocator::CompactReuse() {
   size_t kept = reuse_.size();
   for (size_t i = reuse_.size(); i-- > 0;) {
     const uint64_t u = reuse_[i];
-    if (!IsStale(u) || (mark_words_[u / 64] >> (u % 64)) & 1) continue;
-    mark_words_[u / 64] |= uint64_t{1} << (u % 64);
+    if (!IsStale(u) || Bit(mark_words_, u)) continue;
+    Set(mark_words_, u);
     reuse_[--kept] = u;
   }
   reuse_.erase(reuse_.begin(), reuse_.begin() + static_cast<std::ptrdiff_t>(kept));
-  for (uint64_t u : reuse_) mark_words_[u / 64] &= ~(uint64_t{1} << (u % 64));
+  for (uint64_t u : reuse_) Clear(mark_words_, u);
 }
 
 void BitmapAllocator::Take(const std::vector<uint64_t>& candidates, std::vector<uint64_t>* out,
@@ -157,16 +157,15 @@ void BitmapAllocator::Take(const std::vector<uint64_t>& candidates, std::vector<
   // of marked units is walked from its first unit, which is a candidate too: linear in the
   // candidates, where sorting them (a commit's tens of thousands of freed units) cost a few
   // percent of a thin layer's CPU. Only what is taken is sorted.
-  auto bit = [](uint64_t u) { return uint64_t{1} << (u % 64); };
-  auto marked = [&](uint64_t u) { return (mark_words_[u / 64] & bit(u)) != 0; };
+  auto marked = [&](uint64_t u) { return Bit(mark_words_, u); };
   for (uint64_t u : candidates) {
-    if (IsStale(u)) mark_words_[u / 64] |= bit(u);
+    if (IsStale(u)) Set(mark_words_, u);
   }
   const size_t begin = out->size();
   for (uint64_t u : candidates) {
     if (!marked(u) || (u > 0 && marked(u - 1))) continue;  // not the first of a run
     uint64_t end = u;
-    for (; end < units_ && marked(end); ++end) mark_words_[end / 64] &= ~bit(end);
+    for (; end < units_ && marked(end); ++end) Clear(mark_words_, end);
     if (end - u < min_run) continue;
     for (uint64_t k = u; k < end; ++k) {
       MarkUsed(k);  // clears its stale bit; its entry in reuse_ is skipped now
@@ -202,7 +201,7 @@ void BitmapAllocator::TakeStale(std::vector<uint64_t>* out) {
 void BitmapAllocator::FreeDiscarded(const std::vector<uint64_t>& units) {
   for (uint64_t u : units) {
     assert(u < units_ && IsUsed(u));
-    used_words_[u / 64] &= ~(uint64_t{1} << (u % 64));
+    Clear(used_words_, u);
     --used_;
   }
 }

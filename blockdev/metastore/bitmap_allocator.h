@@ -65,6 +65,10 @@ class BitmapAllocator {
   static bool Bit(const std::vector<uint64_t>& w, uint64_t u) {
     return (w[u / 64] >> (u % 64)) & 1;
   }
+  static void Set(std::vector<uint64_t>& w, uint64_t u) { w[u / 64] |= uint64_t{1} << (u % 64); }
+  static void Clear(std::vector<uint64_t>& w, uint64_t u) {
+    w[u / 64] &= ~(uint64_t{1} << (u % 64));
+  }
   std::optional<uint64_t> FindFree() const;
   // The first free run of at least `want` units from the cursor on (a bounded search).
   std::optional<uint64_t> FindFreeRun(uint64_t want) const;
