@@ -120,13 +120,14 @@ Result<DevicePtr> GrainDevice::OpenJournaled(const GrainFormat& f, DevicePtr low
   h.size = r.U64();
   h.units = r.U64();
   if (!r.ok()) return MakeError(Errc::kCorruption, where + "truncated " + name + " fields");
-  const bool tables_ok = sb.tables.size() == 2 && sb.tables[0].entries == h.size / h.grain &&
+  // The grain first: every test after it divides by it.
+  const bool tables_ok = ValidGrain(h.grain) && sb.tables.size() == 2 &&
+                         sb.tables[0].entries == h.size / h.grain &&
                          sb.tables[1].entries == h.units &&
                          sb.tables[0].entry_size == f.entry_bytes &&
                          sb.tables[1].entry_size == f.unit_entry_bytes;
-  if (!tables_ok || !ValidGrain(h.grain) || h.size == 0 || h.size % h.grain ||
-      h.size / h.grain > f.max_grains || h.units == 0 || h.units > f.max_units ||
-      sb.data_offset + h.units * h.grain > lower_size) {
+  if (!tables_ok || h.size == 0 || h.size % h.grain || h.size / h.grain > f.max_grains ||
+      h.units == 0 || h.units > f.max_units || sb.data_offset + h.units * h.grain > lower_size) {
     return MakeError(Errc::kCorruption,
                      where + "inconsistent geometry (grain " + std::to_string(h.grain) +
                          ", size " + std::to_string(h.size) + ", " + std::to_string(h.units) +
