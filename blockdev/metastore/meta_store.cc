@@ -191,26 +191,34 @@ Status MetaStore::CheckRecords(const uint8_t* p, size_t n, uint64_t seq, uint64_
 
 Result<bool> MetaStore::ValidTransactionAfter(uint64_t pos, uint64_t seq) {
   SyncIo& io = this->io();
-  AlignedBuffer block(kMetaPageSize);
+  // The rest of the journal is read in chunks and every 4 KiB block of it looked at: a
+  // transaction is written only once the one before it is durable, so a valid one with a
+  // higher sequence number anywhere after `pos` means one before it was lost, not torn.
+  constexpr uint64_t kChunk = uint64_t{1} << 20;
+  AlignedBuffer chunk(std::min<uint64_t>(kChunk, sb_.journal_bytes));
   std::vector<uint8_t> payload;
   // Headers of later transactions that fail their checksum cost a read each; a journal that
   // holds more of them than twice its size in bytes is forged, not torn.
   uint64_t budget = 2 * sb_.journal_bytes;
-  for (uint64_t at = pos + kMetaPageSize; at + kMetaPageSize <= sb_.journal_bytes;
-       at += kMetaPageSize) {
-    if (std::error_code ec = io.Read(sb_.journal_offset + at, block.span())) {
+  for (uint64_t base = pos + kMetaPageSize; base + kMetaPageSize <= sb_.journal_bytes;
+       base += kChunk) {
+    const uint64_t n = std::min(kChunk, (sb_.journal_bytes - base) / kMetaPageSize * kMetaPageSize);
+    if (std::error_code ec = io.Read(sb_.journal_offset + base, chunk.span().first(n))) {
       return MakeError(ec, who_ + ": cannot read the journal: " + ec.message());
     }
-    TxnHeader h;
-    const auto* b = reinterpret_cast<const uint8_t*>(block.data());
-    if (!ParseHeader(b, sb_.volume_id, &h) || h.seq <= seq) continue;
-    const uint64_t cost = uint64_t{h.blocks} * kMetaPageSize;
-    if (cost > budget) return true;  // reported as corruption by the caller
-    budget -= cost;
-    VSTACK_ASSIGN_OR_RETURN(bool valid,
-                            ReadTransaction(io, sb_.journal_offset + at, sb_.journal_bytes - at, h,
-                                            sb_.volume_id, &payload, who_));
-    if (valid) return true;
+    for (uint64_t off = 0; off < n; off += kMetaPageSize) {
+      TxnHeader h;
+      const auto* b = reinterpret_cast<const uint8_t*>(chunk.data()) + off;
+      if (!ParseHeader(b, sb_.volume_id, &h) || h.seq <= seq) continue;
+      const uint64_t cost = uint64_t{h.blocks} * kMetaPageSize;
+      if (cost > budget) return true;  // reported as corruption by the caller
+      budget -= cost;
+      const uint64_t at = base + off;
+      VSTACK_ASSIGN_OR_RETURN(bool valid,
+                              ReadTransaction(io, sb_.journal_offset + at, sb_.journal_bytes - at,
+                                              h, sb_.volume_id, &payload, who_));
+      if (valid) return true;
+    }
   }
   return false;
 }
@@ -228,14 +236,16 @@ Status MetaStore::ReadJournal() {
                                ": " + ec.message());
     }
     TxnHeader h;
-    if (!ParseHeader(reinterpret_cast<const uint8_t*>(block.data()), sb_.volume_id, &h) ||
-        h.seq != seq) {
-      break;  // the end of the journal
+    bool valid = ParseHeader(reinterpret_cast<const uint8_t*>(block.data()), sb_.volume_id, &h) &&
+                 h.seq == seq;
+    if (valid) {
+      VSTACK_ASSIGN_OR_RETURN(valid, ReadTransaction(io, offset, sb_.journal_bytes - pos, h,
+                                                     sb_.volume_id, &records, who_));
     }
-    VSTACK_ASSIGN_OR_RETURN(bool valid, ReadTransaction(io, offset, sb_.journal_bytes - pos, h,
-                                                        sb_.volume_id, &records, who_));
     if (!valid) {
-      // A torn last transaction ends the journal; a bad one with valid successors is corruption.
+      // The end of the journal: a block that holds no transaction `seq` (never written, an
+      // older one, or a torn last one). A bad one with valid successors is corruption instead,
+      // whatever part of it is bad (header, sequence number, volume, checksum, or all zeros).
       VSTACK_ASSIGN_OR_RETURN(bool later, ValidTransactionAfter(pos, seq));
       if (later) {
         return MakeError(Errc::kCorruption,
