@@ -35,6 +35,7 @@
 #ifndef VSTACK_BLOCKDEV_GRAINMAP_UNIT_MAP_H_
 #define VSTACK_BLOCKDEV_GRAINMAP_UNIT_MAP_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -77,6 +78,16 @@ class UnitMap {
   // that an entry was ever set in; grains() if there is none.
   static constexpr uint64_t kBlockGrains = 1024;
   uint64_t NextWritten(uint64_t v) const;
+  // Calls f(v, entry) for each grain of [first, end) whose entry is not kUnmapped, in order,
+  // walking only the map blocks ever written: it costs what was written, not the virtual size.
+  template <typename F>
+  void ForEachMapped(uint64_t first, uint64_t end, F&& f) const {
+    end = std::min(end, grains_);
+    for (uint64_t v = NextWritten(first); v < end; v = NextWritten(v + 1)) {
+      const uint64_t e = Get(v);
+      if (e != kUnmapped) f(v, e);
+    }
+  }
   // Sets v's entry while loading (a journal replayed over a checkpoint may set one several
   // times), counting the change of usage and references as it goes, so that opening costs what
   // was loaded, not the virtual size: FinishLoad walks the units, never the map.

@@ -129,10 +129,9 @@ std::string ZstdDevice::BadEntry(uint64_t entry) const {
 
 void ZstdDevice::CheckMore(CheckMode mode, CheckResult* out) {
   std::map<uint64_t, std::vector<std::pair<uint64_t, Location>>> by_bin;
-  for (uint64_t v = 0; v < map().grains(); ++v) {
-    const uint64_t e = map().Get(v);
+  map().ForEachMapped(0, map().grains(), [&](uint64_t v, uint64_t e) {
     if (UnitMap::HasUnit(e)) by_bin[FragmentOf(e).unit].emplace_back(v, FragmentOf(e));
-  }
+  });
   for (auto& [bin, frags] : by_bin) {
     std::sort(frags.begin(), frags.end(),
               [](const auto& a, const auto& b) { return a.second.offset < b.second.offset; });
@@ -178,20 +177,18 @@ SpaceUsage ZstdDevice::Figures(uint64_t first, uint64_t count) const {
   SpaceUsage s;
   s.grain_bytes = grain();
   std::vector<uint64_t> bins;  // of the fragments in the range
-  for (uint64_t v = first; v < first + count && v < map().grains(); ++v) {
-    const uint64_t e = map().Get(v);
-    if (e == UnitMap::kUnmapped) continue;
+  map().ForEachMapped(first, first + count, [&](uint64_t, uint64_t e) {
     s.logical_bytes_live += grain();
     if (e == UnitMap::kZero) {
       ++s.zero_grains;
-      continue;
+      return;
     }
     const Location f = FragmentOf(e);
     ++s.unique_grains;
     s.compressed_bytes += f.raw() ? grain() : f.length;
     s.stored_bytes += f.raw() ? grain() : ApplySizeRule(rule_, grain(), f.length).slot;
     bins.push_back(f.unit);
-  }
+  });
   std::sort(bins.begin(), bins.end());
   s.physical_bytes_used =
       static_cast<uint64_t>(std::unique(bins.begin(), bins.end()) - bins.begin()) * grain();
@@ -215,10 +212,9 @@ std::optional<SpaceUsage> ZstdDevice::SpaceOf(uint64_t offset, uint64_t length) 
 void ZstdDevice::Properties(PropertyList& out) const {
   const SpaceUsage s = *Space();
   uint64_t raw = 0;
-  for (uint64_t v = 0; v < map().grains(); ++v) {
-    const uint64_t e = map().Get(v);
+  map().ForEachMapped(0, map().grains(), [&](uint64_t, uint64_t e) {
     raw += UnitMap::HasUnit(e) && FragmentOf(e).raw();
-  }
+  });
   out.push_back({"level", int64_t{level_}, ""});
   out.push_back({"rule", FormatSizeRule(rule_), ""});
   out.push_back({"open_bins", uint64_t{open_bins_}, ""});
