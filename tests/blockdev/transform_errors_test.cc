@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 
 #include "blockdev/metastore/superblock.h"
 #include "blockdev/metastore/table_page.h"
@@ -210,6 +211,27 @@ TEST_P(CorruptMetadata, OneBadSuperblockSlotIsSurvivedBothAreNot) {
       << dev.error().message;
 }
 
+// A superblock that says its grain is 0 (sealed with a valid checksum, in both slots: the
+// newer generation wins) is inconsistent geometry, not a division by zero (it crashed the
+// open with SIGFPE).
+TEST_P(CorruptMetadata, AGrainOfZeroIsInconsistentGeometry) {
+  {
+    auto file = Open("file:" + path_);
+    ASSERT_OK(file);
+    SyncIo io(**file);
+    auto sb = ReadSuperblock(io, GetParam().magic, "test");
+    ASSERT_OK(sb);
+    ASSERT_GE(sb->payload.size(), 8u);
+    StoreLE32(sb->payload.data() + 4, 0);  // [u32 version][u32 grain]...
+    ++sb->generation;
+    ASSERT_OK(WriteSuperblock(io, *sb, "test"));
+  }
+  auto dev = Reopen();
+  ASSERT_FALSE(dev);
+  EXPECT_EQ(dev.error().code, make_error_code(Errc::kCorruption)) << dev.error().message;
+  EXPECT_NE(dev.error().message.find("grain 0"), std::string::npos) << dev.error().message;
+}
+
 TEST_P(CorruptMetadata, BadTablePageNamesTableAndOffset) {
   const Superblock sb = ReadSb();  // after the clean close in SetUp the tables are written
   auto img = Slurp(path_);
@@ -289,14 +311,30 @@ TEST(CorruptJournal, MiddleTransactionIsCorruptionTornTailIsNot) {
     if (LoadLE32(&img[at]) == 0x314A5356) txns.push_back(at);
   }
   ASSERT_GE(txns.size(), 3u);
-  img[txns[0] + 40] ^= 1;
-  Spit(copy, img);
-  auto bad = Open("dedup+file:" + copy);
-  ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("journal transaction 1 at offset " + std::to_string(txns[0]) +
-                                     " is corrupt"),
-            std::string::npos)
-      << bad.error().message;
+  // Whatever part of the first transaction is damaged, the two after it are valid: corruption
+  // (a header that no longer parses, or names another sequence number or volume, or a block
+  // of zeros, is not the journal's end when later transactions follow).
+  struct Damage {
+    const char* what;
+    std::function<void(std::vector<unsigned char>&)> apply;
+  };
+  for (const Damage& d : std::vector<Damage>{
+           {"payload", [&](auto& b) { b[txns[0] + 40] ^= 1; }},
+           {"magic", [&](auto& b) { b[txns[0]] ^= 0xFF; }},
+           {"sequence number", [&](auto& b) { b[txns[0] + 8] ^= 0x08; }},
+           {"volume", [&](auto& b) { b[txns[0] + 16] ^= 1; }},
+           {"zeroed block", [&](auto& b) { std::fill_n(b.begin() + txns[0], 4096, 0); }},
+       }) {
+    std::vector<unsigned char> damaged = img;
+    d.apply(damaged);
+    Spit(copy, damaged);
+    auto bad = Open("dedup+file:" + copy);
+    ASSERT_FALSE(bad) << d.what << ": the transactions after it would be dropped";
+    EXPECT_NE(bad.error().message.find("journal transaction 1 at offset " +
+                                       std::to_string(txns[0]) + " is corrupt"),
+              std::string::npos)
+        << d.what << ": " << bad.error().message;
+  }
   torn[txns.back() + 40] ^= 1;
   Spit(copy, torn);
   auto ok = Open("dedup+file:" + copy);
