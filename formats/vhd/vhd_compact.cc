@@ -64,7 +64,16 @@ class Compactor {
     return Io(io_.Write(at, out.span()), "writing the BAT", at);
   }
 
-  // A block reads as zeros if no sector with its bit set holds a non-zero byte.
+  // A block can be given back if doing so changes nothing a reader sees. In a dynamic image,
+  // when it reads as zeros: no sector with its bit set holds a non-zero byte. In a
+  // differencing image, only when no sector's bit is set: a sector of zeros the child wrote
+  // hides the parent's data there, and freeing the block would show the parent's again.
+  bool Freeable() const { return img_.footer.is_differencing() ? NoSectorPresent() : ReadsZero(); }
+  bool NoSectorPresent() const {
+    const auto* bits = reinterpret_cast<const uint8_t*>(buf_.data());
+    const uint32_t sectors = bs_ / kSectorSize;
+    return !TestBit(bits, 0) && RunLength(bits, 0, sectors) == sectors;
+  }
   bool ReadsZero() const {
     const auto* bits = reinterpret_cast<const uint8_t*>(buf_.data());
     const std::byte* data = buf_.data() + bm_;
@@ -85,7 +94,7 @@ class Compactor {
     uint64_t scanned = 0;
     for (uint32_t i : allocated) {
       VSTACK_RETURN_IF_ERROR(ReadBlock(At(i)));
-      if (ReadsZero()) freed.push_back(i);
+      if (Freeable()) freed.push_back(i);
       progress_(CompactStage::kScan, ++scanned, allocated.size());
     }
     for (uint32_t i : freed) img_.bat[i] = kUnallocated;

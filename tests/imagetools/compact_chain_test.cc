@@ -179,6 +179,19 @@ TEST_F(ChainTest, CommitImageCopiesTheChildsDataAndCountsIt) {
   EXPECT_TRUE(Contents(child_) == child_view) << "the child still reads the same";
 }
 
+// Zeros a child wrote hide its parent's data: compacting the child must not give those blocks
+// back (it did, as for a dynamic image, and the parent's 0x11 showed through again).
+TEST_F(ChainTest, CompactImageKeepsTheZerosAChildWroteOverItsParent) {
+  Fill(child_, 0, 2 * kBlock, 0x00);  // the child's first block (2 MiB), all zeros now
+  const std::vector<uint8_t> child_view = Contents(child_);
+  ASSERT_EQ(child_view[0], 0);
+  ASSERT_EQ(child_view[2 * kBlock], 0x11);  // from the parent
+  auto report = CompactImage(child_);
+  ASSERT_OK(report);
+  EXPECT_EQ(report->zero_blocks_freed, 0u);
+  EXPECT_TRUE(Contents(child_) == child_view) << "the child reads differently after compact";
+}
+
 TEST_F(ChainTest, RebaseImageKeepsTheChildsContentsOntoANewParent) {
   const std::string fresh = dir_.File("fresh.vhd");
   ASSERT_OK(CreateImage("vhd", fresh, 4 * kBlock));
