@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "imagetools/map.h"
 #include "imagetools/new_image_file.h"
 #include "lib/aligned_buffer.h"
 #include "lib/extent.h"
@@ -233,7 +234,10 @@ Result<CopyStats> ConvertImage(BlockDevice& src, const std::string& dst,
       NewImageFile file,
       NewImageFile::Create(dst, options.format.empty() ? "raw" : options.format,
                            src.geometry().size_bytes, options.create_options, options.overwrite));
-  copy.dst_reads_zero = true;
+  // A new image reads as zeros, unless it has a parent (a differencing VHD made with
+  // backing_file=): then the source's zeros are written too, or the parent's data would show
+  // through them.
+  copy.dst_reads_zero = BackingChain(dst, file.device()).size() == 1;
   VSTACK_ASSIGN_OR_RETURN(CopyStats stats, CopyImage(src, file.device(), copy));
   VSTACK_RETURN_IF_ERROR(file.Commit());
   return stats;

@@ -120,6 +120,31 @@ TEST(ImageTools, ConvertImageMakesANewVhdThatReadsTheSame) {
   EXPECT_EQ(allocated, 3u << 20);
 }
 
+// A new differencing VHD (backing_file=) reads its parent where nothing is written, so the
+// source's zeros must be written into it: they were skipped as for a new image without a
+// parent, and the parent's data showed through them.
+TEST(ImageTools, ConvertImageIntoAChildWritesTheSourcesZerosOverItsParent) {
+  testing::TempDir dir;
+  DevicePtr src = Source();
+  const std::string base = dir.File("base.vhd"), out = dir.File("child.vhd");
+  {
+    ConvertOptions o;
+    o.format = "vhd";
+    DevicePtr ones = OpenOrDie("memory:8M");
+    Fill(*ones, 0, kSize, 0xEE);
+    ASSERT_OK(ConvertImage(*ones, base, o));
+  }
+  ConvertOptions options;
+  options.format = "vhd";
+  options.create_options = "backing_file=" + base;
+  ASSERT_OK(ConvertImage(*src, out, options));
+  auto dst = OpenImage(out, {.read_only = true});
+  ASSERT_OK(dst);
+  auto c = CompareImages(*src, **dst);
+  ASSERT_OK(c);
+  EXPECT_TRUE(c->identical) << "first difference at offset " << c->first_difference.value_or(0);
+}
+
 TEST(ImageTools, ConvertImageKeepsAnExistingFileUnlessToldToReplaceIt) {
   testing::TempDir dir;
   DevicePtr src = Source();
