@@ -150,6 +150,68 @@ Status ReplayLog(BlockDevice& device, IoQueue& q, VhdxImage* image, bool writabl
   return marked;
 }
 
+// Blocks must not share file space. Present blocks (and sector bitmaps) that overlap are
+// corruption: a write to one lands in the other (a strict open refuses them; a lenient one,
+// for check, leaves them to VhdxDevice::Check to name). The space a ZERO or UNMAPPED block
+// keeps (a non-zero offset, which the writer reuses for the block's next write) is forgotten
+// unless it is the block's alone: it must not touch a structure, a present block or another
+// block's kept space, nor lie past the end of the file. The block still reads as zeros; its
+// next write takes new space.
+template <typename HitsStructure>
+Status CheckSharedSpace(VhdxImage* image, bool lenient, const HitsStructure& hits_structure) {
+  const BatLayout& l = image->layout;
+  struct Space {
+    uint64_t offset, end, index;
+    bool operator<(const Space& o) const { return offset < o.offset; }
+  };
+  std::vector<Space> present, kept;
+  for (uint64_t index = 0; index < l.entries; ++index) {
+    const uint64_t e = image->bat[index];
+    const uint8_t state = EntryState(e);
+    const uint64_t offset = EntryOffset(e);
+    if (e == kUnusableState || offset == 0) continue;
+    const uint64_t size = l.IsBitmapIndex(index) ? kMiB : l.block_size;
+    if (state == kFullyPresent || (state == kBitmapPresent && l.IsBitmapIndex(index))) {
+      present.push_back({offset, offset + size, index});
+    } else if (!l.IsBitmapIndex(index) && (state == kZero || state == kUnmapped)) {
+      kept.push_back({offset, offset + size, index});
+    }
+  }
+  std::sort(present.begin(), present.end());
+  // reach[i]: the space present[0..i] reaches furthest into, and whose it is (blocks and
+  // bitmaps differ in size, so the one before need not be the one that reaches furthest).
+  std::vector<size_t> reach(present.size());
+  for (size_t i = 0; i < present.size(); ++i) {
+    reach[i] = i == 0 || present[i].end > present[reach[i - 1]].end ? i : reach[i - 1];
+    if (i > 0 && !lenient && present[i].offset < present[reach[i - 1]].end) {
+      return MakeError(Errc::kCorruption,
+                       "vhdx: BAT entries " + std::to_string(present[reach[i - 1]].index) +
+                           " and " + std::to_string(present[i].index) +
+                           " overlap at file offset " + std::to_string(present[i].offset));
+    }
+  }
+  std::sort(kept.begin(), kept.end());
+  auto overlaps_present = [&](const Space& k) {
+    auto it = std::upper_bound(present.begin(), present.end(), Space{k.offset, 0, 0});
+    if (it != present.end() && it->offset < k.end) return true;  // one starting inside
+    const size_t before = static_cast<size_t>(it - present.begin());
+    return before > 0 && present[reach[before - 1]].end > k.offset;  // one reaching into it
+  };
+  std::vector<bool> forget(kept.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const Space& k = kept[i];
+    if (hits_structure(k.offset, k.end - k.offset) || k.end > image->file_size ||
+        overlaps_present(k)) {
+      forget[i] = true;
+    }
+    if (i > 0 && k.offset < kept[i - 1].end) forget[i] = forget[i - 1] = true;
+  }
+  for (size_t i = 0; i < kept.size(); ++i) {
+    if (forget[i]) image->bat[kept[i].index] = MakeEntry(EntryState(image->bat[kept[i].index]), 0);
+  }
+  return OkStatus();
+}
+
 Status LoadBat(IoQueue& q, VhdxImage* image, bool lenient) {
   const BatLayout& l = image->layout;
   const Region& r = image->bat_region;
@@ -224,7 +286,7 @@ Status LoadBat(IoQueue& q, VhdxImage* image, bool lenient) {
     image->unusable.push_back({index, e});
     image->bat[index] = kUnusableState;
   }
-  return OkStatus();
+  return CheckSharedSpace(image, lenient, hits_structure);
 }
 
 }  // namespace

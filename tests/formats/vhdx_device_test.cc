@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "formats/vhdx/vhdx_format.h"
+#include "imagetools/compact.h"
 #include "formats/vhdx/vhdx_log.h"
 #include "lib/endian.h"
 #include "lib/iovec.h"
@@ -480,6 +481,78 @@ TEST_F(VhdxBadInput, BatEntriesPastTheEndOrInvalidStates) {
   r.iov = &v;
   r.iovcnt = 1;
   EXPECT_EQ(Execute(**q, r), make_error_code(Errc::kCorruption));
+}
+
+// Blocks that share file space: two present blocks at one offset are corruption (a write to
+// one lands in the other; compact truncated one away), and the space a ZERO block keeps is
+// reused only if it is its own (a ZERO entry pointing into a present block made the next
+// write there overwrite that block).
+TEST_F(VhdxBadInput, BlocksSharingFileSpace) {
+  const std::string path = Make();
+  const auto block0 = Pattern(1 << 20, 3), block3 = Pattern(1 << 20, 9);
+  {
+    auto dev = Open("vhdx+" + Q(path));
+    ASSERT_OK(dev);
+    {
+      SyncIo io(**dev);
+      AlignedBuffer b(1 << 20);
+      std::memcpy(b.data(), block0.data(), b.size());
+      ASSERT_OK(io.Write(0, b.span()));
+      std::memcpy(b.data(), block3.data(), b.size());
+      ASSERT_OK(io.Write(3 << 20, b.span()));
+    }
+    ASSERT_OK((*dev)->Close());
+  }
+  const auto good = ReadAll(path);
+  const uint64_t bat = 3 << 20;
+  const uint64_t e0 = LoadLE64(&good[bat]);
+  ASSERT_EQ(vhdx::EntryState(e0), vhdx::kFullyPresent);
+
+  // BAT[3] = BAT[0]: refused by a normal open and by compact; check names the overlap.
+  auto b = good;
+  StoreLE64(&b[bat + 3 * 8], e0);
+  WriteAll(path, b);
+  EXPECT_NE(OpenError(path).find("overlap"), std::string::npos) << OpenError(path);
+  auto compacted = CompactImage(path);
+  ASSERT_FALSE(compacted);
+  EXPECT_NE(compacted.error().message.find("overlap"), std::string::npos)
+      << compacted.error().message;
+  EXPECT_EQ(ReadAll(path), b) << "compact changed the refused image";
+  {
+    auto dev = Open("vhdx+" + Q(path), OpenOptions{.read_only = true, .for_check = true});
+    ASSERT_OK(dev);
+    CheckResult check;
+    ASSERT_OK((*dev)->Check(CheckMode::kReadOnly, &check));
+    EXPECT_GE(check.corruptions, 1u);
+  }
+
+  // BAT[2] ZERO, keeping block 0's space: block 2's first write takes new space.
+  b = good;
+  StoreLE64(&b[bat + 2 * 8], vhdx::MakeEntry(vhdx::kZero, vhdx::EntryOffset(e0)));
+  WriteAll(path, b);
+  const auto mark = Pattern(4096, 77);
+  {
+    auto dev = Open("vhdx+" + Q(path));
+    ASSERT_OK(dev);
+    {
+      SyncIo io(**dev);
+      AlignedBuffer w(4096);
+      std::memcpy(w.data(), mark.data(), w.size());
+      ASSERT_OK(io.Write(2 << 20, w.span()));
+    }
+    ASSERT_OK((*dev)->Close());
+  }
+  auto dev = Open("vhdx+" + Q(path), OpenOptions{.read_only = true});
+  ASSERT_OK(dev);
+  SyncIo io(**dev);
+  AlignedBuffer r(1 << 20);
+  ASSERT_OK(io.Read(0, r.span()));
+  EXPECT_EQ(std::memcmp(r.data(), block0.data(), r.size()), 0) << "block 0 was overwritten";
+  ASSERT_OK(io.Read(2 << 20, r.span()));
+  EXPECT_EQ(std::memcmp(r.data(), mark.data(), mark.size()), 0);
+  CheckResult check;
+  ASSERT_OK((*dev)->Check(CheckMode::kReadOnly, &check));
+  EXPECT_EQ(check.corruptions, 0u);
 }
 
 TEST_F(VhdxBadInput, CorruptLogEntriesAreNotReplayed) {
