@@ -331,6 +331,7 @@ Status Crc32cDevice::CloseLayer() {
 Status Crc32cDevice::Check(CheckMode mode, CheckResult* out) {
   repaired_.clear();
   const uint64_t corrupt_before = out->corruptions;
+  const size_t first_message = out->messages.size();
   Status s = GrainDevice::Check(mode, out);
   constexpr uint64_t kMaxMessages = 100;
   const uint64_t bad = out->corruptions - corrupt_before;
@@ -339,12 +340,25 @@ Status Crc32cDevice::Check(CheckMode mode, CheckResult* out) {
     out->messages.push_back("ERROR crc32c: " + std::to_string(bad - kMaxMessages) +
                             " more checksum mismatches");
   }
-  out->repaired += repaired_.size();
-  if (s && !repaired_.empty()) {
+  const uint64_t accepted = repaired_.size();  // one per mismatched grain (repair-all)
+  out->repaired += accepted;
+  if (s && accepted > 0) {
     // Persist the accepted checksums: mark their regions dirty, then clean them.
     repaired_.erase(std::unique(repaired_.begin(), repaired_.end()), repaired_.end());
     s = MarkDirty(repaired_);
     if (s) s = Commit(CommitKind::kClose);
+    if (s) {
+      // Every mismatch found was accepted and is durable: what the check leaves is repaired,
+      // not an error (the exit status is the repaired image's, as for the other layers).
+      out->corruptions -= std::min(out->corruptions - corrupt_before, accepted);
+      for (size_t i = first_message; i < out->messages.size(); ++i) {
+        std::string& m = out->messages[i];
+        if (m.starts_with("ERROR crc32c: checksum mismatch") ||
+            m.find("more checksum mismatches") != std::string::npos) {
+          m = "Repaired: " + m.substr(6) + " (the data's checksum accepted)";
+        }
+      }
+    }
   }
   std::lock_guard lock(meta_mu_);
   if (io_) io_ = std::make_unique<SyncIo>(lower_device());  // release the queue below
