@@ -427,11 +427,12 @@ Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& op
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     const int err = errno;
-    // Text that parses as a spec, or that starts with a component's name and ':' or '+', was
-    // meant as one: explain what is wrong with it, not that no such file exists.
-    auto parts = ParseSpec(spec_or_path);
-    if (parts) return Open(spec_or_path, options).error();
+    // Text that parses as a spec of several parts or with options, or that starts with a
+    // component's name and ':' or '+', was meant as one: explain what is wrong with it, not
+    // that no such file exists. A lone word ("disk", "old.img") is a file name.
     const size_t name_end = path.find_first_of(":+");
+    auto parts = ParseSpec(spec_or_path);
+    if (parts && name_end != std::string::npos) return Open(spec_or_path, options).error();
     if (name_end != std::string::npos &&
         Registry::Global().Find(path.substr(0, name_end)) != nullptr) {
       return std::move(parts).error();

@@ -1,6 +1,8 @@
 // PlanBench (bench_knobs.h): every knob of vstack bench checked, and the matrix it asks for.
 #include "bench/workload/bench_knobs.h"
 
+#include <sys/stat.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -169,9 +171,11 @@ Status ApplyRoundKnobs(const BenchKnobs& a, MatrixOptions* o) {
 // exist is an error that shows the spec to create it. Named stacks and specs are returned as they are.
 Result<std::string> StackOrPath(const std::string& text, std::vector<std::string>* notes) {
   const auto named = NamedStackNames();
+  struct stat st;
+  const bool file_here = text.find('/') == std::string::npos && ::stat(text.c_str(), &st) == 0;
   if (std::find(named.begin(), named.end(), text) != named.end() || IsStackSpec(text) ||
-      text.find('/') == std::string::npos) {
-    return text;
+      (text.find('/') == std::string::npos && !file_here)) {
+    return text;  // (a bare name is a file's only if such a file exists here: "disk.vhd")
   }
   OpenOptions ro;
   ro.read_only = true;

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <functional>
 
 #include "bench/workload/write_guard.h"
@@ -168,6 +170,19 @@ TEST(BenchKnobs, APathRunsAsTheSpecItsProbeGivesAndSaysSo) {
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find(",create=on,size=1G"), std::string::npos)
       << refused.error().message;
+
+  // A bare file name in the working directory, as diskspd names its target: the file (it was
+  // refused as a spec with an invalid name).
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());
+  k.stacks = {"disk.raw"};
+  k.write_pct = 0;
+  notes.clear();
+  auto bare = PlanBench(k, &notes);
+  std::filesystem::current_path(cwd);
+  ASSERT_TRUE(bare) << bare.error().message;
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "--stack disk.raw runs the stack file:disk.raw");
 }
 
 TEST(WriteGuard, AUserNamedDeviceIsReadOnlyRefusedOrTheRunsOwn) {

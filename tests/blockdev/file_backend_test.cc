@@ -198,8 +198,11 @@ TEST(OpenImage, MalformedSpecsReportTheParseErrorNotAMissingFile) {
   }
   ExpectError(OpenImage("memory:1M++", {}), "empty part");
   ExpectError(OpenImage("memory:1M,block=512,block=512", {}), "option 'block' given twice");
-  // A path that names no component is still a missing file.
+  // A path that names no component is still a missing file, and so is a lone word (it was
+  // reported as "unknown backend", a usage error, and a file named "x.img" as an invalid name).
   ExpectError(OpenImage("/nonexistent/x.img", {}), "No such file or directory");
+  ExpectError(OpenImage("nonexistent", {}), "cannot open 'nonexistent': No such file or directory");
+  ExpectError(OpenImage("nonexistent.img", {}), "No such file or directory");
 }
 
 TEST(CreateImage, RawIsSparseAndNeverOverwrites) {
