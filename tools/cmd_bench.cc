@@ -77,6 +77,10 @@ std::string CommandLine() {
 }
 
 void RunBench(const BenchArgs& args) {
+  const bool report = !args.report_dir.empty() && !args.no_report;
+  if (report) {  // before anything is measured: a folder that cannot be written fails now
+    if (Status st = bench::PrepareReportDir(args.report_dir); !st) Fail("bench", st.error().message);
+  }
   g_stop.store(false);
   g_first_signal_ns.store(0);
   struct sigaction sa {};
@@ -106,10 +110,12 @@ void RunBench(const BenchArgs& args) {
   for (const std::string& m : run->messages) {
     std::fprintf(stderr, "vstack bench: %s\n", m.c_str());
   }
-  if (!args.report_dir.empty() && !args.no_report) {
+  bool report_failed = false;
+  if (report) {
     const std::string dir = args.report_dir;
     if (Status st = bench::WriteReportDir(dir, run->report); !st) {
       std::fprintf(stderr, "vstack bench: %s\n", st.error().message.c_str());
+      report_failed = true;
     } else {
       std::fprintf(stderr, "vstack bench: report written to %s/index.html\n", dir.c_str());
     }
@@ -119,6 +125,7 @@ void RunBench(const BenchArgs& args) {
     case bench::BenchOutcome::kFailed: Exit(1);
     case bench::BenchOutcome::kOk: break;
   }
+  if (report_failed) Exit(1);
 }
 
 // Sets the knobs a --diskspd or --fio-job translation gives, as if typed on the command line,

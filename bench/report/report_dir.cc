@@ -15,13 +15,17 @@
 namespace vstack::bench {
 namespace {
 
+// Written beside its final name and renamed over it: a reader (or a run killed meanwhile)
+// sees the old file or the new one, never half of one.
 Status WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  const std::string part = path + ".part";
+  std::ofstream f(part, std::ios::binary | std::ios::trunc);
   f << content;
   f.close();
-  if (!f) {
-    return MakeError(SystemError(errno ? errno : EIO),
-                     "cannot write '" + path + "': " + std::strerror(errno ? errno : EIO));
+  if (!f || std::rename(part.c_str(), path.c_str()) != 0) {
+    const int err = errno ? errno : EIO;
+    std::remove(part.c_str());
+    return MakeError(SystemError(err), "cannot write '" + path + "': " + std::strerror(err));
   }
   return OkStatus();
 }
@@ -83,10 +87,22 @@ const std::vector<std::string>& ReportFiles() {
   return files;
 }
 
-Status WriteReportDir(const std::string& dir, const BenchReport& r) {
+Status PrepareReportDir(const std::string& dir) {
+  if (dir.empty()) return MakeError(Errc::kInvalidArgument, "the report folder is an empty path");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return MakeError(ec, "cannot create the report folder '" + dir + "': " + ec.message());
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return MakeError(Errc::kInvalidArgument, "the report folder '" + dir + "' is not a folder");
+  }
+  const std::string probe = dir + "/.vstack-write-test";
+  VSTACK_RETURN_IF_ERROR(WriteFile(probe, ""));
+  std::remove(probe.c_str());
+  return OkStatus();
+}
+
+Status WriteReportDir(const std::string& dir, const BenchReport& r) {
+  VSTACK_RETURN_IF_ERROR(PrepareReportDir(dir));
   VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/report.txt", RenderText(r)));
   VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/report.json", RenderJson(r).dump(2) + "\n"));
   VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/latency_cdf.svg", LatencyCdfSvg(r)));
@@ -95,6 +111,8 @@ Status WriteReportDir(const std::string& dir, const BenchReport& r) {
   VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/cpu_cost.svg", CpuCostSvg(r)));
   if (!CpuReadyGrowthRows(r.result, r.summary).empty()) {
     VSTACK_RETURN_IF_ERROR(WriteFile(dir + "/cpu_ready.svg", CpuReadySvg(r)));
+  } else {
+    std::remove((dir + "/cpu_ready.svg").c_str());  // an earlier run's, which index.html no longer shows
   }
   return WriteFile(dir + "/index.html", IndexHtml(r));
 }

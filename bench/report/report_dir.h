@@ -16,8 +16,13 @@ namespace vstack::bench {
 // The files WriteReportDir writes, in the order index.html shows them.
 const std::vector<std::string>& ReportFiles();
 
-// Creates `dir` (and its parents) if needed and writes every report file into it, replacing
-// older ones. Errors name the file that could not be written.
+// Creates `dir` (and its parents) if needed and checks that a file can be written in it: what
+// a run calls before it measures anything, so that a folder it cannot write fails at once.
+Status PrepareReportDir(const std::string& dir);
+
+// PrepareReportDir, then writes every report file into `dir`, each under a temporary name
+// renamed over the old one (a reader never sees half a file), and removes an earlier run's
+// chart that this report has not. Errors name the file that could not be written.
 Status WriteReportDir(const std::string& dir, const BenchReport& report);
 
 }  // namespace vstack::bench

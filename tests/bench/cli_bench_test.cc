@@ -123,6 +123,34 @@ TEST(CliBench, NoReportFolderUnlessAsked) {
   EXPECT_EQ(Entries(dir.path()), 0u);
 }
 
+// A report folder that cannot be written fails the command before anything is measured (it
+// was found only after the run, and the command still exited 0); a folder written again
+// keeps no chart of the run before that the new index.html does not show, and no partial file.
+TEST(CliBench, AReportFolderThatCannotBeWrittenFailsBeforeTheRun) {
+  TempDir dir;
+  const std::string file = dir.File("a-file");
+  testing::WriteFile(file, 4096, 0);
+  const std::string run = std::string(VSTACK_CLI) +
+                          " bench --quiet --stack memory:8M --size 8M --warmup 0 --ios 100 "
+                          "--rounds 1 --report-dir ";
+  CommandResult r = testing::RunCommand(run + file);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("cannot create the report folder"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Comparison"), std::string::npos) << "it measured first: " << r.output;
+
+  const std::string report = dir.File("report");
+  std::filesystem::create_directory(report);
+  testing::WriteFile(report + "/cpu_ready.svg", 100, 'x');  // an earlier sweep's chart
+  r = testing::RunCommand(run + report);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(report + "/cpu_ready.svg"));
+  for (const auto& e : std::filesystem::directory_iterator(report)) {
+    EXPECT_NE(e.path().extension(), ".part") << "a partial file is left: " << e.path();
+    EXPECT_NE(e.path().filename(), ".vstack-write-test");
+  }
+  EXPECT_TRUE(std::filesystem::exists(report + "/index.html"));
+}
+
 TEST(CliBench, PresetMatrixOnTemporaryFilesWritesItsReport) {
   TempDir dir;
   const std::string report = dir.File("report");
