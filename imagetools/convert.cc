@@ -81,8 +81,13 @@ class Copier {
     size_t pending = 0;
   };
 
-  void Fail(Error e) {
-    if (!error_) error_ = std::move(e);
+  // The error to report: the one at the lowest offset (chunks complete out of order, and a
+  // copy that failed at offset X has copied nothing reliable beyond X).
+  void Fail(Error e, uint64_t offset) {
+    if (!error_ || offset < error_offset_) {
+      error_ = std::move(e);
+      error_offset_ = offset;
+    }
   }
 
   void Report() {
@@ -90,6 +95,11 @@ class Copier {
   }
 
   void StartNext(Slot& s) {
+    if (options_.stop != nullptr && options_.stop->load() && !error_) {
+      Fail(MakeError(Errc::kCancelled, "interrupted at offset " + std::to_string(next_) + " of " +
+                                           std::to_string(size_)),
+           UINT64_MAX);
+    }
     while (!error_ && next_ < size_) {
       s.offset = next_;
       s.length = std::min(chunk_, size_ - next_);
@@ -129,7 +139,8 @@ class Copier {
       Copier& c = *slot.copier;
       if (r.status) {
         c.Fail(MakeError(r.status, "reading the source at offset " + std::to_string(slot.offset) +
-                                       " failed: " + r.status.message()));
+                                       " failed: " + r.status.message()),
+               slot.offset);
         c.Done(slot);
         return;
       }
@@ -171,7 +182,8 @@ class Copier {
           if (r.status) {
             c.Fail(MakeError(r.status, "writing the destination at offset " +
                                            std::to_string(r.offset) +
-                                           " failed: " + r.status.message()));
+                                           " failed: " + r.status.message()),
+                   r.offset);
           }
           if (--slot.pending == 0) c.Done(slot);
         };
@@ -207,6 +219,7 @@ class Copier {
   CopyStats stats_;
   int active_ = 0;
   std::optional<Error> error_;
+  uint64_t error_offset_ = 0;
 };
 
 }  // namespace
@@ -219,6 +232,7 @@ Result<CopyStats> ConvertImage(BlockDevice& src, const std::string& dst,
                                const ConvertOptions& options) {
   CopyOptions copy;
   copy.progress = options.progress;
+  copy.stop = options.stop;
   if (IsStackSpec(dst)) {
     if (!options.format.empty() || !options.create_options.empty() || options.overwrite) {
       return MakeError(Errc::kInvalidArgument,

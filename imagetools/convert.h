@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <atomic>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,9 @@ struct CopyOptions {
   bool dst_reads_zero = false;
   int depth = 8;  // chunks in flight, >= 1
   CopyProgress progress{};
+  // When it becomes true (a signal handler sets it), no new chunk starts and the copy ends
+  // with Errc::kCancelled once the chunks in flight are done. May be null.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct CopyStats {
@@ -58,6 +62,7 @@ struct ConvertOptions {
   std::string create_options{};
   bool overwrite = false;
   CopyProgress progress{};
+  const std::atomic<bool>* stop = nullptr;  // as CopyOptions::stop (a new file is then removed)
 };
 
 // Copies the virtual disk of `src` into `dst`: a new image file of the source's size made with

@@ -6,8 +6,6 @@
 // Ctrl-C (or SIGTERM) stops the run: what was measured is printed, temporary files are
 // removed, and the exit status is 130. A second Ctrl-C kills at once.
 #include <fmt/format.h>
-#include <signal.h>
-#include <time.h>
 
 #include <atomic>
 #include <cstdio>
@@ -21,32 +19,12 @@
 #include "bench/workload/stack_plan.h"
 #include "tools/bench/progress_line.h"
 #include "tools/command.h"
+#include "tools/interrupt.h"
 #include "tools/output.h"
 #include "tools/usage.h"
 
 namespace vstack::cli {
 namespace {
-
-std::atomic<bool> g_stop{false};
-std::atomic<int64_t> g_first_signal_ns{0};
-
-// The first SIGINT or SIGTERM stops the run (it ends cleanly: report, images removed). The
-// same signal repeated within moments is that interrupt again (GNU timeout signals the process
-// and then its group); a later one, a second Ctrl-C, kills at once.
-void OnSignal(int sig) {
-  constexpr int64_t kRepeatNs = 250'000'000;
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // async-signal-safe
-  const int64_t now = int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-  int64_t first = 0;
-  if (g_first_signal_ns.compare_exchange_strong(first, now)) {
-    g_stop.store(true);
-    return;
-  }
-  if (now - first < kRepeatNs) return;
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
 
 // The knobs (bench/workload/bench_knobs.h), and what only the command line has: the output,
 // the report folder, the progress line and the foreign command lines it translates.
@@ -81,27 +59,18 @@ void RunBench(const BenchArgs& args) {
   if (report) {  // before anything is measured: a folder that cannot be written fails now
     if (Status st = bench::PrepareReportDir(args.report_dir); !st) Fail("bench", st.error().message);
   }
-  g_stop.store(false);
-  g_first_signal_ns.store(0);
-  struct sigaction sa {};
-  sa.sa_handler = &OnSignal;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {}, old_term {};
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
   Result<bench::BenchResult> run = [&] {
+    InterruptScope interrupt;
     ProgressLine progress(!args.quiet);
     bench::BenchRunHooks hooks;
     hooks.command = args.command_line;
-    hooks.stop = &g_stop;
+    hooks.stop = &InterruptScope::stop();
     hooks.on_progress = [&](const bench::MatrixProgress& p) { progress.Update(p); };
     hooks.on_note = [](const std::string& n) {
       std::fprintf(stderr, "vstack bench: %s\n", n.c_str());
     };
     return bench::Benchmark(args.knobs, hooks);
   }();
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
   if (!run) FailUsage("bench", run.error().message);
 
   fmt::print("{}", args.output == OutputFormat::kJson ? run->json + "\n" : run->text);

@@ -9,6 +9,7 @@
 #include "imagetools/convert.h"
 #include "lib/registry.h"
 #include "tools/command.h"
+#include "tools/interrupt.h"
 #include "tools/image_args.h"
 #include "tools/progress.h"
 #include "tools/usage.h"
@@ -67,8 +68,16 @@ void AddConvertCommand(CLI::App& app) {
     options.create_options = args->options;
     options.overwrite = args->overwrite;
     options.progress = [&bar](uint64_t done, uint64_t) { bar.Set(done); };
+    InterruptScope interrupt;  // Ctrl-C: the copy stops, and a new file is removed
+    options.stop = &InterruptScope::stop();
     auto copied = ConvertImage(**src, args->dst, options);
     bar.Finish();
+    if (!copied && copied.error().code == make_error_code(Errc::kCancelled)) {
+      Fail("convert", copied.error().message +
+                          (dst_is_spec ? "; the destination holds what was copied until then"
+                                       : "; the new file was removed"),
+           130);
+    }
     if (!copied && !dst_is_spec && IsCreateUsageError(copied.error())) {
       FailUsage("convert", copied.error().message);  // an unknown format or -o option
     }

@@ -77,6 +77,25 @@ TEST(QemuHabits, CompareStrictRefusesDifferentSizes) {
   EXPECT_TRUE(Has(views, "Content mismatch at offset 0!")) << views.output;
 }
 
+// Ctrl-C during convert (here GNU timeout's SIGINT, sent twice: to the process, then to its
+// group) stops the copy and removes the new file, with exit 130 (it left a partial image under
+// the destination's name, which a second try then refused as existing).
+TEST(QemuHabits, AnInterruptedConvertRemovesTheNewFile) {
+  TempDir dir;
+  const std::string src = dir.File("src.raw"), out = dir.File("out.vhd");
+  testing::WriteFile(src, 32 << 20, 0x5A);
+  // Each 2 MiB read takes 400 ms: 16 of them, 8 in flight, last at least 800 ms.
+  CommandResult r = testing::RunCommand(
+      "timeout --preserve-status -s INT 0.4 " + std::string(VSTACK_CLI) +
+      " convert -O vhd 'delay:latency=400ms+file:" + src + "' " + out);
+  EXPECT_EQ(r.status, 130) << r.output;
+  EXPECT_TRUE(Has(r, "interrupted at offset")) << r.output;
+  EXPECT_TRUE(Has(r, "the new file was removed")) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out)) << "a partial image was left at " << out;
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1)
+      << "a temporary file was left beside it";
+}
+
 TEST(QemuHabits, AnExistingDestinationNeedsOverwrite) {
   TempDir dir;
   const std::string src = dir.File("src.raw"), dst = dir.File("dst.raw");
