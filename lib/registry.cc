@@ -428,11 +428,14 @@ Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& op
   if (::stat(path.c_str(), &st) != 0) {
     const int err = errno;
     // Text that parses as a spec of several parts or with options, or that starts with a
-    // component's name and ':' or '+', was meant as one: explain what is wrong with it, not
-    // that no such file exists. A lone word ("disk", "old.img") is a file name.
+    // component's name, was meant as one: explain what is wrong with it, not that no such
+    // file exists. Another lone word ("disk", "old.img") is a file name.
     const size_t name_end = path.find_first_of(":+");
     auto parts = ParseSpec(spec_or_path);
-    if (parts && name_end != std::string::npos) return Open(spec_or_path, options).error();
+    const bool names_component = Registry::Global().Find(path.substr(0, name_end)) != nullptr;
+    if (parts && (name_end != std::string::npos || names_component)) {
+      return Open(spec_or_path, options).error();
+    }
     if (name_end != std::string::npos &&
         Registry::Global().Find(path.substr(0, name_end)) != nullptr) {
       return std::move(parts).error();
