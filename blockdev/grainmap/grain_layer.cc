@@ -79,11 +79,13 @@ Result<OpenedBelow> OpenSuperblock(BlockDevice& lower, const char* magic, const 
   o.read_only = read_only || lower.read_only();
   o.lower_size = lower.geometry().size_bytes;
   bool other_data = false;  // data below, but no superblock of this layer
+  std::string other_layer;  // the magic of another layer's valid superblock there
   Result<Superblock> sb = [&] {
     SyncIo io(lower);
     Result<Superblock> r = ReadSuperblock(io, magic, who);
     other_data = !r && r.error().code != make_error_code(Errc::kNotFound) &&
                  !HoldsSuperblockMagic(io, magic);
+    if (other_data) other_layer = ValidSuperblockMagic(io);
     return r;
   }();
   const std::string below =
@@ -92,6 +94,13 @@ Result<OpenedBelow> OpenSuperblock(BlockDevice& lower, const char* magic, const 
                           " part of the spec, e.g. '" + who + ":format=on+...'";
   if (sb) {
     o.sb = std::move(*sb);
+  } else if (!other_layer.empty()) {
+    // As mkfs refuses a device that holds a file system it knows: another vstack layer's
+    // device (dedup, zstd, crc32c) is never formatted over, format=on or not.
+    return MakeError(Errc::kInvalidArgument,
+                     below + " but a valid superblock of another vstack layer ('" + other_layer +
+                         "'), which it does not format over, even with format=on: open it with "
+                         "that layer, or erase the device's first 8 KiB to reuse it");
   } else if (other_data && o.read_only) {
     return MakeError(Errc::kInvalidArgument, below + " but other data: it is not a " + who +
                                                  " device (" + sb.error().message + ")");

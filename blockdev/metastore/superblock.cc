@@ -190,6 +190,17 @@ bool HoldsSuperblockMagic(SyncIo& io, std::string_view magic) {
          std::memcmp(slots + kMetaPageSize, magic.data(), 8) == 0;
 }
 
+std::string ValidSuperblockMagic(SyncIo& io) {
+  AlignedBuffer buf(kSuperblockBytes);
+  if (io.Read(0, buf.span())) return {};
+  const uint8_t* slots = reinterpret_cast<const uint8_t*>(buf.data());
+  for (uint64_t at : {uint64_t{0}, kMetaPageSize}) {
+    const std::string magic(reinterpret_cast<const char*>(slots + at), 8);
+    if (magic.starts_with("VS") && DecodeSuperblock(slots + at, magic, at, "")) return magic;
+  }
+  return {};
+}
+
 Status WriteSuperblock(SyncIo& io, const Superblock& sb, const std::string& who) {
   std::vector<uint8_t> image = EncodeSuperblock(sb);
   AlignedBuffer buf(kMetaPageSize);

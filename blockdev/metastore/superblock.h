@@ -68,6 +68,9 @@ Result<Superblock> ReadSuperblock(SyncIo& io, std::string_view magic, const std:
 // kind, valid or damaged; false for a device that holds other data (or nothing), or that cannot
 // be read.
 bool HoldsSuperblockMagic(SyncIo& io, std::string_view magic);
+// The magic of a valid superblock (of any layer that keeps its metadata in a MetaStore: its
+// magic starts with "VS") in either slot, or "" if there is none.
+std::string ValidSuperblockMagic(SyncIo& io);
 // Writes `sb` to slot sb.generation % 2 with FUA.
 Status WriteSuperblock(SyncIo& io, const Superblock& sb, const std::string& who);
 // Formats the metadata of a new `sb` (a planned one, generation 1) through `io`: zeroes the area

@@ -399,6 +399,33 @@ TEST(TransformOptions, ReopenKeepsFormatOptionsAndRefusesContradictions) {
       << other.error().message;
 }
 
+// format=on formats a device that holds no superblock of the layer, but never over another
+// vstack layer's valid superblock (a dedup image opened as zstd:format=on was erased, and so
+// was it by `check -r all 'zstd:format=on+...'`), as mkfs refuses a file system it recognises.
+TEST(TransformOptions, FormatOnNeverFormatsAnotherLayersDevice) {
+  TempDir dir;
+  const std::string path = dir.File("d.img");
+  {
+    auto dev = Open("dedup+file:" + path + ",create=on,size=24M");
+    ASSERT_OK(dev);
+    SyncIo io(**dev);
+    ASSERT_OK(WriteAt(io, 0, Pattern(7, 256 << 10)));
+    ASSERT_OK(io.Flush());
+  }
+  const auto before = Slurp(path);
+  for (const char* layer : {"zstd", "crc32c"}) {
+    auto dev = Open(std::string(layer) + ":format=on+file:" + path);
+    ASSERT_FALSE(dev) << layer;
+    EXPECT_NE(dev.error().message.find("another vstack layer ('VSDEDUP1')"), std::string::npos)
+        << dev.error().message;
+  }
+  EXPECT_TRUE(Slurp(path) == before) << "the dedup device was written";
+  auto dedup = Open("dedup+file:" + path);
+  ASSERT_OK(dedup);
+  SyncIo io(**dedup);
+  EXPECT_EQ(ReadAt(io, 0, 256 << 10), Pattern(7, 256 << 10));
+}
+
 TEST(TransformOptions, NonBlankDeviceWithoutSuperblockIsNotFormatted) {
   TempDir dir;
   const std::string path = dir.File("d.img");
