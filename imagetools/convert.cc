@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -243,6 +244,19 @@ Result<CopyStats> ConvertImage(BlockDevice& src, const std::string& dst,
     VSTACK_ASSIGN_OR_RETURN(CopyStats stats, CopyImage(src, *device, copy));
     VSTACK_RETURN_IF_ERROR(device->Close());
     return stats;
+  }
+  // Replacing a parent of the source (a file of its backing chain) would orphan the source
+  // and every other child of that parent.
+  for (const ChainImage& level : BackingChain("", src)) {
+    constexpr std::string_view kFile = "vhd+file:";
+    if (!level.spec.starts_with(kFile)) continue;
+    std::error_code ec;
+    if (level.device != &src &&
+        std::filesystem::equivalent(level.spec.substr(kFile.size()), dst, ec)) {
+      return MakeError(Errc::kInvalidArgument, "'" + dst + "' is a parent of the source (" +
+                                                   "in its backing chain): replacing it " +
+                                                   "would break the source");
+    }
   }
   VSTACK_ASSIGN_OR_RETURN(
       NewImageFile file,

@@ -10,6 +10,7 @@
 
 #include "imagetools/commit.h"
 #include "imagetools/compact.h"
+#include "imagetools/convert.h"
 #include "imagetools/compare.h"
 #include "imagetools/map.h"
 #include "imagetools/rebase.h"
@@ -190,6 +191,22 @@ TEST_F(ChainTest, CompactImageKeepsTheZerosAChildWroteOverItsParent) {
   ASSERT_OK(report);
   EXPECT_EQ(report->zero_blocks_freed, 0u);
   EXPECT_TRUE(Contents(child_) == child_view) << "the child reads differently after compact";
+}
+
+// convert --overwrite into the source's own parent would orphan the source (and any other
+// child of that parent): refused, the parent untouched.
+TEST_F(ChainTest, ConvertImageNeverReplacesAParentOfTheSource) {
+  const std::vector<uint8_t> base_view = Contents(base_);
+  auto child = OpenImage(child_, {.read_only = true});
+  ASSERT_OK(child);
+  ConvertOptions o;
+  o.format = "vhd";
+  o.overwrite = true;
+  auto r = ConvertImage(**child, base_, o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("is a parent of the source"), std::string::npos)
+      << r.error().message;
+  EXPECT_TRUE(Contents(base_) == base_view);
 }
 
 TEST_F(ChainTest, RebaseImageKeepsTheChildsContentsOntoANewParent) {
