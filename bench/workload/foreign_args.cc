@@ -118,6 +118,16 @@ Result<std::string> Count(const std::string& tool, const std::string& option,
   return value;
 }
 
+// A percentage, 0 to 100, checked and kept as written.
+Result<std::string> Percent(const std::string& tool, const std::string& option,
+                            const std::string& value) {
+  if (!AllDigits(value) || value.size() > 3 || std::stoi(value) > 100) {
+    return MakeError(Errc::kInvalidArgument, tool + " option '" + option + "': '" + value +
+                                                 "' is not a percentage from 0 to 100");
+  }
+  return value;
+}
+
 // A size ("8K", "4k", "1m"), checked and kept as written (upper-cased).
 Result<std::string> SizeText(const std::string& tool, const std::string& option,
                              std::string value) {
@@ -359,10 +369,10 @@ Result<ForeignArgs> TranslateFioJob(const std::string& text) {
       }
       k.Set("--pattern", rw.rfind("rand", 0) == 0 ? "random" : "sequential");
     } else if (key == "rwmixwrite") {
-      VSTACK_ASSIGN_OR_RETURN(mix_write, Count(tool, key, value));
+      VSTACK_ASSIGN_OR_RETURN(mix_write, Percent(tool, key, value));
     } else if (key == "rwmixread") {
-      VSTACK_ASSIGN_OR_RETURN(std::string v, Count(tool, key, value));
-      mix_write = std::to_string(100 - std::min(100, std::stoi(v)));
+      VSTACK_ASSIGN_OR_RETURN(std::string v, Percent(tool, key, value));
+      mix_write = std::to_string(100 - std::stoi(v));
     } else if (key == "iodepth") {
       VSTACK_ASSIGN_OR_RETURN(std::string v, Count(tool, key, value));
       k.Set("--qd", v);

@@ -215,7 +215,12 @@ TEST(ForeignArgs, FioOptionsWithoutEquivalentAreNamed) {
        {Case{"[a]\nverify=crc32c\n", "'verify'"}, Case{"[a]\nrw=trim\n", "'rw=trim'"},
         Case{"[a]\nrate_iops=100\n", "'rate_iops'"},
         Case{"[a]\nrandom_distribution=pareto:0.9\n", "'random_distribution"},
-        Case{"[a]\nbs=4k\n[b]\nbs=8k\n", "[a] and [b]"}}) {
+        Case{"[a]\nbs=4k\n[b]\nbs=8k\n", "[a] and [b]"},
+        // Out of range: refused, not clamped (150 ran as 0% writes) nor thrown past the
+        // parser (a number beyond int ended the process).
+        Case{"[a]\nrw=randrw\nrwmixread=150\n", "'150' is not a percentage"},
+        Case{"[a]\nrw=randrw\nrwmixread=99999999999\n", "is not a percentage"},
+        Case{"[a]\nrw=randrw\nrwmixwrite=101\n", "'101' is not a percentage"}}) {
     auto t = TranslateFioJob(c.job);
     ASSERT_FALSE(t) << c.job;
     EXPECT_NE(t.error().message.find(c.named), std::string::npos) << t.error().message;
