@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
 
 #include "blockdev/memory/memory_device.h"
 #include "lib/aligned_buffer.h"
@@ -15,23 +14,15 @@
 namespace vstack {
 namespace {
 
-// This process's resident set, in bytes (/proc/self/statm).
-uint64_t ResidentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  uint64_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-}
-
 MemoryDevice& AsMemory(DevicePtr& dev) { return static_cast<MemoryDevice&>(*dev); }
 
 TEST(MemoryPrefill, EveryPageIsResidentAndReadsAsZeros) {
   const uint64_t size = 32 << 20;
-  const uint64_t rss_before = ResidentBytes();
+  const uint64_t rss_before = testing::ResidentBytes();
   auto dev = Open("memory:32M,prefill=on");
   ASSERT_OK(dev);
   // The pages are in memory now, not at their first write.
-  EXPECT_GE(ResidentBytes() - rss_before, size - size / 8);
+  EXPECT_GE(testing::ResidentBytes() - rss_before, size - size / 8);
   MemoryDevice& mem = AsMemory(*dev);
   EXPECT_TRUE(mem.prefilled());
   EXPECT_EQ(mem.resident_bytes(), size);

@@ -2,12 +2,10 @@
 // and the rules applied by hand (the property `vstack space` relies on), for every rule and
 // for queues compressing on several threads at once.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cctype>
 #include <cstring>
-#include <fstream>
 #include <thread>
 
 #include "blockdev/zstd/grain_codec.h"
@@ -27,14 +25,6 @@ SizeRule Rule(const char* text) {
   auto r = ParseSizeRule(text);
   EXPECT_TRUE(r.has_value()) << text;
   return r ? *r : SizeRule{};
-}
-
-// This process's resident set, in bytes (/proc/self/statm).
-uint64_t ResidentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  uint64_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
 // The space figures, the properties and the check of a huge, nearly empty zstd device walk the

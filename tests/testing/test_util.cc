@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <map>
 
@@ -109,6 +110,13 @@ bool ToolsRequired() {
     return v != nullptr && std::strcmp(v, value) == 0;
   };
   return is("CI", "true") || is("VSTACK_REQUIRE_TOOLS", "1");
+}
+
+uint64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
 void WriteFile(const std::string& path, uint64_t size, unsigned char byte) {

@@ -89,6 +89,10 @@ bool HaveProgram(const std::string& program);
 // Creates a file of `size` bytes filled with `byte`.
 void WriteFile(const std::string& path, uint64_t size, unsigned char byte);
 
+// This process's resident set, in bytes (/proc/self/statm): for tests that bound the memory a
+// call takes by what was written, not by what a header or a size claims.
+uint64_t ResidentBytes();
+
 }  // namespace vstack::testing
 
 #endif  // VSTACK_TESTS_TESTING_TEST_UTIL_H_
