@@ -4,7 +4,6 @@
 #include <linux/falloc.h>
 #include <linux/fs.h>
 #include <linux/stat.h>
-#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -15,6 +14,7 @@
 #include <climits>
 #include <cstring>
 
+#include "blockdev/file/image_lock.h"
 #include "lib/aligned_buffer.h"
 #include "lib/iovec.h"
 #include "lib/size.h"
@@ -28,7 +28,7 @@ std::vector<OptionInfo> FileOptionInfos() {
       {"excl", "with create=on: fail if the file exists (O_EXCL)", "off"},
       {"size", "size of a new file; a smaller existing file is extended", ""},
       {"block", "logical block size presented: 512 or 4096 (default: automatic)", ""},
-      {"lock", "advisory lock: exclusive when writable, shared when read-only", "on"},
+      {"lock", "advisory locks qemu honours: a writer excludes every other open", "on"},
   };
 }
 
@@ -117,11 +117,10 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
     ::close(fd);
     return MakeError(ec, where + ": " + msg);
   };
-  if (p.lock && ::flock(fd, (p.read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
-    const int err = errno;
-    return fail(SystemError(err), err == EWOULDBLOCK
-                                      ? "in use by another process (locked); pass lock=off to override"
-                                      : std::string("flock: ") + std::strerror(err));
+  if (p.lock) {
+    if (Status locked = LockImageFile(fd, !p.read_only); !locked) {
+      return fail(locked.error().code, locked.error().message);
+    }
   }
   struct stat st;
   if (::fstat(fd, &st) != 0) return fail(SystemError(errno), "fstat failed");
@@ -213,7 +212,7 @@ FileBackedDevice::~FileBackedDevice() { ::close(fd_); }
 Status FileBackedDevice::DoClose() {
   // Release the lock now: an io_uring ring that registered this file drops its reference
   // asynchronously, which would otherwise keep the lock for a while after we are gone.
-  ::flock(fd_, LOCK_UN);
+  UnlockImageFile(fd_);
   return OkStatus();
 }
 

@@ -10,8 +10,8 @@
 //                        (O_EXCL), so the device is the file this open created
 //   size=N               size of a new file; an existing smaller file is extended, never shrunk
 //   block=512|4096       logical block size presented above (default: 512, or the DIO alignment)
-//   lock=on|off          take an advisory lock (exclusive for writing) so two writers cannot
-//                        share an image by accident
+//   lock=on|off          take the advisory locks qemu takes (image_lock.h): a writer excludes
+//                        every other open, vstack's or qemu's; read-only opens share
 //
 // Geometry: the size is the file size rounded up to the logical block; reads past the end of
 // the file return zeros, as qemu's file driver does. A writable regular file is resizable

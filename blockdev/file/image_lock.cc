@@ -1,0 +1,90 @@
+#include "blockdev/file/image_lock.h"
+
+#include <fcntl.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace vstack {
+namespace {
+
+// qemu's lock layout (block/file-posix.c): one byte per permission at each base.
+constexpr off_t kUsesBase = 100;     // RAW_LOCK_PERM_BASE: "this open uses permission i"
+constexpr off_t kUnsharesBase = 200;  // RAW_LOCK_SHARED_BASE: "this open does not share i"
+constexpr int kPermissions = 4;       // BLK_PERM_CONSISTENT_READ, WRITE, WRITE_UNCHANGED, RESIZE
+constexpr unsigned kRead = 1u << 0, kWrite = 1u << 1, kResize = 1u << 3;
+constexpr const char* kVerbs[kPermissions] = {"read", "write", "write (unchanged)", "resize"};
+
+struct flock Byte(short type, off_t offset) {
+  struct flock fl;
+  std::memset(&fl, 0, sizeof fl);
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = offset;
+  fl.l_len = 1;
+  return fl;
+}
+
+int ReadLock(int fd, off_t offset) {
+  struct flock fl = Byte(F_RDLCK, offset);
+  return ::fcntl(fd, F_OFD_SETLK, &fl) == 0 ? 0 : errno;
+}
+
+// 0 when no other open file description holds `offset`, EWOULDBLOCK when one does, else errno.
+int Probe(int fd, off_t offset) {
+  struct flock fl = Byte(F_WRLCK, offset);
+  if (::fcntl(fd, F_OFD_GETLK, &fl) != 0) return errno;
+  return fl.l_type == F_UNLCK ? 0 : EWOULDBLOCK;
+}
+
+Error Failure(int err, const std::string& what) {
+  if (err == EWOULDBLOCK || err == EAGAIN || err == EACCES) {
+    return MakeError(SystemError(EWOULDBLOCK),
+                     "in use by another process, which " + what +
+                         " (qemu and vstack take these locks); pass lock=off to override");
+  }
+  return MakeError(SystemError(err), std::string("cannot lock: ") + std::strerror(err));
+}
+
+}  // namespace
+
+Status LockImageFile(int fd, bool writable) {
+  const unsigned uses = writable ? (kRead | kWrite | kResize) : kRead;
+  const unsigned unshares = kWrite | kResize;
+  for (int i = 0; i < kPermissions; ++i) {
+    int err = 0;
+    if (uses & (1u << i)) err = ReadLock(fd, kUsesBase + i);
+    if (err == 0 && (unshares & (1u << i))) err = ReadLock(fd, kUnsharesBase + i);
+    if (err != 0) {
+      UnlockImageFile(fd);
+      return Failure(err, std::string("holds the image's locks"));
+    }
+  }
+  // Our own locks are never reported to us (they belong to this open file description).
+  for (int i = 0; i < kPermissions; ++i) {
+    int err = 0;
+    std::string what;
+    if (uses & (1u << i)) {
+      err = Probe(fd, kUnsharesBase + i);
+      what = std::string("does not let others ") + kVerbs[i] + " it";
+    }
+    if (err == 0 && (unshares & (1u << i))) {
+      err = Probe(fd, kUsesBase + i);
+      what = std::string("has it open to ") + kVerbs[i];
+    }
+    if (err != 0) {
+      UnlockImageFile(fd);
+      return Failure(err, what);
+    }
+  }
+  return OkStatus();
+}
+
+void UnlockImageFile(int fd) {
+  struct flock fl = Byte(F_UNLCK, kUsesBase);
+  fl.l_len = kUnsharesBase + kPermissions - kUsesBase;
+  ::fcntl(fd, F_OFD_SETLK, &fl);
+}
+
+}  // namespace vstack
