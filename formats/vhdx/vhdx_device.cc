@@ -190,12 +190,8 @@ Result<DevicePtr> VhdxDevice::Open(DevicePtr lower, const VhdxOptions& options) 
 VhdxDevice::VhdxDevice(DevicePtr lower, VhdxImage image)
     : Layer("vhdx", std::move(lower)),
       image_(std::move(image)),
-      bat_(new std::atomic<uint64_t>[image_.bat.size()]),
       growable_(lower_device().Has(kCapResizable)),
       opened_file_size_(image_.file_size) {
-  for (size_t i = 0; i < image_.bat.size(); ++i) bat_[i].store(image_.bat[i]);
-  image_.bat.clear();
-  image_.bat.shrink_to_fit();
   Geometry& g = mutable_geometry();
   g.size_bytes = image_.metadata.virtual_size;
   g.logical_block = image_.metadata.logical_sector;
@@ -210,7 +206,7 @@ VhdxDevice::VhdxDevice(DevicePtr lower, VhdxImage image)
   uint64_t end = image_.metadata_end;
   if (growable_) end = std::max(end, lower_device().size_bytes());
   for (uint64_t i = 0; i < image_.layout.entries; ++i) {
-    const uint64_t e = bat_[i].load();
+    const uint64_t e = BatEntry(i).load();
     if (EntryOffset(e) != 0 && EntryState(e) != kUnusableState) {
       end = std::max(
           end, EntryOffset(e) +

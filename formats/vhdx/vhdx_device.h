@@ -77,7 +77,7 @@ class VhdxDevice final : public Layer {
 
   // For the queues (vhdx_device.cc). The BAT entry of payload block `block`.
   uint64_t Entry(uint64_t block) const {
-    return bat_[image_.layout.Index(block)].load(std::memory_order_acquire);
+    return BatEntry(image_.layout.Index(block)).load(std::memory_order_acquire);
   }
   // Before the first write after open: new file/data write GUIDs and a log GUID in both
   // headers. Cheap once done.
@@ -101,8 +101,13 @@ class VhdxDevice final : public Layer {
   // the entries. An allocation that cannot get space fails alone. REQUIRES: mu_ held.
   Status CommitGroup(IoQueue& q, std::span<Allocation* const> group);
 
-  VhdxImage image_;
-  std::unique_ptr<std::atomic<uint64_t>[]> bat_;
+  // BAT entry `index`, shared by the queues: accessed atomically in place, so the BAT is held
+  // once (8 bytes per entry), not loaded and then copied.
+  std::atomic_ref<uint64_t> BatEntry(uint64_t index) const {
+    return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(image_.bat[index]));
+  }
+
+  VhdxImage image_;  // image_.bat is read and written only through BatEntry once open
   const bool growable_;
   std::atomic<bool> writing_{false};  // BeginWrites done
 

@@ -277,6 +277,22 @@ TEST_F(Vhdx, ZeroStateBlocksOfAFixedImageAreZeroFilledOnFirstWrite) {
   EXPECT_TRUE(IsZero(all.data() + 8192, all.size() - 8192));
 }
 
+TEST_F(Vhdx, TheBatIsHeldOnceAtEightBytesAnEntry) {
+  // 4 TiB of 1 MiB blocks: 4,194,304 payload entries and 1,024 bitmap entries, 32 MiB of BAT.
+  // The open used to load it and then copy it into the device's atomic entries: 64 MiB at its
+  // height (qemu-img info needs the 32 MiB once).
+  const std::string path = dir_.File("big.vhdx");
+  ASSERT_OK(CreateImage("vhdx", path, uint64_t{4} << 40, "block_size=1M"));
+  const uint64_t bat_bytes = ((uint64_t{4} << 20) + 1024) * 8;
+  ResetPeakResident();
+  const uint64_t before = ResidentBytes();
+  auto dev = Open("vhdx+" + Q(path), OpenOptions{.read_only = true});
+  ASSERT_OK(dev);
+  const uint64_t peak = PeakResidentBytes() - before;
+  EXPECT_GE(peak, bat_bytes) << "the BAT is resident";
+  EXPECT_LT(peak, bat_bytes + bat_bytes / 4) << "peak " << peak << " bytes for a BAT of " << bat_bytes;
+}
+
 TEST_F(Vhdx, MapShowsBlockStates) {
   auto dev = MemoryVhdx(8 << 20, "block_size=1M", 16 << 20);
   ASSERT_OK(dev);

@@ -119,6 +119,18 @@ uint64_t ResidentBytes() {
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
+void ResetPeakResident() {
+  std::ofstream("/proc/self/clear_refs") << "5";  // Linux >= 4.0: VmHWM := current RSS
+}
+
+uint64_t PeakResidentBytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // "N kB"
+  }
+  return 0;
+}
+
 void WriteFile(const std::string& path, uint64_t size, unsigned char byte) {
   int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
   ASSERT_GE(fd, 0) << path << ": " << std::strerror(errno);

@@ -92,6 +92,10 @@ void WriteFile(const std::string& path, uint64_t size, unsigned char byte);
 // This process's resident set, in bytes (/proc/self/statm): for tests that bound the memory a
 // call takes by what was written, not by what a header or a size claims.
 uint64_t ResidentBytes();
+// The process's peak resident memory (VmHWM) since the last ResetPeakResident(): what a step
+// needed at its height, which ResidentBytes() after it misses when the step freed its copies.
+void ResetPeakResident();
+uint64_t PeakResidentBytes();
 
 }  // namespace vstack::testing
 
