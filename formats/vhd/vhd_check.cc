@@ -47,10 +47,14 @@ Status Flush(SyncIo& io) {
 Status Apply(BlockDevice& lower, SyncIo& io, VhdImage& img, const Finding& f) {
   switch (f.repair) {
     case Repair::kRewriteFooter:
-    case Repair::kRewriteEndFooter: {
+    case Repair::kRewriteEndFooter:
+    case Repair::kExtendFile: {
       std::array<uint8_t, kFooterSize> bytes{};
       SerializeFooter(img.footer, bytes);
-      const uint64_t at = (img.footer_offset + kSectorSize - 1) / kSectorSize * kSectorSize;
+      // Past every block the end cut (the file is extended to hold them, Repair::kExtendFile):
+      // a footer at the old end would land inside the last of them.
+      const uint64_t end = std::max(img.footer_offset, img.extend_to);
+      const uint64_t at = (end + kSectorSize - 1) / kSectorSize * kSectorSize;
       if (at + kFooterSize > lower.size_bytes()) {
         VSTACK_RETURN_IF_ERROR(lower.Resize(at + kFooterSize));
       }
@@ -127,12 +131,12 @@ void Report(const VhdImage& img, const std::string& below, CheckResult* out) {
                             std::to_string(img.omitted[Finding::kLeak]) + " leak(s))");
   }
   // Corrupt entries that stay: repairing them could lose data, so say how to save it.
-  const size_t kept = img.unusable.size() - img.clear_entries.size();
+  const size_t kept = img.unusable.size() - img.clear_entries.size() - img.cut_blocks;
   if (kept > 0) {
     out->messages.push_back(
         "Not repaired: " + std::to_string(kept) +
-        " BAT entr(ies) whose blocks overlap other structures or run past the end of the file "
-        "(repairing them could lose data). Copy the data out, reading those blocks as they "
+        " BAT entr(ies) whose blocks overlap other structures or run past the end of a device "
+        "that cannot grow (repairing them could lose data). Copy the data out, reading those blocks as they "
         "are: vstack convert -O vhd 'vhd:recover=on+" +
         below + "' NEW.vhd");
   }
@@ -165,9 +169,22 @@ Status VhdDevice::Check(CheckMode mode, CheckResult* out) {
   }
   SyncIo io(lower);
   bool changed = false;
+  if (Allowed(Repair::kExtendFile, mode) && img.cut_blocks > 0) {
+    // Findings may be listed or only counted: the extension is one repair for every cut block.
+    Finding extend;
+    extend.repair = Repair::kExtendFile;
+    VSTACK_RETURN_IF_ERROR(Apply(lower, io, img, extend));
+    out->messages.push_back(
+        "Extended the file from " + std::to_string(img.footer_offset) + " to " +
+        std::to_string(lower.size_bytes()) + " bytes to hold " +
+        Counted(img.cut_blocks, "block", "blocks") +
+        " its end cut: what was cut off reads as zeros (it was lost before this repair)");
+  }
   for (const Finding& f : img.findings) {
     if (!Allowed(f.repair, mode) || f.repair == Repair::kTruncateTail) continue;
-    if (f.repair != Repair::kClearEntry) VSTACK_RETURN_IF_ERROR(Apply(lower, io, img, f));
+    if (f.repair != Repair::kClearEntry && f.repair != Repair::kExtendFile) {
+      VSTACK_RETURN_IF_ERROR(Apply(lower, io, img, f));
+    }
     out->messages.push_back("Repaired " + f.message);
     ++out->repaired;
     changed = true;

@@ -28,7 +28,14 @@ DynamicState::DynamicState(BlockDevice& lower_device, const VhdImage& image, uin
   if (!recover) {
     for (uint32_t i : image.unusable) bat.SetFlags(i, Bat::kUnusable);
   } else {
-    for (uint32_t i : image.past_end) bat.Publish(i, kUnallocated, 0);
+    for (uint32_t i : image.past_end) {
+      const uint64_t data = uint64_t{image.bat[i]} * kSectorSize + bitmap_bytes;
+      if (data <= image.footer_offset) {
+        cut_blocks.emplace(i, static_cast<uint32_t>((image.footer_offset - data) / kSectorSize));
+      } else {
+        bat.Publish(i, kUnallocated, 0);
+      }
+    }
   }
   for (uint64_t i = 0; i < image.blocks_needed; ++i) {
     if (image.bat[i] == kUnallocated) ++unallocated;

@@ -41,8 +41,9 @@ struct Allocation;
 struct DynamicState {
   // `reserve`: bytes of blocks to reserve beyond a commit's needs when the file grows.
   // Corrupt BAT entries (image.unusable) fail data I/O with Errc::kCorruption, unless
-  // `recover` (vhd:recover=on, read-only): then blocks inside the file are read as stored and
-  // blocks running past its end read as unallocated.
+  // `recover` (vhd:recover=on, read-only): then blocks inside the file are read as stored, a
+  // block the end of the file cuts reads the sectors left in the file (those past the end read
+  // as unallocated), and a block whose bitmap is past the end reads as unallocated.
   DynamicState(BlockDevice& lower, const VhdImage& image, uint64_t reserve, bool recover = false);
   ~DynamicState();
 
@@ -69,6 +70,9 @@ struct DynamicState {
   // Growable: where the end footer is. [next_free, footer_at) is reserved space: durable,
   // zero, unused, so blocks placed in it need no flush. Guarded by mu.
   uint64_t footer_at;
+  // Recover only, fixed at open: blocks the end of the file cuts -> data sectors still in it.
+  // A bitmap read of one clears the bits from there on.
+  std::unordered_map<uint32_t, uint32_t> cut_blocks;
   uint64_t unallocated = 0;  // mu: BAT entries of the disk still unallocated
   // The bitmaps of partially written blocks (full blocks need none). At most about
   // max_cached_bitmaps are kept: idle ones beyond are dropped and read again when needed.

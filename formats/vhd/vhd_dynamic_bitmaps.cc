@@ -83,6 +83,11 @@ void DynamicQueue::OnBitmapRead(LowerOp* op, std::error_code ec) {
     if (!ec) {
       const auto* p = reinterpret_cast<const uint8_t*>(op->buf.data());
       bs.mem.assign(p, p + st_.bitmap_bytes);
+      if (auto cut = st_.cut_blocks.find(op->block); cut != st_.cut_blocks.end()) {
+        for (uint32_t s = cut->second; s < st_.sectors_per_block; ++s) {
+          bs.mem[s >> 3] &= static_cast<uint8_t>(~(0x80u >> (s & 7)));  // past the end
+        }
+      }
       bs.disk = bs.mem;
       bs.loaded = true;
       if (AllSet(bs.disk.data(), 0, st_.sectors_per_block)) {

@@ -362,13 +362,19 @@ class Loader {
       const uint64_t start = uint64_t{e} * kSectorSize, end = start + block_bytes;
       if (end > img_.footer_offset) {
         const bool gone = start >= img_.footer_offset;
+        // A block the end cuts (a truncated file): extending the file keeps what is left of it.
+        const bool cut = !gone && img_.growable;
         VSTACK_RETURN_IF_ERROR(CorruptEntry(
             [&] {
               return "VHD: " + entry(i) + (gone ? " lies" : " runs") +
                      " past the end of the file (footer at offset " + Off(img_.footer_offset) + ")";
             },
-            gone ? Repair::kClearEntry : Repair::kNone, i));
+            gone ? Repair::kClearEntry : cut ? Repair::kExtendFile : Repair::kNone, i));
         if (gone) img_.clear_entries.push_back(i);
+        if (cut) {
+          ++img_.cut_blocks;
+          img_.extend_to = std::max(img_.extend_to, end);
+        }
         img_.past_end.push_back(i);
         bad[i] = true;
         // The part inside the file may hold the block's data: it is never free space.

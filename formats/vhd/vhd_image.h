@@ -30,6 +30,9 @@ enum class Repair {
   kClearEntry,        // -r all: mark BAT entry `index` unallocated (its block lies wholly past
                       // the end of the file: nothing is behind it)
   kTruncateTail,      // -r leaks: move the end footer down to the end of the last structure
+  kExtendFile,        // -r all: extend the file to `extend_to`, the end of the blocks its end
+                      // cuts (truncation), and write the footer there: nothing is lost (what
+                      // was cut reads as zeros, as it does already)
 };
 
 struct Finding {
@@ -65,6 +68,8 @@ struct VhdImage {
   std::vector<uint32_t> unusable;  // BAT indices with corrupt entries (lenient loads only)
   std::vector<uint32_t> past_end;  // the subset of `unusable` whose blocks run past the end
   std::vector<uint32_t> clear_entries;  // BAT indices `-r all` clears (Repair::kClearEntry)
+  uint64_t cut_blocks = 0;  // blocks the end of a growable file cuts (Repair::kExtendFile)
+  uint64_t extend_to = 0;   // the end of the last of them; 0 if none
   uint64_t blocks_needed = 0;      // BAT entries that cover current_size
   uint64_t metadata_end = 0;       // end of the footer copy, header, BAT and locators
   uint64_t data_end = 0;           // end of the last structure, metadata or block

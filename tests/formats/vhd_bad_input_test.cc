@@ -347,6 +347,42 @@ TEST_F(VhdBadInput, TruncatedFiles) {
   EXPECT_EQ(RunVstack("check " + dir_.File("fixed2.vhd")).status, 2);
 }
 
+TEST_F(VhdBadInput, ABlockTheEndCutsKeepsWhatIsLeftInRecoveryAndRepair) {
+  // Block 3 (virtual 6-8 MiB) written whole, then the file cut 1 MiB into its data: its first
+  // MiB is still in the file. recover=on read the whole block as zeros, and `check -r all`
+  // wrote the footer at the cut, inside the block, and left the entry "not repaired".
+  {
+    auto dev = OpenImage(path_);  // the fixture's image
+    ASSERT_OK(dev);
+    WriteBytes(**dev, 6 << 20, std::vector<unsigned char>(2 << 20, 0x44));
+    ASSERT_OK((*dev)->Close());
+  }
+  bytes_ = ReadAll(path_);
+  const uint64_t block_end = bytes_.size() - 512;  // block 3 is the last structure
+  bytes_.resize(block_end - (1 << 20));
+  WriteAll(path_, bytes_);
+  const std::vector<unsigned char> kept(1 << 20, 0x44), zeros(1 << 20, 0);
+  {
+    auto dev = Open("vhd:recover=on+" + FormatSpecPart(SpecPart{"file", path_, {}}));
+    ASSERT_OK(dev);
+    EXPECT_EQ(ReadBytes(**dev, 6 << 20, 1 << 20), kept) << "the part left in the file";
+    EXPECT_EQ(ReadBytes(**dev, 7 << 20, 1 << 20), zeros) << "the part cut off";
+  }
+  auto r = Check();
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("runs past the end of the file"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(repairable with -r all)"), std::string::npos) << r.output;
+  r = Check("-r all");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("Extended the file"), std::string::npos) << r.output;
+  EXPECT_EQ(FileSize(path_), block_end + 512) << "the footer follows the block";
+  EXPECT_EQ(Check().status, 0);
+  auto dev = OpenImage(path_, OpenOptions{.read_only = true});
+  ASSERT_OK(dev);
+  EXPECT_EQ(ReadBytes(**dev, 6 << 20, 1 << 20), kept);
+  EXPECT_EQ(ReadBytes(**dev, 7 << 20, 1 << 20), zeros) << "no footer inside the block";
+}
+
 TEST_F(VhdBadInput, DataOffsetPointingIntoTheFooter) {
   PutBE64(bytes_, footer_ + 16, footer_);
   FixFooterChecksum(bytes_, footer_);
