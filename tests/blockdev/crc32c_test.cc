@@ -38,19 +38,23 @@ void FlipByte(const std::string& path, uint64_t offset) {
   f.write(&c, 1);
 }
 
+// Creates a 16 MiB crc32c image at `path` holding `data` from offset 0, and gives the file
+// offset of its data area (where grain 0 is stored).
+void NewImageHolding(const std::string& path, const AlignedBuffer& data, uint64_t* data_offset) {
+  auto dev = Open("crc32c+file:" + path + ",create=on,size=16M");
+  ASSERT_OK(dev);
+  *data_offset = static_cast<Crc32cDevice&>(**dev).data_offset();
+  SyncIo io(**dev);
+  ASSERT_OK(io.Write(0, data.span()));
+}
+
 TEST(Crc32cDevice, CorruptionBelowIsCaughtNamedAndNeverReturned) {
   TempDir dir;
   const std::string path = dir.File("d.img");
   Rng rng(1);
   AlignedBuffer data = RandomBuffer(rng, 1 << 20);
   uint64_t data_offset = 0;
-  {
-    auto dev = Open("crc32c+file:" + path + ",create=on,size=16M");
-    ASSERT_OK(dev);
-    data_offset = static_cast<Crc32cDevice&>(**dev).data_offset();
-    SyncIo io(**dev);
-    ASSERT_OK(io.Write(0, data.span()));
-  }
+  ASSERT_NO_FATAL_FAILURE(NewImageHolding(path, data, &data_offset));
   const uint64_t bad = 5 * 4096 + 100;  // a byte of grain 5
   FlipByte(path, data_offset + bad);
   auto dev = Open("crc32c+file:" + path);
@@ -90,13 +94,7 @@ TEST(Crc32cDevice, RepairAllReportsTheAcceptedMismatchAsRepaired) {
   Rng rng(2);
   AlignedBuffer data = RandomBuffer(rng, 1 << 20);
   uint64_t data_offset = 0;
-  {
-    auto dev = Open("crc32c+file:" + path + ",create=on,size=16M");
-    ASSERT_OK(dev);
-    data_offset = static_cast<Crc32cDevice&>(**dev).data_offset();
-    SyncIo io(**dev);
-    ASSERT_OK(io.Write(0, data.span()));
-  }
+  ASSERT_NO_FATAL_FAILURE(NewImageHolding(path, data, &data_offset));
   FlipByte(path, data_offset + 3 * 4096 + 7);
   {
     auto dev = Open("crc32c+file:" + path, OpenOptions{.for_check = true});
