@@ -115,7 +115,10 @@ TEST_P(TransformKill, SigkillMidRunThenReopen) {
   // The killed process's io_uring instance is torn down asynchronously and keeps the file (and
   // its lock) for a moment after waitpid.
   auto dev = Open(reopen);
-  for (int i = 0; i < 100 && !dev && dev.error().message.find("locked") != std::string::npos; ++i) {
+  auto in_use = [&] {
+    return !dev && dev.error().message.find("in use by another process") != std::string::npos;
+  };
+  for (int i = 0; i < 100 && in_use(); ++i) {
     ::usleep(50 * 1000);
     dev = Open(reopen);
   }
