@@ -22,6 +22,10 @@ inline constexpr int kOpCount = 5;
 // levels are counted from the backend (0).
 inline constexpr int kMaxStackDepth = 8;
 std::string_view OpName(Op op);
+// Write, discard and write-zeroes: the operations that change what the device holds.
+inline constexpr bool IsWriteType(Op op) {
+  return op == Op::kWrite || op == Op::kDiscard || op == Op::kWriteZeroes;
+}
 
 // Request flags.
 enum IoFlag : uint32_t {

@@ -83,6 +83,14 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
   // create=on makes the file only if it is missing (excl=on: it must be missing), and removes
   // it again if the open fails after that: a failed command leaves nothing behind.
   const bool exclusive = p.create && p.exclusive;
+  // A FIFO's open blocks until a writer comes (`vstack info FIFO` hung): refuse what is neither
+  // a file nor a block device before opening it.
+  struct stat pre;
+  if (!exclusive && ::stat(p.path.c_str(), &pre) == 0 && !S_ISREG(pre.st_mode) &&
+      !S_ISBLK(pre.st_mode)) {
+    return MakeError(make_error_code(Errc::kInvalidArgument),
+                     where + ": not a regular file or block device");
+  }
   int fd = exclusive ? -1 : ::open(p.path.c_str(), flags, 0644);
   bool creating = false, created = false;
   if (exclusive || (fd < 0 && errno == ENOENT && p.create)) {
@@ -158,7 +166,11 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
     }
     if (p.size != 0 && size < p.size) {
       if (p.read_only) return fail(make_error_code(Errc::kInvalidArgument), "size= needs a writable open");
-      if (::ftruncate(fd, static_cast<off_t>(p.size)) != 0) {
+      if (size != 0) {
+        // A file with contents grows with the first write, not now: a stack that reads it
+        // and refuses it (a VHD whose footer would no longer end the file) leaves it as it was.
+        out.extend_on_first_write = p.size;
+      } else if (::ftruncate(fd, static_cast<off_t>(p.size)) != 0) {
         return fail(SystemError(errno), "cannot extend to " + FormatSize(p.size) + ": " +
                                             std::strerror(errno));
       }
@@ -205,7 +217,21 @@ FileBackedDevice::FileBackedDevice(std::string kind, const OpenedFile& file,
       path_(params.path),
       direct_(params.direct),
       is_block_device_(file.is_block_device),
-      created_(file.created) {}
+      created_(file.created),
+      extend_to_(file.extend_on_first_write) {}
+
+std::error_code FileBackedDevice::ExtendNow() {
+  std::lock_guard lock(extend_mu_);
+  const uint64_t size = extend_to_.load(std::memory_order_relaxed);
+  if (size == 0) return NoError();
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return SystemError(errno);
+  if (static_cast<uint64_t>(st.st_size) < size && ::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
+    return SystemError(errno);
+  }
+  extend_to_.store(0, std::memory_order_release);
+  return NoError();
+}
 
 FileBackedDevice::~FileBackedDevice() { ::close(fd_); }
 
@@ -242,6 +268,10 @@ Status FileBackedDevice::DoResize(uint64_t size) {
   // Growing only widens the addressable range: the file's length follows the data written
   // past its end (see BlockDevice::Resize). Shrinking truncates.
   if (size >= size_bytes()) return OkStatus();
+  {
+    std::lock_guard lock(extend_mu_);
+    extend_to_.store(0, std::memory_order_relaxed);  // the size is set here
+  }
   if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
     const int err = errno;
     return MakeError(SystemError(err), kind() + ": cannot truncate '" + path_ + "' to " +

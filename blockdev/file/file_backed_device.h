@@ -8,7 +8,8 @@
 //   create=on|off        create the file if it does not exist (needs size=)
 //   excl=on|off          with create=on: refuse a file (or symlink) that exists already
 //                        (O_EXCL), so the device is the file this open created
-//   size=N               size of a new file; an existing smaller file is extended, never shrunk
+//   size=N               size of a new file; an existing smaller file is extended (by its first
+//                        write: an open that only reads leaves it as it was), never shrunk
 //   block=512|4096       logical block size presented above (default: 512, or the DIO alignment)
 //   lock=on|off          take the advisory locks qemu takes (image_lock.h): a writer excludes
 //                        every other open, vstack's or qemu's; read-only opens share
@@ -21,6 +22,8 @@
 
 #include <sys/uio.h>
 
+#include <atomic>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -52,6 +55,9 @@ struct OpenedFile {
   bool is_block_device = false;
   // This open created the file, or found it empty and gave it its size: nothing was on it.
   bool created = false;
+  // size= of a file with contents: the device has that size now, the file gets it at the first
+  // write-type request (reads past its end are zeros meanwhile). 0: nothing pending.
+  uint64_t extend_on_first_write = 0;
 };
 // Opens the backing file for `params` (create, size, lock); `kind` prefixes error messages.
 Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams& params);
@@ -79,6 +85,13 @@ class FileBackedDevice : public BlockDevice {
   std::error_code WriteZeroesSync(uint64_t offset, uint64_t length, IoFlags flags) const;
   // Runs any validated request synchronously with the calls above.
   std::error_code RunSync(const IoRequest& r) const;
+  // The queues call this before a write-type request (write, write-zeroes, discard): the first
+  // one gives the file the size= it was opened with (OpenedFile::extend_on_first_write), so an
+  // open that only read (a stack that refused the file) leaves the file as it was. One load
+  // afterwards.
+  std::error_code BeforeWrite() {
+    return extend_to_.load(std::memory_order_acquire) == 0 ? NoError() : ExtendNow();
+  }
 
  protected:
   // Takes ownership of `file.fd`.
@@ -91,12 +104,15 @@ class FileBackedDevice : public BlockDevice {
 
  private:
   std::error_code WriteZeroBuffers(uint64_t offset, uint64_t length) const;
+  std::error_code ExtendNow();
 
   int fd_;
   std::string path_;
   bool direct_;
   bool is_block_device_;
   const bool created_;
+  std::mutex extend_mu_;
+  std::atomic<uint64_t> extend_to_;  // 0, or the size the file takes at the first write
 };
 
 

@@ -9,7 +9,10 @@ class FileQueue final : public IoQueue {
 
  protected:
   void DoSubmit(std::span<IoRequest* const> batch) override {
-    for (IoRequest* r : batch) Complete(*r, dev_.RunSync(*r));
+    for (IoRequest* r : batch) {
+      std::error_code ec = IsWriteType(r->op) ? dev_.BeforeWrite() : NoError();
+      Complete(*r, ec ? ec : dev_.RunSync(*r));
+    }
   }
 
  private:

@@ -52,6 +52,12 @@ class UringQueue final : public IoQueue {
  protected:
   void DoSubmit(std::span<IoRequest* const> batch) override {
     for (IoRequest* r : batch) {
+      if (IsWriteType(r->op)) {
+        if (std::error_code ec = dev_.BeforeWrite()) {
+          Complete(*r, ec);
+          continue;
+        }
+      }
       if (r->op == Op::kDiscard || r->op == Op::kWriteZeroes || r->iovcnt > IOV_MAX) {
         Complete(*r, dev_.RunSync(*r));
         continue;

@@ -33,8 +33,13 @@ TEST_P(FileBackend, MissingFileNamesPathAndCause) {
   EXPECT_EQ(r.error().code, std::errc::no_such_file_or_directory);
 }
 
-TEST_P(FileBackend, DirectoryIsRejected) {
+TEST_P(FileBackend, DirectoryAndFifoAreRejected) {
   ExpectError(Open(Spec(dir_.path())), dir_.path());
+  // Without opening it: the open of a FIFO blocks until a writer comes (this test hung).
+  const std::string fifo = dir_.File("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ExpectError(Open(Spec(fifo)), "not a regular file or block device");
+  ExpectError(Open(Spec(fifo), OpenOptions{.read_only = true}), "not a regular file or block device");
 }
 
 TEST_P(FileBackend, CreateNeedsSizeAndBadOptionsCreateNothing) {
@@ -73,9 +78,31 @@ TEST_P(FileBackend, ExtendsButNeverShrinks) {
     auto d = Open(Spec(p + ",size=2M"));
     ASSERT_OK(d);
     EXPECT_EQ((*d)->geometry().size_bytes, 2u << 20);
+    // The file takes the size with the first write (anywhere), not at the open.
+    SyncIo io(**d);
+    std::vector<std::byte> buf(4096, std::byte{0x5A});
+    ASSERT_OK(io.Read((2 << 20) - 4096, buf));
+    EXPECT_EQ(buf[0], std::byte{0}) << "past the file's end: zeros";
+    EXPECT_EQ(std::filesystem::file_size(p), 1u << 20);
+    buf.assign(4096, std::byte{0x5A});
+    ASSERT_OK(io.Write(0, buf));
+    EXPECT_EQ(std::filesystem::file_size(p), 2u << 20);
   }
   ExpectError(Open(Spec(p + ",create=on,size=1M")), "refusing to shrink");
   EXPECT_EQ(std::filesystem::file_size(p), 2u << 20);
+}
+
+// size= on an image whose stack then refuses it changes nothing: the file of a fixed VHD was
+// extended at the open, so its footer no longer ended it and the image was lost (read as raw).
+TEST_P(FileBackend, SizeOnAnImageTheStackRefusesLeavesTheFileAsItWas) {
+  const std::string p = dir_.File("f.vhd");
+  ASSERT_OK(CreateImage("vhd", p, 1 << 20, "subformat=fixed"));
+  const uint64_t size = std::filesystem::file_size(p);
+  ExpectError(Open("vhd+" + Spec(p + ",size=64M")), "no footer");
+  EXPECT_EQ(std::filesystem::file_size(p), size);
+  auto d = OpenImage(p, OpenOptions{.read_only = true});
+  ASSERT_OK(d);
+  EXPECT_EQ((*d)->kind(), "vhd");
 }
 
 TEST_P(FileBackend, OddSizedFileRoundsUpAndReadsZerosPastEnd) {
