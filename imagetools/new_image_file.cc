@@ -1,12 +1,15 @@
 #include "imagetools/new_image_file.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "formats/vhd/vhd_chain_tools.h"
+#include "blockdev/file/image_lock.h"
 #include "lib/registry.h"
 
 namespace vstack {
@@ -31,6 +34,9 @@ Result<NewImageFile> NewImageFile::Create(const std::string& path, std::string_v
   // Written through the descriptor that created it, never reopened by path.
   VSTACK_ASSIGN_OR_RETURN(DevicePtr device, CreateAndOpenImage(format, where, size, options));
   NewImageFile image(path, std::move(temp), std::move(device));
+  image.mode_ = st.st_mode & 07777;
+  image.uid_ = st.st_uid;
+  image.gid_ = st.st_gid;
   // A differencing image replacing a file of its own parent chain would be its own ancestor.
   const auto levels = vhd::ChainLevels(image.device());
   if (levels.size() > 1) {
@@ -42,6 +48,21 @@ Result<NewImageFile> NewImageFile::Create(const std::string& path, std::string_v
                            loop + "); '" + path + "' is left as it was");
     }
   }
+  // The file replaced is held open with its write lock until Commit(): replacing a file a
+  // guest or qemu-io has open would leave it writing into the old inode, its writes lost (as
+  // `qemu-img create` does, a file in use is refused). Taken once the new image and its
+  // backing chain are open, so that a chain holding the file is refused above as a loop.
+  if (!image.temp_.empty()) {
+    const int replaced = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    const Status locked = replaced < 0 ? MakeError(SystemError(errno), std::strerror(errno))
+                                 : LockImageFile(replaced, /*writable=*/true);
+    if (!locked) {
+      if (replaced >= 0) ::close(replaced);
+      return MakeError(locked.error().code, "'" + path + "' is not replaced: " +
+                                                locked.error().message + "; it is left as it was");
+    }
+    image.replaced_fd_ = replaced;
+  }
   return image;
 }
 
@@ -51,9 +72,16 @@ NewImageFile::NewImageFile(std::string path, std::string temp, DevicePtr device)
 NewImageFile::NewImageFile(NewImageFile&& other) noexcept
     : path_(std::move(other.path_)),
       temp_(std::move(other.temp_)),
-      device_(std::move(other.device_)) {}
+      device_(std::move(other.device_)),
+      replaced_fd_(std::exchange(other.replaced_fd_, -1)),
+      mode_(other.mode_),
+      uid_(other.uid_),
+      gid_(other.gid_) {}
 
-NewImageFile::~NewImageFile() { Discard(); }
+NewImageFile::~NewImageFile() {
+  Discard();
+  if (replaced_fd_ >= 0) ::close(replaced_fd_);  // the replaced file's lock goes with it
+}
 
 void NewImageFile::Discard() {
   if (!device_) return;
@@ -70,7 +98,17 @@ Status NewImageFile::Commit() {
     ::unlink(write_path().c_str());
     return closed;
   }
-  if (!temp_.empty() && ::rename(temp_.c_str(), path_.c_str()) != 0) {
+  if (temp_.empty()) return OkStatus();
+  // The new file takes the old one's permissions and, where allowed, its owner: a private
+  // (0600) image must not come back world-readable.
+  if (::chmod(temp_.c_str(), mode_) != 0 ||
+      (::chown(temp_.c_str(), uid_, gid_) != 0 && errno != EPERM)) {
+    const int err = errno;
+    ::unlink(temp_.c_str());
+    return MakeError(SystemError(err), "cannot give the new '" + path_ +
+                                           "' the old one's mode and owner: " + std::strerror(err));
+  }
+  if (::rename(temp_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
     ::unlink(temp_.c_str());
     return MakeError(SystemError(err), "cannot replace '" + path_ + "': " + std::strerror(err));

@@ -166,6 +166,34 @@ TEST(ImageTools, ConvertImageKeepsAnExistingFileUnlessToldToReplaceIt) {
   EXPECT_TRUE(CompareImages(*src, *dst)->identical);
 }
 
+// The replaced file's mode and owner carry over (a 0600 image came back 0644: world-readable),
+// and a file another process has open (its lock held, as by a qemu guest) is not replaced: the
+// process would go on writing into the old inode and lose its writes.
+TEST(ImageTools, ConvertImageReplacesAFileKeepingItsModeButNotOneInUse) {
+  testing::TempDir dir;
+  DevicePtr src = Source();
+  const std::string out = dir.File("out.raw");
+  { std::ofstream(out) << "keep me"; }
+  ASSERT_EQ(::chmod(out.c_str(), 0600), 0);
+  {
+    auto holder = Open("file:" + out);  // holds the write lock
+    ASSERT_OK(holder);
+    auto refused = ConvertImage(*src, out, {.overwrite = true});
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().message.find("in use by another process"), std::string::npos)
+        << refused.error().message;
+    EXPECT_EQ(Names(dir.path()), std::vector<std::string>{"out.raw"});
+  }
+  struct stat st;
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 7) << "untouched";
+  ASSERT_TRUE(ConvertImage(*src, out, {.overwrite = true}));
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  DevicePtr dst = OpenOrDie(out);
+  EXPECT_TRUE(CompareImages(*src, *dst)->identical);
+}
+
 TEST(ImageTools, ConvertImageIntoAStackSpecWritesItAsItIs) {
   testing::TempDir dir;
   DevicePtr src = Source();
