@@ -435,8 +435,12 @@ class Loader {
         img_.AddFinding(
             Finding::kLeak,
             [&] {
+              // compact moves whole blocks into holes; a smaller hole stays.
               return "VHD: " + Off(r.start - cursor) + " unused bytes at offset " + Off(cursor) +
-                     " (reclaimed by `vstack compact`)";
+                     (r.start - cursor >= block_bytes
+                          ? " (reclaimed by `vstack compact`)"
+                          : " (smaller than a block, which `vstack compact` moves whole: only "
+                            "`vstack convert` into a new image reclaims it)");
             },
             Repair::kNone, 0, r.start - cursor);
       }

@@ -415,6 +415,26 @@ TEST_F(VhdBadInput, TooSmallAndGarbageFiles) {
   EXPECT_EQ(Check().status, 2) << "a read-only check opens it as a VHD to report it";
 }
 
+// A hole smaller than a block between two blocks: compact moves whole blocks into holes, so it
+// cannot reclaim it, and check says so (it said "reclaimed by `vstack compact`").
+TEST_F(VhdBadInput, AHoleSmallerThanABlockIsNotPromisedToCompact) {
+  const uint32_t block3 = BE32(bytes_, BatAt() + 4 * 3);
+  bytes_.insert(bytes_.begin() + uint64_t{block3} * 512, 64 << 10, 0);  // 64 KiB before block 3
+  PutBE32(bytes_, BatAt() + 4 * 3, block3 + 128);
+  WriteAll(path_, bytes_);
+  auto r = Check();
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_NE(r.output.find("69120 unused bytes at offset"), std::string::npos)  // + the padding
+      << r.output;
+  EXPECT_NE(r.output.find("smaller than a block"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("reclaimed by `vstack compact`"), std::string::npos) << r.output;
+  ASSERT_EQ(RunVstack("compact " + path_).status, 0);
+  EXPECT_EQ(FileSize(path_), bytes_.size()) << "compact did not reclaim it, as check said";
+  auto dev = OpenImage(path_, OpenOptions{.read_only = true});
+  ASSERT_OK(dev);
+  EXPECT_EQ(ReadBytes(**dev, 6 << 20, 4096), std::vector<unsigned char>(4096, 0x33));
+}
+
 TEST_F(VhdBadInput, LeakedTailIsReportedAndReclaimed) {
   bytes_.insert(bytes_.end() - 512, 3 << 20, 0xAB);  // 3 MiB of garbage before the footer
   WriteAll(path_, bytes_);
