@@ -182,6 +182,21 @@ Result<ForeignArgs> TranslateDiskspd(const std::string& args) {
   ForeignArgs a;
   a.tool = tool;
   KnobSet k;
+  // Each setting once: diskspd refuses some pairs (-r with -si) and lets a later option
+  // override an earlier one for others; vstack takes neither guess.
+  std::map<std::string, std::string> given_by;  // knob -> the option that set it
+  std::string random_align;                     // -r<align>
+  auto set = [&](const std::string& knob, const std::string& value,
+                 const std::string& tok) -> Status {
+    auto [it, fresh] = given_by.emplace(knob, tok);
+    if (!fresh) {
+      return MakeError(Errc::kInvalidArgument, tool + " options '" + it->second + "' and '" +
+                                                   tok + "' both set " + knob +
+                                                   ": give one of them");
+    }
+    k.Set(knob, value);
+    return OkStatus();
+  };
   std::istringstream in(args);
   for (std::string tok; in >> tok;) {
     // Options start with '-' or '/' ("/b8K"); a path with a second '/' is a target.
@@ -198,58 +213,59 @@ Result<ForeignArgs> TranslateDiskspd(const std::string& args) {
     switch (flag) {
       case 'b': {
         VSTACK_ASSIGN_OR_RETURN(std::string v, SizeText(tool, tok, value));
-        k.Set("--bs", v);
+        VSTACK_RETURN_IF_ERROR(set("--bs", v, tok));
         break;
       }
       case 'd': {
         VSTACK_ASSIGN_OR_RETURN(std::string v, Count(tool, tok, value));
-        k.Set("--duration", v + "s");
+        VSTACK_RETURN_IF_ERROR(set("--duration", v + "s", tok));
         break;
       }
       case 'W': {
         VSTACK_ASSIGN_OR_RETURN(std::string v, Count(tool, tok, value));
-        k.Set("--warmup", v + "s");
+        VSTACK_RETURN_IF_ERROR(set("--warmup", v + "s", tok));
         break;
       }
       case 'o': {
         VSTACK_ASSIGN_OR_RETURN(std::string v, Count(tool, tok, value));
-        k.Set("--qd", v);
+        VSTACK_RETURN_IF_ERROR(set("--qd", v, tok));
         break;
       }
       case 't':
       case 'F': {
         VSTACK_ASSIGN_OR_RETURN(std::string v, Count(tool, tok, value));
-        k.Set("--threads", v);
+        VSTACK_RETURN_IF_ERROR(set("--threads", v, tok));
         break;
       }
       case 'r':
-        if (!value.empty())
-          return Reject(tool, tok, "a random alignment other than the block size");
-        k.Set("--pattern", "random");
+        if (!value.empty()) {
+          VSTACK_ASSIGN_OR_RETURN(random_align, SizeText(tool, tok, value));
+        }
+        VSTACK_RETURN_IF_ERROR(set("--pattern", "random", tok));
         break;
       case 's':
         if (!value.empty() && value != "i") return Reject(tool, tok, "a sequential stride");
-        k.Set("--pattern", "sequential");
+        VSTACK_RETURN_IF_ERROR(set("--pattern", "sequential", tok));
         break;
       case 'w': {  // -w alone is -w0
         VSTACK_ASSIGN_OR_RETURN(std::string v, Count(tool, tok, value.empty() ? "0" : value));
-        k.Set("--write-pct", v);
+        VSTACK_RETURN_IF_ERROR(set("--write-pct", v, tok));
         break;
       }
       case 'c':
       case 'f': {
         VSTACK_ASSIGN_OR_RETURN(std::string v, SizeText(tool, tok, value));
-        k.Set("--size", v);
+        VSTACK_RETURN_IF_ERROR(set("--size", v, tok));
         break;
       }
       case 'S': {
         VSTACK_ASSIGN_OR_RETURN(std::string v, DiskspdCaching(tok, value));
-        k.Set("--direct", v);
+        VSTACK_RETURN_IF_ERROR(set("--direct", v, tok));
         break;
       }
       case 'h':
         if (!value.empty()) return Reject(tool, tok, "");
-        k.Set("--direct", "on");
+        VSTACK_RETURN_IF_ERROR(set("--direct", "on", tok));
         break;
       case 'Z':
         VSTACK_RETURN_IF_ERROR(DiskspdBuffers(tok, value, k, a.notes));
@@ -257,7 +273,7 @@ Result<ForeignArgs> TranslateDiskspd(const std::string& args) {
       case 'z':
         if (value.empty()) return Reject(tool, tok, "a time-based seed; give -zN");
         VSTACK_RETURN_IF_ERROR(Count(tool, tok, value));
-        k.Set("--seed", value);
+        VSTACK_RETURN_IF_ERROR(set("--seed", value, tok));
         break;
       case 'L':
         if (!value.empty()) return Reject(tool, tok, "");
@@ -269,6 +285,15 @@ Result<ForeignArgs> TranslateDiskspd(const std::string& args) {
         break;
       default:
         return Reject(tool, tok, "");
+    }
+  }
+  // -r<align> equal to the block size is plain -r (vstack aligns random offsets to the block).
+  if (!random_align.empty()) {
+    const ForeignKnob* bs = k.Find("--bs");
+    const auto align = ParseSize(random_align);
+    const auto block = ParseSize(bs != nullptr ? bs->value : "64K");
+    if (!align || !block || *align != *block) {
+      return Reject(tool, "-r" + random_align, "a random alignment other than the block size");
     }
   }
   k.Default(kDiskspdDefaults);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -118,7 +119,7 @@ TEST(ForeignArgs, TheKvmVsHypervSeedLineRunsAsPublished) {
 
 TEST(ForeignArgs, DiskspdOptionsWithoutEquivalentAreNamed) {
   for (const char* bad :
-       {"-g100", "-D", "-r4K", "-x", "-ag", "-Sw", "-Sr", "-Z1G,buf.dat", "#1", "c:\\test.dat"}) {
+       {"-g100", "-D", "-r8K", "-x", "-ag", "-Sw", "-Sr", "-Z1G,buf.dat", "#1", "c:\\test.dat"}) {
     auto t = TranslateDiskspd(std::string("-b4K ") + bad);
     ASSERT_FALSE(t) << bad;
     EXPECT_NE(t.error().message.find(std::string("'") + bad + "'"), std::string::npos)
@@ -127,6 +128,29 @@ TEST(ForeignArgs, DiskspdOptionsWithoutEquivalentAreNamed) {
   auto t = TranslateDiskspd("-o eight");
   ASSERT_FALSE(t);
   EXPECT_NE(t.error().message.find("-o"), std::string::npos) << t.error().message;
+}
+
+// Two options that set one thing are refused, naming both (-t8 -F2 ran 2 threads, -r -si ran
+// sequentially, -Sb -Su went by the last); -r<align> equal to the block size is plain -r.
+TEST(ForeignArgs, DiskspdOptionsSettingOneThingTwiceAreRefused) {
+  for (const auto& [line, first, second] : std::vector<std::array<std::string, 3>>{
+           {"-t8 -F2", "-t8", "-F2"},
+           {"-r -si", "-r", "-si"},
+           {"-Sb -Su", "-Sb", "-Su"},
+           {"-h -Sb", "-h", "-Sb"},
+           {"-b4K -b8K", "-b4K", "-b8K"},
+           {"-c1G -f2G", "-c1G", "-f2G"},
+           {"-w10 -w20", "-w10", "-w20"}}) {
+    auto t = TranslateDiskspd(line);
+    ASSERT_FALSE(t) << line;
+    EXPECT_NE(t.error().message.find("'" + first + "' and '" + second + "'"), std::string::npos)
+        << t.error().message;
+  }
+  for (const char* line : {"-b8K -r8K", "-r64K", "-r8k -b8K"}) {
+    auto t = TranslateDiskspd(line);
+    ASSERT_TRUE(testing::IsOk(t)) << line;
+    ExpectKnobs(*t, {{"--pattern", "random"}}, KnobSource::kGiven);
+  }
 }
 
 TEST(ForeignArgs, FioJobFileBecomesKnobs) {
