@@ -5,6 +5,7 @@
 #include <bit>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -49,6 +50,8 @@ void GrainQueue::Unhold(uint64_t unit) {
 // The loop
 
 void GrainQueue::DoSubmit(std::span<IoRequest* const> batch) {
+  std::optional<UnitMap::OwnerActivity> active;
+  if (!in_place_) active.emplace(*journal_);
   if (std::exchange(commit_due_, false)) {
     Quiesce();
     (void)dev_.Commit(GrainDevice::CommitKind::kDue);
@@ -73,6 +76,8 @@ void GrainQueue::DoSubmit(std::span<IoRequest* const> batch) {
 }
 
 void GrainQueue::DoPoll(bool wait) {
+  std::optional<UnitMap::OwnerActivity> active;
+  if (!in_place_) active.emplace(*journal_);
   if (std::exchange(need_commit_, false)) {
     // A write that found no room after a commit may wait for another queue's reader to leave,
     // whose thread the scheduler can hold off for a while: back off (10 us, doubling, at most

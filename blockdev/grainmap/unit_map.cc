@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <thread>
 
 #include "lib/plural.h"
 
@@ -184,12 +185,28 @@ void UnitMap::Reserve(Journal& j, uint64_t n) {
     j.next.store(first, kRelaxed);
     return;
   }
-  std::lock_guard lock(alloc_mu_);
+  std::unique_lock lock(alloc_mu_);
   refills_.fetch_add(1, std::memory_order_relaxed);
   GiveBackReserve(j);  // too short for this write
   // Runs until the reserve holds kReserveUnits (at most an eighth of the free units), the first
   // one at least n long where the free space allows.
   const uint64_t want = std::max(n, std::min(kReserveUnits, alloc_.free() / 8));
+  if (FillReserve(j, n, want) < n) {
+    // Short of free units: other queues' reserves may hold them. (The lock order is
+    // journals_mu_, then alloc_mu_.)
+    lock.unlock();
+    const bool more = TakeBackIdleReserves(j);
+    lock.lock();
+    if (more) {
+      GiveBackReserve(j);
+      FillReserve(j, n, std::max(n, std::min(kReserveUnits, alloc_.free() / 8)));
+    }
+  }
+  NoteFree();
+}
+
+uint64_t UnitMap::FillReserve(Journal& j, uint64_t n, uint64_t want) {
+  constexpr auto kRelaxed = std::memory_order_relaxed;
   uint64_t taken = 0;
   for (uint32_t runs = 0; taken < want && runs <= Journal::kSpareRuns; ++runs) {
     uint64_t count = 0;
@@ -208,7 +225,33 @@ void UnitMap::Reserve(Journal& j, uint64_t n) {
     }
     taken += count;
   }
-  NoteFree();
+  return taken;
+}
+
+bool UnitMap::TakeBackIdleReserves(const Journal& self) {
+  std::lock_guard lock(journals_mu_);
+  bool any = false;
+  for (const auto& j : journals_) {
+    if (j.get() == &self || j->closed || j->reserved() == 0) continue;
+    j->steal.store(true, std::memory_order_seq_cst);
+    if (!j->active.load(std::memory_order_seq_cst)) {  // idle, and it waits if it comes back
+      std::lock_guard al(alloc_mu_);
+      GiveBackReserve(*j);
+      any = true;
+    }
+    j->steal.store(false, std::memory_order_release);
+  }
+  return any;
+}
+
+UnitMap::OwnerActivity::OwnerActivity(Journal& j) : j_(j) {
+  if (j_.depth++ > 0) return;
+  j_.active.store(true, std::memory_order_seq_cst);
+  while (j_.steal.load(std::memory_order_seq_cst)) std::this_thread::yield();
+}
+
+UnitMap::OwnerActivity::~OwnerActivity() {
+  if (--j_.depth == 0) j_.active.store(false, std::memory_order_release);
 }
 
 bool UnitMap::TakeUnit(Journal& j, uint64_t* unit) {

@@ -134,6 +134,23 @@ class UnitMap {
     std::atomic<int64_t> live{0}, zeros{0}, used{0};
     bool closed = false;
     alignas(64) std::atomic<uint32_t> readers[2] = {};  // in generations of parity 0 and 1
+    // The owner's thread is in the queue (OwnerActivity): its reserve is its own. Outside, the
+    // queue is idle and another queue short of units may take the reserve back (`steal` set
+    // while it does). A Dekker pair: each side stores its flag, then reads the other's.
+    std::atomic<bool> active{false}, steal{false};
+    uint32_t depth = 0;  // owner only: nested OwnerActivity scopes
+  };
+  // Marks the owner's thread in its queue (a GrainQueue's Submit and Poll) for its lifetime:
+  // the queue's reserve is not taken back meanwhile; on entry it waits for a take-back running.
+  class OwnerActivity {
+   public:
+    explicit OwnerActivity(Journal& j);
+    ~OwnerActivity();
+    OwnerActivity(const OwnerActivity&) = delete;
+    OwnerActivity& operator=(const OwnerActivity&) = delete;
+
+   private:
+    Journal& j_;
   };
   Journal* Attach();
   // The queue is gone: its reserve goes back; its records wait for the next commit.
@@ -161,8 +178,10 @@ class UnitMap {
   // ---- Allocation, owner thread only. Reserve makes sure that the next `n` TakeUnit calls
   // return consecutive units if the free space allows (else they return shorter runs, or
   // fail): from the reserve's current run, else from a spare run, else (under the allocator's
-  // lock) from new runs; TakeUnit returns a free unit, or false when there is none (a commit
-  // may free some).
+  // lock) from new runs, and when those fall short of `n`, after taking back the reserves of
+  // idle queues (their threads elsewhere: a server's idle workers held most of a small
+  // device's free space, and writes failed with ENOSPC while it was free); TakeUnit returns a
+  // free unit, or false when there is none (a commit may free some).
   void Reserve(Journal& j, uint64_t n);
   bool TakeUnit(Journal& j, uint64_t* unit);
   // A unit TakeUnit returned that was never referenced (its write failed): free it at once.
@@ -219,6 +238,12 @@ class UnitMap {
 
  private:
   void GiveBackReserve(Journal& j);
+  // Takes back the reserves of the queues other than `self` that are idle (not in an
+  // OwnerActivity). True if any units came back. Takes journals_mu_, then alloc_mu_.
+  bool TakeBackIdleReserves(const Journal& self);
+  // The allocation loop of Reserve: runs until the reserve holds `want` units. REQUIRES:
+  // alloc_mu_. Returns the units taken.
+  uint64_t FillReserve(Journal& j, uint64_t n, uint64_t want);
   // Frees a unit the allocator has in use; a unit already free is counted (freed_twice_, which
   // Check reports as corruption) and left alone. REQUIRES: alloc_mu_.
   void FreeUnit(uint64_t unit);

@@ -8,6 +8,10 @@
 
 #include "blockdev/dedup/dedup_index.h"
 #include "blockdev/grainmap/unit_map.h"
+#include "lib/aligned_buffer.h"
+#include "lib/registry.h"
+#include "lib/sync_io.h"
+#include "tests/testing/test_util.h"
 
 namespace vstack::testing {
 namespace {
@@ -249,6 +253,68 @@ TEST(UnitMap, AReserveTakesSeveralShortRunsUnderOneLockOfTheAllocator) {
   EXPECT_EQ(m.reserve_refills(), before + 1) << "one lock of the allocator, not one per write";
   m.Detach(j);
   EXPECT_EQ(m.free_units(), 200u - 24u) << "a detached queue gives back every run it held";
+}
+
+// The reserves of idle queues come back to a queue short of units: a server's idle worker
+// threads held most of a small device's free space in their reserves, and its writes failed
+// with ENOSPC while that space was free. A queue in use keeps its reserve.
+TEST(UnitMap, IdleQueuesReservesComeBackToAQueueShortOfUnits) {
+  constexpr uint64_t kUnits = 1000;
+  UnitMap m(kUnits, 4, kUnits);
+  m.FinishLoad();
+  std::vector<UnitMap::Journal*> idle;
+  uint64_t reserved = 0;
+  for (int i = 0; i < 12; ++i) {
+    idle.push_back(m.Attach());
+    m.Reserve(*idle.back(), 1);
+    reserved += idle.back()->reserved();
+  }
+  ASSERT_GT(reserved, kUnits / 2) << "the idle queues hold most of the free units";
+  UnitMap::Journal* in_use = idle.back();
+  const uint64_t kept = in_use->reserved();
+  UnitMap::Journal* busy = m.Attach();
+  uint64_t taken = 0;
+  {
+    UnitMap::OwnerActivity other(*in_use);  // its thread is in the queue (here: this one)
+    UnitMap::OwnerActivity self(*busy);
+    uint64_t u;
+    for (bool more = true; more;) {
+      m.Reserve(*busy, 8);
+      for (int i = 0; i < 8 && more; ++i) {
+        more = m.TakeUnit(*busy, &u);
+        taken += more;
+      }
+    }
+  }
+  EXPECT_EQ(in_use->reserved(), kept) << "a queue in use keeps its reserve";
+  EXPECT_EQ(taken, kUnits - kept) << "every other unit, the idle queues' reserves included";
+  for (UnitMap::Journal* j : idle) m.Detach(j);
+  m.Detach(busy);
+}
+
+// The same through a device and its queues, as `vstack serve` drives it: a guest fills the
+// layer, discards it, flushes and writes again while other queues sit idle with reserves.
+TEST(GrainReserves, AWriteAfterADiscardFindsTheRoomIdleQueuesReserved) {
+  for (const char* spec : {"dedup:size=32M,format=on+memory:8M", "zstd:size=32M,format=on+memory:8M"}) {
+    auto dev = Open(spec);
+    ASSERT_OK(dev);
+    Rng rng(7);
+    std::vector<std::unique_ptr<SyncIo>> idle;
+    for (int i = 0; i < 12; ++i) {
+      idle.push_back(std::make_unique<SyncIo>(**dev));
+      ASSERT_OK(idle.back()->Write((16 << 20) + i * 4096, RandomBuffer(rng, 4096).span()));
+    }
+    SyncIo io(**dev);
+    AlignedBuffer big = RandomBuffer(rng, 5 << 20);
+    ASSERT_OK(io.Write(0, big.span())) << spec;
+    ASSERT_OK(io.Discard(0, 32 << 20)) << spec;
+    ASSERT_OK(io.Flush());
+    AlignedBuffer again = RandomBuffer(rng, 5 << 20);
+    ASSERT_OK(io.Write(0, again.span())) << spec << ": the room came back";
+    AlignedBuffer back(5 << 20);
+    ASSERT_OK(io.Read(0, back.span()));
+    EXPECT_EQ(std::memcmp(back.data(), again.data(), back.size()), 0) << spec;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
