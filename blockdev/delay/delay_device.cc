@@ -47,7 +47,7 @@ class DelayQueue final : public TimedQueue {
 Status ParseStalls(const OptionValues& o, DelayConfig* c) {
   if (!o.Has("stalls")) {
     if (o.Has("stall_period")) {
-      return MakeError(Errc::kInvalidArgument, "delay: stall_period needs stalls (e.g. stalls=2s/500ms)");
+      return MakeError(Errc::kBadSpec, "delay: stall_period needs stalls (e.g. stalls=2s/500ms)");
     }
     return OkStatus();
   }
@@ -58,7 +58,7 @@ Status ParseStalls(const OptionValues& o, DelayConfig* c) {
     if (slash == std::string::npos) slash = text.size();
     auto ns = ParseDurationNs(text.substr(start, slash - start));
     if (!ns || *ns == 0) {
-      return MakeError(Errc::kInvalidArgument,
+      return MakeError(Errc::kBadSpec,
                        "delay: stalls '" + text + "' is not a list of durations above 0 (e.g. 2s/500ms)");
     }
     c->stalls.push_back(*ns);
@@ -66,11 +66,11 @@ Status ParseStalls(const OptionValues& o, DelayConfig* c) {
     start = slash + 1;
   }
   if (!o.Has("stall_period")) {
-    return MakeError(Errc::kInvalidArgument, "delay: stalls need a stall_period (e.g. stall_period=60s)");
+    return MakeError(Errc::kBadSpec, "delay: stalls need a stall_period (e.g. stall_period=60s)");
   }
   auto period = ParseDurationNs(o.Get("stall_period"));
   if (!period || *period <= sum) {
-    return MakeError(Errc::kInvalidArgument,
+    return MakeError(Errc::kBadSpec,
                      "delay: stall_period '" + o.Get("stall_period") +
                          "' must be a duration longer than the stalls together (" +
                          FormatDurationNs(double(sum)) + ")");
@@ -82,10 +82,12 @@ Status ParseStalls(const OptionValues& o, DelayConfig* c) {
 Result<DevicePtr> OpenDelay(DevicePtr lower, const OptionValues& o, const OpenOptions& open) {
   DelayConfig c;
   const std::string both = o.Get("latency");
-  VSTACK_ASSIGN_OR_RETURN(c.read,
-                          ServiceTime::Parse("delay: read", o.Has("read") ? o.Get("read") : both));
-  VSTACK_ASSIGN_OR_RETURN(
-      c.write, ServiceTime::Parse("delay: write", o.Has("write") ? o.Get("write") : both));
+  // An error names the option written: read= or write=, else latency= (both).
+  VSTACK_ASSIGN_OR_RETURN(c.read, ServiceTime::Parse(o.Has("read") ? "delay: read" : "delay: latency",
+                                                     o.Has("read") ? o.Get("read") : both));
+  VSTACK_ASSIGN_OR_RETURN(c.write,
+                          ServiceTime::Parse(o.Has("write") ? "delay: write" : "delay: latency",
+                                             o.Has("write") ? o.Get("write") : both));
   VSTACK_ASSIGN_OR_RETURN(c.flush, ServiceTime::Parse("delay: flush", o.Get("flush")));
   VSTACK_ASSIGN_OR_RETURN(int64_t qd, o.Int("qd", 0, 1 << 20));
   c.queue.max_in_service = static_cast<uint32_t>(qd);

@@ -72,7 +72,7 @@ double LogLinear(double a, double b, double t) { return a * std::pow(b / a, t); 
 
 Result<ServiceTime> ServiceTime::Parse(const std::string& what, const std::string& text) {
   auto bad = [&](const std::string& why) {
-    return MakeError(Errc::kInvalidArgument,
+    return MakeError(Errc::kBadSpec,
                      what + ": '" + text + "' " + why +
                          " (forms: 5ms, uniform:MIN:MAX, lognormal:MEAN:SD, exp:MEAN, "
                          "pct:P=DURATION/.../100=DURATION)");

@@ -43,7 +43,7 @@ Result<uint32_t> ParseOps(const std::string& text) {
       if (word == o.name) bits |= Bit(o.op), known = true;
     }
     if (!known) {
-      return MakeError(Errc::kInvalidArgument,
+      return MakeError(Errc::kBadSpec,
                        "error: ops '" + text + "': '" + word +
                            "' is not one of read, write, zero, flush, trim, all "
                            "(join several with '/')");
@@ -62,8 +62,8 @@ Result<int> ParseErrno(const std::string& text) {
   if (end != text.c_str() && *end == '\0' && v > 0 && v < 4096) return static_cast<int>(v);
   std::string names;
   for (const Errno& e : kErrnos) names += (names.empty() ? "" : ", ") + std::string(e.name);
-  return MakeError(Errc::kInvalidArgument,
-                   "error: errno '" + text + "' is not a number or one of " + names);
+  return MakeError(Errc::kBadSpec,
+                   "error: errno '" + text + "' is not an errno number from 1 to 4095 or one of " + names);
 }
 
 Result<DevicePtr> OpenError(DevicePtr lower, const OptionValues& o, const OpenOptions&) {
@@ -74,7 +74,7 @@ Result<DevicePtr> OpenError(DevicePtr lower, const OptionValues& o, const OpenOp
   char* end = nullptr;
   c.rate = std::strtod(rate.c_str(), &end);
   if (end == rate.c_str() || *end != '\0' || !(c.rate >= 0 && c.rate <= 1)) {
-    return MakeError(Errc::kInvalidArgument, "error: rate '" + rate + "' is not in [0, 1]");
+    return MakeError(Errc::kBadSpec, "error: rate '" + rate + "' is not in [0, 1]");
   }
   VSTACK_ASSIGN_OR_RETURN(int64_t after, o.Int("after", 0, INT64_MAX));
   VSTACK_ASSIGN_OR_RETURN(int64_t count, o.Int("count", 0, INT64_MAX));

@@ -79,7 +79,7 @@ Result<DevicePtr> OpenHv(DevicePtr lower, const OptionValues& o, const OpenOptio
       names += (names.empty() ? "" : ", ") + std::string(p.name);
     }
     if (found == nullptr) {
-      return MakeError(Errc::kInvalidArgument,
+      return MakeError(Errc::kBadSpec,
                        "hv: unknown preset '" + c.preset + "' (presets: " + names + ")");
     }
     read = found->read_ns, write = found->write_ns, cpu = found->cpu_ns;

@@ -40,13 +40,13 @@ Result<DevicePtr> OpenReady(DevicePtr lower, const OptionValues& o, const OpenOp
   char* end = nullptr;
   const double v = std::strtod(pct.c_str(), &end);
   if (end == pct.c_str() || *end != '\0' || !std::isfinite(v) || v < 0 || v >= 100) {
-    return MakeError(Errc::kInvalidArgument,
+    return MakeError(Errc::kBadSpec,
                      "ready: pct '" + pct + "' is not a percentage in [0, 100) (e.g. 5.1)");
   }
   c.fraction = v / 100;
   VSTACK_ASSIGN_OR_RETURN(c.stall, ServiceTime::Parse("ready: stall", o.Get("stall")));
   auto q = ParseDurationNs(o.Get("quantum"));
-  if (!q) return MakeError(Errc::kInvalidArgument, "ready: quantum " + q.error().message);
+  if (!q) return MakeError(Errc::kBadSpec, "ready: quantum " + q.error().message);
   c.quantum_ns = *q;
   VSTACK_ASSIGN_OR_RETURN(c.seed, SeedOption(o));
   return MakeDevice<ReadyDevice>(std::move(lower), c, open.clock_or_system());

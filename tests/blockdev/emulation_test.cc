@@ -372,6 +372,31 @@ TEST(Error, BadOptionsAreRefused) {
   EXPECT_TRUE(Open("error:ops=read/write/flush,errno=EIO+null:1M"));
 }
 
+// A bad option value of an emulation layer is a usage error (Errc::kBadSpec: exit 2, with the
+// usage hint), as every other layer's is; they were Errc::kInvalidArgument (exit 1). An error
+// in the latency names latency=, not read= (which the user did not write).
+TEST(EmulationOptions, BadValuesAreUsageErrorsNamingTheOptionWritten) {
+  for (const char* spec :
+       {"delay:latency=-5ms+null:1M", "delay:latency=uniform:5ms:1ms+null:1M",
+        "delay:stalls=1s+null:1M", "delay:stall_period=1s+null:1M", "error:rate=2+null:1M",
+        "error:errno=EFOO+null:1M", "error:errno=99999+null:1M", "error:ops=discard+null:1M",
+        "ready:pct=100+null:1M", "ready:quantum=-1ms+null:1M", "hv:cpu=-1us+null:1M",
+        "hv:preset=foo+null:1M"}) {
+    auto r = Open(spec);
+    ASSERT_FALSE(r) << spec;
+    EXPECT_EQ(r.error().code, make_error_code(Errc::kBadSpec)) << spec << ": " << r.error().message;
+  }
+  auto r = Open("delay:latency=-5ms+null:1M");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("delay: latency: '-5ms'"), std::string::npos) << r.error().message;
+  r = Open("error:errno=99999+null:1M");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("from 1 to 4095"), std::string::npos) << r.error().message;
+  testing::CommandResult c = testing::RunVstack("info 'hv:preset=foo+null:1M'");
+  EXPECT_EQ(c.status, 2) << c.output;
+  EXPECT_NE(c.output.find("Try `vstack help info`"), std::string::npos) << c.output;
+}
+
 TEST(Hv, AddsLatencyPerOpAndBurnsCpuOnTheSubmittingThread) {
   ManualClock clock;
   HvConfig c;
