@@ -137,16 +137,16 @@ void AddBenchCommand(CLI::App& app) {
   knob("--bs", k.bs, "block size per request");
   knob("--write-pct", k.write_pct, "percent of requests that write (0..100)");
   Choices(knob("--pattern", k.pattern, "access pattern"), bench::PatternNames());
-  knob("--qd", k.qd, "outstanding requests per thread");
-  knob("--threads", k.threads, "threads, each with its own queue");
+  WholeNumber(knob("--qd", k.qd, "outstanding requests per thread"));
+  WholeNumber(knob("--threads", k.threads, "threads, each with its own queue"));
   cmd->add_option("--duration", k.duration,
                   "measured time per run (e.g. 2s, 500ms); default 2s, or the --preset's own");
-  knob("--ios", k.ios, "measured I/Os per run instead of a duration (0: timed)");
+  WholeNumber(knob("--ios", k.ios, "measured I/Os per run instead of a duration (0: timed)"));
   knob("--warmup", k.warmup, "unmeasured warm-up per run");
   knob("--size", k.size, "bytes exercised from offset 0 (and the size of created images)");
-  knob("--seed", k.seed, "RNG seed (round r uses seed + r)");
+  WholeNumber(knob("--seed", k.seed, "RNG seed (round r uses seed + r)"));
   knob("--distribution", k.distribution, "uniform or zipf:THETA (random pattern)");
-  knob("--flush-interval", k.flush_interval, "a flush after every N writes per thread (0: none)");
+  WholeNumber(knob("--flush-interval", k.flush_interval, "a flush after every N writes per thread (0: none)"));
   Choices(knob("--content", k.content,
                "write buffers (pattern: bytes 0..255 repeating, diskspd's default)"),
           bench::ContentNames());

@@ -58,7 +58,9 @@ sim::CampaignOptions BuildOptions(CLI::App& cmd, SimArgs& a) {
       try {
         size_t used = 0;
         o.seed_from = std::stoull(a.seed_from, &used);
-        if (used != a.seed_from.size()) throw std::invalid_argument(a.seed_from);
+        if (used != a.seed_from.size() || a.seed_from[0] < '0' || a.seed_from[0] > '9') {
+          throw std::invalid_argument(a.seed_from);  // stoull takes "-1" as 2^64 - 1
+        }
       } catch (const std::exception&) {
         FailUsage("sim", "--seed-from: '" + a.seed_from + "' is not a number or `random`");
       }
@@ -128,9 +130,9 @@ void AddSimCommand(CLI::App& app) {
   }
   preset_help.pop_back();
   Choices(cmd->add_option("--preset", a->preset, preset_help), presets);
-  cmd->add_option("--seed", a->seed, "run this one seed");
+  WholeNumber(cmd->add_option("--seed", a->seed, "run this one seed"));
   cmd->add_option("--seed-from", a->seed_from, "first seed of --seeds (or `random`)");
-  cmd->add_option("--seeds", a->seeds, "how many seeds to run");
+  WholeNumber(cmd->add_option("--seeds", a->seeds, "how many seeds to run"));
   cmd->add_flag("--regressions", a->regressions, "first run the regression seeds (docs/testing.md)");
   cmd->add_option("--ops", a->knobs.ops, "workload requests per run")->capture_default_str();
   cmd->add_option("--queues", a->knobs.queues, "simulated threads per run, at most")->capture_default_str();
@@ -146,7 +148,7 @@ void AddSimCommand(CLI::App& app) {
   Choices(cmd->add_option("--reintroduce", a->reintroduce,
                           "switch a fixed bug back on (to see the simulator find it)"),
           bugs);
-  cmd->add_option("--stop-after", a->stop_after, "stop after this many failures (0: never)");
+  WholeNumber(cmd->add_option("--stop-after", a->stop_after, "stop after this many failures (0: never)"));
   cmd->add_flag("--no-isolate", a->no_isolate,
                 "run every seed in this process (debugging; a hang then leaks its run)");
   AddOutputOption(cmd, &a->output);

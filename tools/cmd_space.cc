@@ -156,7 +156,7 @@ void AddSpaceCommand(CLI::App& app) {
                   "--estimate: a target relative accuracy such as 1% instead of a fraction");
   cmd->add_option("--confidence", a->knobs.confidence, "--estimate: the intervals' confidence")
       ->default_str("95%");
-  cmd->add_option("--seed", a->knobs.seed, "--estimate: the seed of the sampling hash (default: 0)");
+  WholeNumber(cmd->add_option("--seed", a->knobs.seed, "--estimate: the seed of the sampling hash (default: 0)"));
   cmd->add_option("--sketch", a->knobs.sketch,
                   "--estimate: also write the sample to this sketch file, for `vstack space "
                   "merge`");

@@ -1,7 +1,9 @@
 #include "tools/usage.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "lib/suggest.h"
@@ -61,6 +63,21 @@ CLI::Option* Choices(CLI::Option* option, const std::vector<std::string>& choice
       [choices, list](std::string& value) -> std::string {
         if (std::find(choices.begin(), choices.end(), value) != choices.end()) return "";
         return "'" + value + "' is not one of " + list + DidYouMean(value, choices);
+      },
+      ""));
+  return option;
+}
+
+CLI::Option* WholeNumber(CLI::Option* option) {
+  option->check(CLI::Validator(
+      [](std::string& value) -> std::string {
+        const bool digits = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
+          return c >= '0' && c <= '9';
+        });
+        errno = 0;
+        if (digits) (void)std::strtoull(value.c_str(), nullptr, 10);
+        if (digits && errno != ERANGE) return "";
+        return "'" + value + "' is not a whole number from 0 to 18446744073709551615";
       },
       ""));
   return option;

@@ -29,6 +29,9 @@ int UsageExitCode(const std::string& command);
 // Restricts an option to `choices`: --help shows "NAME a|b|c", a bad value says
 // "--NAME: 'x' is not one of a|b|c" (with a suggestion when one is close).
 CLI::Option* Choices(CLI::Option* option, const std::vector<std::string>& choices);
+// Restricts an unsigned option to a whole number that fits in 64 bits: CLI11 took "-1" as
+// 2^64 - 1 and a number beyond 2^64 as some other (`sim --seeds -1` ran for ever).
+CLI::Option* WholeNumber(CLI::Option* option);
 // The choices Choices() gave `option` (for completion), or none.
 std::vector<std::string> OptionChoices(const CLI::Option* option);
 

@@ -1,6 +1,7 @@
 #include "analysis/sim/campaign.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,6 +57,7 @@ constexpr unsigned kChildSeconds = 600;
 RunResult Isolated(uint64_t seed, const std::function<RunResult()>& fn) {
   int fds[2];
   if (pipe(fds) != 0) return fn();
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
@@ -64,6 +66,11 @@ RunResult Isolated(uint64_t seed, const std::function<RunResult()>& fn) {
   }
   if (pid == 0) {
     close(fds[0]);
+    // The run dies with the campaign: killed by its PID (a timeout in a script), the campaign
+    // left the run going, orphaned, until the alarm below.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);  // it died before the line above
+
     // A safety net outside the simulation: a thread that spins without ever reaching the
     // progress seam or a simulated disk would hang the child for good.
     alarm(kChildSeconds);

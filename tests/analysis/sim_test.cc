@@ -1,8 +1,16 @@
 // The deterministic simulator (analysis/sim, blockdev/sim): the simulated disk's power-cut rule,
 // the model's rules, the scheduler's determinism and liveness reports, runs over every stack
 // family, that it finds two historical bugs when they are switched back on, and `vstack sim`.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <initializer_list>
 #include <sstream>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -322,6 +330,46 @@ TEST(SimCli, UsageErrorsExitTwo) {
   EXPECT_NE(typo.output.find("unknown layer 'zstdd'; layers: crc32c, dedup"), std::string::npos)
       << typo.output;
   EXPECT_NE(typo.output.find("; did you mean `zstd`?"), std::string::npos) << typo.output;
+  // Counts are whole numbers: "-1" was taken as 2^64 - 1 (--seeds -1 ran for ever).
+  for (const char* args : {"--seeds -1", "--seed -1", "--stop-after -1", "--seed-from -1",
+                           "--seeds 100000000000000000000"}) {
+    const auto r = RunVstack(std::string("sim --stack passthrough ") + args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
+  }
+  EXPECT_NE(RunVstack("sim --stack passthrough --seeds -1").output.find("is not a whole number"),
+            std::string::npos);
+}
+
+// A run's child process dies with the campaign: killed by its PID (as a script's timeout
+// does), the campaign left its running seed behind, orphaned and spinning.
+TEST(SimCli, ARunDiesWithItsCampaign) {
+  const std::string pid_file =
+      ::testing::TempDir() + "/sim_campaign." + std::to_string(::getpid()) + ".pid";
+  ASSERT_EQ(std::system(("sh -c 'echo $$ > " + pid_file + "; exec " + std::string(VSTACK_CLI) +
+                         " sim --stack passthrough --ops 100000000 --seed 1 >/dev/null 2>&1' &")
+                            .c_str()),
+            0);
+  pid_t campaign = 0, run = 0;
+  for (int i = 0; i < 1000 && run == 0; ++i) {  // until the campaign has forked its run
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::ifstream(pid_file) >> campaign;
+    if (campaign == 0) continue;
+    std::ifstream children("/proc/" + std::to_string(campaign) + "/task/" +
+                           std::to_string(campaign) + "/children");
+    children >> run;
+  }
+  ASSERT_NE(run, 0) << "the campaign never started its run";
+  ASSERT_EQ(::kill(campaign, SIGKILL), 0);
+  bool gone = false;
+  for (int i = 0; i < 1000 && !gone; ++i) {  // the kernel delivers the parent-death signal
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::ifstream stat("/proc/" + std::to_string(run) + "/stat");
+    std::string pid, comm, state;
+    gone = !(stat >> pid >> comm >> state) || state == "Z";
+  }
+  if (!gone) ::kill(run, SIGKILL);
+  std::remove(pid_file.c_str());
+  EXPECT_TRUE(gone) << "the run outlived its campaign";
 }
 
 // The command's JSON. Under ASan, its runtime prints a one-line warning about swapcontext (the
