@@ -266,6 +266,13 @@ TEST_F(NbdServe, BadSpecsAndOptionsFailClearlyBeforeListening) {
   CommandResult file = RunVstack("serve --socket " + dir.File("not-a-socket") + " memory:1M");
   EXPECT_NE(file.status, 0);
   EXPECT_NE(file.output.find("is not a socket"), std::string::npos) << file.output;
+  // A stats file it could not write was reported when the server stopped, the session's
+  // statistics lost: refused before listening, and nothing left behind.
+  CommandResult stats = RunCommand(std::string("timeout 20 ") + VSTACK_CLI + " serve --socket " +
+                                   ServeSocket(dir.path()) + " --stats " +
+                                   dir.File("no/such/dir/s.json") + " memory:1M");
+  EXPECT_NE(stats.status, 0);
+  EXPECT_NE(stats.output.find("cannot write it"), std::string::npos) << stats.output;
 }
 
 // --- fio ------------------------------------------------------------------------------------

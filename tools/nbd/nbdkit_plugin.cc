@@ -13,6 +13,7 @@
 // closes it in the parent), and the child reopens the stack in after_fork so that nothing a
 // layer set up at open (threads, locks) is lost across fork.
 #define NBDKIT_API_VERSION 2
+#include <fcntl.h>
 #include <nbdkit-plugin.h>
 #include <unistd.h>
 
@@ -178,6 +179,18 @@ int ConfigComplete() {
   if (char* cwd = get_current_dir_name()) {
     g_config.cwd = cwd;
     std::free(cwd);
+  }
+  if (!g_config.stats_path.empty()) {
+    // Written when the server stops: a path it cannot write is refused now, not after the
+    // whole session (whose statistics were then lost).
+    const bool existed = ::access(g_config.stats_path.c_str(), F_OK) == 0;
+    const int fd = ::open(g_config.stats_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      nbdkit_error("stats=%s: cannot write it: %m", g_config.stats_path.c_str());
+      return -1;
+    }
+    ::close(fd);
+    if (!existed) ::unlink(g_config.stats_path.c_str());
   }
   return OpenExport();
 }
