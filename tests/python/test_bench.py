@@ -201,6 +201,17 @@ def test_space_is_the_clis(tmp_path, cli):
         assert without_seconds(ours) == without_seconds(theirs), options
 
 
+def test_space_takes_paths_and_booleans(tmp_path, cli):
+    """pathlib paths and dedup=False / checksum=True, as bench() takes booleans (they were
+    refused: "'False' is not one of on|off", "'PosixPath' object is not iterable")."""
+    a = image(tmp_path, "a.raw", [1, 2, 0, 1, 3] * 40)
+    ours = vstack.space(tmp_path / "a.raw", dedup=False, checksum=True)
+    theirs = cli.json("space", a, "--dedup", "off", "--checksum", "on")
+    assert without_seconds(ours) == without_seconds(theirs)
+    with vstack.open(tmp_path / "a.raw", read_only=True) as dev:
+        assert dev.size == os.path.getsize(a)
+
+
 def test_space_sketches_merge_as_the_clis(tmp_path, cli):
     a = image(tmp_path, "a.raw", [1, 2, 0, 1] * 40)
     b = image(tmp_path, "b.raw", [1, 5, 0] * 40)

@@ -277,6 +277,43 @@ def test_devices_left_open_are_closed_at_exit(tmp_path):
         assert dev.read(1 << 20, 4096) == b"\x33" * 4096
 
 
+def test_a_forked_child_never_closes_or_uses_the_parents_device(tmp_path):
+    """A child of os.fork() that exited normally closed its copy of an open Device (at exit),
+    writing the parent's VHD metadata as its stale copy had it: the file was cut and every block
+    the parent wrote meanwhile lost. The child's copy now refuses I/O and is never closed."""
+    path = str(tmp_path / "fork.vhd")
+    vstack.create(path, "64M", format="vhd")
+    script = textwrap.dedent(f"""
+        import os, sys, time, vstack
+        dev = vstack.open({path!r})
+        dev.write(0, b"p" * 65536)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                dev.write(1 << 20, b"c" * 4096)
+                os.write(write, b"wrote")
+            except ValueError as e:
+                os.write(write, b"refused" if "forked child" in str(e) else str(e).encode())
+            os.close(write)
+            sys.exit(0)  # a normal exit: atexit runs in the child
+        os.close(write)
+        print(os.read(read, 200).decode())
+        os.waitpid(pid, 0)  # the child has exited before the parent writes on
+        for i in range(1, 20):
+            dev.write(i * (2 << 20), bytes([i]) * 65536)
+        dev.close()
+    """)
+    out = subprocess.run([sys.executable, "-c", script], check=True, env=os.environ,
+                         capture_output=True, text=True)
+    assert out.stdout.strip() == "refused", out.stdout + out.stderr
+    assert vstack.check(path)["status"] == "clean"
+    with vstack.open(path, read_only=True) as dev:
+        assert dev.read(0, 65536) == b"p" * 65536
+        for i in range(1, 20):
+            assert dev.read(i * (2 << 20), 65536) == bytes([i]) * 65536
+
+
 def test_a_dropped_device_is_closed_and_its_image_stays_clean(tmp_path):
     path = str(tmp_path / "drop.vhd")
     vstack.create(path, "8M", format="vhd")

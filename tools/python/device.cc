@@ -2,6 +2,8 @@
 // the library's SharedSyncIo (lib/shared_sync_io.h) with the GIL released, so several Python
 // threads drive one stack in parallel, each on its own queue; buffers pass by the buffer
 // protocol, with no copy.
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 
@@ -43,6 +45,12 @@ class Device {
  public:
   Device(std::string spec, DevicePtr device)
       : io_(std::make_unique<SharedSyncIo>(std::move(spec), std::move(device))) {}
+  // In a child made by os.fork(), the copy is never closed: closing it would write the
+  // parent's metadata as the child's stale copy has it (a child exiting normally shortened the
+  // parent's VHD, losing the blocks the parent wrote meanwhile). It is left to the process's end.
+  ~Device() {
+    if (Inherited()) (void)io_.release();
+  }
 
   const std::string& spec() const { return io_->spec(); }
   uint64_t size() const { return io_->device().size_bytes(); }
@@ -106,6 +114,7 @@ class Device {
   }
 
   void Close() {
+    if (Inherited()) return;  // the parent's to close (atexit in a child lands here)
     Status status;
     {
       py::gil_scoped_release unlocked;
@@ -123,6 +132,11 @@ class Device {
   // Runs `call` (one SharedSyncIo call) with the GIL released, then raises for its status.
   template <typename Call>
   void Run(const char* op, uint64_t length, uint64_t offset, Call call) {
+    if (Inherited()) {
+      throw py::value_error(std::string(op) + ": this Device was opened by process " +
+                            std::to_string(owner_) + "; a forked child cannot use it (its " +
+                            "metadata is the parent's): open the stack again in the child");
+    }
     std::error_code ec;
     {
       py::gil_scoped_release unlocked;
@@ -131,7 +145,11 @@ class Device {
     if (ec) RaiseIo(ec, What(op, length, offset), block_size(), size());
   }
 
+  // True in a process forked from the one that opened the device.
+  bool Inherited() const { return ::getpid() != owner_; }
+
   std::unique_ptr<SharedSyncIo> io_;
+  const pid_t owner_ = ::getpid();
 };
 
 std::unique_ptr<Device> OpenDevice(const std::string& spec, bool read_only) {

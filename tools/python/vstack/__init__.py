@@ -14,6 +14,7 @@ See docs/python.md.
 """
 
 import atexit as _atexit
+import os as _os
 import shlex as _shlex
 import weakref as _weakref
 
@@ -62,7 +63,7 @@ def open(spec, *, read_only=False):  # noqa: A001 (vstack.open, as io.open)
     """Opens a stack: a spec such as 'dedup+zstd+vhd+file:d.vhd', or an image file whose
     format is probed. Returns a Device (a context manager). Raises vstack.SpecError for a bad
     spec (with the CLI's message and suggestion), vstack.IoError when it cannot be opened."""
-    device = _open(spec, read_only=read_only)
+    device = _open(_os.fspath(spec), read_only=read_only)
     _open_devices.add(device)
     return device
 
@@ -168,9 +169,12 @@ def space(images, **options):
     replay_dir, threads, estimate=True, fraction='1%', accuracy, confidence, seed,
     sketch='s.sketch' to write an estimate's sketch for space_merge). Raises vstack.SpecError
     for an option refused (the CLI's words), vstack.IoError for an image that cannot be read."""
-    if isinstance(images, str):
+    if isinstance(images, (str, _os.PathLike)):
         images = [images]
-    return _space(list(images), dict(options))
+    # on|off options take Python's booleans too, as bench() does.
+    options = {k: ("on" if v else "off") if isinstance(v, bool) and k in ("dedup", "checksum")
+               else v for k, v in options.items()}
+    return _space([_os.fspath(i) for i in images], options)
 
 
 def space_merge(sketches, **options):
