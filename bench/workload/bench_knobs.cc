@@ -94,7 +94,9 @@ Status ApplySchedulerKnobs(const BenchKnobs& a, WorkloadKnobs* k) {
                std::to_string(a.cpu_ready.size()) + ")");
   }
   for (const std::string& stall : a.ready_stall) {
-    if (auto st = ServiceTime::Parse("--ready-stall", stall); !st) return st.error();
+    if (auto st = ServiceTime::Parse("--ready-stall", stall); !st) {
+      return MakeError(Errc::kInvalidArgument, st.error().message);  // a knob's, as Bad() says
+    }
   }
   k->ready_stall = a.ready_stall.front();
   k->schedulers = a.schedulers;
