@@ -22,18 +22,6 @@
 namespace vstack::bench {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitizedBuild = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitizedBuild = true;
-#else
-constexpr bool kSanitizedBuild = false;
-#endif
-#else
-constexpr bool kSanitizedBuild = false;
-#endif
-
 // Measures `kReads` reads through `dev` with the caller's own clock and attributes them.
 Attribution MeasureReads(BlockDevice& dev) {
   constexpr int kReads = 12;
@@ -72,7 +60,7 @@ TEST(SelfTime, AddsUpToTheMeasuredLatencyWithADelayAtAKnownLayer) {
   // The paths add up exactly to the top layer's latency; the caller's own measurement adds
   // only its Submit/Poll overhead: the 5% bound.
   EXPECT_NEAR(a.sum_us, a.end_to_end_us, 0.01);
-  if (!kSanitizedBuild) {
+  if (!testing::kSanitizedBuild) {
     // Under ASan/TSan the caller's own path between a completion and its clock read is slowed
     // several-fold (measured +11-12% on CI), which is the sanitizer's cost, not the stack's.
     EXPECT_LT(std::fabs(a.residual_pct), 5.0) << a.sum_us << " vs " << a.measured_us;

@@ -92,6 +92,20 @@ void WriteFile(const std::string& path, uint64_t size, unsigned char byte);
 // This process's resident set, in bytes (/proc/self/statm): for tests that bound the memory a
 // call takes by what was written, not by what a header or a size claims.
 uint64_t ResidentBytes();
+// True in an AddressSanitizer or ThreadSanitizer build, whose allocators pad, shadow and
+// quarantine memory and slow every thread: bounds on resident memory or CPU shares do not
+// hold there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitizedBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool kSanitizedBuild = true;
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
 // The process's peak resident memory (VmHWM) since the last ResetPeakResident(): what a step
 // needed at its height, which ResidentBytes() after it misses when the step freed its copies.
 void ResetPeakResident();
