@@ -294,6 +294,16 @@ TEST(UnitMap, IdleQueuesReservesComeBackToAQueueShortOfUnits) {
   m.Detach(busy);
 }
 
+// Opens `n` queues on `dev` (each its own SyncIo), each writing one 4 KiB block from `at` on so
+// that it holds a reserve of units, then left idle, as a server's worker threads are.
+void OpenIdleQueues(BlockDevice& dev, int n, uint64_t at, Rng& rng,
+                    std::vector<std::unique_ptr<SyncIo>>* idle) {
+  for (int i = 0; i < n; ++i) {
+    idle->push_back(std::make_unique<SyncIo>(dev));
+    ASSERT_OK(idle->back()->Write(at + i * 4096, RandomBuffer(rng, 4096).span()));
+  }
+}
+
 // The same through a device and its queues, as `vstack serve` drives it: a guest fills the
 // layer, discards it, flushes and writes again while other queues sit idle with reserves.
 TEST(GrainReserves, AWriteAfterADiscardFindsTheRoomIdleQueuesReserved) {
@@ -302,10 +312,7 @@ TEST(GrainReserves, AWriteAfterADiscardFindsTheRoomIdleQueuesReserved) {
     ASSERT_OK(dev);
     Rng rng(7);
     std::vector<std::unique_ptr<SyncIo>> idle;
-    for (int i = 0; i < 12; ++i) {
-      idle.push_back(std::make_unique<SyncIo>(**dev));
-      ASSERT_OK(idle.back()->Write((16 << 20) + i * 4096, RandomBuffer(rng, 4096).span()));
-    }
+    ASSERT_NO_FATAL_FAILURE(OpenIdleQueues(**dev, 12, 16 << 20, rng, &idle));
     SyncIo io(**dev);
     AlignedBuffer big = RandomBuffer(rng, 5 << 20);
     ASSERT_OK(io.Write(0, big.span())) << spec;
@@ -330,10 +337,7 @@ TEST(GrainReserves, ThreadsWritingOnAFullLayerTakeBackEachOthersReserves) {
     ASSERT_OK(dev);
     Rng seed_rng(11);
     std::vector<std::unique_ptr<SyncIo>> idle;
-    for (int i = 0; i < 8; ++i) {
-      idle.push_back(std::make_unique<SyncIo>(**dev));
-      ASSERT_OK(idle.back()->Write((24 << 20) + i * 4096, RandomBuffer(seed_rng, 4096).span()));
-    }
+    ASSERT_NO_FATAL_FAILURE(OpenIdleQueues(**dev, 8, 24 << 20, seed_rng, &idle));
     constexpr int kThreads = 4;
     constexpr uint64_t kRegion = 1 << 20, kWrite = 64 << 10;  // 4 MiB live of about 6 MiB
     std::vector<std::thread> threads;
