@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "lib/clock.h"
+#include "lib/foreign_formats.h"
 #include "lib/new_file.h"
 #include "lib/probe_guard.h"
 #include "lib/size.h"
@@ -472,8 +473,20 @@ Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& op
     OptionValues values(c->name, "", {}, &c->options);
     return c->open_layer(std::move(device), values, options);
   }
+  // No format of vstack's took it: one vstack does not read would be misread as raw bytes,
+  // and a guest writing it would destroy that image.
+  if (const ProbeSignature* foreign = FindForeignFormat(*device)) {
+    return MakeError(Errc::kNotSupported,
+                     "'" + path + "' is a " + foreign->format + " image (its signature at offset " +
+                         std::to_string(foreign->offset) +
+                         "), which vstack does not read: convert it first (e.g. `qemu-img "
+                         "convert -O vpc -o subformat=dynamic " + path +
+                         " disk.vhd`), or name '" + file_spec + "' to use its bytes as raw");
+  }
+  const std::vector<ProbeSignature>& foreign = ForeignFormatSignatures();
+  signatures.insert(signatures.end(), foreign.begin(), foreign.end());
   if (chosen_spec) *chosen_spec = file_spec;
-  if (options.read_only || signatures.empty()) return device;
+  if (options.read_only) return device;
   // Probed as raw: keep it raw (guest writes must not change what the next open probes).
   return GuardProbedRaw(std::move(device), std::move(signatures));
 }
