@@ -287,7 +287,7 @@ SpaceReport EstimateReport(const SpaceSketch& s, const SpaceOptions& o) {
     st.ratio_low = std::min(st.ratio, r_lo);
     st.ratio_high = std::max(st.ratio, r_hi);
   };
-  auto div = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  auto div = ReductionRatio;
   // 2: after zero elimination, 3: after dedup, 4: after compression, 5: with metadata.
   set(2, nonzero.low * g, nonzero.high * g, div(used, nonzero.high * g),
       div(used, nonzero.low * g));

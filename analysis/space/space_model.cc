@@ -1,6 +1,7 @@
 #include "analysis/space/space_model.h"
 
 #include <cstdlib>
+#include <limits>
 
 #include "blockdev/dedup/dedup_device.h"
 #include "blockdev/zstd/grain_codec.h"
@@ -120,6 +121,11 @@ void AddMetadata(const SpaceOptions& o, uint32_t grain, SpaceCounts* c) {
   if (o.checksum) c->metadata_bytes += (c->stored_bytes + 4095) / 4096 * 5;
 }
 
+double ReductionRatio(double before, double after) {
+  if (after > 0) return before / after;
+  return before > 0 ? std::numeric_limits<double>::infinity() : 1.0;
+}
+
 SpaceReport BuildReport(const SpaceCounts& c, const SpaceOptions& o) {
   SpaceReport r;
   r.counts = c;
@@ -132,9 +138,10 @@ SpaceReport BuildReport(const SpaceCounts& c, const SpaceOptions& o) {
   const uint64_t protected_bytes = static_cast<uint64_t>(
       static_cast<double>(with_metadata) * ProtectionFactor(o.protection) + 0.5);
   auto add = [&r](std::string key, std::string label, uint64_t bytes) {
-    const double ratio = r.steps.empty() || bytes == 0 ? 1.0
-                                                       : static_cast<double>(r.steps.back().bytes) /
-                                                             static_cast<double>(bytes);
+    const double ratio =
+        r.steps.empty() ? 1.0
+                        : ReductionRatio(static_cast<double>(r.steps.back().bytes),
+                                         static_cast<double>(bytes));
     r.steps.push_back({std::move(key), std::move(label), bytes, ratio, bytes, bytes, ratio, ratio});
   };
   add("provisioned", "provisioned", c.provisioned_bytes);
@@ -146,10 +153,8 @@ SpaceReport BuildReport(const SpaceCounts& c, const SpaceOptions& o) {
       after_compression);
   add("with_metadata", "with metadata", with_metadata);
   add("after_protection", "after protection: " + DescribeProtection(o.protection), protected_bytes);
-  r.data_reduction =
-      with_metadata ? static_cast<double>(used) / static_cast<double>(with_metadata) : 0;
-  r.overall =
-      protected_bytes ? static_cast<double>(used) / static_cast<double>(protected_bytes) : 0;
+  r.data_reduction = ReductionRatio(static_cast<double>(used), static_cast<double>(with_metadata));
+  r.overall = ReductionRatio(static_cast<double>(used), static_cast<double>(protected_bytes));
   r.data_reduction_low = r.data_reduction_high = r.data_reduction;
   r.overall_low = r.overall_high = r.overall;
   return r;

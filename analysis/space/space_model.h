@@ -69,6 +69,11 @@ struct SpaceCounts {
   SpaceCounts& operator+=(const SpaceCounts& o);
 };
 
+// before / after, a reduction's factor: 1 when both are 0 (nothing was there to reduce) and
+// +infinity when only `after` is (the step removed everything, e.g. zero elimination of an
+// image that holds only zeros). Text prints the latter as "all"; JSON as null.
+double ReductionRatio(double before, double after);
+
 // Adds to `c` (the counts of one domain) the metadata the layers would keep for it, in their own
 // page formats (GrainFormat::MetadataBytes), plus 5 bytes per 4 KiB stored for
 // checksums.

@@ -37,6 +37,8 @@ std::string DescribeSpaceRun(const SpaceOptions& o, size_t images);
 std::string SpaceModeName(const SpaceOptions& o);
 // "global", "image" or "groups=N".
 std::string SpaceScopeName(const SpaceOptions& o);
+// A ratio to two decimals, or "∞" for a step that removed everything (ReductionRatio).
+std::string SpaceRatioNumber(double ratio);
 // "1.82x (1.79–1.85)" for an estimated ratio, "1.82x" for an exact one (low == high).
 std::string SpaceRatioText(double ratio, double low, double high);
 

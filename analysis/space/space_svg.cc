@@ -128,13 +128,14 @@ std::string SpaceSvg(const SpaceReport& r, const SpaceOptions& o, size_t images)
     if (i > 0) {
       s += fmt::format(
           "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"middle\" "
-          "fill=\"#333\">{:.2f}x</text>\n",
-          x + bar_w / 2, label_y + 13, st.ratio);
-      if (fmt::format("{:.2f}", st.ratio_low) != fmt::format("{:.2f}", st.ratio_high)) {
+          "fill=\"#333\">{}x</text>\n",
+          x + bar_w / 2, label_y + 13, SpaceRatioNumber(st.ratio));
+      if (SpaceRatioNumber(st.ratio_low) != SpaceRatioNumber(st.ratio_high)) {
         s += fmt::format(
             "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\" "
-            "fill=\"#b22222\">{:.2f}\u2013{:.2f}</text>\n",
-            x + bar_w / 2, label_y - 14, st.ratio_low, st.ratio_high);
+            "fill=\"#b22222\">{}\u2013{}</text>\n",
+            x + bar_w / 2, label_y - 14, SpaceRatioNumber(st.ratio_low),
+            SpaceRatioNumber(st.ratio_high));
       }
     }
     // The step's name under the axis, wrapped at spaces into lines of about 16 characters.

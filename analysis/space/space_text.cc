@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "analysis/space/space_render.h"
 #include "lib/size.h"
@@ -56,9 +57,14 @@ std::string SpaceModeName(const SpaceOptions& o) {
   return "?";
 }
 
+std::string SpaceRatioNumber(double ratio) {
+  return std::isinf(ratio) ? "\u221e" : fmt::format("{:.2f}", ratio);
+}
+
 std::string SpaceRatioText(double ratio, double low, double high) {
-  if (low == high) return fmt::format("{:.2f}x", ratio);
-  return fmt::format("{:.2f}x ({:.2f}\u2013{:.2f})", ratio, low, high);
+  if (SpaceRatioNumber(low) == SpaceRatioNumber(high)) return SpaceRatioNumber(ratio) + "x";
+  return fmt::format("{}x ({}\u2013{})", SpaceRatioNumber(ratio), SpaceRatioNumber(low),
+                     SpaceRatioNumber(high));
 }
 
 std::string SpaceScopeName(const SpaceOptions& o) {

@@ -189,6 +189,34 @@ TEST_F(SpaceCommand, TextJsonAndSvgCarryTheSameNumbers) {
   EXPECT_EQ(zigzags, 2u) << chart.str();
 }
 
+TEST_F(SpaceCommand, NothingToReduceIsOneAndEverythingRemovedIsUnbounded) {
+  // An image that holds only written zeros: zero elimination removes everything. Its ratio
+  // and the overall ratio are unbounded (text ∞, JSON null); they read 1.00x and 0.00x.
+  const std::string zeros = dir_.File("zeros.img");
+  PutAt(zeros, 4 << 20, 0, std::vector<char>(4 << 20, 0));
+  const std::string bare = "--dedup=off --codec=none --checksum=off --protection=none ";
+  const nlohmann::json j = Space(bare + zeros);
+  ASSERT_EQ(j["steps"].size(), 7u);
+  EXPECT_EQ(j["steps"][1]["bytes"], 4u << 20);
+  EXPECT_EQ(j["steps"][2]["bytes"], 0u);
+  EXPECT_TRUE(j["steps"][2]["ratio"].is_null()) << j["steps"][2];
+  EXPECT_TRUE(j["overall"].is_null()) << j;
+  EXPECT_TRUE(j["data_reduction"].is_null()) << j;
+  EXPECT_EQ(j["steps"][3]["ratio"], 1.0) << "0 bytes to 0 bytes: nothing to reduce";
+  testing::CommandResult t = RunVstack("space " + bare + zeros);
+  ASSERT_EQ(t.status, 0) << t.output;
+  EXPECT_NE(t.output.find("overall (used / after protection):      \u221ex"), std::string::npos)
+      << t.output;
+  // A never-written image: nothing used, nothing reduced, 1.00x rather than 0.00x.
+  const std::string empty = dir_.File("empty.img");
+  PutAt(empty, 4 << 20, 0, {});
+  const nlohmann::json e = Space(bare + empty);
+  EXPECT_EQ(e["steps"][1]["bytes"], 0u);
+  EXPECT_EQ(e["overall"], 1.0) << e;
+  EXPECT_EQ(e["data_reduction"], 1.0) << e;
+  for (size_t i = 2; i < 7; ++i) EXPECT_EQ(e["steps"][i]["ratio"], 1.0) << e["steps"][i];
+}
+
 TEST_F(SpaceCommand, ShowsProgressWhenAsked) {
   testing::CommandResult r = RunVstack("space --progress=on" + vms_);
   ASSERT_EQ(r.status, 0);
