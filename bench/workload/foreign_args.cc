@@ -454,6 +454,11 @@ Result<ForeignArgs> TranslateFioJob(const std::string& text) {
       return Reject(tool, key, "line " + std::to_string(line_no));
     }
   }
+  if (job.empty()) {  // fio itself stops here: "No job(s) defined"
+    return MakeError(Errc::kInvalidArgument,
+                     "fio job file: no job defined (fio would say \"No job(s) defined\"); give "
+                     "one job section, such as [job], after [global]");
+  }
   const bool mixed = rw == "rw" || rw == "readwrite" || rw == "randrw";
   if (mixed) {  // fio's default mix: rwmixread=50
     k.Set("--write-pct", mix_write.empty() ? "50" : mix_write,

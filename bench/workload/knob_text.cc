@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -133,6 +134,11 @@ const std::vector<std::pair<std::string, Setter>>& Setters() {
 // The translation of --diskspd ARGS or --fio-job FILE, and how the line names it.
 Result<ForeignArgs> Translate(const std::string& diskspd, const std::string& fio_job) {
   if (!diskspd.empty()) return TranslateDiskspd(diskspd);
+  std::error_code ec;
+  if (std::filesystem::is_directory(fio_job, ec)) {
+    return MakeError(Errc::kInvalidArgument,
+                     "--fio-job: '" + fio_job + "' is a directory; give a fio job file");
+  }
   std::ifstream f(fio_job);
   if (!f) return MakeError(Errc::kIo, "--fio-job: cannot read '" + fio_job + "'");
   std::stringstream text;

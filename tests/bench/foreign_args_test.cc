@@ -312,6 +312,19 @@ TEST(ForeignArgs, BenchRunsADiskspdLineAndAFioJob) {
   EXPECT_NE(timed.output.find("--duration as given on the command line"), std::string::npos)
       << timed.output;
 
+  // What fio refuses is refused, not run with fio's defaults: no job, or a directory.
+  for (const char* text : {"", "; nothing\n", "[global]\nrw=randwrite\nbs=8k\n"}) {
+    std::ofstream(job) << text;
+    testing::CommandResult none = testing::RunVstack("bench --fio-job " + job + quick);
+    EXPECT_EQ(none.status, 2) << text << none.output;
+    EXPECT_NE(none.output.find("fio job file: no job defined"), std::string::npos)
+        << none.output;
+  }
+  testing::CommandResult folder = testing::RunVstack("bench --fio-job " + dir.path() + quick);
+  EXPECT_EQ(folder.status, 2) << folder.output;
+  EXPECT_NE(folder.output.find("is a directory; give a fio job file"), std::string::npos)
+      << folder.output;
+
   testing::CommandResult bad = testing::RunVstack("bench --diskspd \"-b8K -g500\"" + quick);
   EXPECT_EQ(bad.status, 2) << bad.output;
   EXPECT_NE(bad.output.find("vstack bench: diskspd option '-g500' has no equivalent"),
