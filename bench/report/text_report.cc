@@ -198,6 +198,13 @@ void RunDetails(const StackSummary& s, const RunResult& run, int rounds, std::st
 
 }  // namespace
 
+// True when only one stack measured anything: there is no ratio, and --rounds auto waits for
+// that stack's own IOPS interval (summary.h, precision_reached).
+bool OneStackMeasured(const bench::MatrixSummary& sum) {
+  return std::count_if(sum.stacks.begin(), sum.stacks.end(),
+                       [](const bench::StackSummary& s) { return s.runs > 0; }) == 1;
+}
+
 std::string RoundRule(const BenchReport& r) {
   const std::string base = r.summary.baseline.empty() ? "the baseline" : r.summary.baseline;
   return "Each stack's figures are the median over its rounds (an even count: the mean of the two "
@@ -265,7 +272,10 @@ std::vector<ReportTable> ComparisonTables(const BenchReport& r) {
   rel.legend = "n.s. = not significant: the 95% interval includes 1 (no change). Efficiency "
                "overhead = (base efficiency - efficiency) / base efficiency, as in the Hyper-V "
                "whitepaper (efficiency = I/Os per CPU-second); its interval is 1 minus the "
-               "efficiency ratio's. Precision reached (widest IOPS interval, half-width): " +
+               "efficiency ratio's. Precision reached (" +
+               std::string(OneStackMeasured(sum) ? "the stack's own IOPS interval over the rounds"
+                                                 : "widest IOPS interval") +
+               ", half-width): " +
                (std::isfinite(sum.precision_reached)
                     ? fmt::format("{:.1f}%.", sum.precision_reached * 100)
                     : std::string("none (some stack has fewer than 2 paired rounds)."));

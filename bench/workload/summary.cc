@@ -347,11 +347,20 @@ MatrixSummary Summarize(const MatrixResult& m) {
   auto base = std::find_if(out.stacks.begin(), out.stacks.end(), [](auto& x) { return x.baseline; });
   if (base == out.stacks.end()) return out;
   const StackSummary b = *base;
+  bool compared = false;
   for (StackSummary& s : out.stacks) {
     s.overhead_vs_base = s.efficiency_ratio.n ? 1 - s.efficiency_ratio.estimate : 0;
     s.gap = Gap(s, b);
     if (s.runs == 0 || s.baseline) continue;
+    compared = true;
     out.precision_reached = std::max(out.precision_reached, s.iops_ratio.relative_half_width());
+  }
+  if (!compared) {
+    // The baseline alone: the precision of its own IOPS (its rounds over its first round, whose
+    // interval is that of the geometric mean IOPS).
+    std::vector<double> own;
+    for (const auto& [round, m] : base_rounds) own.push_back(m.iops / base_rounds.begin()->second.iops);
+    out.precision_reached = PairedRatio(own).relative_half_width();
   }
   return out;
 }

@@ -88,7 +88,8 @@ struct MatrixSummary {
   std::vector<StackSummary> stacks;
   std::vector<RoundNoise> noise;
   // The widest IOPS interval of a non-baseline stack, as a relative half-width (the precision
-  // reached); +inf when some stack has fewer than 2 paired rounds, 0 with no other stack.
+  // reached); +inf when some stack has fewer than 2 paired rounds. With the baseline alone, the
+  // interval of its own (geometric mean) IOPS over the rounds; 0 when nothing ran.
   double precision_reached = 0;
 };
 

@@ -3,6 +3,7 @@
 // per-layer attribution arithmetic.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <sys/stat.h>
@@ -341,6 +342,28 @@ TEST(Summary, AnAAPairIsNotSignificantAndTheGapSaysSo) {
                                                  sl.iops_ratio.relative_half_width()));
   EXPECT_TRUE(PrecisionReached(s, 1.0));
   EXPECT_FALSE(PrecisionReached(s, 0.001));
+}
+
+TEST(Summary, TheBaselineAloneReachesAPrecisionOnlyWhenItsOwnRoundsAgree) {
+  // With one stack there is no ratio: `--rounds auto` stopped at once, "the precision was
+  // reached", whatever the rounds measured. Now its own IOPS interval is the precision.
+  auto alone = [](std::vector<double> iops) {
+    MatrixResult m;
+    StackOutcome a;
+    a.plan.name = "raw";
+    for (int r = 0; r < static_cast<int>(iops.size()); ++r) {
+      a.rounds.push_back(Synthetic(r, static_cast<uint64_t>(iops[r]), 0.5));
+    }
+    m.stacks = {a};
+    return Summarize(m);
+  };
+  EXPECT_TRUE(std::isinf(alone({10000}).precision_reached)) << "one round has no interval";
+  const MatrixSummary drifting = alone({10000, 5000, 12000, 8000});
+  EXPECT_FALSE(PrecisionReached(drifting, 0.02)) << drifting.precision_reached;
+  EXPECT_GT(drifting.precision_reached, 0.2);
+  const MatrixSummary steady = alone({10000, 10010, 9990, 10005});
+  EXPECT_TRUE(PrecisionReached(steady, 0.02)) << steady.precision_reached;
+  EXPECT_GT(steady.precision_reached, 0);
 }
 
 // A passthrough layer over a device, as one round measures it with one timestamp per batch:
