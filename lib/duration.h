@@ -17,9 +17,13 @@ enum class BareNumber {
   kZeroOnly,  // only "0" may go without a unit (the layers' options: no guessing between ms and us)
 };
 
+// The longest duration ParseDuration accepts, in nanoseconds: 1,000,000 s (about 11.6 days).
+inline constexpr double kMaxDurationNs = 1e15;
+
 // A decimal number and a unit: ns, us (or µs), ms, s, m or min. Returns nanoseconds, rounded to
-// the nearest; not negative, at most 1e15 (about 11.6 days). Errors (kInvalidArgument) name the
-// text: "'5xs' is not a duration (e.g. 5ms, 80us, 1.5s, 0)".
+// the nearest; not negative, at most kMaxDurationNs. Errors (kInvalidArgument) name the text
+// and what is wrong: "'5xs' is not a duration (e.g. 5ms, 80us, 1.5s, 0)", "'-1ms' is
+// negative", "'9223372036s' is too long: at most 1000000s (about 11.6 days)".
 Result<uint64_t> ParseDuration(const std::string& text, BareNumber bare);
 
 }  // namespace vstack

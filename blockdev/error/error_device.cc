@@ -81,6 +81,17 @@ Result<DevicePtr> OpenError(DevicePtr lower, const OptionValues& o, const OpenOp
   VSTACK_ASSIGN_OR_RETURN(c.offset, o.Size("offset"));
   VSTACK_ASSIGN_OR_RETURN(c.length, o.Size("length"));
   VSTACK_ASSIGN_OR_RETURN(c.seed, SeedOption(o));
+  // A range no request can reach injects nothing: a typo, not an experiment.
+  const uint64_t size = lower->size_bytes();
+  if (c.offset >= size) {
+    return MakeError(Errc::kBadSpec, "error: offset=" + o.Get("offset") +
+                                         " is not inside the device below (" +
+                                         std::to_string(size) + " bytes): no request could fail");
+  }
+  if (c.length > UINT64_MAX - c.offset) {
+    return MakeError(Errc::kBadSpec, "error: offset=" + o.Get("offset") + " and length=" +
+                                         o.Get("length") + " end past 2^64 bytes");
+  }
   c.after = static_cast<uint64_t>(after);
   c.count = static_cast<uint64_t>(count);
   return MakeDevice<ErrorDevice>(std::move(lower), c);

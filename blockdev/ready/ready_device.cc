@@ -48,6 +48,11 @@ Result<DevicePtr> OpenReady(DevicePtr lower, const OptionValues& o, const OpenOp
   auto q = ParseDurationNs(o.Get("quantum"));
   if (!q) return MakeError(Errc::kBadSpec, "ready: quantum " + q.error().message);
   c.quantum_ns = *q;
+  if (c.fraction > 0 && c.stall.mean_ns() <= 0) {  // stalls of no length: nothing is injected
+    return MakeError(Errc::kBadSpec, "ready: pct=" + pct + " with stall=" + o.Get("stall") +
+                                         " stalls for no time; give the stalls a length (e.g. "
+                                         "stall=exp:4ms)");
+  }
   VSTACK_ASSIGN_OR_RETURN(c.seed, SeedOption(o));
   return MakeDevice<ReadyDevice>(std::move(lower), c, open.clock_or_system());
 }

@@ -381,7 +381,10 @@ TEST(EmulationOptions, BadValuesAreUsageErrorsNamingTheOptionWritten) {
         "delay:stalls=1s+null:1M", "delay:stall_period=1s+null:1M", "error:rate=2+null:1M",
         "error:errno=EFOO+null:1M", "error:errno=99999+null:1M", "error:ops=discard+null:1M",
         "ready:pct=100+null:1M", "ready:quantum=-1ms+null:1M", "hv:cpu=-1us+null:1M",
-        "hv:preset=foo+null:1M"}) {
+        "hv:preset=foo+null:1M", "ready:pct=50,stall=0,quantum=0+null:1M",
+        "ready:pct=5,stall=uniform:0:0+null:1M", "error:offset=1M+null:1M",
+        "error:offset=2M,length=4K+null:1M",
+        "error:offset=4K,length=18446744073709551615+null:1M"}) {
     auto r = Open(spec);
     ASSERT_FALSE(r) << spec;
     EXPECT_EQ(r.error().code, make_error_code(Errc::kBadSpec)) << spec << ": " << r.error().message;
@@ -392,6 +395,16 @@ TEST(EmulationOptions, BadValuesAreUsageErrorsNamingTheOptionWritten) {
   r = Open("error:errno=99999+null:1M");
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("from 1 to 4095"), std::string::npos) << r.error().message;
+  r = Open("error:offset=2M+null:1M");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("offset=2M is not inside the device below (1048576 bytes)"),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_TRUE(Open("error:offset=1020K,length=1G+null:1M")) << "a range that starts inside";
+  EXPECT_TRUE(Open("ready:pct=0,stall=0+null:1M")) << "nothing asked, nothing injected";
+  r = Open("delay:latency=9223372036s+null:1M");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("is too long"), std::string::npos) << r.error().message;
   testing::CommandResult c = testing::RunVstack("info 'hv:preset=foo+null:1M'");
   EXPECT_EQ(c.status, 2) << c.output;
   EXPECT_NE(c.output.find("Try `vstack help info`"), std::string::npos) << c.output;

@@ -42,6 +42,12 @@ TEST(ParseDuration, RefusesWhatIsNotADuration) {
   // At most 1e15 ns, about 11.6 days: a longer one is a typo, not a benchmark.
   EXPECT_TRUE(ParseDuration("1000000s", BareNumber::kSeconds));
   EXPECT_FALSE(ParseDuration("1000001s", BareNumber::kSeconds));
+  // Each refusal says what is wrong: an overflow is not "not a duration".
+  EXPECT_EQ(ParseDuration("9223372036s", BareNumber::kZeroOnly).error().message,
+            "'9223372036s' is too long: at most 1000000s (about 11.6 days)");
+  EXPECT_EQ(ParseDuration("-1ms", BareNumber::kZeroOnly).error().message, "'-1ms' is negative");
+  EXPECT_EQ(ParseDuration("infs", BareNumber::kSeconds).error().message,
+            "'infs' is not a duration (e.g. 5ms, 80us, 1.5s, 0)");
 }
 
 }  // namespace
