@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -264,6 +265,21 @@ namespace {
 
 // Resolves `parts` (the last one a backend if `with_backend`) and opens them from the bottom
 // up, the first over `device` (the backend's, or the one given).
+// What to say when the backend `parts[k]` found no file: how to make one, where the spec says
+// what it would be. A format above it is made by `vstack create`; a bare or transformed backend
+// that takes create= makes its own; a read-only open wants what exists, so nothing is said.
+std::string MissingFileHint(const std::vector<SpecPart>& parts,
+                            const std::vector<const ComponentInfo*>& infos, size_t k,
+                            const OpenOptions& options) {
+  if (options.read_only) return "";
+  if (k > 0 && infos[k - 1]->create) {
+    return " (create the image first: `vstack create -f " + parts[k - 1].name + " PATH SIZE`)";
+  }
+  const auto& o = infos[k]->options;
+  const bool creates = std::any_of(o.begin(), o.end(), [](const auto& x) { return x.name == "create"; });
+  return creates ? " (use create=on,size=N to create it)" : "";
+}
+
 Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, DevicePtr device,
                             const OpenOptions& options) {
   std::vector<const ComponentInfo*> infos;
@@ -279,9 +295,14 @@ Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, Devi
   for (size_t k = parts.size(); k-- > 0;) {
     const SpecPart& part = parts[k];
     OptionValues values(part.name, part.positional, part.options, &infos[k]->options);
+    const bool backend = device == nullptr;
     Result<DevicePtr> next = device ? infos[k]->open_layer(std::move(device), values, options)
                                     : infos[k]->open_backend(values, options);
-    if (!next) return std::move(next).error();
+    if (!next) {
+      Error e = std::move(next).error();
+      if (backend && e.code == SystemError(ENOENT)) e.message += MissingFileHint(parts, infos, k, options);
+      return e;
+    }
     device = std::move(*next);
     if (stats[k]) device->PinStatsMode(*stats[k]);
   }

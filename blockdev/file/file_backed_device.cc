@@ -117,8 +117,7 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
     }
     std::string mode = p.read_only ? "reading" : "reading and writing";
     return MakeError(SystemError(err), kind + ": cannot open '" + p.path + "' for " + mode +
-                                           ": " + std::strerror(err) +
-                                           (err == ENOENT && !p.create ? " (use create=on,size=N to create it)" : ""));
+                                           ": " + std::strerror(err));
   }
   auto fail = [&](std::error_code ec, const std::string& msg) -> Error {
     if (created) ::unlink(p.path.c_str());

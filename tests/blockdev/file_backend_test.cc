@@ -31,6 +31,15 @@ TEST_P(FileBackend, MissingFileNamesPathAndCause) {
   ExpectError(r, "missing.img");
   ExpectError(r, "No such file or directory");
   EXPECT_EQ(r.error().code, std::errc::no_such_file_or_directory);
+  // How to make it follows the spec: the backend's create= for a file used as it is, `vstack
+  // create` for an image format's (create=on would make an empty file, not a VHD), nothing
+  // for a read-only open, which wants what exists (a parent: `rebase -b missing.vhd`).
+  ExpectError(r, "(use create=on,size=N to create it)");
+  ExpectError(Open("vhd+" + Spec(dir_.File("missing.vhd"))),
+              "(create the image first: `vstack create -f vhd PATH SIZE`)");
+  auto ro = Open("vhd+" + Spec(dir_.File("missing.vhd")), OpenOptions{.read_only = true});
+  ASSERT_FALSE(ro);
+  EXPECT_EQ(ro.error().message.find("create"), std::string::npos) << ro.error().message;
 }
 
 TEST_P(FileBackend, DirectoryAndFifoAreRejected) {
