@@ -4,13 +4,15 @@
 // errors, torn writes and power cuts, and checks every read, every reopen and every `Check`
 // against a model of what the layers promise. One seed replays one run exactly. Exit status: 0
 // nothing failed, 1 something failed (each failure prints the command that replays it), 2 usage
-// error. This file parses the flags and prints.
+// error, 130 interrupted (Ctrl-C: the runs done are summarised). This file parses the flags and
+// prints.
 #include <fmt/format.h>
 
 #include <random>
 
 #include "analysis/sim/campaign.h"
 #include "tools/command.h"
+#include "tools/interrupt.h"
 #include "tools/output.h"
 #include "tools/usage.h"
 
@@ -96,7 +98,7 @@ void Print(const sim::CampaignOptions& o, const sim::CampaignResult& r, OutputFo
       failures.push_back({{"seed", f.seed}, {"stack", f.stack}, {"kind", f.kind},
                           {"message", f.message}, {"replay", f.replay}});
     }
-    nlohmann::json j = {{"runs", r.runs},         {"ops", r.ops},
+    nlohmann::json j = {{"runs", r.runs},         {"ops", r.ops}, {"interrupted", r.interrupted},
                         {"power_cuts", r.power_cuts}, {"failures", failures},
                         {"trace_hash", Hex(r.trace_hash)}, {"stacks", o.stacks},
                         {"seed_from", o.seed_from}};
@@ -106,6 +108,9 @@ void Print(const sim::CampaignOptions& o, const sim::CampaignResult& r, OutputFo
   for (const sim::CampaignFailure& f : r.failures) {
     fmt::print("FAIL seed {} of {}: {}: {}\n  replay: {}\n", f.seed, f.stack, f.kind, f.message,
                f.replay);
+  }
+  if (r.interrupted) {
+    fmt::print("interrupted: {} of {} run(s) done\n", r.runs, o.fixed.size() + o.seeds);
   }
   fmt::print("{} run(s) of {} stack(s) from seed {}: {} operations, {} power cut(s), {} failure(s)\n",
              r.runs, o.stacks.size(), o.seed_from, r.ops, r.power_cuts, r.failures.size());
@@ -153,10 +158,15 @@ void AddSimCommand(CLI::App& app) {
                 "run every seed in this process (debugging; a hang then leaks its run)");
   AddOutputOption(cmd, &a->output);
   cmd->callback([cmd, a] {
-    const sim::CampaignOptions o = BuildOptions(*cmd, *a);
+    sim::CampaignOptions o = BuildOptions(*cmd, *a);
+    // Ctrl-C ends the campaign after the run in progress, with the summary of the runs done
+    // (and their failures' replay commands); the exit status is then 130.
+    InterruptScope interrupt;
+    o.stop = &InterruptScope::stop();
     const sim::CampaignResult r = sim::RunCampaign(o);
     Print(o, r, a->output);
     if (!r.failures.empty()) Exit(kExitError);
+    if (r.interrupted) Exit(130);
   });
 }
 

@@ -53,7 +53,9 @@ bool Parse(const std::string& text, RunResult* r) {
 // A run's child process that has not finished after this long (wall clock) is killed.
 constexpr unsigned kChildSeconds = 600;
 
-// Runs `fn` in a child process and returns its result, or a failure if the child died.
+// Runs `fn` in a child process and returns its result, or a failure if the child died. The
+// child keeps the caller's signal handling (`vstack sim`'s InterruptScope: a Ctrl-C, which the
+// whole process group gets, only sets a flag there, so the run finishes).
 RunResult Isolated(uint64_t seed, const std::function<RunResult()>& fn) {
   int fds[2];
   if (pipe(fds) != 0) return fn();
@@ -168,6 +170,10 @@ CampaignResult RunCampaign(const CampaignOptions& o,
   for (HistoricalBug b : o.reintroduce) HistoricalBugSwitch(b).store(true);
   const uint64_t total = o.fixed.size() + o.seeds;
   for (uint64_t i = 0; i < total; ++i) {
+    if (o.stop != nullptr && o.stop->load()) {
+      result.interrupted = true;
+      break;
+    }
     SeedOf s;
     if (i < o.fixed.size()) {
       s = o.fixed[i];

@@ -11,6 +11,7 @@
 #ifndef VSTACK_ANALYSIS_SIM_CAMPAIGN_H_
 #define VSTACK_ANALYSIS_SIM_CAMPAIGN_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -35,6 +36,11 @@ struct CampaignOptions {
   bool isolate = true;          // each run in a child process
   uint64_t stop_after = 0;      // stop after this many failures (0: never)
   std::vector<HistoricalBug> reintroduce;  // switched on for the campaign's runs
+  // Set (by a signal handler or another thread) to end the campaign after the run in progress.
+  // An isolated run's child keeps the caller's signal handlers: a handler that only sets this
+  // flag lets the run finish (a Ctrl-C reaches the whole process group; a run it killed would
+  // count as a crash of that seed).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct CampaignFailure {
@@ -51,6 +57,7 @@ struct CampaignResult {
   uint64_t power_cuts = 0;
   uint64_t trace_hash = 0;  // of every run's trace, in order
   std::vector<CampaignFailure> failures;
+  bool interrupted = false;  // `stop` ended it before every seed ran
 };
 
 // Checks every stack (parse, and one format-and-open in a simulation): an error here is the

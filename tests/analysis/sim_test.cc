@@ -318,6 +318,29 @@ TEST(SimFindsHistoricalBugs, DifferencingBitsBeforeData) {
   RecordProperty("seeds_to_find", std::to_string(r.runs));
 }
 
+TEST(SimCli, CtrlCEndsAfterTheRunInProgressWithASummaryAndNoFalseCrash) {
+  // Ctrl-C reaches the whole process group: the run's child died of it and counted as a crash
+  // of its seed, and the campaign died without a word about the runs done. Here the signal goes
+  // to the group (as a terminal sends Ctrl-C) while a run's child is alive: SIGTERM, the same
+  // to vstack, because a shell starts a background job with SIGINT ignored.
+  testing::TempDir dir;
+  const std::string out = dir.File("out.json");
+  const testing::CommandResult r = testing::RunCommand(
+      "setsid " + std::string(VSTACK_CLI) +
+      " sim --stack vhd:subformat=dynamic --seeds 1000000 --output=json > " + out +
+      " 2>&1 & pid=$!; for i in $(seq 300); do pgrep -P $pid >/dev/null && break; sleep 0.1; "
+      "done; kill -TERM -$pid; wait $pid; echo status=$?");
+  EXPECT_NE(r.output.find("status=130"), std::string::npos) << r.output;
+  std::ifstream f(out);
+  std::stringstream text;
+  text << f.rdbuf();
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(text.str())) << text.str();
+  EXPECT_EQ(j["interrupted"], true) << text.str();
+  EXPECT_EQ(j["failures"].size(), 0u) << text.str();
+  EXPECT_LT(j["runs"].get<uint64_t>(), 1000000u);
+}
+
 TEST(SimCli, UsageErrorsExitTwo) {
   EXPECT_EQ(RunVstack("sim --stack nosuch").status, 2);
   EXPECT_EQ(RunVstack("sim --stack dedup+file:/tmp/x").status, 2);
