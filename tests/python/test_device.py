@@ -154,10 +154,60 @@ def test_extreme_values_raise_and_never_crash():
         ):
             with pytest.raises(ValueError, match="beyond the end"):
                 call()
-        for call in (lambda: dev.read(1 << 64, 512), lambda: dev.discard(0, -(1 << 70))):
-            with pytest.raises((TypeError, OverflowError)):
+        top = (1 << 64) - 512  # within 64 bits: the device's own range check answers
+        for call in (
+            lambda: dev.read(top, 512),
+            lambda: dev.write(top, bytes(1024)),  # offset + length wraps past 2**64
+            lambda: dev.discard(top, 1024),
+            lambda: dev.write_zeroes(1 << 63, 1 << 63),  # offset + length is 2**64: 0 if wrapped
+        ):
+            with pytest.raises(ValueError, match="beyond the end"):
                 call()
         assert dev.read(0, 512) == bytes(512)  # and the device is none the worse
+
+
+TOO_BIG = r"must be at most 2\*\*64-1 \(got \d+\)"
+NEGATIVE = r"must not be negative \(got -\d+\)"
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda dev: dev.read(1 << 64, 4096), "offset " + TOO_BIG),
+        (lambda dev: dev.read(0, 1 << 64), "length " + TOO_BIG),
+        (lambda dev: dev.readinto(1 << 64, bytearray(512)), "offset " + TOO_BIG),
+        (lambda dev: dev.write(1 << 70, b"x" * 512), "offset " + TOO_BIG),
+        (lambda dev: dev.discard(0, 1 << 64), "length " + TOO_BIG),
+        (lambda dev: dev.discard(1 << 64, 512), "offset " + TOO_BIG),
+        (lambda dev: dev.write_zeroes(1 << 65, 512), "offset " + TOO_BIG),
+        (lambda dev: dev.write_zeroes(0, 1 << 64), "length " + TOO_BIG),
+        (lambda dev: dev.read(-(1 << 70), 512), "offset " + NEGATIVE),
+        (lambda dev: dev.read(0, -(1 << 64)), "length " + NEGATIVE),
+        (lambda dev: dev.readinto(-(1 << 64), bytearray(512)), "offset " + NEGATIVE),
+        (lambda dev: dev.write(-(1 << 64), b"x" * 512), "offset " + NEGATIVE),
+        (lambda dev: dev.discard(0, -(1 << 70)), "length " + NEGATIVE),
+        (lambda dev: dev.write_zeroes(-(1 << 64), 512), "offset " + NEGATIVE),
+        (lambda dev: dev.write_zeroes(0, -1), "length " + NEGATIVE),
+    ],
+)
+def test_offsets_and_lengths_beyond_64_bits_raise_value_error_naming_them(call, message):
+    """Integers past 64 bits, either way, used to fail pybind11's conversion (TypeError
+    "incompatible function arguments") instead of raising the ValueError documented."""
+    with vstack.open("memory:1M") as dev:
+        with pytest.raises(ValueError, match=message):
+            call(dev)
+        assert dev.read(0, 512) == bytes(512)
+
+
+def test_offsets_and_lengths_take_any_integer_type_and_refuse_the_rest():
+    with vstack.open("memory:1M") as dev:
+        dev.write(np.int64(512), pattern(512))
+        assert dev.read(np.uint64(512), np.int32(512)) == pattern(512)
+        dev.discard(np.uint16(0), np.uint64(512))
+        for call in (lambda: dev.read(512.0, 512), lambda: dev.read(0, "512"),
+                     lambda: dev.write_zeroes(None, 512)):
+            with pytest.raises(TypeError, match=r"(offset|length): expected an int, not"):
+                call()
 
 
 def test_a_closed_device_refuses_io_and_close_is_idempotent():

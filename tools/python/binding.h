@@ -35,13 +35,38 @@ void AddExceptions(py::module_& m);
 // A Python int argument that must not be negative, as uint64_t; ValueError names `what`.
 uint64_t NonNegative(int64_t v, const char* what);
 
+// An offset or length of a Device method: any Python int (or object with __index__, such as a
+// numpy integer) from 0 to 2**64-1, as uint64_t. ValueError naming `what` for a negative value
+// or one beyond 64 bits; TypeError for anything that is not an integer.
+uint64_t ByteCount(py::handle v, const char* what);
+
 // The JSON text `json` as Python objects (json.loads).
 py::object FromJson(const std::string& json);
+
+// An int argument taken as it is and converted by the function (ByteCount), so that the errors
+// name the argument; help() shows it as `int`.
+struct IntArg {
+  py::object object;
+};
 
 void AddDevice(py::module_& m);
 void AddImageTools(py::module_& m);
 void AddBench(py::module_& m);  // bench.cc: vstack.bench(), vstack.space()
 
 }  // namespace vstack::python
+
+namespace pybind11::detail {
+template <>
+struct type_caster<vstack::python::IntArg> {
+  PYBIND11_TYPE_CASTER(vstack::python::IntArg, const_name("int"));
+  bool load(handle src, bool /*convert*/) {
+    value.object = reinterpret_borrow<object>(src);
+    return true;
+  }
+  static handle cast(const vstack::python::IntArg& v, return_value_policy, handle) {
+    return v.object.inc_ref();
+  }
+};
+}  // namespace pybind11::detail
 
 #endif  // VSTACK_TOOLS_PYTHON_BINDING_H_

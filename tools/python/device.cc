@@ -58,9 +58,9 @@ class Device {
   bool read_only() const { return io_->device().read_only(); }
   bool closed() const { return io_->closing(); }
 
-  py::bytes Read(int64_t offset_arg, int64_t length_arg) {
-    const uint64_t offset = NonNegative(offset_arg, "offset");
-    const uint64_t length = NonNegative(length_arg, "length");
+  py::bytes Read(IntArg offset_arg, IntArg length_arg) {
+    const uint64_t offset = ByteCount(offset_arg.object, "offset");
+    const uint64_t length = ByteCount(length_arg.object, "length");
     // Checked before the buffer is allocated; the queue checks everything else.
     if (offset > size() || length > size() - offset) {
       RaiseIo(make_error_code(Errc::kOutOfRange), What("read", length, offset), block_size(),
@@ -74,15 +74,15 @@ class Device {
     return bytes;
   }
 
-  size_t ReadInto(int64_t offset_arg, py::handle buffer) {
-    const uint64_t offset = NonNegative(offset_arg, "offset");
+  size_t ReadInto(IntArg offset_arg, py::handle buffer) {
+    const uint64_t offset = ByteCount(offset_arg.object, "offset");
     BufferView view(buffer, /*writable=*/true);
     Run("read", view.size(), offset, [&] { return io_->Read(offset, {view.data(), view.size()}); });
     return view.size();
   }
 
-  size_t Write(int64_t offset_arg, py::handle data) {
-    const uint64_t offset = NonNegative(offset_arg, "offset");
+  size_t Write(IntArg offset_arg, py::handle data) {
+    const uint64_t offset = ByteCount(offset_arg.object, "offset");
     BufferView view(data, /*writable=*/false);
     Run("write", view.size(), offset,
         [&] { return io_->Write(offset, {view.data(), view.size()}); });
@@ -93,15 +93,15 @@ class Device {
     Run("flush", 0, 0, [&] { return io_->Flush(); });
   }
 
-  void Discard(int64_t offset_arg, int64_t length_arg) {
-    const uint64_t offset = NonNegative(offset_arg, "offset");
-    const uint64_t length = NonNegative(length_arg, "length");
+  void Discard(IntArg offset_arg, IntArg length_arg) {
+    const uint64_t offset = ByteCount(offset_arg.object, "offset");
+    const uint64_t length = ByteCount(length_arg.object, "length");
     Run("discard", length, offset, [&] { return io_->Discard(offset, length); });
   }
 
-  void WriteZeroes(int64_t offset_arg, int64_t length_arg) {
-    const uint64_t offset = NonNegative(offset_arg, "offset");
-    const uint64_t length = NonNegative(length_arg, "length");
+  void WriteZeroes(IntArg offset_arg, IntArg length_arg) {
+    const uint64_t offset = ByteCount(offset_arg.object, "offset");
+    const uint64_t length = ByteCount(length_arg.object, "length");
     Run("write_zeroes", length, offset, [&] { return io_->WriteZeroes(offset, length); });
   }
 
@@ -173,8 +173,9 @@ void AddDevice(py::module_& m) {
 Made by vstack.open(). Every I/O method blocks until the stack completes the request, with the
 GIL released: several Python threads may drive one Device at once, each on its own queue (a
 queue per thread, as the library's contract asks). Offsets and lengths are in bytes and must be
-multiples of block_size; out-of-range or misaligned requests raise ValueError, I/O errors raise
-vstack.IoError (an OSError with .errno). Use it as a context manager, or call close().)")
+multiples of block_size; out-of-range or misaligned requests, and offsets or lengths that are
+negative or above 2**64-1, raise ValueError; I/O errors raise vstack.IoError (an OSError with
+.errno). Use it as a context manager, or call close().)")
       .def_property_readonly("spec", &Device::spec, "The spec opened (a probed path's, e.g. 'vhd+file:d.vhd').")
       .def_property_readonly("size", &Device::size, "The virtual size in bytes.")
       .def_property_readonly("block_size", &Device::block_size,

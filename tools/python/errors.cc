@@ -73,6 +73,28 @@ uint64_t NonNegative(int64_t v, const char* what) {
   return static_cast<uint64_t>(v);
 }
 
+uint64_t ByteCount(py::handle v, const char* what) {
+  // PyNumber_Index: ints, and objects that are integers (numpy.int64); a float or a str is a
+  // TypeError, as in Python's own I/O.
+  PyObject* index = PyNumber_Index(v.ptr());
+  if (index == nullptr) {
+    PyErr_Clear();
+    throw py::type_error(std::string(what) + ": expected an int, not " + Py_TYPE(v.ptr())->tp_name);
+  }
+  auto number = py::reinterpret_steal<py::int_>(index);
+  if (number < py::int_(0)) {
+    throw py::value_error(std::string(what) + " must not be negative (got " +
+                          std::string(py::str(number)) + ")");
+  }
+  const unsigned long long value = PyLong_AsUnsignedLongLong(number.ptr());
+  if (value == static_cast<unsigned long long>(-1) && PyErr_Occurred() != nullptr) {
+    PyErr_Clear();  // OverflowError: more than 64 bits
+    throw py::value_error(std::string(what) + " must be at most 2**64-1 (got " +
+                          std::string(py::str(number)) + ")");
+  }
+  return value;
+}
+
 py::object FromJson(const std::string& json) {
   return py::module_::import("json").attr("loads")(json);
 }
