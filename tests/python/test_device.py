@@ -210,6 +210,26 @@ def test_offsets_and_lengths_take_any_integer_type_and_refuse_the_rest():
                 call()
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda dev: dev.read(True, 512),
+        lambda dev: dev.read(0, True),
+        lambda dev: dev.readinto(False, bytearray(512)),
+        lambda dev: dev.write(True, bytes(512)),
+        lambda dev: dev.discard(False, 512),
+        lambda dev: dev.write_zeroes(0, False),
+    ],
+)
+def test_a_bool_is_refused_as_an_offset_or_length(call):
+    """True and False were taken as 1 and 0 (a read of True bytes...): a mistake, refused."""
+    with vstack.open("memory:1M") as dev:
+        dev.write(0, pattern(512))
+        with pytest.raises(TypeError, match=r"^(offset|length): expected an int, not bool$"):
+            call(dev)
+        assert dev.read(0, 512) == pattern(512)  # nothing written, discarded or zeroed
+
+
 def test_a_closed_device_refuses_io_and_close_is_idempotent():
     dev = vstack.open("memory:1M")
     dev.close()

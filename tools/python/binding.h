@@ -37,7 +37,7 @@ uint64_t NonNegative(int64_t v, const char* what);
 
 // An offset or length of a Device method: any Python int (or object with __index__, such as a
 // numpy integer) from 0 to 2**64-1, as uint64_t. ValueError naming `what` for a negative value
-// or one beyond 64 bits; TypeError for anything that is not an integer.
+// or one beyond 64 bits; TypeError for anything that is not an integer, and for a bool.
 uint64_t ByteCount(py::handle v, const char* what);
 
 // The JSON text `json` as Python objects (json.loads).

@@ -74,6 +74,11 @@ uint64_t NonNegative(int64_t v, const char* what) {
 }
 
 uint64_t ByteCount(py::handle v, const char* what) {
+  // A bool is an int to Python, but True as an offset is a mistake, not byte 1: refused, as
+  // numpy refuses it as an index.
+  if (PyBool_Check(v.ptr())) {
+    throw py::type_error(std::string(what) + ": expected an int, not bool");
+  }
   // PyNumber_Index: ints, and objects that are integers (numpy.int64); a float or a str is a
   // TypeError, as in Python's own I/O.
   PyObject* index = PyNumber_Index(v.ptr());
