@@ -224,6 +224,21 @@ def test_space_sketches_merge_as_the_clis(tmp_path, cli):
     assert without_seconds(ours) == without_seconds(theirs)
 
 
+def test_bench_and_space_merge_take_pathlib_paths(tmp_path, cli):
+    """An image to bench, the sketches to merge and the report folder may be pathlib paths, as
+    every path argument of the module (space_merge and report() refused them: TypeError)."""
+    a = image(tmp_path, "a.raw", [1, 2, 0, 1] * 40)
+    vstack.space(a, estimate=True, sketch=tmp_path / "a.sketch")
+    merged = vstack.space_merge(tmp_path / "a.sketch")
+    assert without_seconds(merged) == without_seconds(vstack.space_merge(str(tmp_path / "a.sketch")))
+    result = vstack.bench(tmp_path / "a.raw", write_pct=0, size="128K", rounds=1, warmup=0,
+                          duration="0.05s")
+    assert result.outcome == "ok"
+    assert result.json["stacks"][0]["spec"] == cli.json("info", a)["spec"]
+    result.report(tmp_path / "report")
+    assert (tmp_path / "report" / "index.html").exists()
+
+
 def test_space_bad_options(tmp_path):
     a = image(tmp_path, "a.raw", [1] * 8)
     with pytest.raises(ValueError, match="unknown option 'scop'"):

@@ -144,3 +144,29 @@ def test_info_returns_the_clis_json_with_the_backing_chain(tmp_path, cli):
     assert chain == cli.json("info", "--backing-chain", child)
     assert [image["spec"] for image in chain] == ["vhd+file:" + child, "vhd+file:" + parent]
     assert vstack.info("dedup+memory:16M") == cli.json("info", "dedup+memory:16M")
+
+
+def test_every_path_argument_takes_a_pathlib_path(tmp_path, cli):
+    """create, check, info, compare and convert refused a pathlib.Path (TypeError "incompatible
+    function arguments") where open and space took one."""
+    a = tmp_path / "a.vhd"
+    size = vstack.create(a, "4M", format="vhd")
+    with vstack.open(a) as dev:
+        dev.write(0, b"\x07" * 4096)
+    assert vstack.check(a) == cli.json("check", str(a))
+    assert vstack.info(a) == cli.json("info", str(a))
+    assert [i["spec"] for i in vstack.info(a, backing_chain=True)] == ["vhd+file:" + str(a)]
+    b = tmp_path / "b.img"
+    assert vstack.convert(a, b)["copied"] == size
+    assert vstack.compare(a, b) == {"identical": True, "first_difference": None,
+                                    "size_a": size, "size_b": size}
+    vstack.create(tmp_path / "c.img", size)
+    vstack.convert(a, tmp_path / "c.img", overwrite=True)
+    assert vstack.compare(tmp_path / "c.img", a)["identical"]
+
+
+def test_a_path_argument_of_another_type_is_still_a_type_error():
+    with pytest.raises(TypeError):
+        vstack.check(42)
+    with pytest.raises(TypeError):
+        vstack.info(None)

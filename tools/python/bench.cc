@@ -106,11 +106,11 @@ PyBenchResult Bench(const std::vector<std::string>& stacks,
   return PyBenchResult{std::move(*run)};
 }
 
-void WriteReport(const PyBenchResult& r, const std::string& dir) {
+void WriteReport(const PyBenchResult& r, const PathArg& dir) {
   Status st;
   {
     py::gil_scoped_release unlocked;
-    st = bench::WriteReportDir(dir, r.result.report);
+    st = bench::WriteReportDir(dir.value, r.result.report);
   }
   if (!st) Raise(st.error());
 }

@@ -49,6 +49,11 @@ struct IntArg {
   py::object object;
 };
 
+// A path or spec argument: a str or any os.PathLike (pathlib.Path), as os.fspath() gives it.
+struct PathArg {
+  std::string value;
+};
+
 void AddDevice(py::module_& m);
 void AddImageTools(py::module_& m);
 void AddBench(py::module_& m);  // bench.cc: vstack.bench(), vstack.space()
@@ -65,6 +70,25 @@ struct type_caster<vstack::python::IntArg> {
   }
   static handle cast(const vstack::python::IntArg& v, return_value_policy, handle) {
     return v.object.inc_ref();
+  }
+};
+
+template <>
+struct type_caster<vstack::python::PathArg> {
+  PYBIND11_TYPE_CASTER(vstack::python::PathArg, const_name("Union[str, os.PathLike]"));
+  bool load(handle src, bool /*convert*/) {
+    PyObject* path = PyOS_FSPath(src.ptr());  // os.fspath(): the str (or bytes) it stands for
+    if (path == nullptr) {
+      PyErr_Clear();  // not a path: pybind11's TypeError, which shows the signature
+      return false;
+    }
+    make_caster<std::string> text;
+    if (!text.load(reinterpret_steal<object>(path), false)) return false;
+    value.value = cast_op<std::string&&>(std::move(text));
+    return true;
+  }
+  static handle cast(const vstack::python::PathArg& v, return_value_policy policy, handle parent) {
+    return make_caster<std::string>::cast(v.value, policy, parent);
   }
 };
 }  // namespace pybind11::detail

@@ -40,14 +40,14 @@ DevicePtr OpenReadOnly(const std::string& spec) {
   return std::move(*device);
 }
 
-uint64_t Create(const std::string& path, const py::object& size_arg, const std::string& format,
+uint64_t Create(const PathArg& path, const py::object& size_arg, const std::string& format,
                 const std::string& options, bool overwrite) {
   const uint64_t size = SizeArg(size_arg);
   Status status;
   uint64_t actual = 0;
   {
     py::gil_scoped_release unlocked;
-    auto file = NewImageFile::Create(path, format, size, options, overwrite);
+    auto file = NewImageFile::Create(path.value, format, size, options, overwrite);
     if (file) {
       actual = file->device().geometry().size_bytes;
       status = file->Commit();
@@ -59,7 +59,7 @@ uint64_t Create(const std::string& path, const py::object& size_arg, const std::
   return actual;
 }
 
-py::object Check(const std::string& target, const std::optional<std::string>& repair) {
+py::object Check(const PathArg& target, const std::optional<std::string>& repair) {
   CheckMode mode = CheckMode::kReadOnly;
   if (repair == "leaks") {
     mode = CheckMode::kRepairLeaks;
@@ -71,16 +71,15 @@ py::object Check(const std::string& target, const std::optional<std::string>& re
   Result<ImageCheck> check = MakeError(Errc::kIo, "not checked");
   {
     py::gil_scoped_release unlocked;
-    check = CheckImage(target, mode);
+    check = CheckImage(target.value, mode);
   }
   if (!check) Raise(check.error());
   return FromJson(CheckJson(*check));
 }
 
-py::dict Convert(const std::string& src, const std::string& dst,
-                 const std::optional<std::string>& format, const std::string& options,
-                 bool overwrite, const py::object& progress) {
-  DevicePtr source = OpenReadOnly(src);
+py::dict Convert(const PathArg& src, const PathArg& dst, const std::optional<std::string>& format,
+                 const std::string& options, bool overwrite, const py::object& progress) {
+  DevicePtr source = OpenReadOnly(src.value);
   ConvertOptions convert;
   convert.format = format.value_or("");
   convert.create_options = options;
@@ -102,7 +101,7 @@ py::dict Convert(const std::string& src, const std::string& dst,
   Result<CopyStats> copied = MakeError(Errc::kIo, "not copied");
   {
     py::gil_scoped_release unlocked;
-    copied = ConvertImage(*source, dst, convert);
+    copied = ConvertImage(*source, dst.value, convert);
     source.reset();
   }
   if (raised) throw std::move(*raised);
@@ -113,9 +112,9 @@ py::dict Convert(const std::string& src, const std::string& dst,
   return out;
 }
 
-py::dict Compare(const std::string& a, const std::string& b, bool strict) {
-  DevicePtr first = OpenReadOnly(a);
-  DevicePtr second = OpenReadOnly(b);
+py::dict Compare(const PathArg& a, const PathArg& b, bool strict) {
+  DevicePtr first = OpenReadOnly(a.value);
+  DevicePtr second = OpenReadOnly(b.value);
   CompareOptions options;
   options.strict = strict;
   Result<Comparison> c = MakeError(Errc::kIo, "not compared");
@@ -132,7 +131,7 @@ py::dict Compare(const std::string& a, const std::string& b, bool strict) {
   return out;
 }
 
-py::object Info(const std::string& target, bool backing_chain) {
+py::object Info(const PathArg& target, bool backing_chain) {
   OpenOptions options;
   options.read_only = true;
   std::string spec;
@@ -140,7 +139,7 @@ py::object Info(const std::string& target, bool backing_chain) {
   Status status;
   {
     py::gil_scoped_release unlocked;
-    auto device = OpenImage(target, options, &spec);
+    auto device = OpenImage(target.value, options, &spec);
     if (device) {
       json = backing_chain ? BackingChainInfoJson(spec, **device) : InfoJson(spec, **device);
     } else {

@@ -127,8 +127,9 @@ def bench(stacks=(), *, progress=None, diskspd="", fio_job="", **knobs):
     Raises ValueError for a knob the CLI refuses (same words), vstack.SpecError for a stack
     that does not open. The GIL is released while it runs; Ctrl-C stops the run and raises
     KeyboardInterrupt. A run that fails once started returns with .outcome 'failed'."""
-    if isinstance(stacks, str):
+    if isinstance(stacks, (str, _os.PathLike)):
         stacks = [stacks]
+    stacks = [_os.fspath(s) for s in stacks]
     texts = [("--" + name.replace("_", "-"), _knob_text(v)) for name, v in knobs.items()]
     bar = _TextBar() if progress is True else None
     callback = bar or (progress or None)
@@ -140,7 +141,7 @@ def bench(stacks=(), *, progress=None, diskspd="", fio_job="", **knobs):
     argv += ["--diskspd", diskspd] if diskspd else []
     argv += ["--fio-job", str(fio_job)] if fio_job else []
     try:
-        return _bench(list(stacks), texts, diskspd or "", str(fio_job or ""),
+        return _bench(stacks, texts, diskspd or "", str(fio_job or ""),
                       _shlex.join(argv), callback)
     finally:
         if bar is not None:
@@ -181,6 +182,6 @@ def space_merge(sketches, **options):
     """The combined estimate of sketch files (space(..., estimate=True, sketch=PATH)), as
     `vstack space merge --output=json` reports it; options: protection, checksum,
     confidence (the sketches' own sampling parameters replace the rest)."""
-    if isinstance(sketches, str):
+    if isinstance(sketches, (str, _os.PathLike)):
         sketches = [sketches]
-    return _space_merge(list(sketches), dict(options))
+    return _space_merge([_os.fspath(s) for s in sketches], dict(options))
