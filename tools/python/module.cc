@@ -7,7 +7,7 @@
 namespace vstack::python {
 namespace {
 
-// What `vstack layers --output=json` lists, with the summary under "description".
+// What `vstack layers --output=json` lists, under the same keys.
 py::list Layers() {
   py::list out;
   for (const ComponentInfo* c : Registry::Global().All()) {
@@ -22,7 +22,7 @@ py::list Layers() {
     py::dict layer;
     layer["name"] = c->name;
     layer["kind"] = c->kind == ComponentKind::kBackend ? "backend" : "layer";
-    layer["description"] = c->summary;
+    layer["summary"] = c->summary;
     layer["positional"] = c->positional;
     layer["options"] = options;
     out.append(layer);
@@ -41,7 +41,7 @@ PYBIND11_MODULE(_vstack, m) {
   AddExceptions(m);
   m.def("layers", &Layers,
         R"(The backends and layers a spec may name, as `vstack layers` lists them: one dict per
-component with 'name', 'kind' ('backend' or 'layer'), 'description', 'positional' (what a
+component with 'name', 'kind' ('backend' or 'layer'), 'summary', 'positional' (what a
 backend's first item is, e.g. 'SIZE') and 'options' (dicts of 'name', 'help', 'default').)");
   AddDevice(m);
   AddImageTools(m);
