@@ -239,6 +239,16 @@ def test_bench_and_space_merge_take_pathlib_paths(tmp_path, cli):
     assert (tmp_path / "report" / "index.html").exists()
 
 
+def test_space_without_images_is_the_clis_usage_error(cli):
+    """No image at all was a report of zeros; the CLI refuses it as a usage error."""
+    out = cli.run("space", check=False)
+    assert out.returncode == 2
+    for nothing in ([], (), iter([])):
+        with pytest.raises(ValueError) as e:
+            vstack.space(nothing)
+        assert out.stderr.splitlines()[0] == "vstack space: " + str(e.value)
+
+
 def test_space_bad_options(tmp_path):
     a = image(tmp_path, "a.raw", [1] * 8)
     with pytest.raises(ValueError, match="unknown option 'scop'"):

@@ -156,6 +156,10 @@ py::object SpaceReport(const Result<SpaceResult>& r, const std::string& sketch_p
 }
 
 py::object Space(const std::vector<std::string>& images, const py::dict& options) {
+  // The CLI's usage error (tools/cmd_space.cc): with no image the analysis would report zeros.
+  if (images.empty()) {
+    throw py::value_error("give the images to analyse (or: vstack space merge SKETCH...)");
+  }
   const SpaceKnobs knobs = SpaceKnobsFrom(options);
   Result<SpaceResult> r = MakeError(Errc::kIo, "not run");
   {

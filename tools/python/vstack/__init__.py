@@ -169,7 +169,8 @@ def space(images, **options):
     grain='8K', dedup='off', codec='zstd:3', rule, protection, checksum, mode='replay',
     replay_dir, threads, estimate=True, fraction='1%', accuracy, confidence, seed,
     sketch='s.sketch' to write an estimate's sketch for space_merge). Raises vstack.SpecError
-    for an option refused (the CLI's words), vstack.IoError for an image that cannot be read."""
+    for an option refused (the CLI's words), ValueError for no image at all (as the CLI
+    refuses it), vstack.IoError for an image that cannot be read."""
     if isinstance(images, (str, _os.PathLike)):
         images = [images]
     # on|off options take Python's booleans too, as bench() does.
