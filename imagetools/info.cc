@@ -37,22 +37,29 @@ nlohmann::json CapabilitiesJson(Capabilities caps) {
 
 }  // namespace
 
-nlohmann::json LayerStatsJson(const LayerStats& stats) {
+nlohmann::json LayerStatsJson(const LayerStats& stats, bool latency) {
   nlohmann::json ops = nlohmann::json::object();
   for (int i = 0; i < kOpCount; ++i) {
     const auto& h = stats.latency[i];
-    ops[std::string(OpName(static_cast<Op>(i)))] = {
-        {"ops", stats.op[i].ops},
-        {"bytes", stats.op[i].bytes},
-        {"errors", stats.op[i].errors},
-        {"latency_ns", {{"mean", h.mean()}, {"p50", h.Percentile(50)}, {"p99", h.Percentile(99)},
-                        {"max", h.max()}}}};
+    nlohmann::json latency_ns;  // null: not measured
+    if (latency || h.count() > 0) {
+      latency_ns = {{"mean", h.mean()}, {"p50", h.Percentile(50)}, {"p99", h.Percentile(99)},
+                    {"max", h.max()}};
+    }
+    ops[std::string(OpName(static_cast<Op>(i)))] = {{"ops", stats.op[i].ops},
+                                                    {"bytes", stats.op[i].bytes},
+                                                    {"errors", stats.op[i].errors},
+                                                    {"latency_ns", std::move(latency_ns)}};
   }
   nlohmann::json counters = nlohmann::json::object();
   for (size_t i = 0; i < stats.counter_names.size(); ++i) {
     counters[stats.counter_names[i]] = stats.counters[i];
   }
   return {{"ops", ops}, {"in_flight", stats.in_flight}, {"counters", counters}};
+}
+
+nlohmann::json LayerStatsJson(const BlockDevice& d) {
+  return LayerStatsJson(d.Stats(), d.stats_mode() == StatsMode::kLatency);
 }
 
 nlohmann::json InfoJsonValue(const std::string& spec, BlockDevice& top,
@@ -66,7 +73,7 @@ nlohmann::json InfoJsonValue(const std::string& spec, BlockDevice& top,
                             {"geometry", GeometryJson(d->geometry())},
                             {"capabilities", CapabilitiesJson(d->capabilities())},
                             {"properties", PropertiesJson(props)}};
-    if (options.stats) layer["stats"] = LayerStatsJson(d->Stats());
+    if (options.stats) layer["stats"] = LayerStatsJson(*d);
     layers.push_back(std::move(layer));
   }
   return {{"spec", spec},

@@ -16,7 +16,8 @@ namespace vstack {
 struct InfoOptions {
   // Each layer also carries "stats": its statistics since the stack was opened (per operation:
   // requests, bytes, errors and latency; requests in flight; the layer's own counters), as
-  // `vstack serve` reports them when it stops.
+  // `vstack serve` reports them when it stops. The latency is null for a layer that does not
+  // keep it (StatsMode::kCounts, the default: lib/stats.h), rather than zeros.
   bool stats = false;
 };
 

@@ -13,8 +13,13 @@
 namespace vstack {
 
 // One layer's statistics: {"ops": {op: {ops, bytes, errors, latency_ns: {mean, p50, p99,
-// max}}}, "in_flight", "counters": {name: value}}.
-nlohmann::json LayerStatsJson(const LayerStats& stats);
+// max}}}, "in_flight", "counters": {name: value}}. `latency`: the layer keeps latency
+// (StatsMode::kLatency); when it does not, an op's latency_ns is null rather than zeros (unless
+// queues that kept it recorded some), so that no reader takes "not measured" for "0 ns".
+nlohmann::json LayerStatsJson(const LayerStats& stats, bool latency);
+
+// LayerStatsJson of `d`, with what its statistics mode says of latency.
+nlohmann::json LayerStatsJson(const BlockDevice& d);
 
 // InfoJson's document as a value.
 nlohmann::json InfoJsonValue(const std::string& spec, BlockDevice& top,

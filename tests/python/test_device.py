@@ -324,6 +324,37 @@ def test_counters_of_a_layer_follow_the_io():
         assert dedup["properties"]
 
 
+def write_latencies(dev):
+    """Each layer's write latency_ns after some writes, top first."""
+    for i in range(16):
+        dev.write(i * 4096, pattern(4096, i))
+    layers = dev.stats()["layers"]
+    assert all(layer["stats"]["ops"]["write"]["ops"] > 0 for layer in layers)
+    return [layer["stats"]["ops"]["write"]["latency_ns"] for layer in layers]
+
+
+def test_latency_is_measured_when_asked_and_never_reported_as_zero_when_not():
+    """Latency read 0 at every layer: the module's devices keep none unless asked, and the
+    document printed zeros for "not measured"."""
+    with vstack.open("dedup+memory:32M") as dev:
+        assert write_latencies(dev) == [None, None]
+        ops = dev.stats()["layers"][0]["stats"]["ops"]
+        assert all(op["latency_ns"] is None for op in ops.values())
+    with vstack.open("dedup+memory:32M", latency=True) as dev:
+        for latency in write_latencies(dev):
+            assert latency["max"] > 0 and latency["mean"] > 0, latency
+            assert latency["max"] >= latency["p99"] >= latency["p50"]
+        flush = dev.stats()["layers"][0]["stats"]["ops"]["flush"]
+        assert flush["ops"] == 0 and flush["latency_ns"] is not None  # measured: nothing yet
+    # The spec's stats= option: per part, and it wins over what open() asks.
+    with vstack.open("dedup:stats=latency+memory:32M") as dev:
+        top, bottom = write_latencies(dev)
+        assert top["max"] > 0 and bottom is None
+    with vstack.open("dedup:stats=counts+memory:32M", latency=True) as dev:
+        top, bottom = write_latencies(dev)
+        assert top is None and bottom["max"] > 0
+
+
 def test_the_device_type_is_made_by_open_only():
     with pytest.raises(TypeError):
         vstack.Device()

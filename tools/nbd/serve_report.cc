@@ -38,7 +38,7 @@ nlohmann::json ServeSummaryJson(const std::string& spec, BlockDevice& top, doubl
   nlohmann::json layers = nlohmann::json::array();
   for (BlockDevice* d : cli::StackChain(top)) {
     layers.push_back(
-        {{"kind", d->kind()}, {"description", d->Describe()}, {"stats", LayerStatsJson(d->Stats())}});
+        {{"kind", d->kind()}, {"description", d->Describe()}, {"stats", LayerStatsJson(*d)}});
   }
   return {{"spec", spec}, {"seconds", seconds}, {"layers", layers}};
 }

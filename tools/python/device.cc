@@ -152,7 +152,7 @@ class Device {
   const pid_t owner_ = ::getpid();
 };
 
-std::unique_ptr<Device> OpenDevice(const std::string& spec, bool read_only) {
+std::unique_ptr<Device> OpenDevice(const std::string& spec, bool read_only, bool latency) {
   OpenOptions options;
   options.read_only = read_only;
   std::string opened;
@@ -162,6 +162,13 @@ std::unique_ptr<Device> OpenDevice(const std::string& spec, bool read_only) {
     device = OpenImage(spec, options, &opened);
   }
   if (!device) Raise(device.error());
+  // As `vstack bench` and the NBD export's stats file ask for it: every layer keeps latency,
+  // but a part whose spec says `stats=counts` (lib/stats.h). Set before the first queue opens.
+  if (latency) {
+    for (BlockDevice* d = device->get(); d != nullptr; d = d->lower()) {
+      d->SetStatsMode(StatsMode::kLatency);
+    }
+  }
   return std::make_unique<Device>(opened, std::move(*device));
 }
 
@@ -199,7 +206,9 @@ number of bytes read.)")
       .def("stats", &Device::Stats,
            R"(The stack's document, as `vstack info --output=json` prints it (spec, geometry,
 capabilities, layers top first with their properties), each layer with its live statistics
-under 'stats': requests, bytes, errors and latency per operation, and the layer's counters.)")
+under 'stats': requests, bytes, errors and latency per operation, and the layer's counters.
+An operation's 'latency_ns' is None at a layer that keeps no latency: ask for it with
+vstack.open(..., latency=True), or with stats=latency on a part of the spec.)")
       .def("close", &Device::Close,
            R"(Waits for I/O running on other threads, flushes and closes the stack (persisting
 its metadata). Later I/O raises ValueError. Idempotent.)")
@@ -208,9 +217,11 @@ its metadata). Later I/O raises ValueError. Idempotent.)")
       .def("__repr__", &Device::Repr);
 
   m.def("open", &OpenDevice, py::arg("spec"), py::kw_only(), py::arg("read_only") = false,
+        py::arg("latency") = false,
         R"(Opens a stack: a spec such as 'dedup+zstd+vhd+file:d.vhd' (docs/stack-spec.md), or
-an image file whose format is probed. Raises vstack.SpecError for a bad spec (with the CLI's
-message and suggestion), vstack.IoError when the stack cannot be opened.)");
+an image file whose format is probed. With `latency`, every layer keeps latency histograms
+for stats() (a part with stats=counts in the spec excepted). Raises vstack.SpecError for a bad
+spec (with the CLI's message and suggestion), vstack.IoError when the stack cannot be opened.)");
 }
 
 }  // namespace vstack::python

@@ -59,11 +59,14 @@ __all__ = [
 _open_devices = _weakref.WeakSet()
 
 
-def open(spec, *, read_only=False):  # noqa: A001 (vstack.open, as io.open)
+def open(spec, *, read_only=False, latency=False):  # noqa: A001 (vstack.open, as io.open)
     """Opens a stack: a spec such as 'dedup+zstd+vhd+file:d.vhd', or an image file whose
-    format is probed. Returns a Device (a context manager). Raises vstack.SpecError for a bad
-    spec (with the CLI's message and suggestion), vstack.IoError when it cannot be opened."""
-    device = _open(_os.fspath(spec), read_only=read_only)
+    format is probed. Returns a Device (a context manager). With latency=True every layer
+    keeps latency for Device.stats() (as `vstack bench` asks; a part with stats=counts in the
+    spec excepted); without, only the parts with stats=latency in the spec, the others
+    reporting latency_ns None. Raises vstack.SpecError for a bad spec (with the CLI's message
+    and suggestion), vstack.IoError when it cannot be opened."""
+    device = _open(_os.fspath(spec), read_only=read_only, latency=latency)
     _open_devices.add(device)
     return device
 
