@@ -81,9 +81,10 @@ Result<DevicePtr> OpenError(DevicePtr lower, const OptionValues& o, const OpenOp
   VSTACK_ASSIGN_OR_RETURN(c.offset, o.Size("offset"));
   VSTACK_ASSIGN_OR_RETURN(c.length, o.Size("length"));
   VSTACK_ASSIGN_OR_RETURN(c.seed, SeedOption(o));
-  // A range no request can reach injects nothing: a typo, not an experiment.
+  // A range no request can reach injects nothing: a typo, not an experiment. (A device that
+  // can grow, a file under a dynamic VHD, may be written past its size of now.)
   const uint64_t size = lower->size_bytes();
-  if (c.offset >= size) {
+  if (c.offset >= size && !lower->Has(kCapResizable)) {
     return MakeError(Errc::kBadSpec, "error: offset=" + o.Get("offset") +
                                          " is not inside the device below (" +
                                          std::to_string(size) + " bytes): no request could fail");
