@@ -280,11 +280,24 @@ Status VhdxDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Exte
   const uint64_t bs = image_.layout.block_size;
   for (uint64_t pos = offset; pos < offset + length;) {
     const uint64_t n = std::min(offset + length - pos, bs - pos % bs);
-    const uint8_t state = EntryState(Entry(pos / bs));
-    uint32_t flags = 0;
-    if (state == kZero || state == kUnmapped) flags = kExtentZero;
-    if (state == kNotPresent || state == kUndefined) flags = kExtentHole | kExtentZero;
-    AppendExtent(out, pos, n, flags);
+    const uint64_t entry = Entry(pos / bs);
+    if (EntryState(entry) == kFullyPresent) {
+      // What the file holds there: the part of a block that is a hole in the file (a fixed
+      // VHDX made sparse, a block allocated and never written) holds no data, as for a fixed
+      // VHD; past the file's end, as reads see it, zeros.
+      const uint64_t at = EntryOffset(entry) + pos % bs;
+      const uint64_t file = lower_device().size_bytes();
+      const uint64_t in_file = at < file ? std::min(n, file - at) : 0;
+      std::vector<Extent> below;
+      if (in_file > 0) VSTACK_RETURN_IF_ERROR(lower_device().MapExtents(at, in_file, &below));
+      for (const Extent& e : below) AppendExtent(out, pos + (e.offset - at), e.length, e.flags);
+      if (in_file < n) AppendExtent(out, pos + in_file, n - in_file, kExtentHole | kExtentZero);
+    } else {
+      // ZERO and UNMAPPED blocks read as zeros and hold nothing in the file (qemu-img creates
+      // every block ZERO; a guest's unmap leaves one UNMAPPED): not allocated here, as
+      // NOT_PRESENT (qemu-img map reports all three as "data": false).
+      AppendExtent(out, pos, n, kExtentHole | kExtentZero);
+    }
     pos += n;
   }
   return OkStatus();

@@ -14,6 +14,7 @@
 #include "lib/registry.h"
 #include "lib/sync_io.h"
 #include "tests/testing/test_util.h"
+#include "tests/testing/tools.h"
 
 namespace vstack {
 namespace {
@@ -215,6 +216,30 @@ TEST_F(SpaceCommand, NothingToReduceIsOneAndEverythingRemovedIsUnbounded) {
   EXPECT_EQ(e["overall"], 1.0) << e;
   EXPECT_EQ(e["data_reduction"], 1.0) << e;
   for (size_t i = 2; i < 7; ++i) EXPECT_EQ(e["steps"][i]["ratio"], 1.0) << e["steps"][i];
+}
+
+TEST_F(SpaceCommand, TheSameContentCountsTheSameInEveryContainer) {
+  // 1 MiB of data in a 64 MiB disk, raw and in the VHDX qemu-img makes of it. qemu-img
+  // creates every VHDX block ZERO, which counted as 64 MiB "used (written)" (data reduction
+  // 963x for an empty image); an allocated block counted whole, written or not.
+  VSTACK_REQUIRE_PROGRAM("qemu-img", "qemu-utils");
+  const std::string raw = dir_.File("one.raw");
+  PutAt(raw, 64 << 20, 8 << 20, Random(7, 1 << 20));
+  const std::string empty = dir_.File("empty.vhdx"), dynamic = dir_.File("dynamic.vhdx"),
+                    fixed = dir_.File("fixed.vhdx");
+  for (const std::string& cmd :
+       {"qemu-img create -q -f vhdx " + empty + " 64M",
+        "qemu-img convert -O vhdx " + raw + " " + dynamic,
+        "qemu-img convert -O vhdx -o subformat=fixed " + raw + " " + fixed}) {
+    const testing::CommandResult r = testing::RunCommand(cmd + " 2>&1");
+    ASSERT_EQ(r.status, 0) << cmd << "\n" << r.output;
+  }
+  const nlohmann::json j = Space("--codec=none " + raw + " " + empty + " " + dynamic + " " + fixed);
+  ASSERT_EQ(j["images"].size(), 4u) << j;
+  EXPECT_EQ(j["images"][0]["used_bytes"], 1u << 20) << j["images"][0];
+  EXPECT_EQ(j["images"][1]["used_bytes"], 0u) << j["images"][1];
+  EXPECT_EQ(j["images"][2]["used_bytes"], 1u << 20) << j["images"][2];
+  EXPECT_EQ(j["images"][3]["used_bytes"], 1u << 20) << j["images"][3];
 }
 
 TEST_F(SpaceCommand, ShowsProgressWhenAsked) {
