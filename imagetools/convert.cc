@@ -32,7 +32,12 @@ class Copier {
 
   Result<CopyStats> Run() {
     size_ = src_.geometry().size_bytes;
-    if (dst_.geometry().size_bytes < size_) {
+    // A destination with larger sectors (a VHDX of 4 KiB sectors from a source of 512-byte
+    // ones) is created rounded up to its sector: the copy covers that much, the source's bytes
+    // and zeros after them, so that every write is whole sectors.
+    const uint64_t block = dst_.geometry().logical_block;
+    span_ = (size_ + block - 1) / block * block;
+    if (dst_.geometry().size_bytes < span_) {
       return MakeError(Errc::kOutOfRange, "the destination (" +
                                               std::to_string(dst_.geometry().size_bytes) +
                                               " bytes) is smaller than the source (" +
@@ -74,6 +79,7 @@ class Copier {
   struct Slot {
     Copier* copier = nullptr;
     uint64_t offset = 0, length = 0;
+    uint64_t in_source = 0;  // of `length`, the bytes inside the source (the rest: zeros)
     AlignedBuffer buf;
     iovec iov{};
     IoRequest read;
@@ -101,17 +107,18 @@ class Copier {
                                            std::to_string(size_)),
            UINT64_MAX);
     }
-    while (!error_ && next_ < size_) {
+    while (!error_ && next_ < span_) {
       s.offset = next_;
-      s.length = std::min(chunk_, size_ - next_);
+      s.length = std::min(chunk_, span_ - next_);
+      s.in_source = std::min(s.length, size_ - s.offset);
       next_ += s.length;
       std::vector<Extent> ext;
-      Status mapped = src_.MapExtents(s.offset, s.length, &ext);
+      Status mapped = src_.MapExtents(s.offset, s.in_source, &ext);
       const bool all_zero = mapped && std::all_of(ext.begin(), ext.end(), [](const Extent& e) {
                               return (e.flags & kExtentZero) != 0;
                             });
       if (all_zero && options_.dst_reads_zero) {  // nothing to read or write: skip it here
-        stats_.copied += s.length;
+        stats_.copied += s.in_source;
         Report();
         continue;
       }
@@ -127,11 +134,13 @@ class Copier {
   }
 
   void StartRead(Slot& s) {
-    s.iov = iovec{s.buf.data(), s.length};
+    // Past the source's end (the destination's last sector), zeros.
+    std::memset(s.buf.data() + s.in_source, 0, s.length - s.in_source);
+    s.iov = iovec{s.buf.data(), s.in_source};
     s.read = IoRequest{};
     s.read.op = Op::kRead;
     s.read.offset = s.offset;
-    s.read.length = s.length;
+    s.read.length = s.in_source;
     s.read.iov = &s.iov;
     s.read.iovcnt = 1;
     s.read.user_data = &s;
@@ -205,7 +214,7 @@ class Copier {
 
   void Done(Slot& s) {
     --active_;
-    stats_.copied += s.length;
+    stats_.copied += s.in_source;
     Report();
     StartNext(s);
   }
@@ -217,6 +226,7 @@ class Copier {
   std::vector<Slot> slots_;
   uint64_t chunk_ = 2 << 20;
   uint64_t size_ = 0, next_ = 0;
+  uint64_t span_ = 0;  // size_ rounded up to the destination's logical block
   CopyStats stats_;
   int active_ = 0;
   std::optional<Error> error_;

@@ -49,7 +49,9 @@ struct CopyStats {
   uint64_t written = 0;  // bytes written with data (zero ranges excluded)
 };
 
-// Copies src[0, src size) to the same offsets of `dst`, then flushes `dst`. Errors: `dst` is
+// Copies src[0, src size) to the same offsets of `dst` (and zeros after them to the end of
+// `dst`'s last sector, when its sectors are larger than the source's size allows), then
+// flushes `dst`. Errors: `dst` is
 // smaller than `src` (Errc::kOutOfRange), or the first read, write or flush that fails, naming
 // its offset. REQUIRES: no queue of either device is in use by another thread while copying.
 Result<CopyStats> CopyImage(BlockDevice& src, BlockDevice& dst, const CopyOptions& options = {});

@@ -15,6 +15,7 @@
 #include "imagetools/convert.h"
 #include "imagetools/info.h"
 #include "imagetools/new_image_file.h"
+#include "lib/aligned_buffer.h"
 #include "lib/registry.h"
 #include "lib/sync_io.h"
 #include "tests/testing/test_util.h"
@@ -118,6 +119,41 @@ TEST(ImageTools, ConvertImageMakesANewVhdThatReadsTheSame) {
     if ((e.flags & kExtentHole) == 0) allocated += e.length;
   }
   EXPECT_EQ(allocated, 3u << 20);
+}
+
+// A source whose size is not a multiple of the destination's sector (4,608 bytes into a VHDX
+// of 4 KiB sectors, which is created 8,192 bytes): the last chunk is whole sectors, the
+// source's bytes then zeros. It failed ("writing the destination at offset 0 failed: offset
+// or length is not a multiple of the logical block size").
+TEST(ImageTools, ConvertIntoLargerSectorsEndsWithZerosAfterTheSource) {
+  testing::TempDir dir;
+  for (uint64_t size : {uint64_t{4608}, (uint64_t{2} << 20) + 512, (uint64_t{5} << 20) + 1536}) {
+    SCOPED_TRACE(size);
+    const std::string raw = dir.File("src.raw"), out = dir.File("out.vhdx");
+    std::vector<unsigned char> bytes(size);
+    testing::Rng rng(size);
+    rng.Fill(bytes.data(), bytes.size());
+    std::ofstream(raw, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), size);
+    auto src = Open("file:" + raw, {.read_only = true});
+    ASSERT_TRUE(src) << src.error().ToString();
+    ConvertOptions options;
+    options.format = "vhdx";
+    options.create_options = "logical_sector_size=4096";
+    options.overwrite = true;
+    auto stats = ConvertImage(**src, out, options);
+    ASSERT_TRUE(stats) << stats.error().ToString();
+    EXPECT_EQ(stats->copied, size);
+    auto dst = OpenImage(out, {.read_only = true});
+    ASSERT_TRUE(dst) << dst.error().ToString();
+    ASSERT_EQ((*dst)->size_bytes(), (size + 4095) / 4096 * 4096);
+    SyncIo io(**dst);
+    AlignedBuffer back((*dst)->size_bytes());
+    ASSERT_FALSE(io.Read(0, back.span()));
+    const auto* got = reinterpret_cast<const unsigned char*>(back.data());
+    EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), got)) << "the source's bytes";
+    EXPECT_TRUE(std::all_of(got + size, got + back.size(), [](unsigned char c) { return c == 0; }))
+        << "zeros after them";
+  }
 }
 
 // A new differencing VHD (backing_file=) reads its parent where nothing is written, so the
