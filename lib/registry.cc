@@ -265,16 +265,13 @@ namespace {
 
 // Resolves `parts` (the last one a backend if `with_backend`) and opens them from the bottom
 // up, the first over `device` (the backend's, or the one given).
-// What to say when the backend `parts[k]` found no file: how to make one, where the spec says
-// what it would be. A format above it is made by `vstack create`; a bare or transformed backend
-// that takes create= makes its own; a read-only open wants what exists, so nothing is said.
-std::string MissingFileHint(const std::vector<SpecPart>& parts,
-                            const std::vector<const ComponentInfo*>& infos, size_t k,
+// What to say when the backend `parts[k]` found no file: that its create= makes one, where
+// that would be what the spec means. Nothing for a read-only open, which wants what exists,
+// nor under an image format (compact, commit, a parent: the image was meant to exist, and
+// create=on would make an empty file, not an image).
+std::string MissingFileHint(const std::vector<const ComponentInfo*>& infos, size_t k,
                             const OpenOptions& options) {
-  if (options.read_only) return "";
-  if (k > 0 && infos[k - 1]->create) {
-    return " (create the image first: `vstack create -f " + parts[k - 1].name + " PATH SIZE`)";
-  }
+  if (options.read_only || (k > 0 && infos[k - 1]->create)) return "";
   const auto& o = infos[k]->options;
   const bool creates = std::any_of(o.begin(), o.end(), [](const auto& x) { return x.name == "create"; });
   return creates ? " (use create=on,size=N to create it)" : "";
@@ -300,7 +297,7 @@ Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, Devi
                                     : infos[k]->open_backend(values, options);
     if (!next) {
       Error e = std::move(next).error();
-      if (backend && e.code == SystemError(ENOENT)) e.message += MissingFileHint(parts, infos, k, options);
+      if (backend && e.code == SystemError(ENOENT)) e.message += MissingFileHint(infos, k, options);
       return e;
     }
     device = std::move(*next);
@@ -396,7 +393,9 @@ Result<DevicePtr> CreateAndOpenImage(std::string_view format, const std::string&
     if (size == 0) {
       return MakeError(Errc::kInvalidArgument, "a raw image of size 0 cannot be opened");
     }
-    return CreateNewFile(path, size);
+    // Whole 512-byte sectors, as qemu-img create -f raw makes it: the size the file backend
+    // reports (rounded up to its logical block) is then the file's.
+    return CreateNewFile(path, (size + 511) / 512 * 512);
   }
   OptionValues values(part.name, "", part.options, &info->create_options);
   VSTACK_ASSIGN_OR_RETURN(DevicePtr file, info->create(path, size, values));
@@ -481,11 +480,17 @@ Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& op
         // Inspection may look at it as that format, to say what is wrong.
         take = options.for_check && options.read_only;
         if (!take) {
+          const std::string named = c->name + "+" + file_spec;
+          // A repair does not guess a format from an invalid structure: it needs it named.
+          const std::string next = options.for_check
+                                       ? "a repair needs the format named: give '" + named +
+                                             "' to `vstack check -r`"
+                                       : "name the format: '" + named +
+                                             "' (`vstack check` it), or '" + file_spec +
+                                             "' to open it raw";
           return MakeError(Errc::kCorruption, "'" + path + "' looks like a " + c->name +
                                                   " image but is not a valid one (" + problem +
-                                                  "); name the format: '" + c->name + "+" +
-                                                  file_spec + "' (`vstack check` it), or '" +
-                                                  file_spec + "' to open it raw");
+                                                  "); " + next);
         }
       }
     }

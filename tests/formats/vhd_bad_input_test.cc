@@ -74,10 +74,14 @@ TEST_F(VhdBadInput, FixedFooterChecksumIsAnErrorThatCheckRepairs) {
             std::string::npos)
       << r.output;
   // A bare path whose cookie has a bad checksum is not guessed to be a VHD for writing: the
-  // repair needs the format named.
+  // repair needs the format named, and says how (it said "`vstack check` it", the command
+  // just run).
   r = Check("-r all");
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_NE(r.output.find("name the format: 'vhd+file:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("a repair needs the format named: give 'vhd+file:" + path_ +
+                          "' to `vstack check -r`"),
+            std::string::npos)
+      << r.output;
   const std::string spec = "'vhd+" + FormatSpecPart(SpecPart{"file", path_, {}}) + "'";
   r = RunVstack("check -r leaks " + spec);
   EXPECT_EQ(r.status, 2) << "-r leaks does not touch checksums: " << r.output;

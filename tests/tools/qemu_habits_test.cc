@@ -33,6 +33,17 @@ TEST(QemuHabits, VpcIsVhdForCreateAndConvert) {
   EXPECT_TRUE(Has(RunVstack("info " + out), "[0] vhd"));
 }
 
+// A raw size that is not whole sectors becomes whole sectors, as qemu-img create -f raw makes
+// it: the file was 1,000 bytes while create (and info) said 1,024.
+TEST(QemuHabits, CreateRawRoundsUpToWholeSectors) {
+  TempDir dir;
+  const std::string raw = dir.File("x.raw");
+  CommandResult c = RunVstack("create " + raw + " 1000");
+  ASSERT_EQ(c.status, 0) << c.output;
+  EXPECT_TRUE(Has(c, "virtual size 1 KiB (1024 bytes), 1000 requested")) << c.output;
+  EXPECT_EQ(std::filesystem::file_size(raw), 1024u) << "as qemu-img create -f raw x.raw 1000";
+}
+
 TEST(QemuHabits, ConvertDashFNamesTheSourceFormat) {
   TempDir dir;
   const std::string vhd = dir.File("a.vhd");
@@ -127,9 +138,21 @@ TEST(QemuHabits, AnExistingDestinationNeedsOverwrite) {
   CommandResult recreate = RunVstack("create -f vhd --overwrite " + dst + " 2M");
   ASSERT_EQ(recreate.status, 0) << recreate.output;
   EXPECT_TRUE(Has(RunVstack("info " + dst), "[0] vhd"));
-  CommandResult dir_dst = RunVstack("create --overwrite " + dir.path() + " 1M");
-  EXPECT_EQ(dir_dst.status, 1) << dir_dst.output;
-  EXPECT_TRUE(Has(dir_dst, "not a regular file")) << dir_dst.output;
+  // A directory is never replaced, so nothing suggests --overwrite for it (it did, and then
+  // said that --overwrite replaces only files).
+  for (const std::string& args : {"create " + dir.path() + " 1M",
+                                  "create --overwrite " + dir.path() + " 1M",
+                                  "convert " + src + " " + dir.path()}) {
+    CommandResult dir_dst = RunVstack(args);
+    EXPECT_EQ(dir_dst.status, 1) << args << dir_dst.output;
+    EXPECT_TRUE(Has(dir_dst, "is a directory; name the new image's file")) << dir_dst.output;
+    EXPECT_FALSE(Has(dir_dst, "--overwrite")) << dir_dst.output;
+  }
+  testing::CommandResult fifo = testing::RunCommand("mkfifo " + dir.File("pipe"));
+  ASSERT_EQ(fifo.status, 0) << fifo.output;
+  CommandResult pipe_dst = RunVstack("convert --overwrite " + src + " " + dir.File("pipe"));
+  EXPECT_EQ(pipe_dst.status, 1) << pipe_dst.output;
+  EXPECT_TRUE(Has(pipe_dst, "not a regular file")) << pipe_dst.output;
 }
 
 }  // namespace
