@@ -71,6 +71,8 @@ Result<SpaceOptions> SpaceOptionsFrom(const SpaceKnobs& a) {
   if (o.mode == SpaceOptions::Mode::kCeph && a.ceph.pools.empty()) {
     return Bad("--mode=ceph needs the pools to measure: --pool POOL (repeatable)");
   }
+  // One reader per thread and a buffer each: more than this is a typo, not a machine.
+  if (a.threads > 1024) return Bad("--threads " + std::to_string(a.threads) + ": at most 1024");
   o.threads = a.threads;
   o.seed = a.seed;
   auto confidence = ParseFraction("--confidence", a.confidence);

@@ -30,6 +30,7 @@ using testing::TempDir;
 TEST(SpaceKnobs, EveryBadOptionIsRefusedWithTheCommandLinesWords) {
   const std::pair<std::function<void(SpaceKnobs&)>, const char*> cases[] = {
       {[](SpaceKnobs& k) { k.grain = "3K"; }, "--grain 3K: not a power of two from 4K to 64K"},
+      {[](SpaceKnobs& k) { k.threads = 100000; }, "--threads 100000: at most 1024"},
       {[](SpaceKnobs& k) { k.grain = "4Q"; }, "--grain"},
       {[](SpaceKnobs& k) { k.dedup = "maybe"; }, "--dedup: 'maybe' is not one of on|off"},
       {[](SpaceKnobs& k) { k.checksum = "yes"; }, "--checksum: 'yes' is not one of on|off"},

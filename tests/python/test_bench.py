@@ -257,4 +257,8 @@ def test_space_bad_options(tmp_path):
         vstack.space(a, protection="raid7")
     with pytest.raises(vstack.SpecError):
         vstack.space("dedupp+memory:16M")
+    with pytest.raises(ValueError, match="seed must be at most 2\\*\\*64-1"):
+        vstack.space(a, seed=2**64)
+    with pytest.raises(vstack.SpecError, match="--threads 100000: at most 1024"):
+        vstack.space(a, threads=100000)
 

@@ -58,6 +58,11 @@ def test_create_refuses_a_bad_size():
         vstack.create("never.img", "12Q")
     with pytest.raises(ValueError, match="size"):
         vstack.create("never.img", -1)
+    # Beyond 64 bits a size, like an offset, is a ValueError naming it (pybind11's TypeError).
+    with pytest.raises(ValueError, match="size must be at most 2\\*\\*64-1"):
+        vstack.create("never.img", 2**64)
+    with pytest.raises(TypeError, match="size"):
+        vstack.create("never.img", True)
 
 
 def test_check_returns_the_clis_json(tmp_path, cli):

@@ -130,9 +130,10 @@ SpaceKnobs SpaceKnobsFrom(const py::dict& o) {
     if (auto it = texts.find(name); it != texts.end()) {
       *it->second = py::str(value);
     } else if (name == "threads") {
-      k.threads = static_cast<unsigned>(NonNegative(value.cast<int64_t>(), "threads"));
+      // Bounded by the library (SpaceOptionsFrom: at most 1024), with the CLI's words.
+      k.threads = static_cast<unsigned>(std::min<uint64_t>(ByteCount(value, "threads"), UINT32_MAX));
     } else if (name == "seed") {
-      k.seed = NonNegative(value.cast<int64_t>(), "seed");
+      k.seed = ByteCount(value, "seed");
     } else if (name == "estimate") {
       k.estimate = value.cast<bool>();
     } else {

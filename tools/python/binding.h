@@ -35,7 +35,7 @@ void AddExceptions(py::module_& m);
 // A Python int argument that must not be negative, as uint64_t; ValueError names `what`.
 uint64_t NonNegative(int64_t v, const char* what);
 
-// An offset or length of a Device method: any Python int (or object with __index__, such as a
+// An offset, length, size, seed or count: any Python int (or object with __index__, such as a
 // numpy integer) from 0 to 2**64-1, as uint64_t. ValueError naming `what` for a negative value
 // or one beyond 64 bits; TypeError for anything that is not an integer, and for a bool.
 uint64_t ByteCount(py::handle v, const char* what);

@@ -25,7 +25,7 @@ uint64_t SizeArg(const py::object& size) {
     if (!parsed) throw py::value_error("size: " + parsed.error().message);
     return *parsed;
   }
-  return NonNegative(size.cast<int64_t>(), "size");
+  return ByteCount(size, "size");
 }
 
 DevicePtr OpenReadOnly(const std::string& spec) {
