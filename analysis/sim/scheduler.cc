@@ -101,6 +101,7 @@ void Scheduler::Yield() { SuspendAs(kRunnable, "yield", 0); }
 
 void Scheduler::SleepUntil(uint64_t deadline_ns) {
   if (deadline_ns <= now_) return;
+  longest_sleep_ns_ = std::max(longest_sleep_ns_, deadline_ns - now_);
   if (Fiber::Current() == nullptr) {
     now_ = deadline_ns;
     return;
@@ -209,9 +210,13 @@ void Scheduler::QuietRound() {
 }
 
 bool Scheduler::LivenessExpired() {
-  if (now_ - last_progress_ <= timing_.liveness_ns) return false;
-  hang_report_ = Report("no progress for " + std::to_string(timing_.liveness_ns / 1'000'000) +
-                        " ms of simulated time (a livelock)");
+  // A layer that sleeps on the virtual clock (delay:latency=3s) is waiting, not stuck: the
+  // bound grows to twice the longest sleep asked for.
+  const uint64_t bound = std::max(timing_.liveness_ns, 2 * longest_sleep_ns_);
+  if (now_ - last_progress_ <= bound) return false;
+  hang_report_ = Report("no progress for " + std::to_string(bound / 1'000'000) +
+                        " ms of simulated time (a livelock; the longest sleep asked for was " +
+                        std::to_string(longest_sleep_ns_ / 1'000'000) + " ms)");
   return true;
 }
 

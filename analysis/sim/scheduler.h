@@ -137,6 +137,7 @@ class Scheduler final : public SimHost, public ProgressWaiter, public Clock, pub
   uint64_t next_request_ = 0;
   uint64_t activity_ = 0;     // bumped by anything a waiting fiber may be waiting for
   uint64_t last_progress_ = 0;
+  uint64_t longest_sleep_ns_ = 0;  // the longest SleepUntil of a fiber, from when it was asked
   bool faults_ = false;
   bool exception_ = false;  // a thread threw (the run ends)
   uint64_t idle_polls_ = 0;  // polls that reaped nothing since a thread last suspended

@@ -341,6 +341,15 @@ TEST(SimCli, CtrlCEndsAfterTheRunInProgressWithASummaryAndNoFalseCrash) {
   EXPECT_LT(j["runs"].get<uint64_t>(), 1000000u);
 }
 
+TEST(SimCli, ALayerThatSleepsLongerThanTheLivenessBoundIsNotALivelock) {
+  // A request that sleeps 3 s of simulated time in a delay layer was reported as "no progress
+  // for 2000 ms (a livelock)": the bound is now twice the longest sleep asked for.
+  const testing::CommandResult r =
+      testing::RunVstack("sim --stack 'delay:latency=3s' --seeds 2 --ops 40 --output=json");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("livelock"), std::string::npos) << r.output;
+}
+
 TEST(SimCli, UsageErrorsExitTwo) {
   EXPECT_EQ(RunVstack("sim --stack nosuch").status, 2);
   EXPECT_EQ(RunVstack("sim --stack dedup+file:/tmp/x").status, 2);
