@@ -5,7 +5,10 @@
 // imagetools/map.h).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "imagetools/map.h"
+#include "lib/plural.h"
 #include "lib/registry.h"
 #include "lib/size.h"
 #include "tools/command.h"
@@ -74,8 +77,12 @@ void AddMapCommand(CLI::App& app) {
       table.AddRow(row);
     }
     fmt::print("{}", table.Render());
-    fmt::print("{} of {} hold data ({} extents)\n", FormatSize(data),
-               FormatSize((*dev)->geometry().size_bytes), extents.size());
+    const auto data_extents = std::count_if(extents.begin(), extents.end(),
+                                            [](const auto& e) { return e.flags == 0; });
+    fmt::print("{} of {} hold data ({} of {})\n", FormatSize(data),
+               FormatSize((*dev)->geometry().size_bytes),
+               Counted(static_cast<uint64_t>(data_extents), "data extent", "data extents"),
+               Counted(extents.size(), "extent", "extents"));
   });
 }
 
