@@ -88,6 +88,8 @@ std::string BashScript(const CLI::App& app) {
             "    {}) COMPREPLY=($(compgen -W \"$_vstack_named_stacks\" -- \"$cur\")); _vstack_spec "
             "\"$cur\"; return;;\n",
             pattern);
+      } else if (name == "sim" && o->check_lname("stack")) {
+        values += fmt::format("    {}) _vstack_spec \"$cur\"; return;;\n", pattern);
       } else {
         takes_value.push_back(pattern);
       }

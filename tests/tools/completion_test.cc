@@ -78,6 +78,8 @@ TEST_F(Completion, PresetsAndSpecLayerNames) {
   EXPECT_NE(presets.find("vhd-dynamic"), std::string::npos) << presets;
   EXPECT_EQ(Complete("vstack info pass"), "passthrough");
   EXPECT_EQ(Complete("vstack info dedup+zs"), "dedup+zstd");
+  // sim's --stack takes layers too (it offered nothing).
+  EXPECT_EQ(Complete("vstack sim --stack dedup+zs"), "dedup+zstd");
   // Bash splits at ':' and '=': only the part after them is replaced.
   EXPECT_EQ(Complete("vstack info zstd:level=1+passth"), "1+passthrough");
   const std::string backends = Complete("vstack info vhd+");
