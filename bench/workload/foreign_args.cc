@@ -139,6 +139,39 @@ Result<std::string> SizeText(const std::string& tool, const std::string& option,
   return value;
 }
 
+// A fio size as fio reads it with its default kb_base=1024 (its HOWTO, "int"): k, m, g, t and
+// p (any case, an optional trailing b) are powers of 2, and kib, mib, gib, tib and pib are
+// powers of 10, the reverse of IEC, kept for old job files. Returns the size as vstack writes
+// it ("16K"), or in bytes with a note for a power of 10 (4KiB is 4000 bytes to fio).
+Result<std::string> FioSize(const std::string& option, const std::string& value,
+                            std::vector<std::string>& notes) {
+  size_t digits = 0;
+  while (digits < value.size() && std::isdigit(static_cast<unsigned char>(value[digits]))) ++digits;
+  std::string suffix = value.substr(digits);
+  for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const size_t unit = suffix.empty() ? std::string::npos : std::string("kmgtp").find(suffix[0]);
+  const bool base2 = suffix.size() == 1 || (suffix.size() == 2 && suffix[1] == 'b');
+  const bool base10 = suffix.size() == 3 && suffix.compare(1, 2, "ib") == 0;
+  if (digits == 0 || digits > 15 || (!suffix.empty() && (unit == std::string::npos || !(base2 || base10)))) {
+    return MakeError(Errc::kInvalidArgument,
+                     "fio option '" + option + "': '" + value + "' is not a size");
+  }
+  const std::string number = value.substr(0, digits);
+  if (suffix.empty()) return number;
+  if (base2) return number + static_cast<char>(std::toupper(static_cast<unsigned char>(suffix[0])));
+  uint64_t bytes = std::stoull(number);
+  for (size_t i = 0; i <= unit; ++i) {
+    if (bytes > UINT64_MAX / 1000) {
+      return MakeError(Errc::kInvalidArgument, "fio option '" + option + "': '" + value + "' is too large");
+    }
+    bytes *= 1000;
+  }
+  notes.push_back(option + "=" + value + ": fio reads " + value.substr(digits) +
+                  " as a power of 10 (its default kb_base=1024 keeps that old meaning): " +
+                  std::to_string(bytes) + " bytes");
+  return std::to_string(bytes);
+}
+
 // diskspd -S<flags>: O_DIRECT (u, h, or -S alone) or the page cache (b).
 Result<std::string> DiskspdCaching(const std::string& tok, const std::string& flags) {
   if (flags.empty()) return std::string("on");  // -S is -Su
@@ -381,7 +414,7 @@ Result<ForeignArgs> TranslateFioJob(const std::string& text) {
     trim(key);
     trim(value);
     if (key == "bs" || key == "blocksize") {
-      VSTACK_ASSIGN_OR_RETURN(std::string v, SizeText(tool, key, value));
+      VSTACK_ASSIGN_OR_RETURN(std::string v, FioSize(key, value, a.notes));
       k.Set("--bs", v);
     } else if (key == "rw" || key == "readwrite") {
       rw = value.substr(0, value.find(':'));
@@ -405,13 +438,16 @@ Result<ForeignArgs> TranslateFioJob(const std::string& text) {
       VSTACK_ASSIGN_OR_RETURN(std::string v, Count(tool, key, value));
       k.Set("--threads", v);
     } else if (key == "runtime") {
-      runtime = value;
+      // runtime=0 is fio's "no limit": as if not given (the job then does size=).
+      runtime = std::strtod(value.c_str(), nullptr) == 0 && value.find_first_not_of("0.smh") == std::string::npos
+                    ? ""
+                    : value;
     } else if (key == "ramp_time") {
       k.Set("--warmup", AllDigits(value) ? value + "s" : value);  // fio's default unit: s
     } else if (key == "time_based") {
       time_based = value.empty() || value == "1";
     } else if (key == "size") {
-      VSTACK_ASSIGN_OR_RETURN(std::string v, SizeText(tool, key, value));
+      VSTACK_ASSIGN_OR_RETURN(std::string v, FioSize(key, value, a.notes));
       k.Set("--size", v);
     } else if (key == "filename") {
       a.targets.push_back(value);

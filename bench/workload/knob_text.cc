@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "bench/workload/foreign_args.h"
+#include "lib/spec.h"
 #include "lib/suggest.h"
 
 namespace vstack::bench {
@@ -189,8 +190,17 @@ Result<std::string> ApplyForeignArgs(const std::string& diskspd, const std::stri
   }
   std::string stacks;
   if (!t.targets.empty() && result.stacks.empty()) {
-    result.stacks = t.targets;
-    for (const std::string& s : t.targets) stacks += " --stack " + s;
+    // The tool's target is its file as bytes (diskspd and fio do I/O to the file itself), opened
+    // as the tool would: -Sh, -Su or direct=1 mean O_DIRECT there too (--direct alone applies
+    // only to the presets' files, so a plain path ran buffered while the line said "on").
+    for (const std::string& target : t.targets) {
+      SpecPart part{"file", target, {}};
+      if (result.direct == "on") part.options.push_back({"direct", "on"});
+      result.stacks.push_back(FormatSpecPart(part));
+      stacks += " --stack " + result.stacks.back();
+    }
+  } else if (!t.targets.empty()) {
+    t.notes.push_back("the " + t.tool + " target is not used: --stack names the stacks");
   }
   std::string line = from + " runs as " + TranslationText(t, stacks);
   for (const std::string& k : kept) line += "; " + k + " as given on the command line";

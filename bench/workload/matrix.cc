@@ -146,6 +146,7 @@ class MatrixRun {
       Report(s, round, "filling");
       if (Status st = FillDevice(**dev, knobs, o_.stop); !st) {
         s.error = st.error().ToString();
+        s.interrupted = st.error().code == make_error_code(Errc::kCancelled);
         if (const std::string layer = FailingLayer(**dev); !layer.empty()) {
           s.error += "; it failed in " + layer;
         }

@@ -62,6 +62,7 @@ struct StackOutcome {
   std::vector<std::string> chain;  // "kind: description" of each layer, top first
   std::string skipped;             // why it did not run (missing component); "" if it ran
   std::string error;               // what stopped it (create, fill, open, I/O error)
+  bool interrupted = false;        // stopped (Ctrl-C) outside a round: in its fill
   // How it was prepared in fact: kAuto resolved to fill or none on the first open.
   Prepare prepared = Prepare::kAuto;
   std::vector<RunResult> rounds;

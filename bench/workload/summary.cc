@@ -266,6 +266,7 @@ MatrixSummary Summarize(const MatrixResult& m) {
     s.note = o.plan.note;
     s.skipped = o.skipped;
     s.error = o.error;
+    s.interrupted = o.interrupted;
     std::vector<RunMetrics> ms;
     std::vector<const RunResult*> measured;
     for (const RunResult& r : o.rounds) {

@@ -3,14 +3,32 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "lib/spec.h"
 
 namespace vstack::bench {
+namespace {
+
+// True if `path` names a file in the run's scratch folder: it starts with "{dir}/" and no
+// component climbs out ("{dir}/../home/me/disk.img" is the user's file).
+bool InScratch(const std::string& path) {
+  if (path.rfind("{dir}/", 0) != 0) return false;
+  for (size_t at = 5; at < path.size();) {
+    const size_t end = std::min(path.find('/', at + 1), path.size());
+    if (path.compare(at + 1, end - at - 1, "..") == 0) return false;
+    at = end;
+  }
+  return true;
+}
+
+}  // namespace
 
 Status GuardWrites(const WriteIntent& intent, StackPlan* p) {
   auto parts = ParseSpec(p->spec);
-  if (!parts || parts->empty() || p->spec.find("{dir}") != std::string::npos) return OkStatus();
+  if (!parts || parts->empty()) return OkStatus();
   const SpecPart& bottom = parts->back();
+  if (InScratch(bottom.positional)) return OkStatus();  // the run's own: made in a new folder
   if (bottom.name == "memory" || bottom.name == "null") return OkStatus();
   bool create = false;
   for (const SpecOption& opt : bottom.options) create |= opt.key == "create" && opt.value == "on";

@@ -21,7 +21,8 @@ struct WriteIntent {
 
 // For a plan from a user's --stack (not a preset): one whose bottom device keeps data (a file,
 // an RBD image...) and is not a file this run creates (create=on for a path that does not exist
-// yet; memory, null and {dir} specs are the run's own) is set read-only when the run only reads,
+// yet; memory, null and files under {dir}, the run's new scratch folder, are the run's own;
+// a {dir} path that climbs out with ".." is not) is set read-only when the run only reads,
 // and refused (kInvalidArgument, the message says what to do) when it would write.
 Status GuardWrites(const WriteIntent& intent, StackPlan* plan);
 

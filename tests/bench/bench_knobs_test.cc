@@ -220,6 +220,18 @@ TEST(WriteGuard, AUserNamedDeviceIsReadOnlyRefusedOrTheRunsOwn) {
   }
   p = plan("file:" + image + ",create=on,size=1M");  // create=on, but the file is there already
   EXPECT_FALSE(GuardWrites({100, Prepare::kAuto, false}, &p));
+  // "{dir}" in the text is not enough: a path that climbs out of the scratch folder names the
+  // user's file (it was written, without --allow-write).
+  for (const std::string& escape : {"file:{dir}/../victim.raw", "file:{dir}/a/../../v.raw",
+                                    "uring:{dir}/..", "passthrough+file:/x/{dir}/y.raw"}) {
+    p = plan(escape);
+    EXPECT_FALSE(GuardWrites({50, Prepare::kAuto, false}, &p)) << escape;
+    p = plan(escape);
+    EXPECT_OK(GuardWrites({0, Prepare::kAuto, false}, &p)) << escape;
+    EXPECT_TRUE(p.read_only) << escape;
+  }
+  p = plan("file:{dir}/..x/y..z.img,create=on,size=1M");  // names with dots stay inside
+  EXPECT_OK(GuardWrites({100, Prepare::kAuto, false}, &p));
 }
 
 }  // namespace

@@ -169,6 +169,30 @@ TEST(ForeignArgs, FioJobFileBecomesKnobs) {
   EXPECT_EQ(KnobsText(*rd, KnobSource::kGiven), "--write-pct 0 --pattern sequential");
 }
 
+// fio's sizes as fio reads them (kb_base=1024, its default): k and kb are 1024, KiB is 1000
+// (they ran as 4096 and 64 MiB where fio runs 4000 and 64,000,000 bytes); runtime=0 is no
+// limit (it was refused as "--duration 0s").
+TEST(ForeignArgs, FioUnitsAndRuntimeAsFioReadsThem) {
+  auto t = TranslateFioJob("[a]\nrw=randread\nsize=64MiB\nbs=4KiB\n");
+  ASSERT_TRUE(testing::IsOk(t));
+  EXPECT_EQ(Knob(*t, "--bs").value, "4000");
+  EXPECT_EQ(Knob(*t, "--size").value, "64000000");
+  bool said = false;
+  for (const std::string& n : t->notes) said |= n.find("bs=4KiB: fio reads KiB as a power of 10") == 0;
+  EXPECT_TRUE(said) << "a note says why 4KiB is 4000 bytes";
+  auto kb = TranslateFioJob("[a]\nbs=16kb\nsize=1g\n");
+  ASSERT_TRUE(testing::IsOk(kb));
+  EXPECT_EQ(Knob(*kb, "--bs").value, "16K");
+  EXPECT_EQ(Knob(*kb, "--size").value, "1G");
+  for (const char* bad : {"bs=4x\n", "bs=k\n", "bs=4kibb\n", "size=99999999999999999p\n"}) {
+    EXPECT_FALSE(TranslateFioJob(std::string("[a]\n") + bad)) << bad;
+  }
+  auto unlimited = TranslateFioJob("[a]\nrw=randread\nsize=64m\nruntime=0\n");
+  ASSERT_TRUE(testing::IsOk(unlimited));
+  EXPECT_EQ(Knob(*unlimited, "--duration").flag, "") << "runtime=0: no time limit";
+  EXPECT_EQ(Knob(*unlimited, "--ios").value, "16384") << "size / bs, as fio does";
+}
+
 // Each of fio's defaults (its HOWTO; docs/bench.md), for a job that gives nothing.
 TEST(ForeignArgs, FioLeavesOutItsOwnDefaults) {
   auto t = TranslateFioJob("[job]\n");

@@ -64,9 +64,24 @@ TEST(KnobText, TypedKnobsWinOverTheTranslation) {
       << *line;
 
   // A target becomes the stack unless one is given; a refusal leaves the knobs as they were.
+  // The target is the file's bytes, opened as the tool opens it: buffered by default, O_DIRECT
+  // with -Sh (it ran buffered while the line said "--direct on": 10x the IOPS).
   BenchKnobs t;
   ASSERT_TRUE(ApplyForeignArgs("-r d.img", "", {}, &t));
-  EXPECT_EQ(t.stacks, std::vector<std::string>{"d.img"});
+  EXPECT_EQ(t.stacks, std::vector<std::string>{"file:d.img"});
+  BenchKnobs direct;
+  auto sh = ApplyForeignArgs("-r -Sh d.img", "", {}, &direct);
+  ASSERT_TRUE(sh) << sh.error().message;
+  EXPECT_EQ(direct.stacks, std::vector<std::string>{"file:d.img,direct=on"});
+  EXPECT_NE(sh->find("--stack file:d.img,direct=on"), std::string::npos) << *sh;
+  BenchKnobs given;
+  given.stacks = {"memory:16M"};
+  auto ignored = ApplyForeignArgs("-r d.img", "", {"--stack"}, &given);
+  ASSERT_TRUE(ignored);
+  EXPECT_EQ(given.stacks, std::vector<std::string>{"memory:16M"});
+  EXPECT_NE(ignored->find("the diskspd target is not used: --stack names the stacks"),
+            std::string::npos)
+      << *ignored;
   BenchKnobs before = t;
   auto bad = ApplyForeignArgs("-b8K -g500", "", {}, &t);
   ASSERT_FALSE(bad);

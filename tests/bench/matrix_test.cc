@@ -238,6 +238,28 @@ TEST(Matrix, CephPresetsUseTheCephUpImages) {
   EXPECT_TRUE(MissingComponents(*dz).empty());
 }
 
+TEST(Matrix, StoppedInAFillTheStackSaysItWasInterrupted) {
+  // The JSON said "interrupted": false for a stack stopped in its fill (only its error said).
+  testing::TempDir dir;
+  MatrixOptions o;
+  o.knobs = Tiny();
+  o.rounds = 2;
+  o.scratch_parent = dir.path();
+  o.stacks.push_back(*ResolveStack("raw", BackendChoice{"file", false}));
+  std::atomic<bool> stop{false};
+  o.stop = &stop;
+  o.on_progress = [&](const MatrixProgress& p) {
+    if (p.activity == "filling") stop.store(true);
+  };
+  const MatrixResult m = RunMatrix(o);
+  ASSERT_EQ(m.stacks.size(), 1u);
+  EXPECT_TRUE(m.stacks[0].interrupted);
+  EXPECT_NE(m.stacks[0].error.find("interrupted while filling"), std::string::npos)
+      << m.stacks[0].error;
+  EXPECT_TRUE(Summarize(m).stacks[0].interrupted);
+  EXPECT_EQ(Entries(dir.path()), 0u);
+}
+
 TEST(Matrix, StopFlagEndsEverythingAndStillCleansUp) {
   testing::TempDir dir;
   MatrixOptions o;
