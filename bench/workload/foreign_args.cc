@@ -203,6 +203,22 @@ Status DiskspdBuffers(const std::string& tok, const std::string& value, KnobSet&
   return OkStatus();
 }
 
+// Sequential I/O from several threads: the tools start every thread at the file's start
+// (diskspd -s without -T, -si one shared stream; fio jobs on one file each read it from 0),
+// where vstack bench gives each thread its own part of the region. Said, not hidden.
+void NoteSequentialThreads(const KnobSet& k, const std::string& tool, const std::string& how,
+                           std::vector<std::string>& notes) {
+  const ForeignKnob* pattern = k.Find("--pattern");
+  const ForeignKnob* threads = k.Find("--threads");
+  if (pattern == nullptr || pattern->value != "sequential" || threads == nullptr ||
+      threads->value == "1") {
+    return;
+  }
+  notes.push_back(how + ": " + tool +
+                  "'s threads all start at the target's start; vstack bench's sequential "
+                  "threads each run through their own part of the region");
+}
+
 }  // namespace
 
 std::vector<std::string> KnobGroup(const std::string& flag) {
@@ -330,6 +346,7 @@ Result<ForeignArgs> TranslateDiskspd(const std::string& args) {
     }
   }
   k.Default(kDiskspdDefaults);
+  NoteSequentialThreads(k, tool, "sequential I/O with -t" + k.Find("--threads")->value, a.notes);
   a.knobs = k.Ordered();
   return a;
 }
@@ -509,6 +526,7 @@ Result<ForeignArgs> TranslateFioJob(const std::string& text) {
     k.Set("--qd", "1");
   }
   k.Default(kFioDefaults);
+  NoteSequentialThreads(k, tool, "rw=" + (rw.empty() ? std::string("read") : rw) + " with numjobs=" + k.Find("--threads")->value, a.notes);
   if (!k.HasGroup("--ios")) WindowKnob(runtime, time_based, k, a.notes);
   a.knobs = k.Ordered();
   return a;

@@ -277,6 +277,12 @@ MatrixSummary Summarize(const MatrixResult& m) {
       s.latency.Merge(r.Total().latency);
     }
     s.runs = static_cast<int>(ms.size());
+    if (s.runs == 0 && !o.rounds.empty() && s.error.empty() && !s.interrupted) {
+      // Its rounds ran, but not one request completed inside a measured window.
+      s.error = "no request completed within a round's measured window (one I/O of " +
+                std::to_string(o.rounds.front().knobs.block_size) +
+                " bytes took longer than it): give a longer --duration, or --ios";
+    }
     if (s.runs > 0) {
       std::vector<double> iops, mib_s;
       for (const RunMetrics& x : ms) {

@@ -366,6 +366,22 @@ TEST(Summary, AnAAPairIsNotSignificantAndTheGapSaysSo) {
   EXPECT_FALSE(PrecisionReached(s, 0.001));
 }
 
+TEST(Summary, AStackWhoseRoundsCompletedNothingSaysWhy) {
+  // It read "not run" with no reason, though its rounds ran (one 64 MiB I/O in a 0.1 s window).
+  MatrixResult m;
+  StackOutcome a;
+  a.plan.name = "memory:64M";
+  for (int r = 0; r < 2; ++r) a.rounds.push_back(Synthetic(r, 0, 0.1));
+  m.stacks = {a};
+  const MatrixSummary s = Summarize(m);
+  ASSERT_EQ(s.stacks.size(), 1u);
+  EXPECT_EQ(s.stacks[0].runs, 0);
+  EXPECT_NE(s.stacks[0].error.find("no request completed within a round's measured window"),
+            std::string::npos)
+      << s.stacks[0].error;
+  EXPECT_NE(s.stacks[0].error.find("give a longer --duration, or --ios"), std::string::npos);
+}
+
 TEST(Summary, TheBaselineAloneReachesAPrecisionOnlyWhenItsOwnRoundsAgree) {
   // With one stack there is no ratio: `--rounds auto` stopped at once, "the precision was
   // reached", whatever the rounds measured. Now its own IOPS interval is the precision.
