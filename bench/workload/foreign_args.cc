@@ -411,6 +411,10 @@ Result<ForeignArgs> TranslateFioJob(const std::string& text) {
   };
   for (std::string line; std::getline(in, line);) {
     ++line_no;
+    // A comment may also end a line, after a space ("rw=randread  # mixed later").
+    for (const char* mark : {" #", "\t#", " ;", "\t;"}) {
+      if (const size_t at = line.find(mark); at != std::string::npos) line.erase(at);
+    }
     trim(line);
     if (line.empty() || line[0] == ';' || line[0] == '#') continue;
     if (line[0] == '[') {
@@ -431,6 +435,9 @@ Result<ForeignArgs> TranslateFioJob(const std::string& text) {
     trim(key);
     trim(value);
     if (key == "bs" || key == "blocksize") {
+      if (value.find(',') != std::string::npos) {
+        return Reject(tool, key + "=" + value, "a block size per direction; give one");
+      }
       VSTACK_ASSIGN_OR_RETURN(std::string v, FioSize(key, value, a.notes));
       k.Set("--bs", v);
     } else if (key == "rw" || key == "readwrite") {

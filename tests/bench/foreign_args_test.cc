@@ -187,6 +187,16 @@ TEST(ForeignArgs, FioUnitsAndRuntimeAsFioReadsThem) {
   for (const char* bad : {"bs=4x\n", "bs=k\n", "bs=4kibb\n", "size=99999999999999999p\n"}) {
     EXPECT_FALSE(TranslateFioJob(std::string("[a]\n") + bad)) << bad;
   }
+  auto commented = TranslateFioJob("[a]\nrw=randread # c\nbs=8k\t; eight\n");
+  ASSERT_TRUE(testing::IsOk(commented)) << "fio takes a comment that ends a line";
+  EXPECT_EQ(Knob(*commented, "--pattern").value, "random");
+  EXPECT_EQ(Knob(*commented, "--bs").value, "8K");
+  auto split = TranslateFioJob("[a]\nbs=4k,8k\n");
+  ASSERT_FALSE(split);
+  EXPECT_NE(split.error().message.find("has no equivalent in vstack bench (a block size per "
+                                       "direction; give one)"),
+            std::string::npos)
+      << split.error().message;
   auto unlimited = TranslateFioJob("[a]\nrw=randread\nsize=64m\nruntime=0\n");
   ASSERT_TRUE(testing::IsOk(unlimited));
   EXPECT_EQ(Knob(*unlimited, "--duration").flag, "") << "runtime=0: no time limit";
