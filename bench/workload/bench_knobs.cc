@@ -146,17 +146,19 @@ Status ApplyWorkloadKnobs(const BenchKnobs& a, std::optional<Preset>* preset,
 Status ApplyRoundKnobs(const BenchKnobs& a, MatrixOptions* o) {
   const bool default_matrix = a.stacks.empty() && a.preset.empty();
   const std::string rounds = a.rounds.empty() ? (default_matrix ? "auto" : "3") : a.rounds;
+  // Checked whatever --rounds says: a bad value is refused, not ignored.
+  char* p_end = nullptr;
+  const double p = std::strtod(a.precision.c_str(), &p_end);
+  if (p_end == a.precision.c_str() || std::string(p_end) != "%" || !(p > 0 && p < 100)) {
+    return Bad("--precision: '" + a.precision + "' is not a percentage such as 2%");
+  }
+  VSTACK_ASSIGN_OR_RETURN(const double max_time_s, ParseSeconds("--max-time", a.max_time));
+  if (!(max_time_s > 0)) return Bad("--max-time: '" + a.max_time + "' is not > 0");
   if (rounds == "auto") {
     o->auto_rounds = true;
     o->rounds = 1000;
-    char* end = nullptr;
-    const double p = std::strtod(a.precision.c_str(), &end);
-    if (end == a.precision.c_str() || std::string(end) != "%" || !(p > 0 && p < 100)) {
-      return Bad("--precision: '" + a.precision + "' is not a percentage such as 2%");
-    }
     o->precision = p / 100;
-    VSTACK_ASSIGN_OR_RETURN(o->max_time_s, ParseSeconds("--max-time", a.max_time));
-    if (!(o->max_time_s > 0)) return Bad("--max-time: '" + a.max_time + "' is not > 0");
+    o->max_time_s = max_time_s;
     return OkStatus();
   }
   char* end = nullptr;

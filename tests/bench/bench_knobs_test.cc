@@ -52,6 +52,12 @@ TEST(BenchKnobs, EveryBadKnobIsRefusedWithTheCommandLinesWords) {
        "--precision: '2' is not a percentage such as 2%"},
       {[](BenchKnobs& k) { k.rounds = "auto", k.max_time = "soon"; },
        "--max-time: 'soon' is not a time"},
+      // Checked with fixed rounds too (they were ignored there, whatever they said).
+      {[](BenchKnobs& k) { k.rounds = "3", k.precision = "-1%"; },
+       "--precision: '-1%' is not a percentage such as 2%"},
+      {[](BenchKnobs& k) { k.rounds = "3", k.precision = "200%"; },
+       "--precision: '200%' is not a percentage such as 2%"},
+      {[](BenchKnobs& k) { k.rounds = "3", k.max_time = "0"; }, "--max-time: '0' is not > 0"},
       {[](BenchKnobs& k) { k.backend = "spdk"; }, "--backend: 'spdk' is neither uring nor file"},
       {[](BenchKnobs& k) { k.direct = "maybe"; }, "--direct: 'maybe' is neither on nor off"},
       {[](BenchKnobs& k) { k.prepare = "later"; }, "--prepare: 'later' is not one of"},
