@@ -119,6 +119,10 @@ Status ApplyWorkloadKnobs(const BenchKnobs& a, std::optional<Preset>* preset,
   k->queue_depth = a.qd;
   k->threads = a.threads;
   if (!a.duration.empty()) {
+    if (a.ios > 0) {  // one window: --ios ran and --duration was dropped without a word
+      return Bad("--ios and --duration both set the measured window (a count of I/Os, or a "
+                 "time): give one");
+    }
     VSTACK_ASSIGN_OR_RETURN(k->duration_s, ParseSeconds("--duration", a.duration));
   }
   k->io_count = a.ios;
@@ -209,6 +213,12 @@ Result<std::vector<StackPlan>> ResolveStacks(const BenchKnobs& a,
     // A preset writes only into images made for it (under {dir}, or tools/ceph-up's).
     const bool preset_plan = p.name != p.spec;
     if (p.image.empty() && !preset_plan) VSTACK_RETURN_IF_ERROR(GuardWrites(intent, &p));
+    // The same stack twice (an A/A check): the second is "NAME #2", so that every row, ratio and
+    // chart names one stack.
+    const auto same = std::count_if(plans.begin(), plans.end(), [&](const StackPlan& q) {
+      return q.name == p.name || q.name.rfind(p.name + " #", 0) == 0;
+    });
+    if (same > 0) p.name += " #" + std::to_string(same + 1);
     plans.push_back(std::move(p));
   }
   return plans;

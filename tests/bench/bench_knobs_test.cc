@@ -52,6 +52,8 @@ TEST(BenchKnobs, EveryBadKnobIsRefusedWithTheCommandLinesWords) {
        "--precision: '2' is not a percentage such as 2%"},
       {[](BenchKnobs& k) { k.rounds = "auto", k.max_time = "soon"; },
        "--max-time: 'soon' is not a time"},
+      {[](BenchKnobs& k) { k.ios = 100, k.duration = "1s"; },
+       "--ios and --duration both set the measured window"},
       // Checked with fixed rounds too (they were ignored there, whatever they said).
       {[](BenchKnobs& k) { k.rounds = "3", k.precision = "-1%"; },
        "--precision: '-1%' is not a percentage such as 2%"},
@@ -135,6 +137,19 @@ TEST(BenchKnobs, TheDefaultsAreTheDefaultMatrixWithRoundsAuto) {
   ASSERT_EQ(o->stacks.size(), 4u);  // the sweep: every stack once per RDY%
   EXPECT_EQ(o->stacks[0].name, "memory:16M RDY 1.2%");
   EXPECT_EQ(o->stacks[3].ready_stall, "exp:2ms");
+
+  // The same stack twice (an A/A check) gets two names: rows and ratios read "memory:16M"
+  // against the baseline "memory:16M" before.
+  BenchKnobs twice;
+  twice.stacks = {"memory:16M", "memory:16M", "passthrough+memory:16M", "memory:16M"};
+  twice.size = "8M";
+  auto aa = PlanBench(twice);
+  ASSERT_TRUE(aa) << aa.error().message;
+  std::vector<std::string> aa_names;
+  for (const StackPlan& p : aa->stacks) aa_names.push_back(p.name);
+  EXPECT_EQ(aa_names, (std::vector<std::string>{"memory:16M", "memory:16M #2",
+                                                "passthrough+memory:16M", "memory:16M #3"}));
+  EXPECT_EQ(aa->stacks[1].spec, "memory:16M");
 
   // Every --content choice the command line offers plans (pattern: diskspd's buffer).
   for (const std::string& content : ContentNames()) {
