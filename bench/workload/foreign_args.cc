@@ -172,6 +172,13 @@ Result<std::string> FioSize(const std::string& option, const std::string& value,
   return std::to_string(bytes);
 }
 
+// diskspd -Sh, -Suw and -h also ask for write-through (FILE_FLAG_WRITE_THROUGH: each write
+// durable when it completes, a FUA write), which vstack bench's writes are not.
+std::string WriteThroughNote(const std::string& tok) {
+  return tok + ": diskspd also writes through (each write durable, FUA); vstack bench's writes "
+               "are O_DIRECT without FUA";
+}
+
 // diskspd -S<flags>: O_DIRECT (u, h, or -S alone) or the page cache (b).
 Result<std::string> DiskspdCaching(const std::string& tok, const std::string& flags) {
   if (flags.empty()) return std::string("on");  // -S is -Su
@@ -310,11 +317,13 @@ Result<ForeignArgs> TranslateDiskspd(const std::string& args) {
       case 'S': {
         VSTACK_ASSIGN_OR_RETURN(std::string v, DiskspdCaching(tok, value));
         VSTACK_RETURN_IF_ERROR(set("--direct", v, tok));
+        if (value.find_first_of("hw") != std::string::npos) a.notes.push_back(WriteThroughNote(tok));
         break;
       }
       case 'h':
         if (!value.empty()) return Reject(tool, tok, "");
         VSTACK_RETURN_IF_ERROR(set("--direct", "on", tok));
+        a.notes.push_back(WriteThroughNote(tok));
         break;
       case 'Z':
         VSTACK_RETURN_IF_ERROR(DiskspdBuffers(tok, value, k, a.notes));

@@ -44,8 +44,11 @@ TEST(ForeignArgs, DiskspdCommandLineBecomesKnobs) {
             "--size 1G --direct on");
   ASSERT_EQ(t->targets.size(), 1u);
   EXPECT_EQ(t->targets[0], "/var/tmp/t.dat");
-  ASSERT_EQ(t->notes.size(), 1u);
+  // -Sh is write-through as well as unbuffered: said, as vstack's writes are not FUA.
+  ASSERT_EQ(t->notes.size(), 2u);
   EXPECT_EQ(t->notes[0].rfind("-L:", 0), 0u);
+  EXPECT_EQ(t->notes[1].rfind("-Sh: diskspd also writes through (each write durable, FUA)", 0), 0u)
+      << t->notes[1];
   auto seq = TranslateDiskspd("-si -b64K -w0 -Z -z7");
   ASSERT_TRUE(testing::IsOk(seq));
   EXPECT_EQ(KnobsText(*seq, KnobSource::kGiven),
@@ -58,6 +61,11 @@ TEST(ForeignArgs, DiskspdCommandLineBecomesKnobs) {
   auto suw = TranslateDiskspd("-Suw -w");
   ASSERT_TRUE(testing::IsOk(suw));
   ExpectKnobs(*suw, {{"--direct", "on"}, {"--write-pct", "0"}}, KnobSource::kGiven);
+  ASSERT_EQ(suw->notes.size(), 1u);
+  EXPECT_EQ(suw->notes[0].rfind("-Suw: diskspd also writes through", 0), 0u);
+  auto su = TranslateDiskspd("-Su");
+  ASSERT_TRUE(testing::IsOk(su));
+  EXPECT_TRUE(su->notes.empty()) << "-Su is unbuffered only";
 }
 
 // Each of diskspd's defaults (`diskspd -?`; docs/bench.md), for a command that gives nothing,
