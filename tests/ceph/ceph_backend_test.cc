@@ -73,11 +73,18 @@ TEST(CephBackend, EcPoolCannotHoldRbdMetadata) {
 }
 
 TEST(CephBackend, EcPoolWithoutOverwritesIsRefusedWithTheFix) {
-  // An EC pool as `ceph osd pool create` makes it: partial overwrites off.
-  ASSERT_TRUE(
-      Sh("ceph osd pool ls | grep -qx ec21_no_overwrites || "
-         "ceph osd pool create ec21_no_overwrites 4 4 erasure ec21"))
-      << "cannot create an EC pool";
+  // An EC pool as `ceph osd pool create` makes it: partial overwrites off. The monitor can
+  // refuse for a moment on a loaded machine (this failed once in CI, its words discarded):
+  // a few tries, and what Ceph said if all fail.
+  testing::CommandResult created;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    created = testing::RunCommand(
+        "ceph osd pool ls | grep -qx ec21_no_overwrites || "
+        "ceph osd pool create ec21_no_overwrites 4 4 erasure ec21 2>&1");
+    if (created.status == 0) break;
+    std::system("sleep 2");
+  }
+  ASSERT_EQ(created.status, 0) << "cannot create an EC pool: " << created.output;
   TempDir dir;
   ExpectError(Open("rbd:rbd/" + Name(dir) + ",create=on,size=1M,data_pool=ec21_no_overwrites"),
               Errc::kNotSupported, "ceph osd pool set ec21_no_overwrites allow_ec_overwrites true");
