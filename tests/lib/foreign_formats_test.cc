@@ -32,17 +32,21 @@ const Made kMade[] = {
     {"VMDK", "-f vmdk -o subformat=monolithicFlat"},    // the descriptor file
     {"VDI", "-f vdi"},
     {"Parallels", "-f parallels"},
-    {"LUKS", "-f luks --object secret,id=k,data=pw -o key-secret=k,iter-time=10"},
+    {"LUKS", "-f luks --object secret,id=k,data=pw -o key-secret=k,iter-time=50"},
 };
 
 class ForeignFormats : public ::testing::Test {
  protected:
   void SetUp() override { VSTACK_REQUIRE_PROGRAM("qemu-img", "qemu-utils"); }
 
+  // LUKS times its key derivation first, and a loaded machine can fail that ("Unable to get
+  // accurate CPU usage"): a few tries.
   std::string Make(const Made& m, int i) {
     const std::string path = dir_.File("image" + std::to_string(i));
-    CommandResult r =
-        RunCommand(std::string("qemu-img create -q ") + m.qemu + " " + path + " 16M 2>&1");
+    CommandResult r;
+    for (int attempt = 0; attempt < 3 && r.status != 0; ++attempt) {
+      r = RunCommand(std::string("qemu-img create -q ") + m.qemu + " " + path + " 16M 2>&1");
+    }
     EXPECT_EQ(r.status, 0) << m.qemu << "\n" << r.output;
     return path;
   }
