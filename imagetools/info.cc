@@ -43,7 +43,9 @@ nlohmann::json LayerStatsJson(const LayerStats& stats, bool latency) {
     const auto& h = stats.latency[i];
     nlohmann::json latency_ns;  // null: not measured
     if (latency || h.count() > 0) {
-      latency_ns = {{"mean", h.mean()}, {"p50", h.Percentile(50)}, {"p99", h.Percentile(99)},
+      latency_ns = {{"mean", h.mean()},
+                    {"p50", h.Percentile(50)},
+                    {"p99", h.Percentile(99)},
                     {"max", h.max()}};
     }
     ops[std::string(OpName(static_cast<Op>(i)))] = {{"ops", stats.op[i].ops},

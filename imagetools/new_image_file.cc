@@ -22,10 +22,11 @@ Result<NewImageFile> NewImageFile::Create(const std::string& path, std::string_v
     // What is not a file is never replaced: say so first, not "add --overwrite".
     if (!S_ISREG(st.st_mode)) {
       const bool dir = S_ISDIR(st.st_mode);
-      return MakeError(std::error_code(dir ? EISDIR : EEXIST, std::generic_category()),
-                       "'" + path + "' " +
-                           (dir ? "is a directory; name the new image's file"
-                                : "exists and is not a regular file; --overwrite replaces only files"));
+      return MakeError(
+          std::error_code(dir ? EISDIR : EEXIST, std::generic_category()),
+          "'" + path + "' " +
+              (dir ? "is a directory; name the new image's file"
+                   : "exists and is not a regular file; --overwrite replaces only files"));
     }
     if (!overwrite) {
       return MakeError(std::error_code(EEXIST, std::generic_category()),

@@ -37,7 +37,8 @@ const ProbeSignature* FindForeignFormat(BlockDevice& device) {
   const char* bytes = reinterpret_cast<const char*>(first.data());
   for (const ProbeSignature& s : ForeignFormatSignatures()) {
     const auto at = static_cast<size_t>(s.offset);
-    if (at + s.bytes.size() <= length && std::memcmp(bytes + at, s.bytes.data(), s.bytes.size()) == 0) {
+    if (at + s.bytes.size() <= length &&
+        std::memcmp(bytes + at, s.bytes.data(), s.bytes.size()) == 0) {
       return &s;
     }
   }

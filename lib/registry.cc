@@ -263,8 +263,6 @@ Result<std::optional<StatsMode>> TakeStatsOption(SpecPart& part) {
 
 namespace {
 
-// Resolves `parts` (the last one a backend if `with_backend`) and opens them from the bottom
-// up, the first over `device` (the backend's, or the one given).
 // What to say when the backend `parts[k]` found no file: that its create= makes one, where
 // that would be what the spec means. Nothing for a read-only open, which wants what exists,
 // nor under an image format (compact, commit, a parent: the image was meant to exist, and
@@ -273,10 +271,13 @@ std::string MissingFileHint(const std::vector<const ComponentInfo*>& infos, size
                             const OpenOptions& options) {
   if (options.read_only || (k > 0 && infos[k - 1]->create)) return "";
   const auto& o = infos[k]->options;
-  const bool creates = std::any_of(o.begin(), o.end(), [](const auto& x) { return x.name == "create"; });
+  const bool creates =
+      std::any_of(o.begin(), o.end(), [](const auto& x) { return x.name == "create"; });
   return creates ? " (use create=on,size=N to create it)" : "";
 }
 
+// Resolves `parts` (the last one a backend if `with_backend`) and opens them from the bottom
+// up, the first over `device` (the backend's, or the one given).
 Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, DevicePtr device,
                             const OpenOptions& options) {
   std::vector<const ComponentInfo*> infos;
@@ -482,12 +483,11 @@ Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& op
         if (!take) {
           const std::string named = c->name + "+" + file_spec;
           // A repair does not guess a format from an invalid structure: it needs it named.
-          const std::string next = options.for_check
-                                       ? "a repair needs the format named: give '" + named +
-                                             "' to `vstack check -r`"
-                                       : "name the format: '" + named +
-                                             "' (`vstack check` it), or '" + file_spec +
-                                             "' to open it raw";
+          const std::string next =
+              options.for_check
+                  ? "a repair needs the format named: give '" + named + "' to `vstack check -r`"
+                  : "name the format: '" + named + "' (`vstack check` it), or '" + file_spec +
+                        "' to open it raw";
           return MakeError(Errc::kCorruption, "'" + path + "' looks like a " + c->name +
                                                   " image but is not a valid one (" + problem +
                                                   "); " + next);
@@ -506,8 +506,8 @@ Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& op
                      "'" + path + "' is a " + foreign->format + " image (its signature at offset " +
                          std::to_string(foreign->offset) +
                          "), which vstack does not read: convert it first (e.g. `qemu-img "
-                         "convert -O vpc -o subformat=dynamic " + path +
-                         " disk.vhd`), or name '" + file_spec + "' to use its bytes as raw");
+                         "convert -O vpc -o subformat=dynamic " +
+                         path + " disk.vhd`), or name '" + file_spec + "' to use its bytes as raw");
   }
   const std::vector<ProbeSignature>& foreign = ForeignFormatSignatures();
   signatures.insert(signatures.end(), foreign.begin(), foreign.end());

@@ -77,8 +77,8 @@ void AddMapCommand(CLI::App& app) {
       table.AddRow(row);
     }
     fmt::print("{}", table.Render());
-    const auto data_extents = std::count_if(extents.begin(), extents.end(),
-                                            [](const auto& e) { return e.flags == 0; });
+    const auto data_extents =
+        std::count_if(extents.begin(), extents.end(), [](const auto& e) { return e.flags == 0; });
     fmt::print("{} of {} hold data ({} of {})\n", FormatSize(data),
                FormatSize((*dev)->geometry().size_bytes),
                Counted(static_cast<uint64_t>(data_extents), "data extent", "data extents"),

@@ -98,9 +98,13 @@ void Print(const sim::CampaignOptions& o, const sim::CampaignResult& r, OutputFo
       failures.push_back({{"seed", f.seed}, {"stack", f.stack}, {"kind", f.kind},
                           {"message", f.message}, {"replay", f.replay}});
     }
-    nlohmann::json j = {{"runs", r.runs},         {"ops", r.ops}, {"interrupted", r.interrupted},
-                        {"power_cuts", r.power_cuts}, {"failures", failures},
-                        {"trace_hash", Hex(r.trace_hash)}, {"stacks", o.stacks},
+    nlohmann::json j = {{"runs", r.runs},
+                        {"ops", r.ops},
+                        {"interrupted", r.interrupted},
+                        {"power_cuts", r.power_cuts},
+                        {"failures", failures},
+                        {"trace_hash", Hex(r.trace_hash)},
+                        {"stacks", o.stacks},
                         {"seed_from", o.seed_from}};
     fmt::print("{}\n", j.dump(2));
     return;

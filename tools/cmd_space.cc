@@ -145,7 +145,8 @@ void AddSpaceCommand(CLI::App& app) {
                           "progress bar on stderr (default: auto, on when stderr is a terminal "
                           "and the images hold 256 MiB or more)"),
           {"auto", "on", "off"});
-  cmd->add_option("--threads", a->knobs.threads, "worker threads, at most 1024 (default: one per CPU)");
+  cmd->add_option("--threads", a->knobs.threads,
+                  "worker threads, at most 1024 (default: one per CPU)");
   cmd->add_flag("--estimate", a->knobs.estimate,
                 "estimate from a sample, every factor with its confidence interval, instead of "
                 "the exact scan");

@@ -138,10 +138,9 @@ SpaceReport BuildReport(const SpaceCounts& c, const SpaceOptions& o) {
   const uint64_t protected_bytes = static_cast<uint64_t>(
       static_cast<double>(with_metadata) * ProtectionFactor(o.protection) + 0.5);
   auto add = [&r](std::string key, std::string label, uint64_t bytes) {
-    const double ratio =
-        r.steps.empty() ? 1.0
-                        : ReductionRatio(static_cast<double>(r.steps.back().bytes),
-                                         static_cast<double>(bytes));
+    const double ratio = r.steps.empty() ? 1.0
+                                         : ReductionRatio(static_cast<double>(r.steps.back().bytes),
+                                                          static_cast<double>(bytes));
     r.steps.push_back({std::move(key), std::move(label), bytes, ratio, bytes, bytes, ratio, ratio});
   };
   add("provisioned", "provisioned", c.provisioned_bytes);

@@ -269,16 +269,17 @@ std::vector<ReportTable> ComparisonTables(const BenchReport& r) {
       " Other load on the machine: " +
       (o.n ? fmt::format("{:.1f}% median ({:.1f}-{:.1f}%).", o.median, o.min, o.max)
            : std::string("n/a."));
-  rel.legend = "n.s. = not significant: the 95% interval includes 1 (no change). Efficiency "
-               "overhead = (base efficiency - efficiency) / base efficiency, as in the Hyper-V "
-               "whitepaper (efficiency = I/Os per CPU-second); its interval is 1 minus the "
-               "efficiency ratio's. Precision reached (" +
-               std::string(OneStackMeasured(sum) ? "the stack's own IOPS interval over the rounds"
-                                                 : "widest IOPS interval") +
-               ", half-width): " +
-               (std::isfinite(sum.precision_reached)
-                    ? fmt::format("{:.1f}%.", sum.precision_reached * 100)
-                    : std::string("none (some stack has fewer than 2 paired rounds)."));
+  rel.legend =
+      "n.s. = not significant: the 95% interval includes 1 (no change). Efficiency "
+      "overhead = (base efficiency - efficiency) / base efficiency, as in the Hyper-V "
+      "whitepaper (efficiency = I/Os per CPU-second); its interval is 1 minus the "
+      "efficiency ratio's. Precision reached (" +
+      std::string(OneStackMeasured(sum) ? "the stack's own IOPS interval over the rounds"
+                                        : "widest IOPS interval") +
+      ", half-width): " +
+      (std::isfinite(sum.precision_reached)
+           ? fmt::format("{:.1f}%.", sum.precision_reached * 100)
+           : std::string("none (some stack has fewer than 2 paired rounds)."));
   ReportTable noise;
   noise.title = "Noise per round (medians over the stacks of the round)";
   noise.header = {"round", "others' CPU %", "steal %", "load average", "host RDY%"};

@@ -120,8 +120,9 @@ Status ApplyWorkloadKnobs(const BenchKnobs& a, std::optional<Preset>* preset,
   k->threads = a.threads;
   if (!a.duration.empty()) {
     if (a.ios > 0) {  // one window: --ios ran and --duration was dropped without a word
-      return Bad("--ios and --duration both set the measured window (a count of I/Os, or a "
-                 "time): give one");
+      return Bad(
+          "--ios and --duration both set the measured window (a count of I/Os, or a "
+          "time): give one");
     }
     VSTACK_ASSIGN_OR_RETURN(k->duration_s, ParseSeconds("--duration", a.duration));
   }

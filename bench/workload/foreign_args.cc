@@ -152,7 +152,8 @@ Result<std::string> FioSize(const std::string& option, const std::string& value,
   const size_t unit = suffix.empty() ? std::string::npos : std::string("kmgtp").find(suffix[0]);
   const bool base2 = suffix.size() == 1 || (suffix.size() == 2 && suffix[1] == 'b');
   const bool base10 = suffix.size() == 3 && suffix.compare(1, 2, "ib") == 0;
-  if (digits == 0 || digits > 15 || (!suffix.empty() && (unit == std::string::npos || !(base2 || base10)))) {
+  if (digits == 0 || digits > 15 ||
+      (!suffix.empty() && (unit == std::string::npos || !(base2 || base10)))) {
     return MakeError(Errc::kInvalidArgument,
                      "fio option '" + option + "': '" + value + "' is not a size");
   }
@@ -162,7 +163,8 @@ Result<std::string> FioSize(const std::string& option, const std::string& value,
   uint64_t bytes = std::stoull(number);
   for (size_t i = 0; i <= unit; ++i) {
     if (bytes > UINT64_MAX / 1000) {
-      return MakeError(Errc::kInvalidArgument, "fio option '" + option + "': '" + value + "' is too large");
+      return MakeError(Errc::kInvalidArgument,
+                       "fio option '" + option + "': '" + value + "' is too large");
     }
     bytes *= 1000;
   }
@@ -175,8 +177,9 @@ Result<std::string> FioSize(const std::string& option, const std::string& value,
 // diskspd -Sh, -Suw and -h also ask for write-through (FILE_FLAG_WRITE_THROUGH: each write
 // durable when it completes, a FUA write), which vstack bench's writes are not.
 std::string WriteThroughNote(const std::string& tok) {
-  return tok + ": diskspd also writes through (each write durable, FUA); vstack bench's writes "
-               "are O_DIRECT without FUA";
+  return tok +
+         ": diskspd also writes through (each write durable, FUA); vstack bench's writes "
+         "are O_DIRECT without FUA";
 }
 
 // diskspd -S<flags>: O_DIRECT (u, h, or -S alone) or the page cache (b).
@@ -317,7 +320,8 @@ Result<ForeignArgs> TranslateDiskspd(const std::string& args) {
       case 'S': {
         VSTACK_ASSIGN_OR_RETURN(std::string v, DiskspdCaching(tok, value));
         VSTACK_RETURN_IF_ERROR(set("--direct", v, tok));
-        if (value.find_first_of("hw") != std::string::npos) a.notes.push_back(WriteThroughNote(tok));
+        if (value.find_first_of("hw") != std::string::npos)
+          a.notes.push_back(WriteThroughNote(tok));
         break;
       }
       case 'h':
@@ -472,9 +476,9 @@ Result<ForeignArgs> TranslateFioJob(const std::string& text) {
       k.Set("--threads", v);
     } else if (key == "runtime") {
       // runtime=0 is fio's "no limit": as if not given (the job then does size=).
-      runtime = std::strtod(value.c_str(), nullptr) == 0 && value.find_first_not_of("0.smh") == std::string::npos
-                    ? ""
-                    : value;
+      const bool unlimited = std::strtod(value.c_str(), nullptr) == 0 &&
+                             value.find_first_not_of("0.smh") == std::string::npos;
+      runtime = unlimited ? "" : value;
     } else if (key == "ramp_time") {
       k.Set("--warmup", AllDigits(value) ? value + "s" : value);  // fio's default unit: s
     } else if (key == "time_based") {
@@ -542,7 +546,9 @@ Result<ForeignArgs> TranslateFioJob(const std::string& text) {
     k.Set("--qd", "1");
   }
   k.Default(kFioDefaults);
-  NoteSequentialThreads(k, tool, "rw=" + (rw.empty() ? std::string("read") : rw) + " with numjobs=" + k.Find("--threads")->value, a.notes);
+  const std::string sequential = "rw=" + (rw.empty() ? std::string("read") : rw);
+  NoteSequentialThreads(k, tool, sequential + " with numjobs=" + k.Find("--threads")->value,
+                        a.notes);
   if (!k.HasGroup("--ios")) WindowKnob(runtime, time_based, k, a.notes);
   a.knobs = k.Ordered();
   return a;

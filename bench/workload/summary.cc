@@ -366,7 +366,8 @@ MatrixSummary Summarize(const MatrixResult& m) {
     // The baseline alone: the precision of its own IOPS (its rounds over its first round, whose
     // interval is that of the geometric mean IOPS).
     std::vector<double> own;
-    for (const auto& [round, m] : base_rounds) own.push_back(m.iops / base_rounds.begin()->second.iops);
+    for (const auto& [round, m] : base_rounds)
+      own.push_back(m.iops / base_rounds.begin()->second.iops);
     out.precision_reached = PairedRatio(own).relative_half_width();
   }
   return out;

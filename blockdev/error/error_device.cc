@@ -90,8 +90,8 @@ Result<DevicePtr> OpenError(DevicePtr lower, const OptionValues& o, const OpenOp
                                          std::to_string(size) + " bytes): no request could fail");
   }
   if (c.length > UINT64_MAX - c.offset) {
-    return MakeError(Errc::kBadSpec, "error: offset=" + o.Get("offset") + " and length=" +
-                                         o.Get("length") + " end past 2^64 bytes");
+    return MakeError(Errc::kBadSpec, "error: offset=" + o.Get("offset") +
+                                         " and length=" + o.Get("length") + " end past 2^64 bytes");
   }
   c.after = static_cast<uint64_t>(after);
   c.count = static_cast<uint64_t>(count);

@@ -116,8 +116,8 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
                        kind + ": cannot create '" + p.path + "': " + std::strerror(err));
     }
     std::string mode = p.read_only ? "reading" : "reading and writing";
-    return MakeError(SystemError(err), kind + ": cannot open '" + p.path + "' for " + mode +
-                                           ": " + std::strerror(err));
+    return MakeError(SystemError(err), kind + ": cannot open '" + p.path + "' for " + mode + ": " +
+                                           std::strerror(err));
   }
   auto fail = [&](std::error_code ec, const std::string& msg) -> Error {
     if (created) ::unlink(p.path.c_str());

@@ -141,8 +141,7 @@ class Compactor {
     std::vector<bool> packed(holes.size());
     for (size_t h = 0; h < holes.size(); ++h) {
       uint64_t aligned = 0;
-      for (uint64_t at = holes[h].start;
-           PlaceBlock(at, bm_) + block_bytes_ <= holes[h].end;
+      for (uint64_t at = holes[h].start; PlaceBlock(at, bm_) + block_bytes_ <= holes[h].end;
            at = PlaceBlock(at, bm_) + block_bytes_) {
         ++aligned;
       }

@@ -327,8 +327,8 @@ TEST(SimCli, CtrlCEndsAfterTheRunInProgressWithASummaryAndNoFalseCrash) {
   const std::string out = dir.File("out.json");
   const testing::CommandResult r = testing::RunCommand(
       "setsid " + std::string(VSTACK_CLI) +
-      " sim --stack vhd:subformat=dynamic --seeds 1000000 --output=json > " + out + " 2> " +
-      out + ".err & pid=$!; for i in $(seq 300); do pgrep -P $pid >/dev/null && break; sleep 0.1; "
+      " sim --stack vhd:subformat=dynamic --seeds 1000000 --output=json > " + out + " 2> " + out +
+      ".err & pid=$!; for i in $(seq 300); do pgrep -P $pid >/dev/null && break; sleep 0.1; "
       "done; kill -TERM -$pid; wait $pid; echo status=$?");
   EXPECT_NE(r.output.find("status=130"), std::string::npos) << r.output;
   std::ifstream f(out);

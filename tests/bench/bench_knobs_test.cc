@@ -77,13 +77,17 @@ TEST(BenchKnobs, EveryBadKnobIsRefusedWithTheCommandLinesWords) {
       {[](BenchKnobs& k) { k.quantum = "20s"; }, "--quantum: '20s' is not in (0, 10s]"},
       {[](BenchKnobs& k) { k.cpu_ready = {150}; },
        "--cpu-ready: 150 is not a percentage in [0, 100)"},
-      {[](BenchKnobs& k) { k.cpu_ready = {1, 1e5}; },
+      {[](BenchKnobs& k) {
+         k.cpu_ready = {1, 1e5};
+       },
        "--cpu-ready: 100000 is not a percentage in [0, 100)"},
       {[](BenchKnobs& k) { k.cpu_ready = {-0.25}; },
        "--cpu-ready: -0.25 is not a percentage in [0, 100)"},
       {[](BenchKnobs& k) { k.cpu_ready = {1e20}; },
        "--cpu-ready: 1e+20 is not a percentage in [0, 100)"},
-      {[](BenchKnobs& k) { k.cpu_ready = {1, 5}, k.ready_stall = {"1ms", "2ms", "3ms"}; },
+      {[](BenchKnobs& k) {
+         k.cpu_ready = {1, 5}, k.ready_stall = {"1ms", "2ms", "3ms"};
+       },
        "--ready-stall: give one stall length, or one per --cpu-ready value (2)"},
       {[](BenchKnobs& k) { k.cpu_ready = {5}, k.ready_stall = {"exp:"}; }, "--ready-stall: 'exp:'"},
       {[](BenchKnobs& k) { k.cpu_ready = {5}, k.task_cpu = "1ms", k.task_cpu_mode = "nap"; },
@@ -91,8 +95,7 @@ TEST(BenchKnobs, EveryBadKnobIsRefusedWithTheCommandLinesWords) {
       {[](BenchKnobs& k) { k.cpu_ready = {5}, k.task_cpu_mode = "sleep"; },
        "--task-cpu-mode: sleep needs --task-cpu"},
       {[](BenchKnobs& k) { k.exchange = true; }, "--exchange: needs --qd 1"},
-      {[&](BenchKnobs& k) { k.dir = dir.File("missing"); },
-       "is not a writable directory"},
+      {[&](BenchKnobs& k) { k.dir = dir.File("missing"); }, "is not a writable directory"},
   };
   for (const auto& [change, message] : cases) {
     BenchKnobs k;
@@ -243,8 +246,8 @@ TEST(WriteGuard, AUserNamedDeviceIsReadOnlyRefusedOrTheRunsOwn) {
   EXPECT_FALSE(GuardWrites({100, Prepare::kAuto, false}, &p));
   // "{dir}" in the text is not enough: a path that climbs out of the scratch folder names the
   // user's file (it was written, without --allow-write).
-  for (const std::string& escape : {"file:{dir}/../victim.raw", "file:{dir}/a/../../v.raw",
-                                    "uring:{dir}/..", "passthrough+file:/x/{dir}/y.raw"}) {
+  for (const char* escape : {"file:{dir}/../victim.raw", "file:{dir}/a/../../v.raw",
+                            "uring:{dir}/..", "passthrough+file:/x/{dir}/y.raw"}) {
     p = plan(escape);
     EXPECT_FALSE(GuardWrites({50, Prepare::kAuto, false}, &p)) << escape;
     p = plan(escape);

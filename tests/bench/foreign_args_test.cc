@@ -186,7 +186,8 @@ TEST(ForeignArgs, FioUnitsAndRuntimeAsFioReadsThem) {
   EXPECT_EQ(Knob(*t, "--bs").value, "4000");
   EXPECT_EQ(Knob(*t, "--size").value, "64000000");
   bool said = false;
-  for (const std::string& n : t->notes) said |= n.find("bs=4KiB: fio reads KiB as a power of 10") == 0;
+  for (const std::string& n : t->notes)
+    said |= n.find("bs=4KiB: fio reads KiB as a power of 10") == 0;
   EXPECT_TRUE(said) << "a note says why 4KiB is 4000 bytes";
   auto kb = TranslateFioJob("[a]\nbs=16kb\nsize=1g\n");
   ASSERT_TRUE(testing::IsOk(kb));
@@ -383,8 +384,7 @@ TEST(ForeignArgs, BenchRunsADiskspdLineAndAFioJob) {
     std::ofstream(job) << text;
     testing::CommandResult none = testing::RunVstack("bench --fio-job " + job + quick);
     EXPECT_EQ(none.status, 2) << text << none.output;
-    EXPECT_NE(none.output.find("fio job file: no job defined"), std::string::npos)
-        << none.output;
+    EXPECT_NE(none.output.find("fio job file: no job defined"), std::string::npos) << none.output;
   }
   testing::CommandResult folder = testing::RunVstack("bench --fio-job " + dir.path() + quick);
   EXPECT_EQ(folder.status, 2) << folder.output;

@@ -1,15 +1,16 @@
 // The matrix: interleaved rounds, presets on temporary files (filled once or fresh every
 // round), skipped stacks, the scratch directory always removed, medians and ratios, and the
 // per-layer attribution arithmetic.
+#include "bench/workload/matrix.h"
+
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <sys/stat.h>
 
 #include "bench/workload/attribution.h"
-#include "bench/workload/matrix.h"
 #include "bench/workload/summary.h"
 #include "tests/testing/test_util.h"
 

@@ -28,8 +28,8 @@ struct Made {
 const Made kMade[] = {
     {"qcow2", "-f qcow2"},
     {"QED", "-f qed"},
-    {"VMDK", "-f vmdk"},                                // a sparse extent, KDMV
-    {"VMDK", "-f vmdk -o subformat=monolithicFlat"},    // the descriptor file
+    {"VMDK", "-f vmdk"},                              // a sparse extent, KDMV
+    {"VMDK", "-f vmdk -o subformat=monolithicFlat"},  // the descriptor file
     {"VDI", "-f vdi"},
     {"Parallels", "-f parallels"},
     {"LUKS", "-f luks --object secret,id=k,data=pw -o key-secret=k,iter-time=50"},

@@ -3,15 +3,14 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <stdlib.h>
-#include <unistd.h>
-
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "tests/testing/tools.h"

@@ -140,9 +140,9 @@ TEST(QemuHabits, AnExistingDestinationNeedsOverwrite) {
   EXPECT_TRUE(Has(RunVstack("info " + dst), "[0] vhd"));
   // A directory is never replaced, so nothing suggests --overwrite for it (it did, and then
   // said that --overwrite replaces only files).
-  for (const std::string& args : {"create " + dir.path() + " 1M",
-                                  "create --overwrite " + dir.path() + " 1M",
-                                  "convert " + src + " " + dir.path()}) {
+  for (const std::string& args :
+       {"create " + dir.path() + " 1M", "create --overwrite " + dir.path() + " 1M",
+        "convert " + src + " " + dir.path()}) {
     CommandResult dir_dst = RunVstack(args);
     EXPECT_EQ(dir_dst.status, 1) << args << dir_dst.output;
     EXPECT_TRUE(Has(dir_dst, "is a directory; name the new image's file")) << dir_dst.output;

@@ -131,7 +131,8 @@ SpaceKnobs SpaceKnobsFrom(const py::dict& o) {
       *it->second = py::str(value);
     } else if (name == "threads") {
       // Bounded by the library (SpaceOptionsFrom: at most 1024), with the CLI's words.
-      k.threads = static_cast<unsigned>(std::min<uint64_t>(ByteCount(value, "threads"), UINT32_MAX));
+      k.threads =
+          static_cast<unsigned>(std::min<uint64_t>(ByteCount(value, "threads"), UINT32_MAX));
     } else if (name == "seed") {
       k.seed = ByteCount(value, "seed");
     } else if (name == "estimate") {

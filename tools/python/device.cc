@@ -183,7 +183,8 @@ queue per thread, as the library's contract asks). Offsets and lengths are in by
 multiples of block_size; out-of-range or misaligned requests, and offsets or lengths that are
 negative or above 2**64-1, raise ValueError (one that is not an integer, or is a bool,
 TypeError); I/O errors raise vstack.IoError (an OSError with .errno). Use it as a context manager, or call close().)")
-      .def_property_readonly("spec", &Device::spec, "The spec opened (a probed path's, e.g. 'vhd+file:d.vhd').")
+      .def_property_readonly("spec", &Device::spec,
+                             "The spec opened (a probed path's, e.g. 'vhd+file:d.vhd').")
       .def_property_readonly("size", &Device::size, "The virtual size in bytes.")
       .def_property_readonly("block_size", &Device::block_size,
                              "The logical block size: offsets and lengths are multiples of it.")
