@@ -229,7 +229,12 @@ uint64_t UnitMap::FillReserve(Journal& j, uint64_t n, uint64_t want) {
 }
 
 bool UnitMap::TakeBackIdleReserves(const Journal& self) {
-  std::lock_guard lock(journals_mu_);
+  // Only if the list is free: the caller may hold a dedup index shard, and a commit's capture
+  // holds journals_mu_ and then each journal's mutex, which a queue undoing a write holds while
+  // it takes that shard (a cycle ThreadSanitizer found). Busy means a commit is under way,
+  // which frees units too: the caller's out-of-room path waits for it and tries again.
+  std::unique_lock lock(journals_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
   bool any = false;
   for (const auto& j : journals_) {
     if (j.get() == &self || j->closed || j->reserved() == 0) continue;

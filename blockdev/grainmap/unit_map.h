@@ -239,7 +239,8 @@ class UnitMap {
  private:
   void GiveBackReserve(Journal& j);
   // Takes back the reserves of the queues other than `self` that are idle (not in an
-  // OwnerActivity). True if any units came back. Takes journals_mu_, then alloc_mu_.
+  // OwnerActivity). True if any units came back. Tries journals_mu_ (false, nothing taken
+  // back, if a commit holds it), then takes alloc_mu_.
   bool TakeBackIdleReserves(const Journal& self);
   // The allocation loop of Reserve: runs until the reserve holds `want` units. REQUIRES:
   // alloc_mu_. Returns the units taken.
