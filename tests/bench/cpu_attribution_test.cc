@@ -319,8 +319,10 @@ TEST(CpuAttribution, CpuBurntInAPhaseIsChargedToThatPhase) {
 
 // The grain engine and dedup tag their phases: a write workload through dedup is split among
 // dedup's phases (hash, index, metadata, submit; no other layer's), and the split adds up to
-// dedup's CPU. Which small phases get a sample in a run this short is chance (some 20 samples in
-// dedup); the index, about half of dedup's CPU, gets some.
+// dedup's CPU. Which phase gets a sample in a run this short is chance (some 30 samples in dedup,
+// spread over hash, index and the commits' metadata in shares that move with the machine's load:
+// in one run the index got none of them and metadata most), so the test asks that the tagged
+// phases together got some: untagged, every sample would be "other".
 TEST(CpuAttribution, DedupSplitsItsCpuIntoItsPhasesAndTheSplitAddsUp) {
   auto dev = Open("dedup+memory:64M");
   ASSERT_OK(dev);
@@ -331,7 +333,9 @@ TEST(CpuAttribution, DedupSplitsItsCpuIntoItsPhasesAndTheSplitAddsUp) {
   ASSERT_EQ(a.layers.size(), 2u);
   const LayerCost& c = a.layers[0];
   ASSERT_EQ(c.kind, "dedup");
-  EXPECT_GT(PhaseUs(c, "index"), 0.0) << c.words;
+  double tagged_us = 0;
+  for (const CpuPhaseShare& p : c.cpu_phases) tagged_us += p.name != "other" ? p.us_per_io : 0;
+  EXPECT_GT(tagged_us, 0.25 * c.cpu_us_per_io) << "dedup's phases got few samples: " << c.words;
   EXPECT_GE(PhaseUs(c, "other"), 0.0) << c.words;
   ExpectOnlyPhasesAddingUp(c, {"hash", "index", "metadata", "submit"});
   EXPECT_NE(c.words.find(" us CPU per I/O ("), std::string::npos) << c.words;
