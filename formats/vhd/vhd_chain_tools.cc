@@ -35,6 +35,7 @@ class ProgressCounter {
     done_ += n;
     if (progress_) progress_(done_, total_);
   }
+  uint64_t done() const { return done_; }
 
  private:
   const ChainProgress& progress_;
@@ -236,18 +237,32 @@ Result<uint64_t> CommitImage(const std::string& child_path, const ChainProgress&
                                            parent_path + "' (vstack does not resize VHDs)");
     }
   }
+  // A copy that fails part way (a full disk, a read error) loses nothing: the child is only
+  // read, and what reached the parent is the child's own data, which the child still shows over
+  // it. The message says so, and what to do.
+  ProgressCounter counter(progress, total);
+  const auto interrupted = [&](Error e) {
+    e.message = e.ToString() + " (committing into the parent '" + parent_path + "'). The " +
+                "commit stopped after " + std::to_string(counter.done()) + " of " + std::to_string(total) +
+                " bytes and nothing is lost: '" + child_path +
+                "' is unchanged and the chain reads as before. Run the commit again once the " +
+                "cause is gone; `vstack compact` on the parent afterwards gives back the room it " +
+                "reserved for the blocks (a full disk leaves it in the file as a hole)";
+    return e;
+  };
   {
     SyncIo from(*child), to(*parent);
     AlignedBuffer buf(kChunk, 4096);
-    ProgressCounter counter(progress, total);
     for (const Extent& e : extents) {
       if (e.flags != 0) continue;
-      VSTACK_RETURN_IF_ERROR(Copy(from, to, e.offset, e.length, buf, counter));
+      if (Status s = Copy(from, to, e.offset, e.length, buf, counter); !s) {
+        return interrupted(s.error());
+      }
       bytes += e.length;
     }
-    if (std::error_code ec = to.Flush()) return IoError(ec, "flush of the parent", 0);
+    if (std::error_code ec = to.Flush()) return interrupted(IoError(ec, "flush of the parent", 0));
   }
-  VSTACK_RETURN_IF_ERROR(parent->Close());
+  if (Status s = parent->Close(); !s) return interrupted(s.error());
   VSTACK_RETURN_IF_ERROR(child->Close());
   return bytes;
 }

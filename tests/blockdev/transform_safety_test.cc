@@ -527,25 +527,6 @@ TEST(DedupDiscard, OverZstdSixtyPercentLiveNeverRunsOut) {
   }
 }
 
-// A size-limited tmpfs that the test mounts itself (root only, as in CI), unmounted at the end.
-class SmallFilesystem {
- public:
-  explicit SmallFilesystem(const std::string& dir, const std::string& size) : dir_(dir) {
-    std::filesystem::create_directories(dir_);
-    mounted_ =
-        RunCommand("mount -t tmpfs -o size=" + size + " vstack-enospc " + dir_ + " 2>&1").status ==
-        0;
-  }
-  ~SmallFilesystem() {
-    if (mounted_) RunCommand("umount " + dir_);
-  }
-  bool mounted() const { return mounted_; }
-
- private:
-  std::string dir_;
-  bool mounted_ = false;
-};
-
 // Issue 11 item 11: metadata areas were holes after formatting, so on a full filesystem even a
 // flush after overwrites failed, and crc32c failed every write into a clean region. Format now
 // reserves them (fallocate).

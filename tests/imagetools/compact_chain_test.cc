@@ -180,6 +180,40 @@ TEST_F(ChainTest, CommitImageCopiesTheChildsDataAndCountsIt) {
   EXPECT_TRUE(Contents(child_) == child_view) << "the child still reads the same";
 }
 
+// A commit that fills the disk stops with the cause and says that nothing is lost, which holds:
+// the child reads as before, and once there is room the same commit finishes.
+TEST(CommitOnAFullDisk, StopsSayingNothingIsLostAndFinishesOnceThereIsRoom) {
+  testing::TempDir dir;
+  const std::string mount = dir.File("fs");
+  testing::SmallFilesystem fs(mount, "8m");
+  if (!fs.mounted()) GTEST_SKIP() << "mounting a tmpfs is not permitted here (CI runs as root)";
+  const std::string parent = mount + "/parent.vhd", child = mount + "/child.vhd";
+  ASSERT_OK(CreateImage("vhd", parent, 16 * kBlock));
+  ASSERT_OK(CreateImage("vhd", child, 0, "backing_file=parent.vhd"));
+  Fill(child, 0, 5 * kBlock, 0x5c);  // 5 MiB in the child; the parent needs as much again
+  const auto contents = [](const std::string& path) {
+    auto dev = OpenImage(path, {.read_only = true});
+    EXPECT_OK(dev);
+    std::vector<uint8_t> out(dev ? (*dev)->geometry().size_bytes : 0);
+    if (dev) EXPECT_OK(SyncIo(**dev).Read(0, std::as_writable_bytes(std::span(out))));
+    return out;
+  };
+  const std::vector<uint8_t> before = contents(child);
+  auto full = CommitImage(child, {});
+  ASSERT_FALSE(full) << "the commit fit on the small filesystem";
+  const std::string& words = full.error().message;
+  EXPECT_NE(words.find("No space left on device"), std::string::npos) << words;
+  EXPECT_NE(words.find("committing into the parent '" + parent + "'"), std::string::npos) << words;
+  EXPECT_NE(words.find("nothing is lost"), std::string::npos) << words;
+  EXPECT_TRUE(contents(child) == before) << "the child reads differently after the failed commit";
+
+  ASSERT_EQ(testing::RunCommand("mount -o remount,size=64m " + mount).status, 0);
+  auto done = CommitImage(child, {});
+  ASSERT_OK(done);
+  EXPECT_EQ(*done, 5 * kBlock);
+  EXPECT_TRUE(contents(parent) == before) << "the parent does not read as the child did";
+}
+
 // Zeros a child wrote hide its parent's data: compacting the child must not give those blocks
 // back (it did, as for a dynamic image, and the parent's 0x11 showed through again).
 TEST_F(ChainTest, CompactImageKeepsTheZerosAChildWroteOverItsParent) {

@@ -82,6 +82,16 @@ size_t RunBatch(IoQueue& queue, std::vector<IoRequest>& reqs) {
   return total;
 }
 
+SmallFilesystem::SmallFilesystem(const std::string& dir, const std::string& size) : dir_(dir) {
+  std::filesystem::create_directories(dir_);
+  mounted_ =
+      RunCommand("mount -t tmpfs -o size=" + size + " vstack-enospc " + dir_).status == 0;
+}
+
+SmallFilesystem::~SmallFilesystem() {
+  if (mounted_) RunCommand("umount " + dir_);
+}
+
 CommandResult RunCommand(const std::string& command) {
   CommandResult r;
   FILE* p = ::popen((command + " 2>&1").c_str(), "r");

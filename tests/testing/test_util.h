@@ -86,6 +86,21 @@ CommandResult RunVstack(const std::string& args);
 // installs them, so their absence is a failure there, but unit runs elsewhere may skip).
 bool HaveProgram(const std::string& program);
 
+// A size-limited tmpfs mounted at `dir` (created) for the object's life, to fill a filesystem
+// (root only, as in CI; mounted() says whether it worked, so that a test can skip).
+class SmallFilesystem {
+ public:
+  SmallFilesystem(const std::string& dir, const std::string& size);
+  ~SmallFilesystem();
+  SmallFilesystem(const SmallFilesystem&) = delete;
+  SmallFilesystem& operator=(const SmallFilesystem&) = delete;
+  bool mounted() const { return mounted_; }
+
+ private:
+  std::string dir_;
+  bool mounted_ = false;
+};
+
 // Creates a file of `size` bytes filled with `byte`.
 void WriteFile(const std::string& path, uint64_t size, unsigned char byte);
 
