@@ -120,25 +120,61 @@ Status Crc32cDevice::Format() {
   return OkStatus();
 }
 
+namespace {
+
+// Whether a dirty-flag page that fails its checksum can be a tear of two valid writes of page
+// `page_no` with `flags` regions: its header from one of them (or from a page never written, all
+// zeros), every flag 0 or 1, nothing after the flags.
+bool PlausibleTear(const uint8_t* page, uint64_t page_no, uint64_t flags) {
+  const uint32_t number = LoadLE32(page + 4);
+  if (number != static_cast<uint32_t>(page_no) && (number != 0 || LoadLE32(page) != 0)) {
+    return false;
+  }
+  const uint8_t* f = page + kTablePageHeader;
+  if (std::any_of(f, f + flags, [](uint8_t b) { return b > 1; })) return false;
+  return std::all_of(f + flags, page + kMetaPageSize, [](uint8_t b) { return b == 0; });
+}
+
+}  // namespace
+
 // Reads the dirty-region table, then the checksum table (verifying every page). Both are
-// overwritten in place, so a crash may tear a page sector by sector: a torn dirty-flag page
-// makes all its regions dirty (recomputed from the data, which is always safe); a torn
-// checksum page (one per region) is harmless if its region is dirty, else corruption.
+// overwritten in place, so a crash may tear a page sector by sector.
+//
+// A torn dirty-flag page holds, byte by byte, either the flags of its last durable write or those
+// of the write the crash cut, and both are safe to use: a region is durably marked dirty (FUA)
+// before any data goes to it, and cleaned only after its checksums are durable (Commit). So a
+// torn page's flags are taken as read, and only its own regions marked dirty are recomputed. A
+// page that cannot be a tear (another page's number, a flag other than 0 or 1, bytes past the
+// flags) is damage: all its regions are taken as dirty (recomputed from the data, which loses
+// nothing but the detection of damage already in them), and Check reports it. A torn checksum
+// page (one per region) is harmless if its region is dirty, else corruption.
 Status Crc32cDevice::Load() {
   const uint32_t per = sb_.tables[kDirtyTable].per_page();
+  const uint64_t table_offset = sb_.tables[kDirtyTable].offset;
   VSTACK_RETURN_IF_ERROR(ReadTablePages(
       *io_, sb_, kDirtyTable, "crc32c", [&](uint64_t n, const uint8_t* p, const Status& ok) {
-        for (uint64_t r = n * per; r < std::min<uint64_t>((n + 1) * per, regions_.size()); ++r) {
-          const uint8_t flag = ok ? p[kTablePageHeader + r - n * per] : 1;
+        const uint64_t first = n * per, end = std::min<uint64_t>(first + per, regions_.size());
+        const bool damaged = !ok && !PlausibleTear(p, n, end - first);
+        uint64_t dirty = 0, lo = end, hi = first;  // the regions taken as dirty: [lo, hi)
+        for (uint64_t r = first; r < end; ++r) {
+          const uint8_t flag = damaged ? 1 : p[kTablePageHeader + r - first];
           if (flag > 1) {
             return Status(MakeError(Errc::kCorruption, "crc32c: dirty flag of region " +
                                                            std::to_string(r) + " is " +
                                                            std::to_string(flag)));
           }
           dirty_[r] = flag;
-          if (flag) regions_.LoadDirty(r);
+          dirty += flag;
+          if (flag) {
+            regions_.LoadDirty(r);
+            lo = std::min(lo, r);
+            hi = r + 1;
+          }
         }
-        torn_pages_ += !ok;
+        if (!ok) {
+          ++torn_pages_;
+          bad_dirty_pages_.push_back({n, table_offset + n * kMetaPageSize, damaged, dirty, lo, hi});
+        }
         return OkStatus();
       }));
   return ReadTablePages(
@@ -162,13 +198,52 @@ Status Crc32cDevice::Recover() {
     ++recovered_regions_;
   }
   map().FinishLoad();
-  if (recovered_regions_ == 0 || read_only()) return OkStatus();  // read-only: in memory only
-  // Clean them now. An open must not need new space: if the device below is full (a table page
-  // not yet allocated on a thin device below), they stay dirty, and a later commit cleans them
-  // (a crash before that recomputes them again).
-  Status s = Commit(CommitKind::kClose);
+  if (read_only()) return OkStatus();  // in memory only
+  // Clean them now, and rewrite the pages that failed their check. An open must not need new
+  // space: if the device below is full (a table page not yet allocated on a thin device below),
+  // they stay dirty, and a later commit cleans them (a crash before that recomputes them again).
+  Status s = recovered_regions_ > 0 ? Commit(CommitKind::kClose) : OkStatus();
+  if (s && !bad_dirty_pages_.empty()) {
+    std::lock_guard lock(meta_mu_);
+    std::vector<uint64_t> firsts;  // a region of each page: WriteDirtyPages writes its page
+    for (const BadDirtyPage& b : bad_dirty_pages_) {
+      firsts.push_back(b.page * sb_.tables[kDirtyTable].per_page());
+    }
+    s = WriteDirtyPages(firsts, kIoFua);
+    bad_dirty_pages_rewritten_ = static_cast<bool>(s);
+  }
   if (!s && s.error().code == std::errc::no_space_on_device) return OkStatus();
   return s;
+}
+
+void Crc32cDevice::ReportBadDirtyPages(CheckResult* out) const {
+  const uint64_t region_bytes = uint64_t{kPerRegion} * grain();
+  for (const BadDirtyPage& b : bad_dirty_pages_) {
+    std::string what = "crc32c: dirty-flag page " + std::to_string(b.page) + " at offset " +
+                       std::to_string(b.offset) + " of the device below ";
+    what += b.damaged ? "is damaged (no torn write looks like it): all "
+                      : "failed its checksum (a crash tore its write, or it is damaged): its "
+                        "flags were taken as read, and the ";
+    what += Counted(b.dirty, "region", "regions");
+    what += b.damaged ? " it covers were taken as dirty" : " they mark dirty";
+    if (b.dirty > 0) {
+      what += b.damaged ? " and their" : b.dirty == 1 ? " had its" : " had their";
+      what +=
+          " checksums recomputed from the data, so damage already in that data (virtual "
+          "bytes " +
+          std::to_string(b.lo * region_bytes) + " to " +
+          std::to_string(std::min(b.hi * region_bytes, geometry().size_bytes)) +
+          ") cannot be detected";
+    }
+    if (bad_dirty_pages_rewritten_) {
+      out->messages.push_back("Repaired: " + what + "; the page is rewritten");
+      ++out->repaired;
+    } else if (b.damaged) {
+      out->Corruption(what + "; `vstack check -r all` rewrites the page");
+    } else {
+      out->messages.push_back(what + "; the next writable open rewrites the page");
+    }
+  }
 }
 
 Status Crc32cDevice::Recompute(uint64_t r) {
@@ -330,7 +405,8 @@ Status Crc32cDevice::CloseLayer() {
 
 Status Crc32cDevice::Check(CheckMode mode, CheckResult* out) {
   repaired_.clear();
-  const uint64_t corrupt_before = out->corruptions;
+  ReportBadDirtyPages(out);
+  const uint64_t corrupt_before = out->corruptions;  // the scrub's from here on
   const size_t first_message = out->messages.size();
   Status s = GrainDevice::Check(mode, out);
   constexpr uint64_t kMaxMessages = 100;
@@ -385,6 +461,7 @@ void Crc32cDevice::Properties(PropertyList& out) const {
   out.push_back({"dirty_regions", regions_.dirty_count(), ""});
   out.push_back({"recovered_regions", recovered_regions_, ""});
   out.push_back({"torn_pages", torn_pages_, ""});
+  out.push_back({"dirty_table_offset", sb_.tables[kDirtyTable].offset, "bytes"});
   out.push_back({"checksum_mismatches", mismatches(), ""});
   if (mismatches()) out.push_back({"last_mismatch_offset", last_mismatch_offset(), ""});
   if (auto s = Space()) AppendSpaceProperties(*s, out);

@@ -78,6 +78,9 @@ class Crc32cDevice final : public GrainDevice {
   Status Recover();
   // Loads the checksums of region r's grains from the data below (the region is quiet).
   Status Recompute(uint64_t r);
+  // Check's findings about bad_dirty_pages_: repaired when Recover rewrote them, corruption
+  // for a damaged page still on disk, a note for a torn one.
+  void ReportBadDirtyPages(CheckResult* out) const;
   bool AnyUnknown(uint64_t r) const;
   // Durably marks `regions` dirty before data is written to them. Blocks the caller.
   Status MarkDirty(const std::vector<uint64_t>& regions);
@@ -97,6 +100,16 @@ class Crc32cDevice final : public GrainDevice {
   std::vector<uint8_t> dirty_;  // one byte per region, as on disk; guarded by meta_mu_
   uint64_t recovered_regions_ = 0;
   uint64_t torn_pages_ = 0;  // metadata pages a crash tore, found by Load (and recomputed)
+  // Dirty-flag pages that failed their check at Load: torn by a crash (flags taken as read) or
+  // damaged (every region taken as dirty). Check reports them.
+  struct BadDirtyPage {
+    uint64_t page, offset;
+    bool damaged;
+    uint64_t dirty;   // regions taken as dirty,
+    uint64_t lo, hi;  // from region lo up to hi (exclusive)
+  };
+  std::vector<BadDirtyPage> bad_dirty_pages_;
+  bool bad_dirty_pages_rewritten_ = false;  // by Recover, on a writable open
   std::atomic<uint64_t> last_mismatch_{UINT64_MAX};
 };
 

@@ -144,6 +144,82 @@ TEST(Crc32cDevice, DirtyRegionsAreRecomputedAfterACrash) {
   EXPECT_EQ(std::memcmp(back.data(), data.data(), data.size()), 0);
 }
 
+// A dirty-flag page that fails its checksum: torn by a crash, each flag is that of one write or
+// the other, and both are safe, so only the regions it marks dirty are recomputed (all of them
+// were, and with them any damage in their data was accepted as good: a flipped flag byte hid a
+// damaged grain elsewhere). A page no tear explains is damage: reported, and -r all rewrites it.
+TEST(Crc32cDevice, ATornDirtyFlagPageRecomputesOnlyTheRegionsItMarksDirty) {
+  TempDir dir;
+  const std::string path = dir.File("d.img");
+  Rng rng(3);
+  AlignedBuffer data = RandomBuffer(rng, 16 << 20);
+  uint64_t data_offset = 0, flags_at = 0;
+  const uint64_t region = uint64_t{Crc32cDevice::kPerRegion} * 4096;
+  {
+    auto dev = Open("crc32c+file:" + path + ",create=on,size=16M");
+    ASSERT_OK(dev);
+    data_offset = static_cast<Crc32cDevice&>(**dev).data_offset();
+    flags_at = PropertyU64(**dev, "dirty_table_offset") + 8;  // past the page header
+    ASSERT_OK(SyncIo(**dev).Write(0, data.span().first((*dev)->geometry().size_bytes)));
+    ASSERT_OK((*dev)->Close());
+  }
+  FlipByte(path, data_offset + 5 * 4096 + 1);           // damage in region 0
+  FlipByte(path, data_offset + 2 * region + 4096 + 1);  // and in region 2
+  std::fstream(path, std::ios::in | std::ios::out | std::ios::binary)
+      .seekp(static_cast<std::streamoff>(flags_at + 2))
+      .put(1);  // region 2 dirty, as a write the crash cut would have left it
+  {
+    auto dev = Open("crc32c+file:" + path, OpenOptions{.read_only = true, .for_check = true});
+    ASSERT_OK(dev);
+    EXPECT_EQ(PropertyU64(**dev, "recovered_regions"), 1u);
+    SyncIo io(**dev);
+    AlignedBuffer back(4096);
+    EXPECT_EQ(io.Read(5 * 4096, back.span()), make_error_code(Errc::kChecksumMismatch))
+        << "damage in a region the torn page marks clean was accepted";
+    CheckResult c;
+    ASSERT_OK((*dev)->Check(CheckMode::kReadOnly, &c));
+    EXPECT_EQ(c.corruptions, 1u);  // grain 5; region 2's damage is beyond detection now
+    ASSERT_FALSE(c.messages.empty());
+    EXPECT_NE(c.messages[0].find("failed its checksum (a crash tore its write, or it is "
+                                 "damaged): its flags were taken as read, and the 1 region they "
+                                 "mark dirty had its checksums recomputed"),
+              std::string::npos)
+        << c.messages[0];
+    EXPECT_NE(c.messages[0].find("(virtual bytes " + std::to_string(2 * region) + " to " +
+                                 std::to_string(3 * region) + ")"),
+              std::string::npos)
+        << c.messages[0];
+  }
+  std::fstream(path, std::ios::in | std::ios::out | std::ios::binary)
+      .seekp(static_cast<std::streamoff>(flags_at + 1))
+      .put(7);  // no write ever stores a flag of 7: damage
+  {
+    auto dev = Open("crc32c+file:" + path, OpenOptions{.read_only = true, .for_check = true});
+    ASSERT_OK(dev);
+    CheckResult c;
+    ASSERT_OK((*dev)->Check(CheckMode::kReadOnly, &c));
+    ASSERT_FALSE(c.messages.empty());
+    EXPECT_TRUE(c.messages[0].starts_with("ERROR crc32c: dirty-flag page 0 at offset "))
+        << c.messages[0];
+    EXPECT_NE(c.messages[0].find("is damaged (no torn write looks like it): all 4 regions it "
+                                 "covers were taken as dirty"),
+              std::string::npos)
+        << c.messages[0];
+  }
+  {
+    auto dev = Open("crc32c+file:" + path, OpenOptions{.for_check = true});
+    ASSERT_OK(dev);
+    CheckResult c;
+    ASSERT_OK((*dev)->Check(CheckMode::kRepairAll, &c));
+    ASSERT_FALSE(c.messages.empty());
+    EXPECT_TRUE(c.messages[0].starts_with("Repaired: crc32c: dirty-flag page 0")) << c.messages[0];
+    EXPECT_EQ(c.corruptions, 0u);
+  }
+  auto dev = Open("crc32c+file:" + path, OpenOptions{.read_only = true});
+  ASSERT_OK(dev);
+  EXPECT_EQ(PropertyU64(**dev, "torn_pages"), 0u) << "the repair did not rewrite the page";
+}
+
 // Writers keep rewriting 16 grains with alternating patterns while readers read them: the
 // readers must never see a checksum error (a write landing between a read and its check is
 // retried), and every grain they see is one of the patterns.
