@@ -98,11 +98,25 @@ UnitMap::Journal* UnitMap::Attach() {
 
 void UnitMap::Detach(Journal* j) {
   std::lock_guard lock(journals_mu_);
-  std::lock_guard jl(j->mu);
-  j->closed = true;
-  std::lock_guard al(alloc_mu_);
-  GiveBackReserve(*j);
-  NoteFree();
+  {
+    std::lock_guard jl(j->mu);
+    j->closed = true;
+    std::lock_guard al(alloc_mu_);
+    GiveBackReserve(*j);
+    NoteFree();
+    // With records left, it waits for the next commit's capture, which drops it. Without (a
+    // queue that only read, or whose records a commit took), it goes now: a device that many
+    // short-lived threads use kept a journal per thread until its next commit, or for ever
+    // when nothing was written.
+    if (!j->grains.empty() || !j->stored.empty() || !j->released.empty() || !j->held.empty() ||
+        j->readers[0].load() != 0 || j->readers[1].load() != 0) {
+      return;
+    }
+    base_.live += j->live;
+    base_.zeros += j->zeros;
+    base_.used += j->used;
+  }
+  std::erase_if(journals_, [&](const std::unique_ptr<Journal>& p) { return p.get() == j; });
 }
 
 void UnitMap::GiveBackReserve(Journal& j) {  // REQUIRES alloc_mu_

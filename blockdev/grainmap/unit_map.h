@@ -153,7 +153,13 @@ class UnitMap {
     Journal& j_;
   };
   Journal* Attach();
-  // The queue is gone: its reserve goes back; its records wait for the next commit.
+  // Journals attached and not yet dropped (the tests count them).
+  size_t journal_count() const {
+    std::lock_guard lock(journals_mu_);
+    return journals_.size();
+  }
+  // The queue is gone: its reserve goes back; its records wait for the next commit, and a
+  // journal without any goes at once.
   void Detach(Journal* j);
 
   // ---- Changes, holding j.mu (std::lock_guard lock(j.mu)).
