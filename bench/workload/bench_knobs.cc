@@ -247,7 +247,7 @@ Result<MatrixOptions> PlanBench(const BenchKnobs& a, std::vector<std::string>* n
       return Bad("--size: stack '" + p.name + "' makes its own image and needs a size > 0");
     }
   }
-  if (std::string e = CheckStackSizes(o.stacks, k); !e.empty()) return Bad(e);
+  if (Status sizes = CheckStackSizes(o.stacks, k); !sizes) return sizes.error();
   o.scratch_parent = a.dir;
   if (!a.dir.empty() && access(a.dir.c_str(), W_OK) != 0) {
     return Bad("--dir: '" + a.dir + "' is not a writable directory");

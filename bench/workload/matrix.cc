@@ -216,11 +216,16 @@ class MatrixRun {
   std::map<std::string, ImageState> images_;
 };
 
-// The size check of RunMatrix for one stack that brings its own device; "" when it fits.
-std::string CheckSize(const StackPlan& p, const WorkloadKnobs& k) {
+// The size check of RunMatrix for one stack that brings its own device; "" when it fits. A bad
+// option value (Errc::kBadSpec) is set in `bad_spec`: a usage error, before anything runs.
+std::string CheckSize(const StackPlan& p, const WorkloadKnobs& k, bool* bad_spec) {
   OpenOptions ro;
   ro.read_only = true;
   auto dev = Open(p.spec, ro);
+  if (!dev && dev.error().code == make_error_code(Errc::kBadSpec)) {
+    *bad_spec = true;
+    return "--stack '" + p.name + "': " + dev.error().ToString();
+  }
   if (!dev) return "";  // the round reports why it cannot be opened
   const uint64_t size = (*dev)->geometry().size_bytes;
   if (k.target_size > size) {
@@ -246,13 +251,16 @@ std::string CheckSize(const StackPlan& p, const WorkloadKnobs& k) {
 
 }  // namespace
 
-std::string CheckStackSizes(const std::vector<StackPlan>& stacks, const WorkloadKnobs& k) {
+Status CheckStackSizes(const std::vector<StackPlan>& stacks, const WorkloadKnobs& k) {
   for (const StackPlan& p : stacks) {
     if (!p.image.empty() || p.spec.find('{') != std::string::npos) continue;
     if (!MissingComponents(p).empty()) continue;
-    if (std::string e = CheckSize(p, k); !e.empty()) return e;
+    bool bad_spec = false;
+    if (std::string e = CheckSize(p, k, &bad_spec); !e.empty()) {
+      return MakeError(bad_spec ? Errc::kBadSpec : Errc::kInvalidArgument, e);
+    }
   }
-  return "";
+  return OkStatus();
 }
 
 std::string FailingLayer(BlockDevice& top) {
@@ -296,8 +304,8 @@ MatrixResult RunMatrix(const MatrixOptions& o) {
     if (!missing.empty()) s.skipped += ", not in this build yet";
     m.stacks.push_back(std::move(s));
   }
-  if (std::string e = CheckStackSizes(o.stacks, o.knobs); !e.empty()) {
-    m.error = e;
+  if (Status sizes = CheckStackSizes(o.stacks, o.knobs); !sizes) {
+    m.error = sizes.error().ToString();
     return m;
   }
   m.auto_rounds = o.auto_rounds;

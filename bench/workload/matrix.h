@@ -92,8 +92,9 @@ MatrixResult RunMatrix(const MatrixOptions& options);
 // Opens every stack that brings its own device (a spec without {dir}, not a preset's image)
 // read-only and checks it: its size must hold the target region (--size), so that every stack
 // runs on the same region, and a layer that maps data onto the device below must have room
-// for the region there. "" when all fit, else what does not and what to do.
-std::string CheckStackSizes(const std::vector<StackPlan>& stacks, const WorkloadKnobs& k);
+// for the region there. OK when all fit, else (Errc::kInvalidArgument) what does not and what
+// to do; a stack whose open refuses an option's value is Errc::kBadSpec.
+Status CheckStackSizes(const std::vector<StackPlan>& stacks, const WorkloadKnobs& k);
 
 // "dedup (its data area on memory below: 62 MiB)" for the deepest layer of `top` whose writes
 // failed, or "" when none did: where an out-of-space error comes from.

@@ -5,6 +5,7 @@
 
 #include "lib/registry.h"
 #include "lib/spec.h"
+#include "lib/spec_check.h"
 #include "lib/suggest.h"
 
 namespace vstack::bench {
@@ -181,6 +182,10 @@ Result<StackPlan> ResolveStack(const std::string& text, const BackendChoice& b) 
                            DidYouMeanComponent(part.name, ComponentKind::kLayer));
     }
     p.components.push_back(part.name);
+  }
+  // Option names too, before anything runs (their values are checked by the open).
+  if (Status names = CheckSpecNames(text); !names) {
+    return MakeError(Errc::kBadSpec, "--stack '" + text + "': " + names.error().ToString());
   }
   if (parts->size() == 1 && (bottom.name == "file" || bottom.name == "uring")) {
     p.raw_file = true;
