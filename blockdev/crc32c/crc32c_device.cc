@@ -405,6 +405,18 @@ Status Crc32cDevice::CloseLayer() {
 
 Status Crc32cDevice::Check(CheckMode mode, CheckResult* out) {
   repaired_.clear();
+  CheckSuperblockSlots(
+      sb_, "crc32c", mode != CheckMode::kReadOnly && formatted_ && !read_only(),
+      [&]() -> Status {
+        std::lock_guard lock(meta_mu_);
+        Superblock next = sb_;
+        ++next.generation;  // its slot is the other one
+        next.other_slot_problem.clear();
+        VSTACK_RETURN_IF_ERROR(WriteSuperblock(*io_, next, "crc32c"));
+        sb_ = std::move(next);
+        return OkStatus();
+      },
+      out);
   ReportBadDirtyPages(out);
   const uint64_t corrupt_before = out->corruptions;  // the scrub's from here on
   const size_t first_message = out->messages.size();

@@ -326,6 +326,15 @@ void GrainDevice::BaseProperties(PropertyList& out) const {
 
 Status GrainDevice::Check(CheckMode mode, CheckResult* out) {
   const uint64_t repaired_before = out->repaired;
+  if (store_) {
+    CheckSuperblockSlots(
+        store_->superblock(), format_.name, mode != CheckMode::kReadOnly && !store_->read_only(),
+        [&]() -> Status {
+          auto lock = store_->LockCommits();
+          return store_->RewritePayload(store_->superblock().payload);
+        },
+        out);
+  }
   map_.Check(mode, std::string(format_.name) + ": unit", out);
   CheckMore(mode, out);
   Status s = Scrub(mode, out);

@@ -119,6 +119,27 @@ Result<OpenedBelow> OpenSuperblock(BlockDevice& lower, const char* magic, const 
   return o;
 }
 
+void CheckSuperblockSlots(const Superblock& sb, const std::string& layer, bool repair,
+                          const std::function<Status()>& rewrite, CheckResult* out) {
+  if (sb.other_slot_problem.empty()) return;
+  const std::string what = layer + ": a superblock slot does not decode (" + sb.other_slot_problem +
+                           "): torn by a crash during its write, or damaged; the other slot, "
+                           "generation " +
+                           std::to_string(sb.generation) + ", is in use";
+  if (!repair) {
+    out->messages.push_back(what +
+                            "; the next superblock write (`vstack check -r leaks` or a "
+                            "checkpoint) rewrites it");
+    return;
+  }
+  if (Status s = rewrite(); !s) {
+    out->Corruption(what + "; rewriting it failed: " + s.error().ToString());
+    return;
+  }
+  out->messages.push_back("Repaired: " + what + "; rewritten");
+  ++out->repaired;
+}
+
 GrainLayer::GrainLayer(std::string kind, DevicePtr lower, uint32_t grain, uint64_t size,
                        uint64_t data_offset, Capabilities own, Capabilities writes,
                        bool read_only, Capabilities writes_from_below)

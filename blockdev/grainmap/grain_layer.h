@@ -78,6 +78,12 @@ struct OpenedBelow {
 };
 Result<OpenedBelow> OpenSuperblock(BlockDevice& lower, const char* magic, const char* layer,
                                    bool read_only, bool format);
+// Check's finding about a superblock slot that does not decode (Superblock::other_slot_problem,
+// not empty): `rewrite` writes the superblock again as its next generation, which goes to that
+// slot. With a repair mode on a writable device it is called and the finding is repaired;
+// otherwise it is a note (a crash during a superblock write leaves one: not corruption).
+void CheckSuperblockSlots(const Superblock& sb, const std::string& layer, bool repair,
+                          const std::function<Status()>& rewrite, CheckResult* out);
 
 class GrainLayer : public Layer {
  public:

@@ -248,11 +248,19 @@ Status MetaStore::ReadJournal() {
       // whatever part of it is bad (header, sequence number, volume, checksum, or all zeros).
       VSTACK_ASSIGN_OR_RETURN(bool later, ValidTransactionAfter(pos, seq));
       if (later) {
-        return MakeError(Errc::kCorruption,
-                         who_ + ": journal transaction " + std::to_string(seq) + " at offset " +
-                             std::to_string(offset) +
-                             " is corrupt (bad header or checksum) but later transactions exist "
-                             "(or more forged headers than a journal of this size can hold)");
+        std::string m = who_ + ": journal transaction " + std::to_string(seq) + " at offset " +
+                        std::to_string(offset) +
+                        " is corrupt (bad header or checksum) but later transactions exist "
+                        "(or more forged headers than a journal of this size can hold)";
+        if (!sb_.other_slot_problem.empty()) {
+          // The likelier cause: the newer superblock is the damaged one, and the older one in
+          // use points into a journal that has been written over since.
+          m += "; but the other superblock slot does not decode (" + sb_.other_slot_problem +
+               "), so the slot in use (generation " + std::to_string(sb_.generation) +
+               ") may be the older one, whose journal has been reused since: the superblock is "
+               "most likely what is damaged, not the journal";
+        }
+        return MakeError(Errc::kCorruption, m);
       }
       break;
     }
@@ -438,6 +446,7 @@ Status MetaStore::Checkpoint() {
   Superblock next = sb_;
   ++next.generation;
   next.checkpoint_seq = next_seq_;
+  next.other_slot_problem.clear();  // that slot is the one written now
   VSTACK_RETURN_IF_ERROR(TimeDurableWait([&] { return WriteSuperblock(io, next, who_); }));
   sb_ = std::move(next);
   journal_pos_ = 0;
@@ -451,6 +460,7 @@ Status MetaStore::RewritePayload(std::vector<uint8_t> payload) {
   Superblock next = sb_;
   ++next.generation;
   next.payload = std::move(payload);
+  next.other_slot_problem.clear();  // that slot is the one written now
   VSTACK_RETURN_IF_ERROR(WriteSuperblock(io(), next, who_));
   sb_ = std::move(next);
   return OkStatus();

@@ -163,11 +163,17 @@ Result<Superblock> ReadSuperblock(SyncIo& io, std::string_view magic, const std:
   Result<Superblock> a = DecodeSuperblock(slots, magic, 0, who);
   Result<Superblock> b = DecodeSuperblock(slots + kMetaPageSize, magic, kMetaPageSize, who);
   if (a && b) return a->generation >= b->generation ? std::move(a) : std::move(b);
-  if (a) return a;
-  if (b) return b;
-  // Report the slot that holds something; if both do, both.
   const bool a_blank = IsZero(slots, kMetaPageSize);
   const bool b_blank = IsZero(slots + kMetaPageSize, kMetaPageSize);
+  if (a) {
+    if (!b_blank) a->other_slot_problem = b.error().message;
+    return a;
+  }
+  if (b) {
+    if (!a_blank) b->other_slot_problem = a.error().message;
+    return b;
+  }
+  // Report the slot that holds something; if both do, both.
   // The first write of a format (slot A, generation 0) torn by a crash: a slot's fields all
   // lie in its first 1 KiB, and the other slot was never written. Nothing was ever stored.
   if (b_blank && IsZero(slots + 1024, kMetaPageSize - 1024)) {

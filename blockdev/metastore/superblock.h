@@ -47,6 +47,10 @@ struct Superblock {
   uint64_t data_offset = 0;  // first byte after all metadata
   std::vector<TableDesc> tables;
   std::vector<uint8_t> payload;  // the layer's own fields
+  // Not stored: set by ReadSuperblock when the other slot holds something that does not decode
+  // (torn by a crash during its write, or damaged): its error. The next superblock write goes
+  // to that slot and rewrites it.
+  std::string other_slot_problem;
 };
 
 // The 4 KiB image of `sb` (checksum included).

@@ -195,7 +195,9 @@ TEST(CommitOnAFullDisk, StopsSayingNothingIsLostAndFinishesOnceThereIsRoom) {
     auto dev = OpenImage(path, {.read_only = true});
     EXPECT_OK(dev);
     std::vector<uint8_t> out(dev ? (*dev)->geometry().size_bytes : 0);
-    if (dev) EXPECT_OK(SyncIo(**dev).Read(0, std::as_writable_bytes(std::span(out))));
+    if (dev) {
+      EXPECT_OK(SyncIo(**dev).Read(0, std::as_writable_bytes(std::span(out))));
+    }
     return out;
   };
   const std::vector<uint8_t> before = contents(child);
