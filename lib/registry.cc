@@ -57,8 +57,12 @@ Result<uint64_t> OptionValues::Size(std::string_view key) const {
 Result<bool> OptionValues::Bool(std::string_view key) const {
   const std::string v = Get(key);
   if (v == "on" || v == "true" || v == "yes" || v == "1") return true;
-  if (v == "off" || v == "false" || v == "no" || v == "0" || v.empty()) return false;
-  return Bad(key, "expected on or off, got '" + v + "'");
+  if (v == "off" || v == "false" || v == "no" || v == "0") return false;
+  if (v.empty() && !Has(key)) return false;  // neither given nor declared with a default
+  // "verify=" is a typo or a value lost to the shell, not a choice: it meant off silently.
+  const std::string got = v.empty() ? "an empty value" : "'" + v + "'";
+  const std::string spellings = v.empty() ? " (or true/false, yes/no, 1/0)" : "";
+  return Bad(key, "expected on or off" + spellings + ", got " + got);
 }
 
 Result<int64_t> OptionValues::Int(std::string_view key, int64_t min, int64_t max) const {

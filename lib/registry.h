@@ -72,7 +72,9 @@ class OptionValues {
   // The given value, else the declared default, else "".
   std::string Get(std::string_view key) const;
   Result<uint64_t> Size(std::string_view key) const;
-  Result<bool> Bool(std::string_view key) const;  // on/off, true/false, yes/no, 1/0
+  // on/off, true/false, yes/no, 1/0. An empty value given in the spec ("verify=") is an error
+  // (Errc::kBadSpec), never off.
+  Result<bool> Bool(std::string_view key) const;
   Result<int64_t> Int(std::string_view key, int64_t min, int64_t max) const;
   Result<std::string> Choice(std::string_view key,
                              std::initializer_list<std::string_view> choices) const;

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "lib/registry.h"
 #include "lib/size.h"
+#include "tests/testing/test_util.h"
 
 namespace vstack {
 namespace {
@@ -84,6 +88,75 @@ TEST(FormatSize, HumanReadable) {
   EXPECT_EQ(FormatSize(4096), "4 KiB");
   EXPECT_EQ(FormatSize(64ull << 20), "64 MiB");
   EXPECT_EQ(FormatSize(3ull << 29), "1.5 GiB");
+}
+
+// The options whose declared default is on or off: the booleans, parsed by OptionValues::Bool.
+std::vector<std::string> OnOffOptions(const std::vector<OptionInfo>& options) {
+  std::vector<std::string> keys;
+  for (const OptionInfo& o : options) {
+    if (o.default_value == "on" || o.default_value == "off") keys.push_back(o.name);
+  }
+  return keys;
+}
+
+// A spec that reaches `info`'s option `key` with an empty value: a layer over memory, or the
+// backend with a positional of the kind it takes (a path that does not exist, so the value must
+// be refused before anything is opened or created).
+std::string EmptyValueSpec(const ComponentInfo& info, const std::string& key,
+                           const std::string& path) {
+  if (info.kind == ComponentKind::kLayer) return info.name + ":" + key + "=+memory:64M";
+  const std::string positional = info.positional == "SIZE"   ? "64M"
+                                 : info.positional == "PATH" ? path
+                                                             : "rbd/x";
+  return info.name + ":" + positional + "," + key + "=";
+}
+
+// "dedup:verify=" meant verify=off, "file:x.img,create=" create=off: silently, while "block="
+// and "stats=" were refused. Every on/off option of every component, in a spec or in create
+// options, refuses an empty value with a usage error naming the option and the values.
+TEST(OnOffOptions, AnEmptyValueIsAUsageErrorForEveryComponent) {
+  testing::TempDir dir;
+  const std::string path = dir.File("never.img");
+  size_t checked = 0;
+  for (const ComponentInfo* info : Registry::Global().All()) {
+    for (const std::string& key : OnOffOptions(info->options)) {
+      const std::string spec = EmptyValueSpec(*info, key, path);
+      auto dev = Open(spec);
+      ASSERT_FALSE(dev) << spec << " was accepted";
+      EXPECT_EQ(dev.error().code, make_error_code(Errc::kBadSpec)) << dev.error().message;
+      EXPECT_NE(dev.error().message.find(info->name + ": option '" + key +
+                                         "': expected on or off (or true/false, yes/no, 1/0), "
+                                         "got an empty value"),
+                std::string::npos)
+          << spec << ": " << dev.error().message;
+      ++checked;
+    }
+    for (const std::string& key : OnOffOptions(info->create_options)) {
+      if (key == "preallocate") continue;  // vhd's off|metadata|falloc|full: a choice
+      Status s = CreateImage(info->name, path, 64 << 20, key + "=");
+      ASSERT_FALSE(s) << info->name << " create option " << key << "= was accepted";
+      EXPECT_NE(s.error().message.find("option '" + key + "': expected on or off"),
+                std::string::npos)
+          << s.error().message;
+      ++checked;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(path)) << "a refused option created a file";
+  EXPECT_GE(checked, 10u) << "the registry lists fewer on/off options than it has";
+}
+
+TEST(OnOffOptions, SpellingsAndAnOmittedOption) {
+  const std::vector<OptionInfo> declared = {{"flag", "", "off"}, {"bare", "", ""}};
+  for (const char* on : {"on", "true", "yes", "1"}) {
+    EXPECT_TRUE(*OptionValues("c", "", {{"flag", on}}, &declared).Bool("flag")) << on;
+  }
+  for (const char* off : {"off", "false", "no", "0"}) {
+    EXPECT_FALSE(*OptionValues("c", "", {{"flag", off}}, &declared).Bool("flag")) << off;
+  }
+  const OptionValues none("c", "", {}, &declared);
+  EXPECT_FALSE(*none.Bool("flag"));  // the default
+  EXPECT_FALSE(*none.Bool("bare"));  // omitted, no default: off
+  EXPECT_FALSE(OptionValues("c", "", {{"bare", ""}}, &declared).Bool("bare"));
 }
 
 }  // namespace

@@ -133,6 +133,9 @@ TEST(CliUsage, OneExitCodePolicyAcrossCommands) {
            {"info 'dedup:gran=4K+memory:64M'", 2},
            {"info vhdd+memory:1M", 2},
            {"info 'memory:1M,block=3'", 2},
+           {"info 'dedup:verify=+memory:64M'", 2},  // an empty on/off value: not off
+           {"info 'dedup:format=+memory:64M'", 2},
+           {"info 'file:" + dir.File("e.img") + ",create='", 2},
            {"map 'zstd:level=99+memory:64M'", 2},
            {"check 'dedup:grain=3K+memory:64M'", 1},
            {"compare 'dedup:grain=3K+memory:64M' " + img, 2},

@@ -65,6 +65,7 @@ const std::vector<Expectation>& Expectations() {
       {"docs/stack-spec.md", "vstack info nosuch+memory:1M", 2, ""},
       {"docs/stack-spec.md", "vstack info vhdd+memory:1M", 2, ""},
       {"docs/stack-spec.md", "vstack info 'dedup:grain=3K+memory:64M'", 2, ""},
+      {"docs/stack-spec.md", "vstack info 'dedup:verify=+memory:64M'", 2, ""},
       {"docs/stack-spec.md", "vstack info memory:1M,colour=red", 2, ""},
       {"docs/stack-spec.md", "vstack info passthrough", 2, ""},
       {"docs/cli.md", "vstack info --output=yaml", 2, ""},
