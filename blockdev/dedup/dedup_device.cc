@@ -31,18 +31,33 @@ GrainIo& IoOf(GrainDevice::QueueState* qs) { return static_cast<DedupQueue*>(qs)
 
 }  // namespace
 
+// Why the virtual size `o.size` is too large: its grains outnumber what a 32-bit reference
+// count allows. Says where the size came from (size=, or the device below when size= was not
+// given), the largest size at this grain, and what to change: a smaller size= or a larger grain
+// (none is larger than 64K).
+std::string TooManyGrains(const DedupOptions& o) {
+  const uint64_t max_size = DedupDevice::kMaxVirtualGrains * o.grain;
+  const std::string grain = FormatSize(o.grain);
+  const std::string what =
+      o.size_given
+          ? std::to_string(o.size) + " bytes"
+          : "not given, so the size of the device below: " + std::to_string(o.size) + " bytes";
+  const std::string limit = o.size_given
+                                ? "at grain " + grain + " the size is at most " +
+                                      std::to_string(max_size) + " bytes; give a smaller size="
+                                : "give size= of at most " + std::to_string(max_size) + " bytes";
+  const bool larger_grain = o.grain < kMaxGrainBytes;
+  return what + " are " + std::to_string(o.size / o.grain) + " grains of " + grain +
+         ", more than the " + std::to_string(DedupDevice::kMaxVirtualGrains) +
+         " a 32-bit reference count allows: " + limit + (larger_grain ? " or a larger grain" : "");
+}
+
 Result<DedupOptions> ParseDedupOptions(const OptionValues& values, uint64_t lower_size) {
   DedupOptions o;
   VSTACK_ASSIGN_OR_RETURN(static_cast<GrainOptions&>(o),
                           ParseGrainOptions(values, lower_size, "dedup", /*with_size=*/true));
   if (o.size / o.grain > DedupDevice::kMaxVirtualGrains) {
-    return BadOptionValue("dedup", "size",
-                          std::to_string(o.size) + " bytes are " +
-                              std::to_string(o.size / o.grain) + " grains of " +
-                              std::to_string(o.grain) + ", more than the " +
-                              std::to_string(DedupDevice::kMaxVirtualGrains) +
-                              " a 32-bit reference count allows; use a larger grain or give "
-                              "size=");
+    return BadOptionValue("dedup", "size", TooManyGrains(o));
   }
   VSTACK_ASSIGN_OR_RETURN(o.verify, values.Bool("verify"));
   return o;

@@ -8,7 +8,7 @@
 namespace vstack {
 
 bool ValidGrain(uint64_t grain) {
-  return grain >= 4096 && grain <= 65536 && (grain & (grain - 1)) == 0;
+  return grain >= 4096 && grain <= kMaxGrainBytes && (grain & (grain - 1)) == 0;
 }
 
 Result<GrainOptions> ParseGrainOptions(const OptionValues& values, uint64_t lower_size,

@@ -25,7 +25,10 @@
 
 namespace vstack {
 
-// True for the grain sizes grain layers accept: powers of two from 4 KiB to 64 KiB.
+// The largest grain a grain layer accepts.
+inline constexpr uint32_t kMaxGrainBytes = 64 << 10;
+
+// True for the grain sizes grain layers accept: powers of two from 4 KiB to kMaxGrainBytes.
 bool ValidGrain(uint64_t grain);
 
 // The options every grain layer shares.

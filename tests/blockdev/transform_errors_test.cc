@@ -6,9 +6,11 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 
+#include "blockdev/dedup/dedup_device.h"
 #include "blockdev/metastore/superblock.h"
 #include "blockdev/metastore/table_page.h"
 #include "lib/endian.h"
@@ -452,6 +454,42 @@ TEST(TransformOptions, BadOptionsNameTheOptionAndTheValue) {
     const bool spec_fault = c.want != "too small for the metadata";
     EXPECT_EQ(dev.error().code == make_error_code(Errc::kBadSpec), spec_fault) << c.spec;
   }
+}
+
+// dedup:size=16T ended "use a larger grain or give size=" although size= was given. The message
+// now says where the size came from, the largest that fits at the grain, and offers a larger
+// grain only where there is one.
+TEST(TransformOptions, ADedupSizeBeyondTheReferenceCountSaysWhatFits) {
+  struct Case {
+    std::string spec;
+    std::string want;
+  };
+  const std::string refcount = ", more than the 4294967294 a 32-bit reference count allows: ";
+  for (const Case& c : std::vector<Case>{
+           {"dedup:format=on,size=16T+memory:64M",
+            "dedup: option 'size': 17592186044416 bytes are 4294967296 grains of 4 KiB" + refcount +
+                "at grain 4 KiB the size is at most 17592186036224 bytes; give a smaller size= "
+                "or a larger grain"},
+           {"dedup:grain=64K,size=256T+memory:64M",
+            "dedup: option 'size': 281474976710656 bytes are 4294967296 grains of 64 KiB" +
+                refcount +
+                "at grain 64 KiB the size is at most 281474976579584 bytes; give a smaller size="},
+           {"dedup+null:17T",
+            "dedup: option 'size': not given, so the size of the device below: 18691697672192 "
+            "bytes are 4563402752 grains of 4 KiB" +
+                refcount + "give size= of at most 17592186036224 bytes or a larger grain"},
+       }) {
+    auto dev = Open(c.spec);
+    ASSERT_FALSE(dev) << c.spec;
+    EXPECT_EQ(dev.error().code, make_error_code(Errc::kBadSpec)) << dev.error().message;
+    // The whole message: nothing after it (no "or give size=" when size= was given).
+    EXPECT_EQ(dev.error().message, c.want) << c.spec;
+  }
+  // The largest size at 4K passes (the parse alone: its metadata would not fit in a test).
+  const Registry& reg = Registry::Global();
+  const std::vector<OptionInfo>& declared = reg.Find("dedup")->options;
+  EXPECT_OK(ParseDedupOptions(OptionValues("dedup", "", {{"size", "17592186036224"}}, &declared),
+                              64 << 20));
 }
 
 TEST(TransformOptions, ReopenKeepsFormatOptionsAndRefusesContradictions) {
