@@ -80,12 +80,14 @@ Result<OpenedBelow> OpenSuperblock(BlockDevice& lower, const char* magic, const 
   o.lower_size = lower.geometry().size_bytes;
   bool other_data = false;  // data below, but no superblock of this layer
   std::string other_layer;  // the magic of another layer's valid superblock there
+  bool blank = false;       // both slots zero (else, with kNotFound, a torn first format)
   Result<Superblock> sb = [&] {
     SyncIo io(lower);
     Result<Superblock> r = ReadSuperblock(io, magic, who);
     other_data = !r && r.error().code != make_error_code(Errc::kNotFound) &&
                  !HoldsSuperblockMagic(io, magic);
     if (other_data) other_layer = ValidSuperblockMagic(io);
+    if (!r && !other_data) blank = SuperblockSlotsBlank(io);
     return r;
   }();
   const std::string below =
@@ -110,11 +112,13 @@ Result<OpenedBelow> OpenSuperblock(BlockDevice& lower, const char* magic, const 
   } else if (!other_data && sb.error().code != make_error_code(Errc::kNotFound)) {
     return std::move(sb).error();  // a damaged superblock of this layer: never formatted over
   } else if (!other_data && !o.read_only && !format && !lower.fresh()) {
-    return MakeError(Errc::kNotFound,
-                     below +
-                         ", and this command did not create it, so it is not formatted: "
-                         "its first 8 KiB are zero, which does not make the rest empty. " +
-                         how);
+    const std::string found = blank ? "its first 8 KiB are zero"
+                                    : "its first 8 KiB hold only the start of a " + who +
+                                          " superblock that a format never finished";
+    return MakeError(Errc::kNotFound, below +
+                                          ", and this command did not create it, so it is not "
+                                          "formatted: " +
+                                          found + ", which does not make the rest empty. " + how);
   }
   return o;
 }

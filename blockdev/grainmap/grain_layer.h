@@ -70,8 +70,9 @@ Result<UnitLayout> FitUnits(uint64_t lower_size, uint32_t unit_bytes, uint64_t m
 // device below makes the layer read-only; the superblock is read (nullopt: a blank device).
 // A writable open of a blank device that is neither fresh nor opened with `format` (format=on)
 // fails with Errc::kNotFound and a message that says how to format it: the first 8 KiB of a
-// disk being zero does not mean that the rest holds nothing. A device that holds other data
-// (no superblock magic in either slot) is formatted only with `format` in a writable open, and
+// disk being zero (or holding only a format's torn first write) does not mean that the rest
+// holds nothing. A device that holds other data (no superblock magic in either slot: a
+// partition table, a file system) is formatted only with `format` in a writable open, and
 // otherwise refused (Errc::kInvalidArgument) with the same advice; a damaged superblock of this
 // layer is never formatted over.
 struct OpenedBelow {

@@ -32,6 +32,16 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
+// True if slot A holds what the first write of a format can leave when a crash tears it at
+// sector (512-byte) boundaries, next to a blank slot B: nothing past the slot's first 1 KiB,
+// where its fields lie, and a first sector that is blank or the new one (it starts with the
+// magic). A first sector of other bytes (a partition table, say) is data a format never wrote.
+bool TornFirstFormat(const uint8_t* slots, std::string_view magic) {
+  const uint8_t* a = slots;
+  return IsZero(slots + kMetaPageSize, kMetaPageSize) && IsZero(a + 1024, kMetaPageSize - 1024) &&
+         (IsZero(a, 512) || std::memcmp(a, magic.data(), 8) == 0);
+}
+
 }  // namespace
 
 uint32_t TableDesc::per_page() const { return TablePageCapacity(entry_size); }
@@ -174,9 +184,8 @@ Result<Superblock> ReadSuperblock(SyncIo& io, std::string_view magic, const std:
     return b;
   }
   // Report the slot that holds something; if both do, both.
-  // The first write of a format (slot A, generation 0) torn by a crash: a slot's fields all
-  // lie in its first 1 KiB, and the other slot was never written. Nothing was ever stored.
-  if (b_blank && IsZero(slots + 1024, kMetaPageSize - 1024)) {
+  // The first write of a format (slot A, generation 0) torn by a crash. Nothing was ever stored.
+  if (TornFirstFormat(slots, magic)) {
     return MakeError(Errc::kNotFound, who +
                                           ": no superblock (slot A is torn, slot B blank: a "
                                           "format that never finished)");
@@ -186,6 +195,12 @@ Result<Superblock> ReadSuperblock(SyncIo& io, std::string_view magic, const std:
   Error e = a.error();
   e.message += "; " + b.error().message;
   return e;
+}
+
+bool SuperblockSlotsBlank(SyncIo& io) {
+  AlignedBuffer buf(kSuperblockBytes);
+  if (io.Read(0, buf.span())) return false;
+  return IsZero(reinterpret_cast<const uint8_t*>(buf.data()), kSuperblockBytes);
 }
 
 bool HoldsSuperblockMagic(SyncIo& io, std::string_view magic) {

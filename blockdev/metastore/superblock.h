@@ -64,9 +64,14 @@ Status ValidateLayout(const Superblock& sb, uint64_t device_size, const std::str
 
 // Reads both slots through `io` and returns the newer valid one. Returns Errc::kNotFound when
 // both slots are blank (all zeros: never formatted), or when slot B is blank and slot A invalid
-// with nothing past its first 1 KiB (the first write of a format, torn by a crash); an error
-// naming each slot's problem when neither is valid but something else is written there.
+// with nothing past its first 1 KiB and a first 512-byte sector that is blank or starts with
+// `magic` (the first write of a format, torn by a crash); an error naming each slot's problem
+// when neither is valid but something else is written there (a partition table in the first
+// sector, say).
 Result<Superblock> ReadSuperblock(SyncIo& io, std::string_view magic, const std::string& who);
+// True if both slots read as zeros: a device never formatted, not one whose first write of a
+// format was torn. False if they cannot be read.
+bool SuperblockSlotsBlank(SyncIo& io);
 
 // True if either superblock slot starts with `magic`: the device holds a superblock of this
 // kind, valid or damaged; false for a device that holds other data (or nothing), or that cannot

@@ -156,6 +156,54 @@ TEST(ExplicitFormat, ADiskOfOtherDataIsRefusedWithTheFormatOnAdvice) {
                           [](std::byte b) { return b == std::byte{0}; }));
 }
 
+// A 512-byte MBR alone in the first 8 KiB (nothing past its first sector, like a torn first
+// write of a format) was taken for a blank device: "its first 8 KiB are zero", which was false.
+// It is other data: refused with the format=on advice, read-only "not a device" of the layer,
+// and nothing is written. A format's torn first write (slot A starting with the magic, nothing
+// past its first 1 KiB) still counts as blank, and says so.
+TEST(ExplicitFormat, AnMbrAloneIsOtherDataAndATornFormatSaysSo) {
+  TempDir dir;
+  const std::string path = dir.File("mbr.img");
+  std::vector<unsigned char> mbr(4 << 20, 0);
+  for (int i = 0; i < 16; ++i) mbr[i] = static_cast<unsigned char>(0xEB + i);  // boot code
+  mbr[446] = 0x80;                                                             // a partition
+  mbr[510] = 0x55;
+  mbr[511] = 0xAA;
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(mbr.data()), static_cast<std::streamsize>(mbr.size()));
+  for (const char* layer : {"crc32c", "dedup", "zstd"}) {
+    const std::string name = layer;
+    auto dev = Open(name + "+file:" + path);
+    ASSERT_FALSE(dev) << layer;
+    EXPECT_EQ(dev.error().message.find("are zero"), std::string::npos) << dev.error().message;
+    EXPECT_NE(dev.error().message.find("holds no " + name + " superblock but other data"),
+              std::string::npos)
+        << dev.error().message;
+    EXPECT_NE(dev.error().message.find("add format=on"), std::string::npos) << dev.error().message;
+    auto read_only = Open(name + "+file:" + path, OpenOptions{.read_only = true});
+    ASSERT_FALSE(read_only) << layer;
+    EXPECT_NE(read_only.error().message.find("it is not a " + name + " device"), std::string::npos)
+        << read_only.error().message;
+    EXPECT_TRUE(FileBytes(path) == mbr) << layer;
+  }
+  // The torn first write of a dedup format: its magic, nothing past the first 1 KiB.
+  const std::string torn = dir.File("torn.img");
+  std::vector<unsigned char> bytes(4 << 20, 0);
+  std::memcpy(bytes.data(), "VSDEDUP1", 8);
+  bytes[600] = 1;
+  std::ofstream(torn, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+  auto dev = Open("dedup+file:" + torn);
+  ASSERT_FALSE(dev);
+  EXPECT_EQ(dev.error().code, make_error_code(Errc::kNotFound)) << dev.error().message;
+  EXPECT_NE(dev.error().message.find("its first 8 KiB hold only the start of a dedup superblock "
+                                     "that a format never finished"),
+            std::string::npos)
+      << dev.error().message;
+  ASSERT_OK(Open("dedup:format=on+file:" + torn));
+}
+
 // Issue 11 item 2: `check -r leaks 'dedup+vhd+file:s.vhd'` after a crash of `vstack serve`. The
 // VHD repair (the unused tail that the crash left reserved) rebuilt the VHD state while
 // dedup's MetaStore still held a queue of the old one: hundreds of invalid reads and writes
