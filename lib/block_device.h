@@ -85,6 +85,14 @@ DevicePtr MakeDevice(Args&&... args) {
   return DevicePtr(new T(std::forward<Args>(args)...));
 }
 
+// A file that the open of a backend made (BlockDevice::created_file).
+struct CreatedFile {
+  std::string path;
+  // The file made, as fstat saw it: the path is removed only while it still names this file.
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+};
+
 class BlockDevice {
  public:
   BlockDevice(const BlockDevice&) = delete;
@@ -111,6 +119,12 @@ class BlockDevice {
   // metadata formats a device without a superblock only if it is fresh or the spec asks for it
   // (format=on): formatting is explicit, like mkfs. The default: false.
   virtual bool fresh() const { return false; }
+  // The file that this open made at a path (create=on found none there, and O_CREAT made it),
+  // for a backend that makes one; nullopt for every other device, a file that existed before
+  // (even an empty one that the open gave its size) included. Open() removes such a file again
+  // when a layer above it fails to open, so that a failed command leaves no blank file behind
+  // for a later open to refuse as "not created by this command".
+  virtual std::optional<CreatedFile> created_file() const { return std::nullopt; }
 
   // Opens a new queue for the calling thread. Thread-safe. Fails after Close(), and when a
   // second queue is requested from a device without kCapThreadSafe.

@@ -280,8 +280,19 @@ std::string MissingFileHint(const std::vector<const ComponentInfo*>& infos, size
   return creates ? " (use create=on,size=N to create it)" : "";
 }
 
+// Removes `file`, which the backend made in an open that then failed above it (closed by now),
+// if its path still names that file: never a file that another process put there meanwhile.
+void RemoveCreatedFile(const CreatedFile& file) {
+  struct stat st;
+  if (::lstat(file.path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_dev) == file.dev &&
+      static_cast<uint64_t>(st.st_ino) == file.ino) {
+    ::unlink(file.path.c_str());
+  }
+}
+
 // Resolves `parts` (the last one a backend if `with_backend`) and opens them from the bottom
-// up, the first over `device` (the backend's, or the one given).
+// up, the first over `device` (the backend's, or the one given). If a layer fails to open over
+// a file that the backend made (create=on), the file is removed: nothing is left behind.
 Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, DevicePtr device,
                             const OpenOptions& options) {
   std::vector<const ComponentInfo*> infos;
@@ -294,6 +305,7 @@ Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, Devi
     stats.push_back(mode);
   }
   // Build from the backend up.
+  std::optional<CreatedFile> created;
   for (size_t k = parts.size(); k-- > 0;) {
     const SpecPart& part = parts[k];
     OptionValues values(part.name, part.positional, part.options, &infos[k]->options);
@@ -303,9 +315,11 @@ Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, Devi
     if (!next) {
       Error e = std::move(next).error();
       if (backend && e.code == SystemError(ENOENT)) e.message += MissingFileHint(infos, k, options);
+      if (created) RemoveCreatedFile(*created);  // the failed layer closed the stack below it
       return e;
     }
     device = std::move(*next);
+    if (backend) created = device->created_file();
     if (stats[k]) device->PinStatsMode(*stats[k]);
   }
   return device;

@@ -135,6 +135,7 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
   OpenedFile out;
   out.is_block_device = S_ISBLK(st.st_mode);
   out.created = created || (S_ISREG(st.st_mode) && st.st_size == 0 && p.size != 0);
+  if (created) out.made = CreatedFile{p.path, st.st_dev, st.st_ino};
   if (!out.is_block_device && !S_ISREG(st.st_mode)) {
     return fail(make_error_code(Errc::kInvalidArgument), "not a regular file or block device");
   }
@@ -217,6 +218,7 @@ FileBackedDevice::FileBackedDevice(std::string kind, const OpenedFile& file,
       direct_(params.direct),
       is_block_device_(file.is_block_device),
       created_(file.created),
+      made_(file.made),
       extend_to_(file.extend_on_first_write) {}
 
 std::error_code FileBackedDevice::ExtendNow() {

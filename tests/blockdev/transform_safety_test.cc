@@ -628,6 +628,57 @@ TEST(FullFilesystem, ReservedMetadataKeepsFlushedDataAndFlushesWorking) {
   }
 }
 
+// A stack whose open fails over a file that its create=on made removes the file: a full
+// filesystem (`dedup+file:y.img,create=on,size=64M` failed to reserve its metadata) left a
+// blank 64 MiB y.img that every later open refused as "not created by this command". A file
+// that existed before is never removed.
+TEST(FailedOpen, AFileThatTheOpenCreatedIsRemovedOnFailure) {
+  TempDir dir;
+  const std::string made = dir.File("made.img");
+  // A layer that refuses its options after the backend made the file (no full disk needed).
+  auto bad = Open("dedup:grain=3K+file:" + made + ",create=on,size=64M");
+  ASSERT_FALSE(bad);
+  EXPECT_FALSE(std::filesystem::exists(made)) << "the failed open left " << made;
+  CommandResult cli = RunVstack("info 'zstd:level=99+file:" + made + ",create=on,size=64M'");
+  EXPECT_EQ(cli.status, 2) << cli.output;
+  EXPECT_FALSE(std::filesystem::exists(made)) << cli.output;
+  // A file that existed (with data, or empty) stays, whatever create=on says.
+  const std::string old = dir.File("old.img");
+  const std::vector<unsigned char> before = WriteZeroHeadedDisk(old);
+  const std::string empty = dir.File("empty.img");
+  std::ofstream(empty).close();
+  for (const std::string& path : {old, empty}) {
+    auto refused = Open("dedup:grain=3K+file:" + path + ",create=on,size=64M");
+    ASSERT_FALSE(refused);
+    EXPECT_TRUE(std::filesystem::exists(path)) << "removed a file that existed: " << path;
+  }
+  ASSERT_FALSE(Open("dedup+file:" + old + ",create=on,size=64M"));  // not formatted unasked
+  EXPECT_TRUE(FileBytes(old) == before);
+  // On success the file stays, of course.
+  ASSERT_OK(Open("dedup+file:" + made + ",create=on,size=64M"));
+  EXPECT_TRUE(std::filesystem::exists(made));
+}
+
+TEST(FailedOpen, AFullFilesystemLeavesNoBlankFileBehind) {
+  TempDir dir;
+  SmallFilesystem fs(dir.File("fs"), "1m");
+  if (!fs.mounted()) GTEST_SKIP() << "mounting a tmpfs is not permitted here (CI runs as root)";
+  const std::string path = dir.File("fs/y.img");
+  for (const char* layer : {"dedup", "zstd"}) {  // (crc32c's 64 MiB need less than 1 MiB)
+    SCOPED_TRACE(layer);
+    auto dev = Open(std::string(layer) + "+file:" + path + ",create=on,size=64M");
+    ASSERT_FALSE(dev) << "a 1 MiB filesystem held a 1 MiB journal and the tables";
+    EXPECT_NE(dev.error().message.find("No space left on device"), std::string::npos)
+        << dev.error().message;
+    EXPECT_FALSE(std::filesystem::exists(path)) << "the failed open left " << path;
+  }
+  // The same stack over a file that existed: refused, and the file stays.
+  std::ofstream(path).close();
+  auto dev = Open("dedup:format=on+file:" + path + ",size=64M");
+  ASSERT_FALSE(dev);
+  EXPECT_TRUE(std::filesystem::exists(path));
+}
+
 // Issue 11 item 12, a thin device below smaller than the deduplicated region: dedup presents
 // 32 MiB over a sparse 24 MiB file on a 6 MiB tmpfs. Every round writes the whole 32 MiB as 16
 // copies of 2 MiB of new random data, without a flush, so dedup holds 2 MiB live and, while a
