@@ -77,21 +77,23 @@ Result<DevicePtr> Crc32cDevice::Open(DevicePtr lower, const GrainOptions& o, boo
     return owned;
   }
   Superblock& sb = *below.sb;
-  VSTACK_RETURN_IF_ERROR(ValidateLayout(sb, lower_size, "crc32c"));
   ByteReader r(sb.payload);
   const uint32_t version = r.U32();
   const uint32_t stored_grain = r.U32();
   const uint64_t grains = r.U64();
-  if (!r.ok() || version != kPayloadVersion || !ValidGrain(stored_grain) ||
-      sb.tables.size() != 2 || sb.tables[kCrcTable].entries != grains ||
-      sb.tables[kCrcTable].entry_size != 4 || sb.tables[kDirtyTable].entry_size != 1 ||
-      sb.tables[kDirtyTable].entries != (grains + kPerRegion - 1) / kPerRegion ||
-      sb.data_offset + grains * stored_grain > lower_size) {
+  if (!r.ok() || version != kPayloadVersion || !ValidGrain(stored_grain) || sb.tables.size() != 2 ||
+      sb.tables[kCrcTable].entries != grains || sb.tables[kCrcTable].entry_size != 4 ||
+      sb.tables[kDirtyTable].entry_size != 1 ||
+      sb.tables[kDirtyTable].entries != (grains + kPerRegion - 1) / kPerRegion) {
     return MakeError(Errc::kCorruption, "crc32c: superblock: inconsistent geometry (grain " +
                                             std::to_string(stored_grain) + ", " +
                                             Counted(grains, "grain", "grains") + ", device below " +
                                             std::to_string(lower_size) + " bytes)");
   }
+  if (DataAreaPastEnd(sb.data_offset, grains, stored_grain, lower_size)) {
+    return TruncatedBelow("crc32c", *lower, DataAreaEnd(sb.data_offset, grains, stored_grain));
+  }
+  VSTACK_RETURN_IF_ERROR(ValidateLayout(sb, lower_size, "crc32c"));
   if (o.grain_given && o.grain != stored_grain) {
     return FormattedWith("crc32c", "grain", std::to_string(stored_grain), std::to_string(o.grain));
   }

@@ -127,11 +127,14 @@ Result<DevicePtr> GrainDevice::OpenJournaled(const GrainFormat& f, DevicePtr low
                          sb.tables[0].entry_size == f.entry_bytes &&
                          sb.tables[1].entry_size == f.unit_entry_bytes;
   if (!tables_ok || h.size == 0 || h.size % h.grain || h.size / h.grain > f.max_grains ||
-      h.units == 0 || h.units > f.max_units || sb.data_offset + h.units * h.grain > lower_size) {
+      h.units == 0 || h.units > f.max_units) {
     return MakeError(Errc::kCorruption,
                      where + "inconsistent geometry (grain " + std::to_string(h.grain) +
                          ", size " + std::to_string(h.size) + ", " + std::to_string(h.units) +
                          " units, device below " + std::to_string(lower_size) + " bytes)");
+  }
+  if (DataAreaPastEnd(sb.data_offset, h.units, h.grain, lower_size)) {
+    return TruncatedBelow(name, *lower, DataAreaEnd(sb.data_offset, h.units, h.grain));
   }
   if (!extra) return extra.error();
   if (o.grain_given && h.grain != o.grain) {

@@ -69,6 +69,27 @@ Result<UnitLayout> FitUnits(uint64_t lower_size, uint32_t unit_bytes, uint64_t m
   }
 }
 
+Error TruncatedBelow(const std::string& layer, const BlockDevice& lower, uint64_t needed) {
+  const uint64_t size = lower.geometry().size_bytes;
+  return MakeError(Errc::kCorruption,
+                   layer + ": the device below (" + lower.Describe() + ") looks truncated: its " +
+                       layer + " superblock says it held at least " + std::to_string(needed) +
+                       " bytes (" + FormatSize(needed) + "), it has " + std::to_string(size) +
+                       " (" + FormatSize(size) + ") now");
+}
+
+bool DataAreaPastEnd(uint64_t data_offset, uint64_t units, uint64_t unit_bytes,
+                     uint64_t lower_size) {
+  return data_offset > lower_size || units > (lower_size - data_offset) / unit_bytes;
+}
+
+uint64_t DataAreaEnd(uint64_t data_offset, uint64_t units, uint64_t unit_bytes) {
+  constexpr uint64_t kMax = ~uint64_t{0};
+  if (units != 0 && unit_bytes > kMax / units) return kMax;
+  const uint64_t bytes = units * unit_bytes;
+  return data_offset > kMax - bytes ? kMax : data_offset + bytes;
+}
+
 Result<OpenedBelow> OpenSuperblock(BlockDevice& lower, const char* magic, const char* layer,
                                    bool read_only, bool format) {
   const std::string who = layer;

@@ -89,6 +89,18 @@ Result<OpenedBelow> OpenSuperblock(BlockDevice& lower, const char* magic, const 
 void CheckSuperblockSlots(const Superblock& sb, const std::string& layer, bool repair,
                           const std::function<Status()>& rewrite, CheckResult* out);
 
+// The error for a device below that is smaller than its valid superblock of `layer` says it
+// held (`needed` bytes: where the data area it describes ends, saturated at 2^64 - 1): the image
+// looks truncated. Errc::kCorruption, naming both sizes. A layer checks this once it has read
+// its own fields, before it checks where the metadata lies (ValidateLayout), so that an image
+// cut anywhere, even to its first 4 KiB, says so.
+Error TruncatedBelow(const std::string& layer, const BlockDevice& lower, uint64_t needed);
+// True if `units` of `unit_bytes` from `data_offset` end past `lower_size` (overflow-safe).
+bool DataAreaPastEnd(uint64_t data_offset, uint64_t units, uint64_t unit_bytes,
+                     uint64_t lower_size);
+// data_offset + units * unit_bytes, saturated at 2^64 - 1: what TruncatedBelow names.
+uint64_t DataAreaEnd(uint64_t data_offset, uint64_t units, uint64_t unit_bytes);
+
 class GrainLayer : public Layer {
  public:
   uint32_t grain() const { return grain_; }

@@ -32,6 +32,16 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
+// Reads both slots into `buf` (kSuperblockBytes). A device that ends after slot A (an image
+// truncated to its first 4 KiB) reads as if slot B were blank, so that a valid slot A still says
+// what the device held. An error only if slot A cannot be read.
+std::error_code ReadSlots(SyncIo& io, AlignedBuffer& buf) {
+  std::error_code ec = io.Read(0, buf.span());
+  if (ec != make_error_code(Errc::kOutOfRange)) return ec;
+  std::memset(buf.data(), 0, kSuperblockBytes);
+  return io.Read(0, buf.span().first(kMetaPageSize));
+}
+
 // True if slot A holds what the first write of a format can leave when a crash tears it at
 // sector (512-byte) boundaries, next to a blank slot B: nothing past the slot's first 1 KiB,
 // where its fields lie, and a first sector that is blank or the new one (it starts with the
@@ -163,7 +173,7 @@ Status ValidateLayout(const Superblock& sb, uint64_t device_size, const std::str
 
 Result<Superblock> ReadSuperblock(SyncIo& io, std::string_view magic, const std::string& who) {
   AlignedBuffer buf(kSuperblockBytes);
-  if (std::error_code ec = io.Read(0, buf.span())) {
+  if (std::error_code ec = ReadSlots(io, buf)) {
     return MakeError(ec, who + ": cannot read the superblock: " + ec.message());
   }
   const uint8_t* slots = reinterpret_cast<const uint8_t*>(buf.data());
@@ -199,13 +209,13 @@ Result<Superblock> ReadSuperblock(SyncIo& io, std::string_view magic, const std:
 
 bool SuperblockSlotsBlank(SyncIo& io) {
   AlignedBuffer buf(kSuperblockBytes);
-  if (io.Read(0, buf.span())) return false;
+  if (ReadSlots(io, buf)) return false;
   return IsZero(reinterpret_cast<const uint8_t*>(buf.data()), kSuperblockBytes);
 }
 
 bool HoldsSuperblockMagic(SyncIo& io, std::string_view magic) {
   AlignedBuffer buf(kSuperblockBytes);
-  if (io.Read(0, buf.span())) return false;
+  if (ReadSlots(io, buf)) return false;
   const uint8_t* slots = reinterpret_cast<const uint8_t*>(buf.data());
   return std::memcmp(slots, magic.data(), 8) == 0 ||
          std::memcmp(slots + kMetaPageSize, magic.data(), 8) == 0;
@@ -213,7 +223,7 @@ bool HoldsSuperblockMagic(SyncIo& io, std::string_view magic) {
 
 std::string ValidSuperblockMagic(SyncIo& io) {
   AlignedBuffer buf(kSuperblockBytes);
-  if (io.Read(0, buf.span())) return {};
+  if (ReadSlots(io, buf)) return {};
   const uint8_t* slots = reinterpret_cast<const uint8_t*>(buf.data());
   for (uint64_t at : {uint64_t{0}, kMetaPageSize}) {
     const std::string magic(reinterpret_cast<const char*>(slots + at), 8);

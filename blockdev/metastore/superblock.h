@@ -67,10 +67,12 @@ Status ValidateLayout(const Superblock& sb, uint64_t device_size, const std::str
 // with nothing past its first 1 KiB and a first 512-byte sector that is blank or starts with
 // `magic` (the first write of a format, torn by a crash); an error naming each slot's problem
 // when neither is valid but something else is written there (a partition table in the first
-// sector, say).
+// sector, say). A device that ends after slot A (a truncated image) reads as if slot B were
+// blank, so that a valid slot A is still found: the caller then compares what it says with the
+// device's size.
 Result<Superblock> ReadSuperblock(SyncIo& io, std::string_view magic, const std::string& who);
-// True if both slots read as zeros: a device never formatted, not one whose first write of a
-// format was torn. False if they cannot be read.
+// True if both slots read as zeros (as far as the device holds them): a device never formatted,
+// not one whose first write of a format was torn. False if they cannot be read.
 bool SuperblockSlotsBlank(SyncIo& io);
 
 // True if either superblock slot starts with `magic`: the device holds a superblock of this

@@ -277,6 +277,42 @@ TEST_P(CorruptMetadata, NonsenseBehindAValidChecksumIsRejected) {
       << dev.error().message;
 }
 
+// An image cut short (a copy that stopped, a truncate) whose superblock is valid says it looks
+// truncated and names both sizes, whether the cut is in the metadata or in the data area. Cut
+// to 4 KiB (slot A alone) it said "holds no dedup superblock but other data", cut to 8 MiB
+// "inconsistent geometry".
+TEST_P(CorruptMetadata, ATruncatedImageSaysItLooksTruncated) {
+  const std::string name = GetParam().layers;
+  const uint64_t data_offset = ReadSb().data_offset;  // the metadata ends there, the data later
+  ASSERT_LT(data_offset, uint64_t{8} << 20);
+  for (uint64_t size : {uint64_t{4096}, data_offset - 4096, uint64_t{8} << 20}) {
+    SCOPED_TRACE(size);
+    const std::string copy = dir_.File("cut.img");
+    std::filesystem::copy_file(path_, copy, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::resize_file(copy, size);
+    for (bool read_only : {false, true}) {
+      auto dev = Open(name + "+file:" + copy, OpenOptions{.read_only = read_only});
+      ASSERT_FALSE(dev);
+      EXPECT_EQ(dev.error().code, make_error_code(Errc::kCorruption)) << dev.error().message;
+      EXPECT_NE(dev.error().message.find(name + ": the device below (file " + copy),
+                std::string::npos)
+          << dev.error().message;
+      const std::string says =
+          "looks truncated: its " + name + " superblock says it held at least ";
+      const size_t at = dev.error().message.find(says);
+      ASSERT_NE(at, std::string::npos) << dev.error().message;
+      // Where its data area ended: near the 24 MiB it had, wherever it was cut.
+      const uint64_t held = std::stoull(dev.error().message.substr(at + says.size()));
+      EXPECT_GT(held, uint64_t{20} << 20) << dev.error().message;
+      EXPECT_LE(held, uint64_t{24} << 20) << dev.error().message;
+      EXPECT_NE(dev.error().message.find("it has " + std::to_string(size) + " ("),
+                std::string::npos)
+          << dev.error().message;
+    }
+    EXPECT_EQ(std::filesystem::file_size(copy), size) << "a refused open changed the file";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Layers, CorruptMetadata,
                          ::testing::Values(CorruptCase{"dedup", "VSDEDUP1"},
                                            CorruptCase{"zstd", "VSZSTD01"},
