@@ -33,8 +33,18 @@ std::optional<uint64_t> FirstDifference(const std::byte* a, const std::byte* b, 
   return std::nullopt;
 }
 
-Error ReadError(uint64_t offset, std::error_code ec) {
-  return MakeError(ec, "read error at offset " + std::to_string(offset) + ": " + ec.message());
+// The error of a chunk read of `io` that failed with `ec`, naming the lowest offset in it that
+// fails (the chunk is read again in smaller pieces, into `buf`).
+Error ReadError(SyncIo& io, uint64_t offset, std::span<std::byte> buf, std::error_code ec) {
+  const FailedRead at = io.LowestFailedRead(offset, buf, ec);
+  return MakeError(at.error,
+                   "read error at offset " + std::to_string(at.offset) + ": " + at.error.message());
+}
+
+// Reads `buf` from `io` at `offset`; an error names the lowest offset that fails.
+Status ReadChunk(SyncIo& io, uint64_t offset, std::span<std::byte> buf) {
+  if (std::error_code ec = io.Read(offset, buf)) return ReadError(io, offset, buf, ec);
+  return OkStatus();
 }
 
 }  // namespace
@@ -53,15 +63,15 @@ Result<Comparison> CompareImages(BlockDevice& a, BlockDevice& b, const CompareOp
     len = std::min(kChunk, (both ? common : longest) - off);
     if (both) {
       if (ReadsZero(a, off, len) && ReadsZero(b, off, len)) continue;
-      if (std::error_code e = io_a.Read(off, buf_a.span().first(len))) return ReadError(off, e);
-      if (std::error_code e = io_b.Read(off, buf_b.span().first(len))) return ReadError(off, e);
+      VSTACK_RETURN_IF_ERROR(ReadChunk(io_a, off, buf_a.span().first(len)));
+      VSTACK_RETURN_IF_ERROR(ReadChunk(io_b, off, buf_b.span().first(len)));
       c.first_difference = FirstDifference(buf_a.data(), buf_b.data(), off, len);
     } else {
       // Past the end of the shorter one: the longer one must read as zeros.
       BlockDevice& longer = c.size_a > c.size_b ? a : b;
       SyncIo& io = c.size_a > c.size_b ? io_a : io_b;
       if (ReadsZero(longer, off, len)) continue;
-      if (std::error_code e = io.Read(off, buf_a.span().first(len))) return ReadError(off, e);
+      VSTACK_RETURN_IF_ERROR(ReadChunk(io, off, buf_a.span().first(len)));
       c.first_difference = FirstDifference(buf_a.data(), nullptr, off, len);
     }
     if (c.first_difference) return c;

@@ -30,7 +30,8 @@ struct Comparison {
   bool size_mismatch() const { return size_a != size_b; }
 };
 
-// Compares `a` and `b`. Errors: the first read that fails, naming its offset.
+// Compares `a` and `b`. Errors: the first chunk read that fails, naming the lowest offset in it
+// that fails (the chunk is read again in smaller pieces to find it) with that piece's error.
 Result<Comparison> CompareImages(BlockDevice& a, BlockDevice& b,
                                  const CompareOptions& options = {});
 

@@ -64,6 +64,7 @@ class Copier {
     }
     src_q_->WaitIdle();
     dst_q_->WaitIdle();
+    if (failed_read_) LocateFailedRead();
     if (error_) return *error_;
     IoRequest flush;
     flush.op = Op::kFlush;
@@ -89,12 +90,30 @@ class Copier {
   };
 
   // The error to report: the one at the lowest offset (chunks complete out of order, and a
-  // copy that failed at offset X has copied nothing reliable beyond X).
-  void Fail(Error e, uint64_t offset) {
+  // copy that failed at offset X has copied nothing reliable beyond X). `read` is the slot
+  // whose chunk read failed, if that is the failure: LocateFailedRead narrows it down.
+  void Fail(Error e, uint64_t offset, Slot* read = nullptr) {
     if (!error_ || offset < error_offset_) {
       error_ = std::move(e);
       error_offset_ = offset;
+      failed_read_ = read;
     }
+  }
+
+  static Error ReadError(uint64_t offset, std::error_code ec) {
+    return MakeError(
+        ec, "reading the source at offset " + std::to_string(offset) + " failed: " + ec.message());
+  }
+
+  // The error to report is a whole chunk's failed read: names instead the lowest offset in it
+  // that fails, reading the chunk again in smaller pieces. REQUIRES: the source's queue is idle.
+  void LocateFailedRead() {
+    Slot& s = *failed_read_;
+    const FailedRead at = LowestFailedRead(*src_q_, src_.geometry(), s.offset,
+                                           s.buf.span().first(s.in_source), s.read.status);
+    error_ = ReadError(at.offset, at.error);
+    error_offset_ = at.offset;
+    failed_read_ = nullptr;
   }
 
   void Report() {
@@ -148,9 +167,7 @@ class Copier {
       Slot& slot = *static_cast<Slot*>(r.user_data);
       Copier& c = *slot.copier;
       if (r.status) {
-        c.Fail(MakeError(r.status, "reading the source at offset " + std::to_string(slot.offset) +
-                                       " failed: " + r.status.message()),
-               slot.offset);
+        c.Fail(ReadError(slot.offset, r.status), slot.offset, &slot);
         c.Done(slot);
         return;
       }
@@ -231,6 +248,7 @@ class Copier {
   int active_ = 0;
   std::optional<Error> error_;
   uint64_t error_offset_ = 0;
+  Slot* failed_read_ = nullptr;  // the slot whose read failed with error_, if that is error_
 };
 
 }  // namespace

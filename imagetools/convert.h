@@ -52,8 +52,10 @@ struct CopyStats {
 // Copies src[0, src size) to the same offsets of `dst` (and zeros after them to the end of
 // `dst`'s last sector, when its sectors are larger than the source's size allows), then
 // flushes `dst`. Errors: `dst` is
-// smaller than `src` (Errc::kOutOfRange), or the first read, write or flush that fails, naming
-// its offset. REQUIRES: no queue of either device is in use by another thread while copying.
+// smaller than `src` (Errc::kOutOfRange), or the write, flush or read that fails at the lowest
+// offset, naming it (a chunk whose read fails is read again in smaller pieces, to name the
+// lowest offset in it that fails, with that piece's error). REQUIRES: no queue of either device
+// is in use by another thread while copying.
 Result<CopyStats> CopyImage(BlockDevice& src, BlockDevice& dst, const CopyOptions& options = {});
 
 struct ConvertOptions {

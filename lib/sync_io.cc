@@ -1,9 +1,22 @@
 #include "lib/sync_io.h"
 
+#include <algorithm>
+
 namespace vstack {
 namespace {
 
 void MarkDone(IoRequest& req) { *static_cast<bool*>(req.user_data) = true; }
+
+std::error_code ReadOn(IoQueue& queue, uint64_t offset, std::span<std::byte> buf) {
+  iovec v{buf.data(), buf.size()};
+  IoRequest r;
+  r.op = Op::kRead;
+  r.offset = offset;
+  r.length = buf.size();
+  r.iov = &v;
+  r.iovcnt = 1;
+  return Execute(queue, r);
+}
 
 }  // namespace
 
@@ -14,6 +27,26 @@ std::error_code Execute(IoQueue& queue, IoRequest& req) {
   queue.Submit(req);
   while (!done) queue.Poll(1);
   return req.status;
+}
+
+FailedRead LowestFailedRead(IoQueue& queue, const Geometry& geometry, uint64_t offset,
+                            std::span<std::byte> buf, std::error_code error) {
+  const size_t block = std::max<size_t>(geometry.logical_block, geometry.mem_alignment);
+  FailedRead found{offset, error};
+  while (buf.size() > block) {
+    // The lower half, in whole blocks (at least one); the upper half is the rest.
+    const size_t low = std::max(buf.size() / 2 / block * block, block);
+    if (std::error_code ec = ReadOn(queue, found.offset, buf.first(low))) {
+      found.error = ec;
+      buf = buf.first(low);
+    } else if (std::error_code ec = ReadOn(queue, found.offset + low, buf.subspan(low))) {
+      found = {found.offset + low, ec};
+      buf = buf.subspan(low);
+    } else {
+      break;  // the error does not repeat in smaller reads
+    }
+  }
+  return found;
 }
 
 IoQueue* SyncIo::queue() {
@@ -32,6 +65,13 @@ std::error_code SyncIo::Run(IoRequest& req) {
   IoQueue* q = queue();
   if (q == nullptr) return open_error_.code;
   return Execute(*q, req);
+}
+
+FailedRead SyncIo::LowestFailedRead(uint64_t offset, std::span<std::byte> buf,
+                                    std::error_code error) {
+  IoQueue* q = queue();
+  if (q == nullptr) return {offset, error};
+  return vstack::LowestFailedRead(*q, device_.geometry(), offset, buf, error);
 }
 
 std::error_code SyncIo::Read(uint64_t offset, std::span<std::byte> buf) {

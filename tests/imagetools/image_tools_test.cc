@@ -16,6 +16,7 @@
 #include "imagetools/info.h"
 #include "imagetools/new_image_file.h"
 #include "lib/aligned_buffer.h"
+#include "lib/property.h"
 #include "lib/registry.h"
 #include "lib/sync_io.h"
 #include "tests/testing/test_util.h"
@@ -265,6 +266,87 @@ TEST(ImageTools, CompareImagesFindsTheFirstDifferentSector) {
   EXPECT_FALSE(strict->first_difference);
   Fill(*longer, kSize + 4096, 512, 0x44);
   EXPECT_EQ(CompareImages(*longer, *a)->first_difference, std::optional<uint64_t>(kSize + 4096));
+}
+
+uint64_t DataOffset(BlockDevice& d) {
+  PropertyList props;
+  d.Properties(props);
+  for (const Property& p : props) {
+    if (p.key == "data_offset") return std::get<uint64_t>(p.value);
+  }
+  ADD_FAILURE() << "no data_offset";
+  return 0;
+}
+
+// Overwrites `length` bytes of the file at `path` from `offset` with `byte`.
+void Scribble(const std::string& path, uint64_t offset, uint64_t length, char byte) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(offset));
+  const std::string bytes(length, byte);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(f.good()) << path;
+}
+
+// A read that fails is named by the lowest offset that fails, not by the start of the chunk
+// being read (compare reads 1 MiB at a time, convert 2 MiB here): on a crc32c image with one
+// byte changed in its grain at 3 MiB + 20 KiB, compare named 3 MiB and convert 2 MiB.
+TEST(ImageTools, ACompareOrCopyThatFailsToReadNamesTheBadGrain) {
+  testing::TempDir dir;
+  const std::string path = dir.File("c.img");
+  testing::Rng rng(7);
+  const AlignedBuffer data = testing::RandomBuffer(rng, 4 << 20);
+  constexpr uint64_t kBad = (3 << 20) + 5 * 4096;
+  DevicePtr good = OpenOrDie("memory:4M");
+  ASSERT_FALSE(SyncIo(*good).Write(0, data.span()));
+  uint64_t data_offset = 0;
+  {
+    DevicePtr img = OpenOrDie("crc32c+file:" + path + ",create=on,size=8M");
+    data_offset = DataOffset(*img);
+    ASSERT_FALSE(SyncIo(*img).Write(0, data.span()));
+    ASSERT_TRUE(img->Close());
+  }
+  ASSERT_NO_FATAL_FAILURE(Scribble(path, data_offset + kBad + 100, 1, '\x5a'));
+  DevicePtr bad = OpenOrDie("crc32c+file:" + path);
+  const std::string at = "at offset " + std::to_string(kBad);
+  for (const bool bad_first : {true, false}) {
+    auto c = bad_first ? CompareImages(*bad, *good) : CompareImages(*good, *bad);
+    ASSERT_FALSE(c);
+    EXPECT_EQ(c.error().code, make_error_code(Errc::kChecksumMismatch));
+    EXPECT_EQ(c.error().message, "read error " + at + ": checksum mismatch");
+  }
+  DevicePtr copy = OpenOrDie("memory:8M");
+  auto r = CopyImage(*bad, *copy);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, make_error_code(Errc::kChecksumMismatch));
+  EXPECT_EQ(r.error().message, "reading the source " + at + " failed: checksum mismatch");
+}
+
+// A zstd image whose one data fragment (virtual offset 20 KiB, the only grain written) is
+// overwritten: compare and copy name its offset, not 0 (the chunk's start).
+TEST(ImageTools, ACompareOrCopyNamesAZstdFragmentThatDoesNotDecompress) {
+  testing::TempDir dir;
+  const std::string path = dir.File("z.img");
+  constexpr uint64_t kGrain = 5 * 4096;
+  DevicePtr good = OpenOrDie("memory:1M");
+  Fill(*good, kGrain, 4096, 0x61);  // compresses to a few bytes: a fragment at the first bin
+  uint64_t data_offset = 0;
+  {
+    DevicePtr img = OpenOrDie("zstd:size=1M+file:" + path + ",create=on,size=4M");
+    data_offset = DataOffset(*img);
+    Fill(*img, kGrain, 4096, 0x61);
+    ASSERT_TRUE(img->Close());
+  }
+  ASSERT_NO_FATAL_FAILURE(Scribble(path, data_offset, 512, '\xff'));
+  DevicePtr bad = OpenOrDie("zstd+file:" + path);
+  const std::string at = "at offset " + std::to_string(kGrain);
+  auto c = CompareImages(*bad, *good);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code, make_error_code(Errc::kCorruption));
+  EXPECT_EQ(c.error().message, "read error " + at + ": on-disk metadata is corrupt");
+  DevicePtr copy = OpenOrDie("memory:1M");
+  auto r = CopyImage(*bad, *copy);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "reading the source " + at + " failed: on-disk metadata is corrupt");
 }
 
 TEST(ImageTools, CheckImageChecksEveryLayerTopToBottom) {
