@@ -26,6 +26,15 @@ Error IoError(std::error_code ec, const std::string& what, uint64_t offset) {
                            ec.message());
 }
 
+// Reads `buf` at `offset` through `io`. Errors: IoError naming `what` and the lowest offset that
+// fails (a chunk that fails is read again in smaller pieces to find it).
+Status ReadAt(SyncIo& io, uint64_t offset, std::span<std::byte> buf, const std::string& what) {
+  std::error_code ec = io.Read(offset, buf);
+  if (!ec) return OkStatus();
+  const FailedRead at = io.LowestFailedRead(offset, buf, ec);
+  return IoError(at.error, what, at.offset);
+}
+
 // Counts bytes done of a fixed total and reports each step to a ChainProgress (if any).
 class ProgressCounter {
  public:
@@ -49,7 +58,7 @@ Status Copy(SyncIo& from, SyncIo& to, uint64_t offset, uint64_t length, AlignedB
   for (uint64_t done = 0; done < length;) {
     const uint64_t n = std::min<uint64_t>(kChunk, length - done);
     std::span<std::byte> s = buf.span().first(static_cast<size_t>(n));
-    if (std::error_code ec = from.Read(offset + done, s)) return IoError(ec, "read", offset + done);
+    VSTACK_RETURN_IF_ERROR(ReadAt(from, offset + done, s, "read"));
     if (std::error_code ec = to.Write(offset + done, s)) return IoError(ec, "write", offset + done);
     done += n;
     counter.Add(n);
@@ -306,13 +315,12 @@ Result<uint64_t> RebaseImage(const std::string& child_path, const std::string& n
         const uint64_t n = std::min<uint64_t>(kChunk, e.offset + e.length - pos);
         auto sa = a.span().first(static_cast<size_t>(n));
         auto sb = b.span().first(static_cast<size_t>(n));
-        if (std::error_code ec = old_io.Read(pos, sa)) return IoError(ec, "read", pos);
+        VSTACK_RETURN_IF_ERROR(ReadAt(old_io, pos, sa, "read"));
         std::memset(sb.data(), 0, sb.size());
         const uint64_t in_new = pos < new_size ? std::min(n, new_size - pos) : 0;
         if (in_new > 0) {
-          if (std::error_code ec = new_io.Read(pos, sb.first(static_cast<size_t>(in_new)))) {
-            return IoError(ec, "read of the new parent", pos);
-          }
+          VSTACK_RETURN_IF_ERROR(
+              ReadAt(new_io, pos, sb.first(static_cast<size_t>(in_new)), "read of the new parent"));
         }
         // Write the differing sectors, in runs.
         for (uint64_t s = 0; s < n;) {
