@@ -17,7 +17,7 @@ class VstackCategory final : public std::error_category {
         return "buffer address or length is not aligned to the device's memory alignment";
       case Errc::kNotSupported: return "operation not supported by this device";
       case Errc::kReadOnly: return "device is read-only";
-      case Errc::kCorruption: return "on-disk metadata is corrupt";
+      case Errc::kCorruption: return "on-disk data or metadata is corrupt";
       case Errc::kChecksumMismatch: return "checksum mismatch";
       case Errc::kNoSpace: return "no space left in the layer";
       case Errc::kIo: return "I/O error";

@@ -30,7 +30,8 @@ enum class Errc {
   kBadBufferAlignment,   // buffer address or length violates the device's memory alignment
   kNotSupported,         // the device does not support this operation or flag
   kReadOnly,             // write-type request to a read-only device
-  kCorruption,           // on-disk structure is invalid
+  kCorruption,           // on-disk metadata is invalid, or stored data does not decode (a
+                         // zstd fragment that does not decompress)
   kChecksumMismatch,     // stored checksum does not match the data
   kNoSpace,              // the layer ran out of space (the OS uses ENOSPC)
   kIo,                   // generic I/O failure with no better code

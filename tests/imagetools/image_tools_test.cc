@@ -342,11 +342,12 @@ TEST(ImageTools, ACompareOrCopyNamesAZstdFragmentThatDoesNotDecompress) {
   auto c = CompareImages(*bad, *good);
   ASSERT_FALSE(c);
   EXPECT_EQ(c.error().code, make_error_code(Errc::kCorruption));
-  EXPECT_EQ(c.error().message, "read error " + at + ": on-disk metadata is corrupt");
+  EXPECT_EQ(c.error().message, "read error " + at + ": on-disk data or metadata is corrupt");
   DevicePtr copy = OpenOrDie("memory:1M");
   auto r = CopyImage(*bad, *copy);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().message, "reading the source " + at + " failed: on-disk metadata is corrupt");
+  EXPECT_EQ(r.error().message,
+            "reading the source " + at + " failed: on-disk data or metadata is corrupt");
 }
 
 TEST(ImageTools, CheckImageChecksEveryLayerTopToBottom) {
