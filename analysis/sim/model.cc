@@ -154,6 +154,17 @@ void Model::Settle(uint64_t u, uint64_t value) {
   settled_[u] = Settled{value, 0};
 }
 
+void Model::SettleUnread(uint64_t u) {
+  std::vector<Version> survivors;
+  ForSurvivors(u, [&](const Version& v) { survivors.push_back(v); });
+  if (survivors.size() == 1) return Settle(u, survivors[0].value);
+  for (Version& v : survivors) {
+    v.submit = v.complete = 0;  // none overwrites another; any later durable write does
+    v.ok = v.fua = true;
+  }
+  history_[u] = std::move(survivors);
+}
+
 std::string Model::Describe(uint64_t u, const std::vector<Version>& allowed,
                             uint64_t got) const {
   auto name = [&](const Version& v) -> std::string {

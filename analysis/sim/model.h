@@ -63,6 +63,10 @@ class Model {
   std::string CheckAfterCrash(uint64_t u, uint64_t got) const;
   // Unit `u` holds exactly `value` from now on (read back after a crash or a clean close).
   void Settle(uint64_t u, uint64_t value);
+  // After a power cut now, unit `u` could not be read back (a read failed on purpose): it
+  // holds one of the versions the cut may leave, unknown which, and each is durable from now
+  // on (what the reopened stack reads is on its disk).
+  void SettleUnread(uint64_t u);
   // Names the writes the model knows by their op number: for messages.
   void set_namer(std::string (*namer)(void*, uint64_t), void* arg) {
     namer_ = namer;

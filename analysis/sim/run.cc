@@ -10,6 +10,8 @@
 namespace vstack::sim {
 namespace {
 
+constexpr uint64_t kVerifyChunk = 256 * 1024;  // Verify reads this much at a time
+
 // What a run that hangs leaves behind: its threads are suspended in the middle of the stack's
 // code, so neither may be destroyed. Kept reachable (not reported as leaks).
 std::vector<std::shared_ptr<void>>& Graveyard() {
@@ -37,7 +39,15 @@ class Run {
   void DrawShape();
   bool Open(bool first);
   bool Check(const std::string& when);
+  // Reads every unit back: after a power cut (or a close that could not persist everything)
+  // each must hold what the cut may leave, else exactly what the model says. A read that an
+  // error layer fails on purpose is not compared (its units may hold what the cut may leave).
   bool Verify(bool after_cut);
+  // Verify's read of [at, at + n) into `buf`, and its comparison (Compare).
+  void ReadBack(SyncIo& io, AlignedBuffer& buf, uint64_t at, uint64_t n, bool after_cut,
+                uint64_t started, const std::string& when);
+  void Compare(uint64_t at, uint64_t n, const uint8_t* data, bool after_cut, uint64_t started,
+               const std::string& when);
   bool Epoch(uint64_t ops, bool cut);
   // Closes the stack; `clean`: the close persisted everything (it may fail for lack of space).
   bool Close(bool* clean);
@@ -92,25 +102,29 @@ void Run::DrawShape() {
   config_.zeroes = static_cast<uint32_t>(rng_.Between(0, 2));
   config_.maps = static_cast<uint32_t>(rng_.Below(2));
   config_.think = rng_.Chance(0.5) ? 0.1 : 0.5;
-  config_.errors_expected = faults || stack_.injects_errors();
+  config_.errors_expected = faults;
+  config_.may_inject = [this](Op op, std::error_code ec) { return stack_.MayInject(op, ec); };
   sched_ = std::make_unique<Scheduler>(rng_.Next(), timing_);
   stack_.Prepare(*sched_, rng_);
 }
 
 bool Run::Open(bool first) {
-  std::string error;
+  Error error;
   const bool ran = InThread(first ? "format and open" : "reopen", [&] {
     Result<DevicePtr> dev = stack_.Open(first);
     if (dev) {
       dev_ = std::move(*dev);
     } else {
-      error = dev.error().ToString();
+      error = dev.error();
     }
   });
   if (!ran) return false;
   if (!dev_) {
-    Fail("open", std::string(first ? "formatting and opening" : "reopening") + " the stack failed: " +
-                     error);
+    // An error layer below another may fail the reopen's reads and writes on purpose: the run
+    // ends there, with nothing more to check.
+    if (!first && stack_.InjectsBelow(error.code)) return false;
+    Fail("open", std::string(first ? "formatting and opening" : "reopening") +
+                     " the stack failed: " + error.ToString());
     return false;
   }
   sched_->set_report_stack(dev_.get());
@@ -122,7 +136,9 @@ bool Run::Check(const std::string& when) {
     for (BlockDevice* d = dev_.get(); d != nullptr && !failed(); d = d->lower()) {
       CheckResult found;
       Status s = d->Check(CheckMode::kReadOnly, &found);
-      if (!s) {
+      if (!s && stack_.InjectsBelow(s.error().code)) {
+        sched_->Trace(42, 0);  // an error layer below failed its reads on purpose
+      } else if (!s) {
         Fail("check", when + ": " + d->kind() + ": Check could not run: " + s.error().ToString());
       } else if (found.corruptions > 0) {
         std::string text;
@@ -138,33 +154,51 @@ bool Run::Verify(bool after_cut) {
   const std::string when = after_cut ? "after a power cut" : "after a clean close";
   return InThread("verify", [&] {
     SyncIo io(*dev_);
-    constexpr uint64_t kChunk = 256 * 1024;
-    AlignedBuffer buf(kChunk, 4096);
+    AlignedBuffer buf(kVerifyChunk, 4096);
     const uint64_t size = dev_->size_bytes();
     const uint64_t started = model_->BeginRead();
-    for (uint64_t at = 0; at < size && !failed(); at += kChunk) {
-      const uint64_t n = std::min(kChunk, size - at);
-      if (std::error_code ec = io.Read(at, buf.span().first(n))) {
-        Fail("error", when + ": reading back " + std::to_string(n) + " bytes at " +
-                          std::to_string(at) + " failed: " + ec.message());
-        return;
-      }
-      for (uint64_t i = 0; i < n / kUnit; ++i) {
-        const uint64_t u = at / kUnit + i;
-        const uint64_t got = UnitHash(reinterpret_cast<const uint8_t*>(buf.data()) + i * kUnit);
-        const std::string wrong =
-            after_cut ? model_->CheckAfterCrash(u, got) : model_->CheckRead(u, 1, &got, started);
-        if (!wrong.empty()) {
-          Fail(after_cut ? "lost" : "data", when + ": " + wrong);
-          return;
-        }
-        model_->Settle(u, got);
-        sched_->Trace(40, got);
-      }
+    for (uint64_t at = 0; at < size && !failed(); at += kVerifyChunk) {
+      ReadBack(io, buf, at, std::min(kVerifyChunk, size - at), after_cut, started, when);
       sched_->NoteProgress();
     }
     model_->EndRead(started);
   });
+}
+
+void Run::ReadBack(SyncIo& io, AlignedBuffer& buf, uint64_t at, uint64_t n, bool after_cut,
+                   uint64_t started, const std::string& when) {
+  const std::error_code ec = io.Read(at, buf.span().first(n));
+  if (!ec)
+    return Compare(at, n, reinterpret_cast<const uint8_t*>(buf.data()), after_cut, started, when);
+  if (!stack_.MayInject(Op::kRead, ec)) {
+    return Fail("error", when + ": reading back " + std::to_string(n) + " bytes at " +
+                             std::to_string(at) + " failed: " + ec.message());
+  }
+  // An error layer failed it on purpose: read its pieces one by one, so that those that read
+  // are still compared.
+  const uint64_t piece = std::max<uint64_t>(4096, dev_->geometry().logical_block);
+  if (n > piece) {
+    for (uint64_t p = at; p < at + n && !failed(); p += piece) {
+      ReadBack(io, buf, p, std::min(piece, at + n - p), after_cut, started, when);
+    }
+    return;
+  }
+  sched_->Trace(41, at);
+  if (!after_cut) return;  // not compared: the run ends
+  for (uint64_t u = at / kUnit; u < (at + n) / kUnit; ++u) model_->SettleUnread(u);
+}
+
+void Run::Compare(uint64_t at, uint64_t n, const uint8_t* data, bool after_cut, uint64_t started,
+                  const std::string& when) {
+  for (uint64_t i = 0; i < n / kUnit; ++i) {
+    const uint64_t u = at / kUnit + i;
+    const uint64_t got = UnitHash(data + i * kUnit);
+    const std::string wrong =
+        after_cut ? model_->CheckAfterCrash(u, got) : model_->CheckRead(u, 1, &got, started);
+    if (!wrong.empty()) return Fail(after_cut ? "lost" : "data", when + ": " + wrong);
+    model_->Settle(u, got);
+    sched_->Trace(40, got);
+  }
 }
 
 bool Run::Close(bool* clean) {
@@ -181,8 +215,10 @@ bool Run::Close(bool* clean) {
   if (!ran) return false;
   *clean = error.empty();
   // Out of space, a layer cannot commit what it holds: the close fails, and what it did not
-  // persist is lost as in a power cut. Any other error is a failure.
-  if (!error.empty() && code != std::errc::no_space_on_device && code != Errc::kNoSpace) {
+  // persist is lost as in a power cut; so too when an error layer below fails its I/O on
+  // purpose. Any other error is a failure.
+  if (!error.empty() && code != std::errc::no_space_on_device && code != Errc::kNoSpace &&
+      !stack_.InjectsBelow(code)) {
     Fail("close", "closing the stack failed: " + error);
     return false;
   }
@@ -248,7 +284,7 @@ RunResult Run::Go() {
     for (uint32_t e = 0; e <= cuts && ok; ++e) ok = Epoch(per_epoch, e < cuts);
     bool clean = false;
     if (ok && Close(&clean) && Open(false) &&
-        Check(clean ? "after a clean close" : "after a close that ran out of space") &&
+        Check(clean ? "after a clean close" : "after a close that failed") &&
         Verify(/*after_cut=*/!clean)) {
       Close(&clean);
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "analysis/sim/content.h"
+#include "blockdev/error/error_device.h"
 #include "formats/vhd/vhd_create.h"
 #include "formats/vhd/vhd_device.h"
 #include "formats/vhd/vhd_parent.h"
@@ -84,7 +85,6 @@ Result<SimStack> SimStack::Parse(std::string_view layers) {
     }
     Part part;
     part.layer.name = sp.name;
-    if (sp.name == "error") stack.injects_errors_ = true;
     part.formats_below = Declares(info->options, "format");
     if (sp.name == "vhd" || sp.name == "vhdx") part.format = sp.name;
     for (const SpecOption& o : sp.options) {
@@ -242,7 +242,35 @@ Result<DevicePtr> SimStack::Open(bool first) {
   for (const Part& part : parts_) {
     VSTACK_ASSIGN_OR_RETURN(dev, OpenPart(part, std::move(dev), first));
   }
+  NoteInjectors(*dev);
   return dev;
+}
+
+void SimStack::NoteInjectors(BlockDevice& top) {
+  injectors_.clear();
+  for (BlockDevice* d = &top; d != nullptr; d = d->lower()) {
+    const auto* e = dynamic_cast<const ErrorDevice*>(d);
+    if (e == nullptr || e->config().rate <= 0) continue;
+    const bool at_top = d == &top;
+    // At the top it fails the kinds it names; a write-type request may still reach it as
+    // another (write-zeroes emulated by writes, FUA by a write and a flush): reads apart, the
+    // kinds go together.
+    constexpr uint32_t kRead = 1u << static_cast<int>(Op::kRead);
+    const uint32_t ops = e->config().ops;
+    const uint32_t fails = (ops & kRead) | ((ops & ~kRead) != 0 ? ~kRead : 0u);
+    injectors_.push_back({e->config().error, at_top ? fails : ~0u, at_top});
+  }
+}
+
+bool SimStack::MayInject(Op op, std::error_code ec) const {
+  return std::any_of(injectors_.begin(), injectors_.end(), [&](const Injector& i) {
+    return (i.ops & (1u << static_cast<int>(op))) != 0 && i.Injects(ec);
+  });
+}
+
+bool SimStack::InjectsBelow(std::error_code ec) const {
+  return std::any_of(injectors_.begin(), injectors_.end(),
+                     [&](const Injector& i) { return !i.top && i.Injects(ec); });
 }
 
 std::vector<uint64_t> SimStack::InitialContent(uint64_t units) const {

@@ -35,8 +35,17 @@ class SimStack {
 
   const std::string& text() const { return text_; }
 
-  // True if LAYERS has an `error` layer: requests may fail on purpose (the workload allows it).
-  bool injects_errors() const { return injects_errors_; }
+  // True if a request `op` of the top device may fail with `ec` because an `error` layer
+  // injects it: its errno (or any error code equivalent to it); when it is the top layer, on
+  // reads if it fails reads and on every write-type request (write, write-zeroes, discard,
+  // flush) if it fails any (the device's emulations turn one into another: write-zeroes into
+  // writes, FUA into a write and a flush); when it sits below another layer, on any request (a
+  // format reads its metadata for a read, may read before a write). Known once the stack has
+  // opened; an `error` layer with rate=0 injects nothing.
+  bool MayInject(Op op, std::error_code ec) const;
+  // True if the stack's own I/O (opening, `Check`, closing) may fail with `ec` because an
+  // `error` layer below another injects it.
+  bool InjectsBelow(std::error_code ec) const;
 
   // Draws the run's variations (disk traits, options LAYERS leaves out) and registers the
   // disks with `sched`, whose virtual clock the layers that model time (delay, hv, ready) read.
@@ -62,6 +71,8 @@ class SimStack {
 
   Status MakeParent();
   Result<DevicePtr> OpenPart(const Part& part, DevicePtr below, bool first);
+  // Notes what the `error` layers of the open stack `top` inject (MayInject).
+  void NoteInjectors(BlockDevice& top);
   Status CreateImage(const Part& part, BlockDevice& below);
 
   std::string text_;
@@ -69,7 +80,15 @@ class SimStack {
   uint64_t parent_seed_ = 0;
   uint64_t image_size_ = 16 << 20;  // of an image over a disk that grows
   uint64_t parent_size_ = 0;        // the differencing VHD's parent's virtual size
-  bool injects_errors_ = false;
+  struct Injector {
+    int error = 0;     // errno
+    uint32_t ops = 0;  // bit (1 << Op) per kind of top-device request that may fail with it
+    bool top = false;  // the top layer: the layers' own I/O does not pass through it
+    bool Injects(std::error_code ec) const {
+      return ec == SystemError(error) || ec == std::error_condition(error, std::generic_category());
+    }
+  };
+  std::vector<Injector> injectors_;
   Clock* clock_ = nullptr;          // the scheduler's (Prepare)
 };
 

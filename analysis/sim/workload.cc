@@ -47,10 +47,11 @@ void Workload::Fail(std::string kind, std::string message) {
   frozen_ = true;
 }
 
-bool Workload::Allowed(const Request& op, std::error_code ec) const {
+bool Workload::Allowed(Op op, std::error_code ec) const {
+  if (config_.may_inject && config_.may_inject(op, ec)) return true;
   // Out of space: anything that may need room, a flush included (a layer's commit writes its
   // journal through a thin device below).
-  if (ec == std::errc::no_space_on_device || ec == Errc::kNoSpace) return op.kind != kRead;
+  if (ec == std::errc::no_space_on_device || ec == Errc::kNoSpace) return op != Op::kRead;
   // An injected EIO surfaces as such; a torn write below may show later as a checksum
   // mismatch (crc32c) or a corrupt fragment (zstd) of what it tore.
   if (config_.errors_expected) return ec == std::errc::io_error || ec == Errc::kIo ||
@@ -193,7 +194,9 @@ void Workload::Map(int thread, SimRng& rng) {
   } end{model_, started};
   if (frozen_) return;
   if (!s) {
-    if (!config_.errors_expected) Fail("error", Name(records_.size()) + " failed: " + s.error().ToString());
+    if (!Allowed(Op::kRead, s.error().code)) {
+      Fail("error", Name(records_.size()) + " failed: " + s.error().ToString());
+    }
     return;
   }
   for (const Extent& e : extents) {
@@ -222,7 +225,7 @@ void Workload::Finish(Request* op) {
   if (!frozen_) {
     ++completed_;
     sched_.NoteProgress();
-    if (ec && !Allowed(*op, ec)) {
+    if (ec && !Allowed(op->req.op, ec)) {
       Fail("error", Name(op->id) + " failed: " + ec.message() + " (" + ec.category().name() +
                         ":" + std::to_string(ec.value()) + ")");
     }

@@ -10,6 +10,7 @@
 #define VSTACK_ANALYSIS_SIM_WORKLOAD_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,9 @@ struct WorkloadConfig {
   double fua = 0.05;    // a write carries FUA
   double batch = 0.2;   // a Submit carries 2 to 4 requests
   double think = 0.3;   // the thread lets the others run before its next request
-  bool errors_expected = false;  // injected I/O errors: EIO may surface
+  bool errors_expected = false;  // the disk injects EIO: it may surface on any request
+  // True if a request `op` may fail with `ec` because a layer injects it (SimStack::MayInject).
+  std::function<bool(Op op, std::error_code ec)> may_inject;
 };
 
 class Workload {
@@ -68,7 +71,8 @@ class Workload {
   static void OnComplete(IoRequest& req);
   void Finish(Request* op);
   void Fail(std::string kind, std::string message);
-  bool Allowed(const Request& op, std::error_code ec) const;
+  // True if a request `op` may fail with `ec`: an error the run injects, or a full disk.
+  bool Allowed(Op op, std::error_code ec) const;
   std::string Name(uint64_t id) const;
   static std::string NameOf(void* self, uint64_t id) {
     return static_cast<Workload*>(self)->Name(id);
