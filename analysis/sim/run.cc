@@ -252,6 +252,7 @@ bool Run::Epoch(uint64_t ops, bool cut) {
     return extra_steps-- == 0;
   };
   Scheduler::End end = sched_->Run(stop);
+  res_.ops += workload_->completed();  // a frozen workload completes no more (a cut, a failure)
   if (Hung(end, "the workload")) return false;
   sched_->set_faults(false);
   if (end == Scheduler::End::kStopped) {
@@ -263,7 +264,6 @@ bool Run::Epoch(uint64_t ops, bool cut) {
     // The old stack closes on the old disk, which nobody reads again.
     if (!InThread("drop the stack", [&] { dev_.reset(); })) return false;
   }
-  res_.ops += workload_->completed();
   for (const SimFailure& f : workload_->failures()) Fail(f.kind, f.message);
   if (failed()) return false;
   if (end == Scheduler::End::kStopped) {

@@ -382,6 +382,18 @@ TEST(SimFindsHistoricalBugs, TheMultiQueueCommitHang) {
   RecordProperty("seeds_to_find", std::to_string(r.runs));
 }
 
+// A run that fails reports the operations it completed: a hang in the workload said 0.
+TEST(SimFindsHistoricalBugs, AHungRunCountsTheOperationsItCompleted) {
+  CampaignOptions o;
+  o.stacks = {"dedup+vhd:subformat=dynamic"};
+  o.seed_from = 4;  // a hang in the workload with the bug back on (docs/testing.md)
+  o.reintroduce = {HistoricalBug::kCommitWithoutQuiesce};
+  const CampaignResult r = RunCampaign(o);
+  ASSERT_EQ(r.failures.size(), 1u);
+  EXPECT_EQ(r.failures[0].kind, "hang") << r.failures[0].message;
+  EXPECT_GT(r.ops, 0u);
+}
+
 TEST(SimFindsHistoricalBugs, DifferencingBitsBeforeData) {
   const CampaignResult r = FindBug(HistoricalBug::kDiffBitsBeforeData, "vhd:subformat=diff");
   ASSERT_EQ(r.failures.size(), 1u) << "not found in " << r.runs << " seeds";
