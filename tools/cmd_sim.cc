@@ -116,8 +116,10 @@ void Print(const sim::CampaignOptions& o, const sim::CampaignResult& r, OutputFo
   if (r.interrupted) {
     fmt::print("interrupted: {} of {} run(s) done\n", r.runs, o.fixed.size() + o.seeds);
   }
-  fmt::print("{} run(s) of {} stack(s) from seed {}: {} operations, {} power cut(s), {} failure(s)\n",
-             r.runs, o.stacks.size(), o.seed_from, r.ops, r.power_cuts, r.failures.size());
+  fmt::print(
+      "{} run(s) of {} stack(s) from seed {}: {} operations completed, {} power cut(s), {} "
+      "failure(s)\n",
+      r.runs, o.stacks.size(), o.seed_from, r.ops, r.power_cuts, r.failures.size());
   fmt::print("trace_hash {}\n", Hex(r.trace_hash));
 }
 
@@ -143,7 +145,10 @@ void AddSimCommand(CLI::App& app) {
   cmd->add_option("--seed-from", a->seed_from, "first seed of --seeds (or `random`)");
   WholeNumber(cmd->add_option("--seeds", a->seeds, "how many seeds to run"));
   cmd->add_flag("--regressions", a->regressions, "first run the regression seeds (docs/testing.md)");
-  cmd->add_option("--ops", a->knobs.ops, "workload requests per run")->capture_default_str();
+  cmd->add_option("--ops", a->knobs.ops,
+                  "workload requests per run; a power cut ends its share early (the summary "
+                  "counts those that completed)")
+      ->capture_default_str();
   cmd->add_option("--queues", a->knobs.queues, "simulated threads per run, at most")->capture_default_str();
   cmd->add_option("--depth", a->knobs.depth, "queue depth, at most")->capture_default_str();
   cmd->add_option("--fault-runs", a->knobs.fault_runs, "share of runs that inject I/O errors")->capture_default_str();

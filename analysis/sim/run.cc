@@ -276,12 +276,17 @@ bool Run::Epoch(uint64_t ops, bool cut) {
 
 RunResult Run::Go() {
   DrawShape();
-  const uint32_t cuts = rng_.Chance(o_.crash_runs) ? static_cast<uint32_t>(rng_.Between(1, 3)) : 0;
+  const uint64_t drawn = rng_.Chance(o_.crash_runs) ? rng_.Between(1, 3) : 0;
+  // Each epoch has a request at least (the instant of its cut); the last one takes what the
+  // division leaves, so that the epochs share exactly o_.ops.
+  const uint64_t cuts = std::min<uint64_t>(drawn, std::max<uint64_t>(o_.ops, 1) - 1);
   if (Open(true)) {
     model_ = std::make_unique<Model>(stack_.InitialContent(dev_->size_bytes() / kUnit));
-    const uint64_t per_epoch = std::max<uint64_t>(1, o_.ops / (cuts + 1));
+    const uint64_t per_epoch = o_.ops / (cuts + 1);
     bool ok = true;
-    for (uint32_t e = 0; e <= cuts && ok; ++e) ok = Epoch(per_epoch, e < cuts);
+    for (uint64_t e = 0; e <= cuts && ok; ++e) {
+      ok = Epoch(per_epoch + (e == cuts ? o_.ops % (cuts + 1) : 0), e < cuts);
+    }
     bool clean = false;
     if (ok && Close(&clean) && Open(false) &&
         Check(clean ? "after a clean close" : "after a close that failed") &&

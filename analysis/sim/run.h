@@ -26,7 +26,10 @@ namespace vstack::sim {
 
 // The knobs of `vstack sim` (the fault rates are per run or per request, as named).
 struct SimOptions {
-  uint64_t ops = 300;         // workload requests per run
+  // Workload requests per run (maps included), shared among its epochs: a run without power
+  // cuts or failures completes them all; a cut ends its epoch early (what is in flight or not
+  // yet submitted is not done).
+  uint64_t ops = 300;
   uint32_t queues = 4;        // simulated threads, at most
   uint32_t depth = 8;         // queue depth, at most
   double fault_runs = 0.25;   // share of runs that inject I/O errors...
@@ -39,7 +42,7 @@ struct SimOptions {
 
 struct RunResult {
   uint64_t seed = 0;
-  uint64_t ops = 0;         // workload requests completed
+  uint64_t ops = 0;  // workload requests completed (maps included), failed run or not
   uint64_t power_cuts = 0;
   uint64_t trace_hash = 0;  // every decision and result of the run
   std::vector<SimFailure> failures;

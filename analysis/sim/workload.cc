@@ -193,6 +193,7 @@ void Workload::Map(int thread, SimRng& rng) {
     ~EndRead() { m.EndRead(t); }
   } end{model_, started};
   if (frozen_) return;
+  ++completed_;
   if (!s) {
     if (!Allowed(Op::kRead, s.error().code)) {
       Fail("error", Name(records_.size()) + " failed: " + s.error().ToString());

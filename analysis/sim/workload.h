@@ -55,6 +55,7 @@ class Workload {
   bool frozen() const { return frozen_; }
 
   uint64_t submitted() const { return submitted_; }
+  // The requests (maps included) that completed before the workload froze.
   uint64_t completed() const { return completed_; }
   const std::vector<SimFailure>& failures() const { return failures_; }
 

@@ -236,6 +236,30 @@ TEST(SimRun, ATimedLayerReplaysWhateverTheHeapHolds) {
   }
 }
 
+// --ops is what a run does: `--ops 1` did 2 (each epoch got one at least, a cut made two), and
+// without cuts some seeds completed fewer than asked (seed 3: 269 of 300; maps were not
+// counted, and the epochs' shares rounded down).
+TEST(SimRun, ARunWithoutCutsOrFailuresCompletesExactlyItsOps) {
+  auto stack = SimStack::Parse("passthrough");
+  ASSERT_TRUE(stack.has_value());
+  SimOptions o;
+  o.crash_runs = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const RunResult r = RunSeed(*stack, o, seed);
+    ASSERT_TRUE(r.failures.empty()) << r.failures[0].message;
+    EXPECT_EQ(r.ops, 300u) << "seed " << seed;
+  }
+  o.crash_runs = 1;  // every run draws 1 to 3 cuts
+  o.ops = 1;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    const RunResult r = RunSeed(*stack, o, seed);
+    EXPECT_LE(r.ops, 1u) << "seed " << seed;
+    EXPECT_EQ(r.power_cuts, 0u) << "no room for a cut in one request";
+  }
+  o.ops = 7;
+  for (uint64_t seed = 1; seed <= 4; ++seed) EXPECT_LE(RunSeed(*stack, o, seed).ops, 7u);
+}
+
 TEST(SimRun, EveryStackFamilyRunsCleanly) {
   CampaignOptions o;
   o.stacks = FindSimPreset("families")->stacks;
