@@ -71,7 +71,10 @@ sim::CampaignOptions BuildOptions(CLI::App& cmd, SimArgs& a) {
   }
   if (a.regressions) o.fixed = sim::RegressionSeeds();
   o.sim = a.knobs;
-  if (o.sim.ops == 0) FailUsage("sim", "--ops: at least 1");
+  if (o.sim.ops == 0 || o.sim.ops > sim::kMaxSimOps) {
+    FailUsage("sim", fmt::format("--ops: 1 to {} (a run has {} s of wall clock)", sim::kMaxSimOps,
+                                 sim::kRunSeconds));
+  }
   if (o.sim.queues == 0 || o.sim.queues > 16) FailUsage("sim", "--queues: 1 to 16");
   if (o.sim.depth == 0 || o.sim.depth > 64) FailUsage("sim", "--depth: 1 to 64");
   CheckRate("--fault-runs", o.sim.fault_runs);

@@ -50,13 +50,27 @@ bool Parse(const std::string& text, RunResult* r) {
   return complete;
 }
 
-// A run's child process that has not finished after this long (wall clock) is killed.
-constexpr unsigned kChildSeconds = 600;
+// Why a run's child process ended without its result: a `timeout` (its time limit of `seconds`
+// ran out) or a `crash`.
+SimFailure Died(int status, unsigned seconds) {
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
+    return {"timeout", "the run exceeded its time limit of " + std::to_string(seconds) +
+                           " s of wall clock: a thread that spins without reaching the "
+                           "progress seam or a simulated disk, or more --ops than the limit "
+                           "allows"};
+  }
+  std::string how = WIFSIGNALED(status)
+                        ? std::string("killed by signal ") + std::to_string(WTERMSIG(status)) +
+                              " (" + strsignal(WTERMSIG(status)) + ")"
+                        : "exited with status " + std::to_string(WEXITSTATUS(status));
+  return {"crash", "the run's process " + how + " before it finished"};
+}
 
-// Runs `fn` in a child process and returns its result, or a failure if the child died. The
-// child keeps the caller's signal handling (`vstack sim`'s InterruptScope: a Ctrl-C, which the
-// whole process group gets, only sets a flag there, so the run finishes).
-RunResult Isolated(uint64_t seed, const std::function<RunResult()>& fn) {
+// Runs `fn` in a child process, killed after `seconds` of wall clock, and returns its result,
+// or a failure if the child died. The child keeps the caller's signal handling (`vstack sim`'s
+// InterruptScope: a Ctrl-C, which the whole process group gets, only sets a flag there, so the
+// run finishes).
+RunResult Isolated(uint64_t seed, unsigned seconds, const std::function<RunResult()>& fn) {
   int fds[2];
   if (pipe(fds) != 0) return fn();
   const pid_t parent = getpid();
@@ -75,7 +89,7 @@ RunResult Isolated(uint64_t seed, const std::function<RunResult()>& fn) {
 
     // A safety net outside the simulation: a thread that spins without ever reaching the
     // progress seam or a simulated disk would hang the child for good.
-    alarm(kChildSeconds);
+    alarm(seconds);
     const std::string out = Serialize(fn());
     for (size_t done = 0; done < out.size();) {
       const ssize_t n = write(fds[1], out.data() + done, out.size() - done);
@@ -102,11 +116,7 @@ RunResult Isolated(uint64_t seed, const std::function<RunResult()>& fn) {
   RunResult r;
   r.seed = seed;
   if (Parse(text, &r)) return r;
-  std::string how = WIFSIGNALED(status)
-                        ? std::string("killed by signal ") + std::to_string(WTERMSIG(status)) +
-                              " (" + strsignal(WTERMSIG(status)) + ")"
-                        : "exited with status " + std::to_string(WEXITSTATUS(status));
-  r.failures.push_back({"crash", "the run's process " + how + " before it finished"});
+  r.failures.push_back(Died(status, seconds));
   return r;
 }
 
@@ -188,7 +198,7 @@ CampaignResult RunCampaign(const CampaignOptions& o,
       r.failures.push_back({"open", stack.error().ToString()});
     } else {
       auto run = [&] { return RunSeed(*stack, o.sim, s.seed); };
-      r = o.isolate ? Isolated(s.seed, run) : run();
+      r = o.isolate ? Isolated(s.seed, o.run_seconds, run) : run();
     }
     ++result.runs;
     result.ops += r.ops;

@@ -27,13 +27,17 @@ struct SeedOf {
   uint64_t seed = 0;
 };
 
+// A run's process still running after this long (wall clock) is killed: a `timeout` failure.
+constexpr unsigned kRunSeconds = 600;
+
 struct CampaignOptions {
   std::vector<std::string> stacks;  // LAYERS each; at least one
   SimOptions sim;
   uint64_t seed_from = 1;
   uint64_t seeds = 1;
   std::vector<SeedOf> fixed;    // run first
-  bool isolate = true;          // each run in a child process
+  bool isolate = true;          // each run in a child process...
+  unsigned run_seconds = kRunSeconds;  // ... killed after this long (a `timeout` failure)
   uint64_t stop_after = 0;      // stop after this many failures (0: never)
   std::vector<HistoricalBug> reintroduce;  // switched on for the campaign's runs
   // Set (by a signal handler or another thread) to end the campaign after the run in progress.

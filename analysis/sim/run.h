@@ -25,6 +25,10 @@
 namespace vstack::sim {
 
 // The knobs of `vstack sim` (the fault rates are per run or per request, as named).
+// The most --ops a run takes: a run's process has 10 minutes of wall clock (campaign.h), and
+// a million requests take from half a minute (the normal build) to several (a sanitizer's).
+constexpr uint64_t kMaxSimOps = 1'000'000;
+
 struct SimOptions {
   // Workload requests per run (maps included), shared among its epochs: a run without power
   // cuts or failures completes them all; a cut ends its epoch early (what is in flight or not

@@ -21,7 +21,7 @@
 namespace vstack::sim {
 
 struct SimFailure {
-  std::string kind;  // hang, data, lost, check, open, error, crash, exception
+  std::string kind;  // hang, data, lost, check, open, close, error, map, crash, timeout, exception
   std::string message;
 };
 

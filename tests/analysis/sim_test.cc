@@ -466,6 +466,19 @@ TEST(SimCli, ALayerThatSleepsLongerThanTheLivenessBoundIsNotALivelock) {
   EXPECT_EQ(r.output.find("livelock"), std::string::npos) << r.output;
 }
 
+// The command's JSON. Under ASan, its runtime prints a one-line warning about swapcontext (the
+// simulator's fibers) to stderr, which the test helper merges into the output: drop that line.
+nlohmann::json JsonOf(const std::string& output) {
+  std::istringstream in(output);
+  std::string line, json;
+  while (std::getline(in, line)) {
+    if (line.find("ASan doesn't fully support makecontext/swapcontext") == std::string::npos) {
+      json += line + "\n";
+    }
+  }
+  return nlohmann::json::parse(json);
+}
+
 TEST(SimCli, UsageErrorsExitTwo) {
   EXPECT_EQ(RunVstack("sim --stack nosuch").status, 2);
   EXPECT_EQ(RunVstack("sim --stack dedup+file:/tmp/x").status, 2);
@@ -486,6 +499,24 @@ TEST(SimCli, UsageErrorsExitTwo) {
   }
   EXPECT_NE(RunVstack("sim --stack passthrough --seeds -1").output.find("is not a whole number"),
             std::string::npos);
+  // --ops 99999999999 ran for 10 minutes, then "crash: ... killed by signal 14 (Alarm clock)".
+  const auto ops = RunVstack("sim --stack passthrough --ops 1000001");
+  EXPECT_EQ(ops.status, 2) << ops.output;
+  EXPECT_NE(ops.output.find("--ops: 1 to 1000000"), std::string::npos) << ops.output;
+}
+
+// A run's process that outlives its time limit is a `timeout`, not a crash of the code (the
+// limit is 10 minutes; here 1 s, for a run of a million requests).
+TEST(SimCli, ARunPastItsTimeLimitIsATimeoutNotACrash) {
+  CampaignOptions o;
+  o.stacks = {"vhdx+crc32c+dedup"};
+  o.sim.ops = kMaxSimOps;
+  o.sim.crash_runs = 0;
+  o.run_seconds = 1;
+  const CampaignResult r = RunCampaign(o);
+  ASSERT_EQ(r.failures.size(), 1u);
+  EXPECT_EQ(r.failures[0].kind, "timeout") << r.failures[0].message;
+  EXPECT_NE(r.failures[0].message.find("time limit of 1 s"), std::string::npos);
 }
 
 // A run's child process dies with the campaign: killed by its PID (as a script's timeout
@@ -494,7 +525,7 @@ TEST(SimCli, ARunDiesWithItsCampaign) {
   const std::string pid_file =
       ::testing::TempDir() + "/sim_campaign." + std::to_string(::getpid()) + ".pid";
   ASSERT_EQ(std::system(("sh -c 'echo $$ > " + pid_file + "; exec " + std::string(VSTACK_CLI) +
-                         " sim --stack passthrough --ops 100000000 --seed 1 >/dev/null 2>&1' &")
+                         " sim --stack passthrough --ops 1000000 --seed 1 >/dev/null 2>&1' &")
                             .c_str()),
             0);
   pid_t campaign = 0, run = 0;
@@ -518,19 +549,6 @@ TEST(SimCli, ARunDiesWithItsCampaign) {
   if (!gone) ::kill(run, SIGKILL);
   std::remove(pid_file.c_str());
   EXPECT_TRUE(gone) << "the run outlived its campaign";
-}
-
-// The command's JSON. Under ASan, its runtime prints a one-line warning about swapcontext (the
-// simulator's fibers) to stderr, which the test helper merges into the output: drop that line.
-nlohmann::json JsonOf(const std::string& output) {
-  std::istringstream in(output);
-  std::string line, json;
-  while (std::getline(in, line)) {
-    if (line.find("ASan doesn't fully support makecontext/swapcontext") == std::string::npos) {
-      json += line + "\n";
-    }
-  }
-  return nlohmann::json::parse(json);
 }
 
 TEST(SimCli, JsonHasTheRunsAndReplaysAFailure) {
