@@ -39,6 +39,20 @@ void CheckRate(const char* flag, double v) {
   if (!(v >= 0 && v <= 1)) FailUsage("sim", fmt::format("{}: {} is not a rate from 0 to 1", flag, v));
 }
 
+// The seeds of --seed-from and --seeds end at 2^64 - 1 (they wrapped to 0): a range past it is
+// refused, and a random first seed is drawn low enough.
+void CheckSeedRange(bool random, sim::CampaignOptions& o) {
+  if (o.seeds == 0 || o.seeds - 1 <= UINT64_MAX - o.seed_from) return;
+  if (random) {
+    o.seed_from = UINT64_MAX - (o.seeds - 1);
+    return;
+  }
+  FailUsage("sim", fmt::format("--seed-from {} --seeds {}: the seeds would pass {} (2^64 - 1, the "
+                               "last seed); from {}, --seeds {} at most",
+                               o.seed_from, o.seeds, UINT64_MAX, o.seed_from,
+                               UINT64_MAX - o.seed_from + 1));
+}
+
 sim::CampaignOptions BuildOptions(CLI::App& cmd, SimArgs& a) {
   sim::CampaignOptions o;
   o.stacks = a.stacks;
@@ -68,6 +82,7 @@ sim::CampaignOptions BuildOptions(CLI::App& cmd, SimArgs& a) {
       }
     }
     o.seeds = cmd.count("--seeds") > 0 ? a.seeds : (a.regressions ? 0 : 1);
+    CheckSeedRange(a.seed_from == "random", o);
   }
   if (a.regressions) o.fixed = sim::RegressionSeeds();
   o.sim = a.knobs;

@@ -503,6 +503,14 @@ TEST(SimCli, UsageErrorsExitTwo) {
   const auto ops = RunVstack("sim --stack passthrough --ops 1000001");
   EXPECT_EQ(ops.status, 2) << ops.output;
   EXPECT_NE(ops.output.find("--ops: 1 to 1000000"), std::string::npos) << ops.output;
+  // A range past 2^64 - 1 wrapped to seeds 0 and 1.
+  const auto wrap = RunVstack("sim --stack passthrough --seed-from 18446744073709551615 --seeds 3");
+  EXPECT_EQ(wrap.status, 2) << wrap.output;
+  EXPECT_NE(wrap.output.find("--seeds 1 at most"), std::string::npos) << wrap.output;
+  const auto last = RunVstack(
+      "sim --stack passthrough --seed-from 18446744073709551614 --seeds 2 --ops 20 --output=json");
+  EXPECT_EQ(last.status, 0) << last.output;
+  EXPECT_EQ(JsonOf(last.output)["runs"], 2);
 }
 
 // A run's process that outlives its time limit is a `timeout`, not a crash of the code (the
