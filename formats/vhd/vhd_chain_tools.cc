@@ -252,7 +252,8 @@ Result<uint64_t> CommitImage(const std::string& child_path, const ChainProgress&
   ProgressCounter counter(progress, total);
   const auto interrupted = [&](Error e) {
     e.message = e.ToString() + " (committing into the parent '" + parent_path + "'). The " +
-                "commit stopped after " + std::to_string(counter.done()) + " of " + std::to_string(total) +
+                "commit stopped after " + std::to_string(counter.done()) + " of " +
+                std::to_string(total) +
                 " bytes and nothing is lost: '" + child_path +
                 "' is unchanged and the chain reads as before. Run the commit again once the " +
                 "cause is gone; `vstack compact` on the parent afterwards gives back the room it " +
