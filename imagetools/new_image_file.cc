@@ -11,11 +11,14 @@
 #include "formats/vhd/vhd_chain_tools.h"
 #include "blockdev/file/image_lock.h"
 #include "lib/registry.h"
+#include "lib/spec.h"
 
 namespace vstack {
 
 Result<NewImageFile> NewImageFile::Create(const std::string& path, std::string_view format,
                                           uint64_t size, std::string_view options, bool overwrite) {
+  // Before the lstat, which would look at the path cut at the NUL.
+  VSTACK_RETURN_IF_ERROR(RefuseNul(path, Errc::kInvalidArgument, "path"));
   std::string temp;
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0) {

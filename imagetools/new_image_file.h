@@ -27,7 +27,8 @@ class NewImageFile {
  public:
   // Creates an image of `format` ("raw", or a registered format with a create hook: "vhd",
   // "vhdx"), virtual size `size` and create options `options` ("k=v,k=v", as CreateImage), and
-  // opens it for reading and writing. Errors: the path exists (EEXIST, saying to pass
+  // opens it for reading and writing. Errors: the path holds a NUL byte
+  // (Errc::kInvalidArgument, RefuseNul in lib/spec.h), the path exists (EEXIST, saying to pass
   // overwrite), or exists and is not a regular file (with `overwrite`, only files are
   // replaced), or is in use by another process (its lock, EWOULDBLOCK); a differencing image
   // whose backing chain holds the file it replaces (a loop,

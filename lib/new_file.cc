@@ -9,6 +9,7 @@ namespace vstack {
 
 Result<DevicePtr> CreateNewFile(const std::string& path, uint64_t size,
                                 const std::function<Status(BlockDevice& file)>& write) {
+  VSTACK_RETURN_IF_ERROR(RefuseNul(path, Errc::kInvalidArgument, "path"));
   // create=on,excl=on: the file is made by this open (docs/layers/file.md).
   SpecPart part{"file", path, {{"create", "on"}, {"excl", "on"}, {"size", std::to_string(size)}}};
   VSTACK_ASSIGN_OR_RETURN(DevicePtr file, Open(FormatSpecPart(part)));

@@ -19,7 +19,8 @@ namespace vstack {
 // Creates the file `path` of `size` bytes (> 0) with the file backend, exclusively: O_EXCL
 // refuses anything that exists at `path`, a symlink included. Runs `write` on it and returns it,
 // open for reading and writing on the descriptor that created it. If `write` fails, the file
-// is removed and its error returned.
+// is removed and its error returned. A path holding a NUL byte is refused
+// (Errc::kInvalidArgument, RefuseNul in lib/spec.h).
 Result<DevicePtr> CreateNewFile(const std::string& path, uint64_t size,
                                 const std::function<Status(BlockDevice& file)>& write = {});
 

@@ -353,6 +353,8 @@ namespace {
 // options against its create_options.
 Result<std::pair<SpecPart, const ComponentInfo*>> ResolveCreate(std::string_view format,
                                                                 std::string_view options) {
+  VSTACK_RETURN_IF_ERROR(RefuseNul(format, Errc::kInvalidArgument, "format"));
+  VSTACK_RETURN_IF_ERROR(RefuseNul(options, Errc::kInvalidArgument, "create options string"));
   // Reuse the spec grammar for the option list: "fmt:k=v,k=v".
   std::string text(format);
   if (!options.empty()) text += ":" + std::string(options);
@@ -394,6 +396,15 @@ Result<std::pair<SpecPart, const ComponentInfo*>> ResolveCreate(std::string_view
   return std::make_pair(std::move(part), info);
 }
 
+// A spec or path holding a NUL byte, refused (RefuseNul): named a spec, Errc::kBadSpec, when
+// the text before the NUL is one; a path, Errc::kInvalidArgument, otherwise.
+Status RefuseNulInSpecOrPath(std::string_view text) {
+  const size_t nul = text.find('\0');
+  if (nul == std::string_view::npos) return OkStatus();
+  if (IsStackSpec(text.substr(0, nul))) return RefuseNul(text, Errc::kBadSpec, "spec");
+  return RefuseNul(text, Errc::kInvalidArgument, "path");
+}
+
 }  // namespace
 
 std::vector<std::string> CreatableFormats() {
@@ -406,6 +417,7 @@ std::vector<std::string> CreatableFormats() {
 
 Result<DevicePtr> CreateAndOpenImage(std::string_view format, const std::string& path,
                                      uint64_t size, std::string_view options) {
+  VSTACK_RETURN_IF_ERROR(RefuseNul(path, Errc::kInvalidArgument, "path"));
   VSTACK_ASSIGN_OR_RETURN(auto resolved, ResolveCreate(format, options));
   const auto& [part, info] = resolved;
   if (info == nullptr) {  // raw: the file itself, created by this open
@@ -426,6 +438,7 @@ Result<DevicePtr> CreateAndOpenImage(std::string_view format, const std::string&
 
 Status CreateImage(std::string_view format, const std::string& path, uint64_t size,
                    std::string_view options) {
+  VSTACK_RETURN_IF_ERROR(RefuseNul(path, Errc::kInvalidArgument, "path"));
   if (size == 0 && format == "raw" && options.empty()) {  // an empty file, which no open accepts
     const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -440,6 +453,7 @@ Status CreateImage(std::string_view format, const std::string& path, uint64_t si
 }
 
 Status CheckSpecNames(std::string_view spec_or_path) {
+  VSTACK_RETURN_IF_ERROR(RefuseNulInSpecOrPath(spec_or_path));
   const std::string path(spec_or_path);
   struct stat st;
   if (!IsStackSpec(spec_or_path) && ::stat(path.c_str(), &st) == 0) return OkStatus();
@@ -459,6 +473,7 @@ Status CheckSpecNames(std::string_view spec_or_path) {
 
 Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& options,
                             std::string* chosen_spec) {
+  VSTACK_RETURN_IF_ERROR(RefuseNulInSpecOrPath(spec_or_path));
   if (IsStackSpec(spec_or_path)) {
     if (chosen_spec) *chosen_spec = std::string(spec_or_path);
     return Open(spec_or_path, options);

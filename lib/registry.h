@@ -186,7 +186,8 @@ std::vector<std::string> CreatableFormats();
 
 // Creates an image file, like `qemu-img create -f FORMAT -o OPTIONS PATH SIZE`. FORMAT is "raw"
 // (a sparse file) or a registered format with a `create` hook; OPTIONS is "k=v,k=v" checked
-// against the format's create_options. Never overwrites an existing file.
+// against the format's create_options. Never overwrites an existing file. A path holding a
+// NUL byte is refused (Errc::kInvalidArgument, RefuseNul in lib/spec.h).
 Status CreateImage(std::string_view format, const std::string& path, uint64_t size,
                    std::string_view options = "");
 
@@ -199,7 +200,9 @@ Result<DevicePtr> CreateAndOpenImage(std::string_view format, const std::string&
 
 // Opens a spec, or a path: a path is opened with the file backend and every registered format
 // probe (e.g. VHD's footer check) decides which format layer goes on top; a file no format
-// recognises is opened raw. `chosen_spec`, if given, receives the spec actually used.
+// recognises is opened raw. `chosen_spec`, if given, receives the spec actually used. Text
+// holding a NUL byte is refused (RefuseNul in lib/spec.h): Errc::kBadSpec when what precedes
+// the NUL is a spec, kInvalidArgument (a path) otherwise.
 Result<DevicePtr> OpenImage(std::string_view spec_or_path, const OpenOptions& options = {},
                             std::string* chosen_spec = nullptr);
 

@@ -51,7 +51,15 @@ std::string Escape(std::string_view s) {
 
 }  // namespace
 
+Status RefuseNul(std::string_view text, Errc code, std::string_view what) {
+  const size_t nul = text.find('\0');
+  if (nul == std::string_view::npos) return OkStatus();
+  return MakeError(
+      code, "the " + std::string(what) + " contains a NUL byte at position " + std::to_string(nul));
+}
+
 Result<std::vector<SpecPart>> ParseSpec(std::string_view spec) {
+  VSTACK_RETURN_IF_ERROR(RefuseNul(spec, Errc::kBadSpec, "spec"));
   const std::string quoted = "spec '" + std::string(spec) + "': ";
   if (spec.empty()) return MakeError(Errc::kBadSpec, "empty stack spec");
 

@@ -34,7 +34,14 @@ struct SpecPart {
 };
 
 // Errors (Errc::kBadSpec) say what is wrong and where: "spec 'a++b': empty part at character 2".
+// A spec holding a NUL byte is refused (RefuseNul).
 Result<std::vector<SpecPart>> ParseSpec(std::string_view spec);
+
+// Refuses a spec or path that holds a NUL byte: the C library would read it only up to the
+// NUL, and another file would be used ("b.raw\0.evil" would create "b.raw"). The error has
+// `code` and says "the WHAT contains a NUL byte at position N", N counted in bytes from 0;
+// the text itself is left out of it, the NUL would cut it short wherever it is printed.
+Status RefuseNul(std::string_view text, Errc code, std::string_view what);
 
 // The canonical text of a part or a whole spec, escaping '+', ',', ':', '=' and '\' in values,
 // so that ParseSpec(FormatSpec(p)) == p.

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "analysis/space/space_scan.h"
+#include "lib/spec.h"
 
 namespace vstack {
 
@@ -42,6 +43,7 @@ Result<SpaceRun> RunSpace(const SpaceOptions& o, const SpaceKnobs& k, std::vecto
 Result<SpaceSketch> MergeSketchFiles(const std::vector<std::string>& paths) {
   std::optional<SpaceSketch> merged;
   for (const std::string& path : paths) {
+    VSTACK_RETURN_IF_ERROR(RefuseNul(path, Errc::kInvalidArgument, "sketch file's path"));
     std::ifstream f(path, std::ios::binary);
     if (!f) return MakeError(Errc::kInvalidArgument, "cannot open '" + path + "'");
     std::stringstream bytes;

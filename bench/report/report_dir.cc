@@ -10,6 +10,7 @@
 
 #include "bench/report/charts.h"
 #include "bench/report/report.h"
+#include "lib/spec.h"
 #include "lib/xml_escape.h"
 
 namespace vstack::bench {
@@ -89,6 +90,7 @@ const std::vector<std::string>& ReportFiles() {
 
 Status PrepareReportDir(const std::string& dir) {
   if (dir.empty()) return MakeError(Errc::kInvalidArgument, "the report folder is an empty path");
+  VSTACK_RETURN_IF_ERROR(RefuseNul(dir, Errc::kInvalidArgument, "report folder's path"));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return MakeError(ec, "cannot create the report folder '" + dir + "': " + ec.message());

@@ -17,7 +17,8 @@ namespace vstack::bench {
 const std::vector<std::string>& ReportFiles();
 
 // Creates `dir` (and its parents) if needed and checks that a file can be written in it: what
-// a run calls before it measures anything, so that a folder it cannot write fails at once.
+// a run calls before it measures anything, so that a folder it cannot write fails at once. A
+// path holding a NUL byte is refused (Errc::kInvalidArgument, RefuseNul in lib/spec.h).
 Status PrepareReportDir(const std::string& dir);
 
 // PrepareReportDir, then writes every report file into `dir`, each under a temporary name

@@ -135,6 +135,7 @@ const std::vector<std::pair<std::string, Setter>>& Setters() {
 // The translation of --diskspd ARGS or --fio-job FILE, and how the line names it.
 Result<ForeignArgs> Translate(const std::string& diskspd, const std::string& fio_job) {
   if (!diskspd.empty()) return TranslateDiskspd(diskspd);
+  VSTACK_RETURN_IF_ERROR(RefuseNul(fio_job, Errc::kInvalidArgument, "--fio-job path"));
   std::error_code ec;
   if (std::filesystem::is_directory(fio_job, ec)) {
     return MakeError(Errc::kInvalidArgument,

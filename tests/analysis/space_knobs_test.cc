@@ -190,6 +190,11 @@ TEST_F(SpaceLibrary, AMergeGivesTheCommandLinesJson) {
   auto missing = MergeSketchFiles({dir_.File("none.vss")});
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().message, "cannot open '" + dir_.File("none.vss") + "'");
+  // A NUL byte would cut the path short: the sketch before it read in its place.
+  auto cut = MergeSketchFiles({sketches[0] + std::string(1, '\0') + "x"});
+  ASSERT_FALSE(cut);
+  EXPECT_EQ(cut.error().message, "the sketch file's path contains a NUL byte at position " +
+                                     std::to_string(sketches[0].size()));
 }
 
 }  // namespace

@@ -90,6 +90,10 @@ TEST(KnobText, TypedKnobsWinOverTheTranslation) {
   auto missing = ApplyForeignArgs("", "/nonexistent/job.fio", {}, &t);
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, make_error_code(Errc::kIo));
+  // A NUL byte would cut the job file's path short: another file read.
+  auto nul = ApplyForeignArgs("", std::string("job.fio\0x", 9), {}, &t);
+  ASSERT_FALSE(nul);
+  EXPECT_EQ(nul.error().message, "the --fio-job path contains a NUL byte at position 7");
   EXPECT_EQ(ApplyForeignArgs("", "", {}, &t).value(), "");
 }
 

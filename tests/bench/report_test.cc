@@ -224,6 +224,12 @@ TEST_F(ReportTest, PerThreadAndPercentileTablesAndJsonAgree) {
 TEST_F(ReportTest, ReportFolderHasEveryFileAndCompleteCharts) {
   testing::TempDir dir;
   const std::string out = dir.File("report");
+  // A NUL byte would cut the folder's path short: the report written into another folder.
+  Status cut = WriteReportDir(out + std::string(1, '\0') + "x", *report_);
+  ASSERT_FALSE(cut);
+  EXPECT_EQ(cut.error().message, "the report folder's path contains a NUL byte at position " +
+                                     std::to_string(out.size()));
+  EXPECT_FALSE(std::filesystem::exists(out));
   ASSERT_OK(WriteReportDir(out, *report_));
   for (const std::string& f : ReportFiles()) {
     EXPECT_TRUE(std::filesystem::exists(out + "/" + f)) << f;

@@ -16,6 +16,7 @@
 #include "imagetools/info.h"
 #include "imagetools/new_image_file.h"
 #include "lib/aligned_buffer.h"
+#include "lib/new_file.h"
 #include "lib/property.h"
 #include "lib/registry.h"
 #include "lib/sync_io.h"
@@ -246,6 +247,54 @@ TEST(ImageTools, ConvertImageIntoAStackSpecWritesItAsItIs) {
   auto with_format = ConvertImage(*src, "file:" + raw, {.format = "vhd"});
   ASSERT_FALSE(with_format);
   EXPECT_EQ(with_format.error().code, make_error_code(Errc::kInvalidArgument));
+}
+
+// A path with a NUL byte was cut short by the C library, and another file used: CreateImage
+// made "b.raw" for "b.raw\0.evil", OpenImage opened "a.raw" for "a.raw\0junk". Every entry
+// point that takes a path refuses it, creating and opening nothing.
+TEST(ImageTools, APathOrSpecWithANulByteIsRefusedAndNoOtherFileUsed) {
+  using namespace std::string_literals;
+  testing::TempDir dir;
+  const std::string a = dir.File("a.raw");
+  ASSERT_TRUE(CreateImage("raw", a, 1 << 20));
+  const std::string evil = dir.File("b.raw") + "\0.evil"s;
+  const std::string at = " at position " + std::to_string(evil.find('\0'));
+  auto expect_path_refused = [&](const Status& s, const char* call) {
+    ASSERT_FALSE(s) << call;
+    EXPECT_EQ(s.error().code, make_error_code(Errc::kInvalidArgument)) << call;
+    EXPECT_EQ(s.error().message, "the path contains a NUL byte" + at) << call;
+  };
+  expect_path_refused(CreateImage("raw", evil, 1 << 20), "CreateImage");
+  expect_path_refused(CreateImage("raw", evil, 0), "CreateImage of size 0");
+  expect_path_refused(CreateImage("vhd", evil, 1 << 20), "CreateImage vhd");
+  expect_path_refused(Status(CreateAndOpenImage("raw", evil, 1 << 20).error()), "CreateAndOpen");
+  expect_path_refused(Status(CreateNewFile(evil, 1 << 20).error()), "CreateNewFile");
+  expect_path_refused(Status(NewImageFile::Create(evil, "raw", 1 << 20).error()), "NewImageFile");
+  DevicePtr src = Source();
+  expect_path_refused(Status(ConvertImage(*src, evil).error()), "ConvertImage");
+  Status options = CreateImage("vhd", dir.File("c.vhd"), 1 << 20, "subformat=fixed\0x"s);
+  ASSERT_FALSE(options);
+  EXPECT_EQ(options.error().message,
+            "the create options string contains a NUL byte at position 15");
+  EXPECT_EQ(Names(dir.path()), std::vector<std::string>{"a.raw"});
+
+  auto opened = OpenImage(a + "\0junk"s);
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().code, make_error_code(Errc::kInvalidArgument));
+  EXPECT_EQ(opened.error().message,
+            "the path contains a NUL byte at position " + std::to_string(a.size()));
+  auto checked = CheckImage(a + "\0junk"s, CheckMode::kReadOnly);
+  ASSERT_FALSE(checked);
+  EXPECT_EQ(checked.error().code, make_error_code(Errc::kInvalidArgument));
+  // A spec is named a spec: "file:x.raw" before the NUL would have created x.raw.
+  const std::string spec = "file:" + dir.File("x.raw") + "\0junk,create=on,size=1M"s;
+  auto created = OpenImage(spec);
+  ASSERT_FALSE(created);
+  EXPECT_EQ(created.error().code, make_error_code(Errc::kBadSpec));
+  EXPECT_EQ(created.error().message,
+            "the spec contains a NUL byte at position " + std::to_string(spec.find('\0')));
+  EXPECT_FALSE(Open(spec));
+  EXPECT_EQ(Names(dir.path()), std::vector<std::string>{"a.raw"});
 }
 
 TEST(ImageTools, CompareImagesFindsTheFirstDifferentSector) {

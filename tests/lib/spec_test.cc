@@ -64,6 +64,25 @@ TEST(ParseSpec, ErrorsNameTheProblem) {
   }
 }
 
+// A NUL byte cut the spec short wherever the C library read it ("file:x.raw\0junk,create=on"
+// created x.raw): refused, saying where it is.
+TEST(ParseSpec, RefusesANulByteSayingWhere) {
+  using namespace std::string_literals;
+  for (const std::string& spec :
+       {"file:x.raw\0junk,create=on,size=1M"s, "memory:1M\0x"s, "\0"s, "dedup+\0memory:1M"s}) {
+    auto r = ParseSpec(spec);
+    ASSERT_FALSE(r) << spec.size();
+    EXPECT_EQ(r.error().code, make_error_code(Errc::kBadSpec));
+    EXPECT_EQ(r.error().message,
+              "the spec contains a NUL byte at position " + std::to_string(spec.find('\0')));
+  }
+  EXPECT_TRUE(RefuseNul("a.raw", Errc::kInvalidArgument, "path"));
+  Status path = RefuseNul("a.raw\0junk"s, Errc::kInvalidArgument, "path");
+  ASSERT_FALSE(path);
+  EXPECT_EQ(path.error().code, make_error_code(Errc::kInvalidArgument));
+  EXPECT_EQ(path.error().message, "the path contains a NUL byte at position 5");
+}
+
 TEST(ParseSize, SuffixesAndErrors) {
   EXPECT_EQ(*ParseSize("4096"), 4096u);
   EXPECT_EQ(*ParseSize("4K"), 4096u);
