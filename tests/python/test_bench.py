@@ -104,6 +104,13 @@ def test_bench_report_writes_the_clis_folder(run, tmp_path):
         assert [s["name"] for s in json.load(f)["stacks"]] == STACKS
 
 
+def test_bench_report_refuses_a_folder_with_a_nul_byte(run, tmp_path):
+    """The folder was cut at the NUL: the report went into another folder."""
+    with pytest.raises(ValueError, match="^embedded null byte$"):
+        run.report(f"{tmp_path}/report\0x")
+    assert os.listdir(tmp_path) == []
+
+
 def test_bench_progress_callback_and_bar(capfd):
     events = []
     vstack.bench(["memory:16M"], progress=events.append, **KNOBS)

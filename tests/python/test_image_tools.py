@@ -175,3 +175,38 @@ def test_a_path_argument_of_another_type_is_still_a_type_error():
         vstack.check(42)
     with pytest.raises(TypeError):
         vstack.info(None)
+
+
+NUL_CALLS = {
+    "create": lambda d: vstack.create(f"{d}/b.raw\0.evil", "1M"),
+    "create bytes": lambda d: vstack.create(f"{d}/b.raw\0.evil".encode(), "1M"),
+    "open": lambda d: vstack.open(f"{d}/a.raw\0junk"),
+    "open spec": lambda d: vstack.open(f"file:{d}/x.raw\0junk,create=on,size=1M"),
+    "open memory": lambda d: vstack.open("memory:1M\0x"),
+    "info": lambda d: vstack.info(f"{d}/a.raw\0zzz"),
+    "check": lambda d: vstack.check(f"{d}/a.raw\0zzz", repair="all"),
+    "compare a": lambda d: vstack.compare(f"{d}/a.raw\0zzz", f"{d}/a.raw"),
+    "compare b": lambda d: vstack.compare(f"{d}/a.raw", f"{d}/a.raw\0zzz"),
+    "convert src": lambda d: vstack.convert(f"{d}/a.raw\0zzz", f"{d}/b.raw"),
+    "convert dst": lambda d: vstack.convert(f"{d}/a.raw", f"{d}/b.raw\0.evil"),
+    "space": lambda d: vstack.space([f"{d}/a.raw\0zzz"]),
+    "space sketch": lambda d: vstack.space(f"{d}/a.raw", estimate=True,
+                                           sketch=f"{d}/b.raw\0.evil"),
+    "space replay_dir": lambda d: vstack.space(f"{d}/a.raw", mode="replay",
+                                               replay_dir=f"{d}/r\0x"),
+    "space_merge": lambda d: vstack.space_merge([f"{d}/a.raw\0zzz"]),
+    "bench stack": lambda d: vstack.bench([f"{d}/a.raw\0zzz"], duration="0.1s", rounds=1),
+    "bench fio_job": lambda d: vstack.bench(fio_job=f"{d}/a.raw\0zzz"),
+}
+
+
+@pytest.mark.parametrize("call", NUL_CALLS.values(), ids=NUL_CALLS.keys())
+def test_a_path_or_spec_with_a_nul_byte_is_a_value_error_as_os_open_gives(tmp_path, call):
+    """A NUL byte cut the path short and another file was used: create('b.raw\\0.evil')
+    created b.raw, open('a.raw\\0junk') opened a.raw, a spec with one created the file its
+    text before the NUL named."""
+    vstack.create(tmp_path / "a.raw", "1M")
+    with pytest.raises(ValueError, match="^embedded null byte$") as e:
+        call(tmp_path)
+    assert not isinstance(e.value, vstack.SpecError)  # os.open's own error, not a spec's
+    assert sorted(os.listdir(tmp_path)) == ["a.raw"]

@@ -45,6 +45,12 @@ const char* OutcomeName(bench::BenchOutcome o) {
   throw py::value_error(e.message);
 }
 
+std::vector<std::string> Values(const std::vector<PathArg>& paths) {
+  std::vector<std::string> out;
+  for (const PathArg& p : paths) out.push_back(p.value);
+  return out;
+}
+
 py::dict ProgressDict(const bench::MatrixProgress& p) {
   py::dict d;
   d["round"] = p.round;
@@ -62,18 +68,18 @@ py::dict ProgressDict(const bench::MatrixProgress& p) {
 // `knobs` are (flag, text) pairs as vstack/__init__.py makes them from the keyword arguments
 // ("--qd", "8"); `command` is the equivalent CLI line the reports show; `progress` is None or
 // a callable given one dict per progress event.
-PyBenchResult Bench(const std::vector<std::string>& stacks,
+PyBenchResult Bench(const std::vector<PathArg>& stacks,
                     const std::vector<std::pair<std::string, std::string>>& knob_texts,
-                    const std::string& diskspd, const std::string& fio_job,
-                    const std::string& command, const py::object& progress) {
+                    const std::string& diskspd, const PathArg& fio_job, const std::string& command,
+                    const py::object& progress) {
   bench::BenchKnobs knobs;
-  knobs.stacks = stacks;
+  knobs.stacks = Values(stacks);
   std::vector<std::string> typed;
   for (const auto& [flag, text] : knob_texts) {
     if (Status st = bench::SetKnob(&knobs, flag, text); !st) throw py::value_error(st.error().message);
     typed.push_back(flag);
   }
-  Result<std::string> ran_as = bench::ApplyForeignArgs(diskspd, fio_job, typed, &knobs);
+  Result<std::string> ran_as = bench::ApplyForeignArgs(diskspd, fio_job.value, typed, &knobs);
   if (!ran_as) RaiseKnobError(ran_as.error());
 
   std::atomic<bool> stop{false};
@@ -127,7 +133,14 @@ SpaceKnobs SpaceKnobsFrom(const py::dict& o) {
   for (const auto& [name, field] : texts) names.push_back(name);
   for (const auto& [key, value] : o) {
     const std::string name = py::str(key);
-    if (auto it = texts.find(name); it != texts.end()) {
+    if (name == "replay_dir" || name == "sketch") {  // paths: a str or os.PathLike
+      std::optional<std::string> path = FsPath(value);
+      if (!path) {
+        throw py::type_error(name + ": expected a str or os.PathLike, not " +
+                             Py_TYPE(value.ptr())->tp_name);
+      }
+      *texts.at(name) = std::move(*path);
+    } else if (auto it = texts.find(name); it != texts.end()) {
       *it->second = py::str(value);
     } else if (name == "threads") {
       // Bounded by the library (SpaceOptionsFrom: at most 1024), with the CLI's words.
@@ -157,7 +170,7 @@ py::object SpaceReport(const Result<SpaceResult>& r, const std::string& sketch_p
   return FromJson(r->json);
 }
 
-py::object Space(const std::vector<std::string>& images, const py::dict& options) {
+py::object Space(const std::vector<PathArg>& images, const py::dict& options) {
   // The CLI's usage error (tools/cmd_space.cc): with no image the analysis would report zeros.
   if (images.empty()) {
     throw py::value_error("give the images to analyse (or: vstack space merge SKETCH...)");
@@ -166,19 +179,19 @@ py::object Space(const std::vector<std::string>& images, const py::dict& options
   Result<SpaceResult> r = MakeError(Errc::kIo, "not run");
   {
     py::gil_scoped_release unlocked;
-    r = AnalyzeSpace(knobs, images);
+    r = AnalyzeSpace(knobs, Values(images));
   }
   return SpaceReport(r, knobs.sketch);
 }
 
-py::object SpaceMerge(const std::vector<std::string>& sketches, const py::dict& options) {
+py::object SpaceMerge(const std::vector<PathArg>& sketches, const py::dict& options) {
   SpaceKnobs knobs = SpaceKnobsFrom(options);
   const std::string sketch_path = knobs.sketch;
   knobs.sketch.clear();
   Result<SpaceResult> r = MakeError(Errc::kIo, "not run");
   {
     py::gil_scoped_release unlocked;
-    r = MergeSpaceSketches(knobs, sketches);
+    r = MergeSpaceSketches(knobs, Values(sketches));
   }
   return SpaceReport(r, sketch_path);
 }

@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -40,6 +41,12 @@ uint64_t NonNegative(int64_t v, const char* what);
 // or one beyond 64 bits; TypeError for anything that is not an integer, and for a bool.
 uint64_t ByteCount(py::handle v, const char* what);
 
+// A path or spec as os.fspath(v) gives it (a str, or a bytes path's bytes); nullopt for an
+// object that is neither a str, bytes nor os.PathLike. One that holds a NUL byte raises
+// ValueError "embedded null byte", as os.open() does: the C library would read it only up to
+// the NUL, and another file would be used ('b.raw\0.evil' would create 'b.raw').
+std::optional<std::string> FsPath(py::handle v);
+
 // The JSON text `json` as Python objects (json.loads).
 py::object FromJson(const std::string& json);
 
@@ -49,7 +56,8 @@ struct IntArg {
   py::object object;
 };
 
-// A path or spec argument: a str or any os.PathLike (pathlib.Path), as os.fspath() gives it.
+// A path or spec argument: a str or any os.PathLike (pathlib.Path), as os.fspath() gives it
+// (FsPath: one holding a NUL byte raises ValueError).
 struct PathArg {
   std::string value;
 };
@@ -77,14 +85,10 @@ template <>
 struct type_caster<vstack::python::PathArg> {
   PYBIND11_TYPE_CASTER(vstack::python::PathArg, const_name("Union[str, os.PathLike]"));
   bool load(handle src, bool /*convert*/) {
-    PyObject* path = PyOS_FSPath(src.ptr());  // os.fspath(): the str (or bytes) it stands for
-    if (path == nullptr) {
-      PyErr_Clear();  // not a path: pybind11's TypeError, which shows the signature
-      return false;
-    }
-    make_caster<std::string> text;
-    if (!text.load(reinterpret_steal<object>(path), false)) return false;
-    value.value = cast_op<std::string&&>(std::move(text));
+    // Not a path: pybind11's TypeError, which shows the signature.
+    std::optional<std::string> path = vstack::python::FsPath(src);
+    if (!path) return false;
+    value.value = std::move(*path);
     return true;
   }
   static handle cast(const vstack::python::PathArg& v, return_value_policy policy, handle parent) {

@@ -123,6 +123,7 @@ class Device {
     if (!status) Raise(status.error());
   }
 
+
   std::string Repr() const {
     return "<vstack.Device '" + spec() + "' " + std::to_string(size()) + " bytes" +
            (closed() ? ", closed>" : ">");
@@ -152,14 +153,14 @@ class Device {
   const pid_t owner_ = ::getpid();
 };
 
-std::unique_ptr<Device> OpenDevice(const std::string& spec, bool read_only, bool latency) {
+std::unique_ptr<Device> OpenDevice(const PathArg& spec, bool read_only, bool latency) {
   OpenOptions options;
   options.read_only = read_only;
   std::string opened;
   Result<DevicePtr> device = MakeError(Errc::kIo, "not opened");
   {
     py::gil_scoped_release unlocked;
-    device = OpenImage(spec, options, &opened);
+    device = OpenImage(spec.value, options, &opened);
   }
   if (!device) Raise(device.error());
   // As `vstack bench` and the NBD export's stats file ask for it: every layer keeps latency,

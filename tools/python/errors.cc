@@ -100,6 +100,19 @@ uint64_t ByteCount(py::handle v, const char* what) {
   return value;
 }
 
+std::optional<std::string> FsPath(py::handle v) {
+  PyObject* path = PyOS_FSPath(v.ptr());  // os.fspath(): the str (or bytes) it stands for
+  if (path == nullptr) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  py::detail::make_caster<std::string> text;
+  if (!text.load(py::reinterpret_steal<py::object>(path), false)) return std::nullopt;
+  std::string value = py::detail::cast_op<std::string&&>(std::move(text));
+  if (value.find('\0') != std::string::npos) throw py::value_error("embedded null byte");
+  return value;
+}
+
 py::object FromJson(const std::string& json) {
   return py::module_::import("json").attr("loads")(json);
 }

@@ -144,7 +144,7 @@ def bench(stacks=(), *, progress=None, diskspd="", fio_job="", **knobs):
     argv += ["--diskspd", diskspd] if diskspd else []
     argv += ["--fio-job", str(fio_job)] if fio_job else []
     try:
-        return _bench(stacks, texts, diskspd or "", str(fio_job or ""),
+        return _bench(stacks, texts, diskspd or "", fio_job or "",
                       _shlex.join(argv), callback)
     finally:
         if bar is not None:

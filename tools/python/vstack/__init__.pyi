@@ -8,7 +8,8 @@ from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
 
 __version__: str
 
-# A path or spec: every such argument takes a str or any os.PathLike (pathlib.Path).
+# A path or spec: every such argument takes a str or any os.PathLike (pathlib.Path); one that
+# holds a NUL byte raises ValueError("embedded null byte"), as os.open() does.
 _StrPath = Union[str, os.PathLike[str]]
 
 class SpecError(ValueError): ...
