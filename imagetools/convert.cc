@@ -65,6 +65,7 @@ class Copier {
     src_q_->WaitIdle();
     dst_q_->WaitIdle();
     if (failed_read_) LocateFailedRead();
+    CheckStop();  // asked at the last chunk's report: the copy is not reported done
     if (error_) return *error_;
     IoRequest flush;
     flush.op = Op::kFlush;
@@ -120,13 +121,19 @@ class Copier {
     if (options_.progress) options_.progress(stats_.copied, size_);
   }
 
-  void StartNext(Slot& s) {
+  // Ends the copy with Errc::kCancelled, saying how far it got, once the caller asked it to
+  // stop (CopyOptions::stop; a progress callback may ask it, so it is checked after each).
+  void CheckStop() {
     if (options_.stop != nullptr && options_.stop->load() && !error_) {
       Fail(MakeError(Errc::kCancelled, "interrupted at offset " + std::to_string(next_) + " of " +
                                            std::to_string(size_)),
            UINT64_MAX);
     }
-    while (!error_ && next_ < span_) {
+  }
+
+  void StartNext(Slot& s) {
+    // Checked at each chunk: zero chunks skipped here report progress without any I/O.
+    for (CheckStop(); !error_ && next_ < span_; CheckStop()) {
       s.offset = next_;
       s.length = std::min(chunk_, span_ - next_);
       s.in_source = std::min(s.length, size_ - s.offset);
@@ -295,6 +302,9 @@ Result<CopyStats> ConvertImage(BlockDevice& src, const std::string& dst,
   // through them.
   copy.dst_reads_zero = BackingChain(dst, file.device()).size() == 1;
   VSTACK_ASSIGN_OR_RETURN(CopyStats stats, CopyImage(src, file.device(), copy));
+  if (options.stop != nullptr && options.stop->load()) {  // asked during the final flush
+    return MakeError(Errc::kCancelled, "interrupted before the new file was put in place");
+  }
   VSTACK_RETURN_IF_ERROR(file.Commit());
   return stats;
 }

@@ -39,8 +39,9 @@ struct CopyOptions {
   bool dst_reads_zero = false;
   int depth = 8;  // chunks in flight, >= 1
   CopyProgress progress{};
-  // When it becomes true (a signal handler sets it), no new chunk starts and the copy ends
-  // with Errc::kCancelled once the chunks in flight are done. May be null.
+  // When it becomes true (a signal handler, or the progress callback, sets it), no new chunk
+  // starts and the copy ends with Errc::kCancelled once the chunks in flight are done, even
+  // when they were the last ones: a copy asked to stop never reports success. May be null.
   const std::atomic<bool>* stop = nullptr;
 };
 
@@ -66,7 +67,9 @@ struct ConvertOptions {
   std::string create_options{};
   bool overwrite = false;
   CopyProgress progress{};
-  const std::atomic<bool>* stop = nullptr;  // as CopyOptions::stop (a new file is then removed)
+  // As CopyOptions::stop: a new file is then removed, an existing one it replaces left as it
+  // was, even when the stop comes after the last chunk.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // Copies the virtual disk of `src` into `dst`: a new image file of the source's size made with

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -86,6 +87,48 @@ TEST(ImageTools, CopyImageOverwritesEverythingAndReportsProgress) {
   auto c = CompareImages(*src, *exact);
   ASSERT_TRUE(c);
   EXPECT_TRUE(c->identical);
+}
+
+// A stop asked by the progress callback ends the copy, even one asked at the last chunk's
+// report, or while zero chunks are skipped with no I/O (the copy went on to the end and the
+// Python binding's convert() replaced the file before raising the callback's exception): a new
+// file is removed, an existing one left as it was.
+TEST(ImageTools, AStopAskedByTheProgressCallbackEndsTheCopyAndKeepsTheOldFile) {
+  testing::TempDir dir;
+  DevicePtr src = Source();
+  const std::string out = dir.File("out.raw");
+  { std::ofstream(out) << "keep me"; }
+  for (const bool at_last : {false, true}) {
+    std::atomic<bool> stop{false};
+    uint64_t reports = 0;
+    ConvertOptions options;
+    options.overwrite = true;
+    options.stop = &stop;
+    options.progress = [&](uint64_t done, uint64_t total) {
+      ++reports;
+      if (!at_last || done == total) stop = true;
+    };
+    auto r = ConvertImage(*src, out, options);
+    ASSERT_FALSE(r) << at_last;
+    EXPECT_EQ(r.error().code, make_error_code(Errc::kCancelled));
+    EXPECT_EQ(r.error().message.rfind("interrupted at offset ", 0), 0u) << r.error().message;
+    if (!at_last) EXPECT_EQ(reports, 1u);
+    struct stat st;
+    ASSERT_EQ(::stat(out.c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, 7) << "untouched";
+    EXPECT_EQ(Names(dir.path()), std::vector<std::string>{"out.raw"});
+  }
+  // All zeros: every chunk skipped in one go, reported with no I/O between them.
+  std::atomic<bool> stop{false};
+  CopyOptions options;
+  options.stop = &stop;
+  options.progress = [&](uint64_t, uint64_t) { stop = true; };
+  options.dst_reads_zero = true;
+  DevicePtr zeros = OpenOrDie("memory:16M");
+  DevicePtr dst = OpenOrDie("memory:16M");
+  auto r = CopyImage(*zeros, *dst, options);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "interrupted at offset 2097152 of 16777216");
 }
 
 TEST(ImageTools, CopyImageRefusesASmallerDestination) {

@@ -3,6 +3,9 @@ the command has one, and refuses bad input with the CLI's words."""
 
 import errno
 import os
+import signal
+import threading
+import time
 
 import pytest
 
@@ -121,14 +124,68 @@ def test_convert_reads_a_stack_and_writes_an_image_that_compare_tells_apart(tmp_
     assert not vstack.compare(a, bigger, strict=True)["identical"]
 
 
-def test_an_exception_in_the_progress_callback_stops_nothing_but_is_raised(tmp_path):
-    dst = str(tmp_path / "p.img")
+def slow_source(tmp_path, chunks=24):
+    """An image of `chunks` 2 MiB chunks of data, read at 100 ms a chunk (one at a time)."""
+    path = tmp_path / "src.raw"
+    path.write_bytes(os.urandom(chunks * 2 * MiB))
+    return f"delay:read=100ms,qd=1+file:{path}"
+
+
+def old_file(tmp_path):
+    old = tmp_path / "old.raw"
+    old.write_bytes(b"keep me")
+    return old
+
+
+@pytest.mark.parametrize("at_last", [False, True])
+def test_an_exception_in_the_progress_callback_stops_the_copy_and_keeps_the_old_file(
+        tmp_path, at_last):
+    """The copy went on to the end and replaced the destination, then raised."""
+    old = old_file(tmp_path)
+    calls = []
 
     def progress(done, total):
-        raise KeyError("stop")
+        calls.append(done)
+        if not at_last or done == total:
+            raise KeyError("stop")
 
     with pytest.raises(KeyError, match="stop"):
-        vstack.convert("memory:2M", dst, progress=progress)
+        vstack.convert("memory:8M", old, overwrite=True, progress=progress)
+    assert old.read_bytes() == b"keep me"
+    assert sorted(os.listdir(tmp_path)) == ["old.raw"]
+    if not at_last:
+        assert len(calls) == 1  # later calls skipped, no chunk started after it
+    with pytest.raises(KeyError, match="stop"):
+        vstack.convert(slow_source(tmp_path, 4), tmp_path / "new.raw", progress=progress)
+    assert sorted(os.listdir(tmp_path)) == ["old.raw", "src.raw"]  # the new file removed
+
+
+def test_a_progress_that_is_not_callable_is_refused_before_anything_is_copied(tmp_path):
+    """progress=5 raised TypeError only once the file was fully written and put in place."""
+    old = old_file(tmp_path)
+    with pytest.raises(TypeError, match="^progress: expected a callable or None, not int$"):
+        vstack.convert("memory:8M", old, overwrite=True, progress=5)
+    assert old.read_bytes() == b"keep me"
+    assert sorted(os.listdir(tmp_path)) == ["old.raw"]
+
+
+def test_ctrl_c_stops_a_convert_and_leaves_the_destination_as_it_was(tmp_path):
+    """SIGINT during a slow convert raised KeyboardInterrupt only once the copy had finished
+    and the new file was in place; the CLI stops and removes the new file (docs/cli.md)."""
+    old = old_file(tmp_path)
+    src = slow_source(tmp_path)
+    for dst, kwargs in ((old, {"overwrite": True}), (tmp_path / "new.raw", {})):
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        start = time.monotonic()
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                vstack.convert(src, dst, **kwargs)
+        finally:
+            timer.cancel()
+        assert time.monotonic() - start < 2.0  # the whole copy takes 2.4 s: it stopped
+        assert old.read_bytes() == b"keep me"
+        assert sorted(os.listdir(tmp_path)) == ["old.raw", "src.raw"]
 
 
 def test_convert_and_compare_refuse_bad_sources():

@@ -3,6 +3,7 @@
 // (imagetools/), and return what those commands print with --output=json where they have it.
 #include <pybind11/stl.h>  // std::optional arguments
 
+#include <atomic>
 #include <optional>
 #include <string>
 
@@ -79,25 +80,33 @@ py::object Check(const PathArg& target, const std::optional<std::string>& repair
 
 py::dict Convert(const PathArg& src, const PathArg& dst, const std::optional<std::string>& format,
                  const std::string& options, bool overwrite, const py::object& progress) {
-  DevicePtr source = OpenReadOnly(src.value);
   ConvertOptions convert;
+  convert.overwrite = overwrite;
+  if (!progress.is_none() && !PyCallable_Check(progress.ptr())) {  // before anything is copied
+    throw py::type_error(std::string("progress: expected a callable or None, not ") +
+                         Py_TYPE(progress.ptr())->tp_name);
+  }
+  DevicePtr source = OpenReadOnly(src.value);
   convert.format = format.value_or("");
   convert.create_options = options;
-  convert.overwrite = overwrite;
-  // The callback runs on this thread with the GIL taken back; an exception it raises is kept,
-  // later calls are skipped, and it is raised once the copy has ended.
+  // After every chunk, on this thread with the GIL taken back: Ctrl-C (a signal Python has
+  // noted) and the callback. An exception of either stops the copy as the CLI's Ctrl-C does
+  // (no new chunk; a new file removed, the old one left as it was) and is raised once the
+  // copy has ended.
+  std::atomic<bool> stop{false};
   std::optional<py::error_already_set> raised;
-  if (!progress.is_none()) {
-    convert.progress = [&](uint64_t done, uint64_t total) {
-      py::gil_scoped_acquire locked;
-      if (raised) return;
-      try {
-        progress(done, total);
-      } catch (py::error_already_set& e) {
-        raised.emplace(std::move(e));
-      }
-    };
-  }
+  convert.stop = &stop;
+  convert.progress = [&](uint64_t done, uint64_t total) {
+    py::gil_scoped_acquire locked;
+    if (raised) return;
+    try {
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (!progress.is_none()) progress(done, total);
+    } catch (py::error_already_set& e) {
+      raised.emplace(std::move(e));
+      stop.store(true);
+    }
+  };
   Result<CopyStats> copied = MakeError(Errc::kIo, "not copied");
   {
     py::gil_scoped_release unlocked;
@@ -170,7 +179,9 @@ None, 'leaks' or 'all'. Returns the dict `vstack check --output=json` prints: 's
         py::arg("progress") = py::none(),
         R"(Copies the virtual disk of `src` (a spec or an image file) into `dst`, as
 `vstack convert` does: a new image file of `format` (default 'raw') with create `options`, or
-an existing stack given by its spec (then with no format, options or overwrite). `progress(done, total)` is called after every chunk copied. Returns
+an existing stack given by its spec (then with no format, options or overwrite).
+`progress(done, total)` is called after every chunk copied; an exception it raises, or Ctrl-C,
+stops the copy (a new file is removed, a file it replaces left as it was) and is raised. Returns
 {'copied': bytes covered, 'written': bytes written with data}.)");
   m.def("compare", &Compare, py::arg("a"), py::arg("b"), py::kw_only(),
         py::arg("strict") = false,
