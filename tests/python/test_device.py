@@ -230,6 +230,17 @@ def test_a_bool_is_refused_as_an_offset_or_length(call):
         assert dev.read(0, 512) == pattern(512)  # nothing written, discarded or zeroed
 
 
+def test_a_failed_close_raises_once_and_later_closes_return_none():
+    """After a close whose flush failed, every later close() raised the same IoError again."""
+    dev = vstack.open("error:ops=flush+memory:1M")
+    with pytest.raises(vstack.IoError, match="flush before close failed") as e:
+        dev.close()
+    assert e.value.errno == errno.EIO
+    assert dev.closed
+    assert dev.close() is None
+    assert dev.close() is None
+
+
 def test_a_closed_device_refuses_io_and_close_is_idempotent():
     dev = vstack.open("memory:1M")
     dev.close()

@@ -118,9 +118,15 @@ class Device {
     Status status;
     {
       py::gil_scoped_release unlocked;
-      status = io_->Close();
+      status = io_->Close();  // later calls return the first call's status
     }
-    if (!status) Raise(status.error());
+    // A failed close is raised once, by the call that closed (or, closing from several threads
+    // at once, by the first back): the device is closed all the same, and later calls return
+    // None, as a Python file's close() does.
+    if (!status && !close_error_raised_) {
+      close_error_raised_ = true;
+      Raise(status.error());
+    }
   }
 
 
@@ -151,6 +157,7 @@ class Device {
 
   std::unique_ptr<SharedSyncIo> io_;
   const pid_t owner_ = ::getpid();
+  bool close_error_raised_ = false;  // read and written with the GIL held
 };
 
 std::unique_ptr<Device> OpenDevice(const PathArg& spec, bool read_only, bool latency) {
@@ -213,7 +220,8 @@ An operation's 'latency_ns' is None at a layer that keeps no latency: ask for it
 vstack.open(..., latency=True), or with stats=latency on a part of the spec.)")
       .def("close", &Device::Close,
            R"(Waits for I/O running on other threads, flushes and closes the stack (persisting
-its metadata). Later I/O raises ValueError. Idempotent.)")
+its metadata). Later I/O raises ValueError. Idempotent: a close that fails (IoError) leaves the
+device closed, and later calls return None.)")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](Device& d, py::args) { d.Close(); })
       .def("__repr__", &Device::Repr);
