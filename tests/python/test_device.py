@@ -219,15 +219,34 @@ def test_offsets_and_lengths_take_any_integer_type_and_refuse_the_rest():
         lambda dev: dev.write(True, bytes(512)),
         lambda dev: dev.discard(False, 512),
         lambda dev: dev.write_zeroes(0, False),
+        lambda dev: dev.read(np.True_, 512),
+        lambda dev: dev.write(np.bool_(False), bytes(512)),
+        lambda dev: dev.discard(0, np.True_),
     ],
 )
 def test_a_bool_is_refused_as_an_offset_or_length(call):
     """True and False were taken as 1 and 0 (a read of True bytes...): a mistake, refused."""
     with vstack.open("memory:1M") as dev:
         dev.write(0, pattern(512))
-        with pytest.raises(TypeError, match=r"^(offset|length): expected an int, not bool$"):
+        with pytest.raises(TypeError,
+                           match=r"^(offset|length): expected an int, not (bool|numpy\.bool_?)$"):
             call(dev)
         assert dev.read(0, 512) == pattern(512)  # nothing written, discarded or zeroed
+
+
+def test_an_exception_of_an_objects_own_index_propagates():
+    """An __index__ raising RuntimeError was reported as "offset: expected an int, not BadIdx",
+    the original exception lost."""
+
+    class BadIdx:
+        def __index__(self):
+            raise RuntimeError("no index today")
+
+    with vstack.open("memory:1M") as dev:
+        with pytest.raises(RuntimeError, match="^no index today$"):
+            dev.read(BadIdx(), 512)
+        with pytest.raises(RuntimeError, match="^no index today$"):
+            dev.discard(0, BadIdx())
 
 
 def test_a_failed_close_raises_once_and_later_closes_return_none():
@@ -239,6 +258,41 @@ def test_a_failed_close_raises_once_and_later_closes_return_none():
     assert dev.closed
     assert dev.close() is None
     assert dev.close() is None
+
+
+def test_with_on_a_closed_device_raises_value_error_as_a_closed_file_does():
+    dev = vstack.open("memory:1M")
+    dev.close()
+    with pytest.raises(ValueError, match="^I/O operation on a closed device$"):
+        with dev:
+            pass
+
+
+@pytest.mark.parametrize(
+    "call, name, type_name",
+    [
+        (lambda: vstack.open("memory:1M", read_only="no"), "read_only", "str"),
+        (lambda: vstack.open("memory:1M", read_only=1), "read_only", "int"),
+        (lambda: vstack.open("memory:1M", latency=None), "latency", "NoneType"),
+        (lambda: vstack.create("/nonexistent/x", "1M", overwrite=1), "overwrite", "int"),
+        (lambda: vstack.convert("memory:1M", "/nonexistent/x", overwrite="yes"), "overwrite",
+         "str"),
+        (lambda: vstack.compare("memory:1M", "memory:1M", strict=0), "strict", "int"),
+        (lambda: vstack.info("memory:1M", backing_chain="true"), "backing_chain", "str"),
+        (lambda: vstack.space("memory:1M", estimate=1), "estimate", "int"),
+    ],
+)
+def test_a_flag_that_is_not_a_bool_is_a_type_error_naming_it(call, name, type_name):
+    """open(read_only=1) and latency=None were taken, read_only='no' gave pybind11's long
+    "incompatible function arguments"."""
+    with pytest.raises(TypeError, match=f"^{name}: expected a bool, not {type_name}$"):
+        call()
+
+
+def test_a_flag_takes_pythons_and_numpys_bools():
+    with vstack.open("memory:1M", read_only=np.True_, latency=False) as dev:
+        assert dev.read_only
+    assert vstack.compare("memory:1M", "memory:2M", strict=np.bool_(True))["identical"] is False
 
 
 def test_a_closed_device_refuses_io_and_close_is_idempotent():

@@ -149,7 +149,7 @@ SpaceKnobs SpaceKnobsFrom(const py::dict& o) {
     } else if (name == "seed") {
       k.seed = ByteCount(value, "seed");
     } else if (name == "estimate") {
-      k.estimate = value.cast<bool>();
+      k.estimate = Flag(value, "estimate");
     } else {
       std::string list;
       for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;

@@ -38,8 +38,17 @@ uint64_t NonNegative(int64_t v, const char* what);
 
 // An offset, length, size, seed or count: any Python int (or object with __index__, such as a
 // numpy integer) from 0 to 2**64-1, as uint64_t. ValueError naming `what` for a negative value
-// or one beyond 64 bits; TypeError for anything that is not an integer, and for a bool.
+// or one beyond 64 bits; TypeError for anything that is not an integer, and for a bool (Python's
+// or numpy's). An exception raised by the object's own __index__ propagates as it is.
 uint64_t ByteCount(py::handle v, const char* what);
+
+// True if `v` is a bool: Python's, or numpy's (numpy.bool_), told by its type's name so that
+// numpy need not be imported.
+bool IsBool(py::handle v);
+
+// A flag argument (read_only, overwrite, strict...): True or False, or a numpy bool; anything
+// else, 1 and None included, raises TypeError "WHAT: expected a bool, not TYPE".
+bool Flag(py::handle v, const char* what);
 
 // A path or spec as os.fspath(v) gives it (a str, or a bytes path's bytes); nullopt for an
 // object that is neither a str, bytes nor os.PathLike. One that holds a NUL byte raises
@@ -55,6 +64,13 @@ py::object FromJson(const std::string& json);
 struct IntArg {
   py::object object;
 };
+
+// A flag argument taken as it is and converted by the function (Flag), so that the errors
+// name the argument; help() shows it as `bool`.
+struct FlagArg {
+  py::object object;
+};
+inline bool Flag(const FlagArg& v, const char* what) { return Flag(v.object, what); }
 
 // A path or spec argument: a str or any os.PathLike (pathlib.Path), as os.fspath() gives it
 // (FsPath: one holding a NUL byte raises ValueError).
@@ -77,6 +93,18 @@ struct type_caster<vstack::python::IntArg> {
     return true;
   }
   static handle cast(const vstack::python::IntArg& v, return_value_policy, handle) {
+    return v.object.inc_ref();
+  }
+};
+
+template <>
+struct type_caster<vstack::python::FlagArg> {
+  PYBIND11_TYPE_CASTER(vstack::python::FlagArg, const_name("bool"));
+  bool load(handle src, bool /*convert*/) {
+    value.object = reinterpret_borrow<object>(src);
+    return true;
+  }
+  static handle cast(const vstack::python::FlagArg& v, return_value_policy, handle) {
     return v.object.inc_ref();
   }
 };

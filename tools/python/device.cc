@@ -129,6 +129,10 @@ class Device {
     }
   }
 
+  // `with device:` on a closed device: ValueError, as a closed Python file gives.
+  void Enter() const {
+    if (closed()) throw py::value_error("I/O operation on a closed device");
+  }
 
   std::string Repr() const {
     return "<vstack.Device '" + spec() + "' " + std::to_string(size()) + " bytes" +
@@ -160,7 +164,10 @@ class Device {
   bool close_error_raised_ = false;  // read and written with the GIL held
 };
 
-std::unique_ptr<Device> OpenDevice(const PathArg& spec, bool read_only, bool latency) {
+std::unique_ptr<Device> OpenDevice(const PathArg& spec, const FlagArg& read_only_arg,
+                                   const FlagArg& latency_arg) {
+  const bool read_only = Flag(read_only_arg, "read_only");
+  const bool latency = Flag(latency_arg, "latency");
   OpenOptions options;
   options.read_only = read_only;
   std::string opened;
@@ -222,12 +229,17 @@ vstack.open(..., latency=True), or with stats=latency on a part of the spec.)")
            R"(Waits for I/O running on other threads, flushes and closes the stack (persisting
 its metadata). Later I/O raises ValueError. Idempotent: a close that fails (IoError) leaves the
 device closed, and later calls return None.)")
-      .def("__enter__", [](py::object self) { return self; })
+      .def("__enter__",
+           [](py::object self) {
+             self.cast<const Device&>().Enter();
+             return self;
+           })
       .def("__exit__", [](Device& d, py::args) { d.Close(); })
       .def("__repr__", &Device::Repr);
 
-  m.def("open", &OpenDevice, py::arg("spec"), py::kw_only(), py::arg("read_only") = false,
-        py::arg("latency") = false,
+  m.def("open", &OpenDevice, py::arg("spec"), py::kw_only(),
+        py::arg("read_only") = FlagArg{py::bool_(false)},
+        py::arg("latency") = FlagArg{py::bool_(false)},
         R"(Opens a stack: a spec such as 'dedup+zstd+vhd+file:d.vhd' (docs/stack-spec.md), or
 an image file whose format is probed. With `latency`, every layer keeps latency histograms
 for stats() (a part with stats=counts in the spec excepted). Raises vstack.SpecError for a bad

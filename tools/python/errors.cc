@@ -1,6 +1,7 @@
 // The binding's exceptions: vstack.SpecError(ValueError) with the CLI's message, and
 // vstack.IoError(OSError) carrying an errno; how library errors map onto them.
 #include <cerrno>
+#include <string_view>
 
 #include "nbd/nbd_export.h"
 #include "tools/python/binding.h"
@@ -73,19 +74,33 @@ uint64_t NonNegative(int64_t v, const char* what) {
   return static_cast<uint64_t>(v);
 }
 
+bool IsBool(py::handle v) {
+  if (PyBool_Check(v.ptr())) return true;
+  const std::string_view type = Py_TYPE(v.ptr())->tp_name;
+  return type == "numpy.bool_" || type == "numpy.bool";  // numpy 1 and numpy 2
+}
+
+bool Flag(py::handle v, const char* what) {
+  if (!IsBool(v)) {
+    throw py::type_error(std::string(what) + ": expected a bool, not " + Py_TYPE(v.ptr())->tp_name);
+  }
+  return PyObject_IsTrue(v.ptr()) == 1;
+}
+
 uint64_t ByteCount(py::handle v, const char* what) {
   // A bool is an int to Python, but True as an offset is a mistake, not byte 1: refused, as
-  // numpy refuses it as an index.
-  if (PyBool_Check(v.ptr())) {
-    throw py::type_error(std::string(what) + ": expected an int, not bool");
+  // numpy refuses it as an index (numpy's own bool included).
+  if (IsBool(v)) {
+    throw py::type_error(std::string(what) + ": expected an int, not " + Py_TYPE(v.ptr())->tp_name);
   }
   // PyNumber_Index: ints, and objects that are integers (numpy.int64); a float or a str is a
   // TypeError, as in Python's own I/O.
-  PyObject* index = PyNumber_Index(v.ptr());
-  if (index == nullptr) {
-    PyErr_Clear();
+  if (!PyIndex_Check(v.ptr())) {
     throw py::type_error(std::string(what) + ": expected an int, not " + Py_TYPE(v.ptr())->tp_name);
   }
+  PyObject* index = PyNumber_Index(v.ptr());
+  if (index == nullptr) throw py::error_already_set();  // raised by the object's __index__
+
   auto number = py::reinterpret_steal<py::int_>(index);
   if (number < py::int_(0)) {
     throw py::value_error(std::string(what) + " must not be negative (got " +

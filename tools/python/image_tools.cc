@@ -42,8 +42,9 @@ DevicePtr OpenReadOnly(const std::string& spec) {
 }
 
 uint64_t Create(const PathArg& path, const py::object& size_arg, const std::string& format,
-                const std::string& options, bool overwrite) {
+                const std::string& options, const FlagArg& overwrite_arg) {
   const uint64_t size = SizeArg(size_arg);
+  const bool overwrite = Flag(overwrite_arg, "overwrite");
   Status status;
   uint64_t actual = 0;
   {
@@ -79,9 +80,9 @@ py::object Check(const PathArg& target, const std::optional<std::string>& repair
 }
 
 py::dict Convert(const PathArg& src, const PathArg& dst, const std::optional<std::string>& format,
-                 const std::string& options, bool overwrite, const py::object& progress) {
+                 const std::string& options, const FlagArg& overwrite, const py::object& progress) {
   ConvertOptions convert;
-  convert.overwrite = overwrite;
+  convert.overwrite = Flag(overwrite, "overwrite");
   if (!progress.is_none() && !PyCallable_Check(progress.ptr())) {  // before anything is copied
     throw py::type_error(std::string("progress: expected a callable or None, not ") +
                          Py_TYPE(progress.ptr())->tp_name);
@@ -121,11 +122,11 @@ py::dict Convert(const PathArg& src, const PathArg& dst, const std::optional<std
   return out;
 }
 
-py::dict Compare(const PathArg& a, const PathArg& b, bool strict) {
+py::dict Compare(const PathArg& a, const PathArg& b, const FlagArg& strict) {
+  CompareOptions options;
+  options.strict = Flag(strict, "strict");
   DevicePtr first = OpenReadOnly(a.value);
   DevicePtr second = OpenReadOnly(b.value);
-  CompareOptions options;
-  options.strict = strict;
   Result<Comparison> c = MakeError(Errc::kIo, "not compared");
   {
     py::gil_scoped_release unlocked;
@@ -140,7 +141,8 @@ py::dict Compare(const PathArg& a, const PathArg& b, bool strict) {
   return out;
 }
 
-py::object Info(const PathArg& target, bool backing_chain) {
+py::object Info(const PathArg& target, const FlagArg& backing_chain_arg) {
+  const bool backing_chain = Flag(backing_chain_arg, "backing_chain");
   OpenOptions options;
   options.read_only = true;
   std::string spec;
@@ -162,8 +164,9 @@ py::object Info(const PathArg& target, bool backing_chain) {
 }  // namespace
 
 void AddImageTools(py::module_& m) {
+  const auto kFalse = [] { return FlagArg{py::bool_(false)}; };
   m.def("create", &Create, py::arg("path"), py::arg("size"), py::kw_only(),
-        py::arg("format") = "raw", py::arg("options") = "", py::arg("overwrite") = false,
+        py::arg("format") = "raw", py::arg("options") = "", py::arg("overwrite") = kFalse(),
         R"(Creates an image file, as `vstack create -f FORMAT -o OPTIONS PATH SIZE` does.
 
 `size` is bytes, or a string such as '10G'. `format` is 'raw' or a format with a create hook
@@ -175,7 +178,7 @@ Returns the virtual size (a format may round it up).)");
 None, 'leaks' or 'all'. Returns the dict `vstack check --output=json` prints: 'status' is
 'clean', 'corrupt' or 'leaks', 'exit_code' the CLI's exit status.)");
   m.def("convert", &Convert, py::arg("src"), py::arg("dst"), py::kw_only(),
-        py::arg("format") = py::none(), py::arg("options") = "", py::arg("overwrite") = false,
+        py::arg("format") = py::none(), py::arg("options") = "", py::arg("overwrite") = kFalse(),
         py::arg("progress") = py::none(),
         R"(Copies the virtual disk of `src` (a spec or an image file) into `dst`, as
 `vstack convert` does: a new image file of `format` (default 'raw') with create `options`, or
@@ -184,11 +187,11 @@ an existing stack given by its spec (then with no format, options or overwrite).
 stops the copy (a new file is removed, a file it replaces left as it was) and is raised. Returns
 {'copied': bytes covered, 'written': bytes written with data}.)");
   m.def("compare", &Compare, py::arg("a"), py::arg("b"), py::kw_only(),
-        py::arg("strict") = false,
+        py::arg("strict") = kFalse(),
         R"(Compares the content of two images (specs or files), as `vstack compare` does.
 Returns {'identical', 'first_difference' (an offset or None), 'size_a', 'size_b'}; with
 `strict`, different sizes alone make them differ.)");
-  m.def("info", &Info, py::arg("target"), py::kw_only(), py::arg("backing_chain") = false,
+  m.def("info", &Info, py::arg("target"), py::kw_only(), py::arg("backing_chain") = kFalse(),
         R"(The dict `vstack info --output=json` prints for a spec or image file (opened
 read-only); with `backing_chain`, a list of them, one per image of a differencing chain.)");
 }
