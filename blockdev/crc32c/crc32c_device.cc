@@ -122,23 +122,6 @@ Status Crc32cDevice::Format() {
   return OkStatus();
 }
 
-namespace {
-
-// Whether a dirty-flag page that fails its checksum can be a tear of two valid writes of page
-// `page_no` with `flags` regions: its header from one of them (or from a page never written, all
-// zeros), every flag 0 or 1, nothing after the flags.
-bool PlausibleTear(const uint8_t* page, uint64_t page_no, uint64_t flags) {
-  const uint32_t number = LoadLE32(page + 4);
-  if (number != static_cast<uint32_t>(page_no) && (number != 0 || LoadLE32(page) != 0)) {
-    return false;
-  }
-  const uint8_t* f = page + kTablePageHeader;
-  if (std::any_of(f, f + flags, [](uint8_t b) { return b > 1; })) return false;
-  return std::all_of(f + flags, page + kMetaPageSize, [](uint8_t b) { return b == 0; });
-}
-
-}  // namespace
-
 // Reads the dirty-region table, then the checksum table (verifying every page). Both are
 // overwritten in place, so a crash may tear a page sector by sector.
 //
@@ -146,9 +129,9 @@ bool PlausibleTear(const uint8_t* page, uint64_t page_no, uint64_t flags) {
 // of the write the crash cut, and both are safe to use: a region is durably marked dirty (FUA)
 // before any data goes to it, and cleaned only after its checksums are durable (Commit). So a
 // torn page's flags are taken as read, and only its own regions marked dirty are recomputed. A
-// page that cannot be a tear (another page's number, a flag other than 0 or 1, bytes past the
-// flags) is damage: all its regions are taken as dirty (recomputed from the data, which loses
-// nothing but the detection of damage already in them), and Check reports it. A torn checksum
+// page that cannot be a tear (another page's number, bytes past the flags) and a page with a flag
+// other than 0 or 1 are damage: all its regions are taken as dirty (recomputed from the data, which
+// loses nothing but the detection of damage already in them), and Check reports it. A torn checksum
 // page (one per region) is harmless if its region is dirty, else corruption.
 Status Crc32cDevice::Load() {
   const uint32_t per = sb_.tables[kDirtyTable].per_page();
@@ -156,15 +139,13 @@ Status Crc32cDevice::Load() {
   VSTACK_RETURN_IF_ERROR(ReadTablePages(
       *io_, sb_, kDirtyTable, "crc32c", [&](uint64_t n, const uint8_t* p, const Status& ok) {
         const uint64_t first = n * per, end = std::min<uint64_t>(first + per, regions_.size());
-        const bool damaged = !ok && !PlausibleTear(p, n, end - first);
+        const uint8_t* flags = p + kTablePageHeader;  // of regions first..end-1
+        const bool damaged =
+            std::any_of(flags, flags + end - first, [](uint8_t f) { return f > 1; }) ||
+            (!ok && !TornTablePage(p, n, end - first));
         uint64_t dirty = 0, lo = end, hi = first;  // the regions taken as dirty: [lo, hi)
         for (uint64_t r = first; r < end; ++r) {
-          const uint8_t flag = damaged ? 1 : p[kTablePageHeader + r - first];
-          if (flag > 1) {
-            return Status(MakeError(Errc::kCorruption, "crc32c: dirty flag of region " +
-                                                           std::to_string(r) + " is " +
-                                                           std::to_string(flag)));
-          }
+          const uint8_t flag = damaged ? 1 : flags[r - first];
           dirty_[r] = flag;
           dirty += flag;
           if (flag) {
@@ -173,9 +154,10 @@ Status Crc32cDevice::Load() {
             hi = r + 1;
           }
         }
-        if (!ok) {
+        if (!ok || damaged) {
           ++torn_pages_;
-          bad_dirty_pages_.push_back({n, table_offset + n * kMetaPageSize, damaged, dirty, lo, hi});
+          bad_dirty_pages_.push_back(
+              {n, table_offset + n * kMetaPageSize, first, damaged, dirty, lo, hi});
         }
         return OkStatus();
       }));
@@ -208,9 +190,7 @@ Status Crc32cDevice::Recover() {
   if (s && !bad_dirty_pages_.empty()) {
     std::lock_guard lock(meta_mu_);
     std::vector<uint64_t> firsts;  // a region of each page: WriteDirtyPages writes its page
-    for (const BadDirtyPage& b : bad_dirty_pages_) {
-      firsts.push_back(b.page * sb_.tables[kDirtyTable].per_page());
-    }
+    for (const BadDirtyPage& b : bad_dirty_pages_) firsts.push_back(b.first_region);
     s = WriteDirtyPages(firsts, kIoFua);
     bad_dirty_pages_rewritten_ = static_cast<bool>(s);
   }
@@ -221,21 +201,23 @@ Status Crc32cDevice::Recover() {
 void Crc32cDevice::ReportBadDirtyPages(CheckResult* out) const {
   const uint64_t region_bytes = uint64_t{kPerRegion} * grain();
   for (const BadDirtyPage& b : bad_dirty_pages_) {
-    std::string what = "crc32c: dirty-flag page " + std::to_string(b.page) + " at offset " +
-                       std::to_string(b.offset) + " of the device below ";
-    what += b.damaged ? "is damaged (no torn write looks like it): all "
-                      : "failed its checksum (a crash tore its write, or it is damaged): its "
-                        "flags were taken as read, and the ";
-    what += Counted(b.dirty, "region", "regions");
-    what += b.damaged ? " it covers were taken as dirty" : " they mark dirty";
+    std::string what =
+        "crc32c: dirty-flag page " + std::to_string(b.page) + " at offset " +
+        std::to_string(b.offset) + " of the device below " +
+        (b.damaged ? "is damaged (no torn write looks like it): all "
+                   : "failed its checksum (a crash tore its write, or it is damaged): its flags "
+                     "were taken as read, and the ") +
+        Counted(b.dirty, "region", "regions") +
+        (b.damaged ? " it covers were taken as dirty" : " they mark dirty");
     if (b.dirty > 0) {
-      what += b.damaged ? " and their" : b.dirty == 1 ? " had its" : " had their";
-      what +=
-          " checksums recomputed from the data, so damage already in that data (virtual "
-          "bytes " +
-          std::to_string(b.lo * region_bytes) + " to " +
-          std::to_string(std::min(b.hi * region_bytes, geometry().size_bytes)) +
-          ") cannot be detected";
+      what += std::string(b.damaged      ? " and their"
+                          : b.dirty == 1 ? " had its"
+                                         : " had their") +
+              " checksums recomputed from the data, so damage already in that data (virtual "
+              "bytes " +
+              std::to_string(b.lo * region_bytes) + " to " +
+              std::to_string(std::min(b.hi * region_bytes, geometry().size_bytes)) +
+              ") cannot be detected";
     }
     if (bad_dirty_pages_rewritten_) {
       out->messages.push_back("Repaired: " + what + "; the page is rewritten");
@@ -310,19 +292,25 @@ void Crc32cDevice::WriteFailed(uint64_t first, uint64_t count) {
   for (uint64_t g = first; g < first + count; ++g) unknown_.Set(g, std::memory_order_relaxed);
 }
 
-std::string Crc32cDevice::ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
-                                     uint32_t length, CheckMode mode) {
+GrainDevice::ScrubFinding Crc32cDevice::ScrubGrain(uint64_t grain, uint64_t entry,
+                                                   const std::byte* stored, uint32_t length,
+                                                   CheckMode mode) {
   const uint32_t actual = EntryOf(Crc32c(stored, length));
   // (Unknown: recomputed at the next commit.)
   if (actual == entry || unknown_.Test(grain)) return {};
-  if (mode == CheckMode::kRepairAll && !read_only()) {
-    // The data is what it is; accepting it makes reads succeed again (the damage stays).
-    map().Load(grain, actual);
-    repaired_.push_back(RegionOf(grain));
+  std::string problem = "crc32c: checksum mismatch in the grain at offset " +
+                        std::to_string(grain * length) + " (stored " +
+                        std::to_string(entry ^ zero_crc_) + ", data " +
+                        std::to_string(actual ^ zero_crc_) + ")";
+  if (mode != CheckMode::kRepairAll || read_only()) return problem;
+  // The data is what it is; accepting it makes reads succeed again (the damage stays). Its
+  // region is marked dirty first, so the engine's commit at the end of the check cleans it,
+  // writing the accepted checksum.
+  if (Status s = MarkDirty({RegionOf(grain)}); !s) {
+    return problem + "; accepting the data's checksum failed: " + s.error().ToString();
   }
-  return "crc32c: checksum mismatch in the grain at offset " + std::to_string(grain * length) +
-         " (stored " + std::to_string(entry ^ zero_crc_) + ", data " +
-         std::to_string(actual ^ zero_crc_) + ")";
+  map().Load(grain, actual);
+  return {problem + " (the data's checksum accepted)", true};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -406,50 +394,15 @@ Status Crc32cDevice::CloseLayer() {
 // Reporting and registration
 
 Status Crc32cDevice::Check(CheckMode mode, CheckResult* out) {
-  repaired_.clear();
   CheckSuperblockSlots(
       sb_, "crc32c", mode != CheckMode::kReadOnly && formatted_ && !read_only(),
-      [&]() -> Status {
+      [&] {
         std::lock_guard lock(meta_mu_);
-        Superblock next = sb_;
-        ++next.generation;  // its slot is the other one
-        next.other_slot_problem.clear();
-        VSTACK_RETURN_IF_ERROR(WriteSuperblock(*io_, next, "crc32c"));
-        sb_ = std::move(next);
-        return OkStatus();
+        return WriteNextGeneration(*io_, &sb_, "crc32c");
       },
       out);
   ReportBadDirtyPages(out);
-  const uint64_t corrupt_before = out->corruptions;  // the scrub's from here on
-  const size_t first_message = out->messages.size();
   Status s = GrainDevice::Check(mode, out);
-  constexpr uint64_t kMaxMessages = 100;
-  const uint64_t bad = out->corruptions - corrupt_before;
-  if (bad > kMaxMessages) {  // keep the first ones
-    out->messages.resize(out->messages.size() - (bad - kMaxMessages));
-    out->messages.push_back("ERROR crc32c: " + std::to_string(bad - kMaxMessages) +
-                            " more checksum mismatches");
-  }
-  const uint64_t accepted = repaired_.size();  // one per mismatched grain (repair-all)
-  out->repaired += accepted;
-  if (s && accepted > 0) {
-    // Persist the accepted checksums: mark their regions dirty, then clean them.
-    repaired_.erase(std::unique(repaired_.begin(), repaired_.end()), repaired_.end());
-    s = MarkDirty(repaired_);
-    if (s) s = Commit(CommitKind::kClose);
-    if (s) {
-      // Every mismatch found was accepted and is durable: what the check leaves is repaired,
-      // not an error (the exit status is the repaired image's, as for the other layers).
-      out->corruptions -= std::min(out->corruptions - corrupt_before, accepted);
-      for (size_t i = first_message; i < out->messages.size(); ++i) {
-        std::string& m = out->messages[i];
-        if (m.starts_with("ERROR crc32c: checksum mismatch") ||
-            m.find("more checksum mismatches") != std::string::npos) {
-          m = "Repaired: " + m.substr(6) + " (the data's checksum accepted)";
-        }
-      }
-    }
-  }
   std::lock_guard lock(meta_mu_);
   if (io_) io_ = std::make_unique<SyncIo>(lower_device());  // release the queue below
   return s;

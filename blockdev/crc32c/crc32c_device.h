@@ -38,8 +38,8 @@ class Crc32cDevice final : public GrainDevice {
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
   std::optional<SpaceUsage> Space() const override;
-  // The engine's scrub (every grain against its checksum); repair-all accepts the data's
-  // checksums, and persists them.
+  // The engine's scrub (every grain against its checksum; repair-all accepts the data's
+  // checksums, and persists them), and the dirty-flag pages Load found bad.
   Status Check(CheckMode mode, CheckResult* out) override;
   // A flush: makes data durable and cleans the regions that went quiet. Blocks.
   Status Commit(CommitKind kind) override;
@@ -64,8 +64,8 @@ class Crc32cDevice final : public GrainDevice {
   Status BeforeWrite(GrainIo& io, uint64_t first, uint64_t count) override;
   void AfterWrite(uint64_t first, uint64_t count) override;
   void WriteFailed(uint64_t first, uint64_t count) override;
-  std::string ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
-                         uint32_t length, CheckMode mode) override;
+  ScrubFinding ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored, uint32_t length,
+                          CheckMode mode) override;
 
   // The map entry of a checksum (a different name from the engine's Stored hook, which it
   // would hide).
@@ -90,7 +90,6 @@ class Crc32cDevice final : public GrainDevice {
   const uint32_t zero_crc_;
   bool formatted_ = false;  // false: a read-only blank device (nothing on disk)
   DirtyRegions regions_;
-  std::vector<uint64_t> repaired_;  // regions whose checksums a repair changed (Check)
   // A bit per grain whose write failed below: its checksum is unknown until a commit
   // recomputes it.
   AtomicBits unknown_;
@@ -103,7 +102,7 @@ class Crc32cDevice final : public GrainDevice {
   // Dirty-flag pages that failed their check at Load: torn by a crash (flags taken as read) or
   // damaged (every region taken as dirty). Check reports them.
   struct BadDirtyPage {
-    uint64_t page, offset;
+    uint64_t page, offset, first_region;
     bool damaged;
     uint64_t dirty;   // regions taken as dirty,
     uint64_t lo, hi;  // from region lo up to hi (exclusive)

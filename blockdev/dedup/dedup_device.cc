@@ -202,8 +202,9 @@ void DedupDevice::CheckMore(CheckMode mode, CheckResult* out) {
   }
 }
 
-std::string DedupDevice::ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
-                                    uint32_t length, CheckMode mode) {
+GrainDevice::ScrubFinding DedupDevice::ScrubGrain(uint64_t grain, uint64_t entry,
+                                                  const std::byte* stored, uint32_t length,
+                                                  CheckMode mode) {
   const uint64_t unit = UnitMap::UnitOf(entry);
   if (FingerprintOf(stored, length) == index_.Of(unit)) return {};
   return "dedup: unit " + std::to_string(unit) + " at offset " +

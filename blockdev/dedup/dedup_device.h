@@ -70,8 +70,8 @@ class DedupDevice final : public GrainDevice {
   Status LoadUnitRecord(uint64_t unit, const uint8_t* in) override;
   void FinishLoad() override;
   void CheckMore(CheckMode mode, CheckResult* out) override;
-  std::string ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
-                         uint32_t length, CheckMode mode) override;
+  ScrubFinding ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored, uint32_t length,
+                          CheckMode mode) override;
 
   // A new unit for fingerprint `fp`: indexed (pending for w.owner) unless `unindexed`.
   Encoded StoreNew(const GrainWrite& w, const Fingerprint& fp, bool unindexed);

@@ -341,7 +341,7 @@ Status GrainDevice::Check(CheckMode mode, CheckResult* out) {
   map_.Check(mode, std::string(format_.name) + ": unit", out);
   CheckMore(mode, out);
   Status s = Scrub(mode, out);
-  if (s && out->repaired > repaired_before && store_ && !store_->read_only()) {
+  if (s && out->repaired > repaired_before && !read_only()) {
     s = Commit(CommitKind::kFlush);
   }
   if (store_) {
@@ -359,7 +359,7 @@ Status GrainDevice::Scrub(CheckMode mode, CheckResult* out) {
                     std::max<uint64_t>(4096, lower_device().geometry().mem_alignment));
   std::vector<bool> seen(map_.units());
   std::vector<std::pair<uint64_t, uint64_t>> members;  // (grain, entry) of the run
-  uint64_t lo = 0, hi = 0;
+  uint64_t lo = 0, hi = 0, listed = 0, more_bad = 0, more_repaired = 0;
   auto flush = [&]() -> Status {
     if (members.empty()) return OkStatus();
     if (std::error_code ec = io.Read(lo, buf.span().first(hi - lo))) {
@@ -369,9 +369,14 @@ Status GrainDevice::Scrub(CheckMode mode, CheckResult* out) {
     for (const auto& [v, e] : members) {
       const Location l = in_place() ? Location{v, 0, 0} : Locate(e);
       const uint64_t at = data_offset() + l.unit * grain() + l.offset;
-      std::string msg =
-          ScrubGrain(v, e, buf.data() + (at - lo), l.raw() ? grain() : l.length, mode);
-      if (!msg.empty()) out->Corruption(std::move(msg));
+      ScrubFinding f = ScrubGrain(v, e, buf.data() + (at - lo), l.raw() ? grain() : l.length, mode);
+      if (f.problem.empty()) continue;
+      if (listed++ < kMaxScrubMessages) {
+        out->messages.push_back((f.repaired ? "Repaired: " : "ERROR ") + f.problem);
+      } else {
+        ++(f.repaired ? more_repaired : more_bad);
+      }
+      ++(f.repaired ? out->repaired : out->corruptions);
     }
     members.clear();
     return OkStatus();
@@ -398,7 +403,17 @@ Status GrainDevice::Scrub(CheckMode mode, CheckResult* out) {
     hi = std::max(hi, b);
     members.emplace_back(v, e);
   }
-  return flush();
+  VSTACK_RETURN_IF_ERROR(flush());
+  const std::string name = format_.name;
+  if (more_bad > 0) {
+    out->messages.push_back("ERROR " + name + ": " + std::to_string(more_bad) +
+                            " more stored grains fail their check (not listed)");
+  }
+  if (more_repaired > 0) {
+    out->messages.push_back("Repaired: " + name + ": " + std::to_string(more_repaired) +
+                            " more stored grains (not listed)");
+  }
+  return OkStatus();
 }
 
 }  // namespace vstack

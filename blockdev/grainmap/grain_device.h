@@ -224,12 +224,21 @@ class GrainDevice : public GrainLayer {
                        const std::function<bool(uint64_t)>& free_if) {
     for (uint64_t u : units) free_if(u);
   }
-  // Check: the layer's own consistency checks (no I/O), and a message for a stored grain whose
-  // bytes are wrong (scrub), or empty; with a repair mode, ScrubGrain may repair what the layer
-  // keeps for the grain (crc32c's repair-all accepts the data's checksum).
+  // Check: the layer's own consistency checks (no I/O), and what is wrong with a stored grain's
+  // bytes (scrub; an empty problem: nothing). With a repair mode, ScrubGrain may repair what the
+  // layer keeps for the grain (crc32c's repair-all accepts the data's checksum) and say so; the
+  // engine then commits, once, at the end of the check.
+  struct ScrubFinding {
+    ScrubFinding(std::string problem = {}, bool repaired = false)
+        : problem(std::move(problem)), repaired(repaired) {}
+    std::string problem;
+    bool repaired;
+  };
   virtual void CheckMore(CheckMode mode, CheckResult* out) {}
-  virtual std::string ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
-                                 uint32_t length, CheckMode mode) { return {}; }
+  virtual ScrubFinding ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
+                                  uint32_t length, CheckMode mode) {
+    return {};
+  }
 
   // ---- What the engine offers. ---------------------------------------------------------------
 
@@ -313,8 +322,10 @@ class GrainDevice : public GrainLayer {
   Status Load(bool blank);
   // Discards `units` below in merged runs, then frees them. REQUIRES: the commit lock.
   void DiscardUnits(std::vector<uint64_t>& units);
-  // Reads every stored grain (in runs of up to 1 MiB) and asks ScrubGrain.
+  // Reads every stored grain (in runs of up to 1 MiB) and asks ScrubGrain. Counts every finding
+  // and lists the first kMaxScrubMessages, then how many more there were.
   Status Scrub(CheckMode mode, CheckResult* out);
+  static constexpr uint64_t kMaxScrubMessages = 100;
 
   const GrainFormat format_;
   UnitMap map_;

@@ -458,10 +458,8 @@ Status MetaStore::Checkpoint() {
 
 Status MetaStore::RewritePayload(std::vector<uint8_t> payload) {
   Superblock next = sb_;
-  ++next.generation;
   next.payload = std::move(payload);
-  next.other_slot_problem.clear();  // that slot is the one written now
-  VSTACK_RETURN_IF_ERROR(WriteSuperblock(io(), next, who_));
+  VSTACK_RETURN_IF_ERROR(WriteNextGeneration(io(), &next, who_));
   sb_ = std::move(next);
   return OkStatus();
 }

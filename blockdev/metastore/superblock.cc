@@ -244,6 +244,15 @@ Status WriteSuperblock(SyncIo& io, const Superblock& sb, const std::string& who)
   return OkStatus();
 }
 
+Status WriteNextGeneration(SyncIo& io, Superblock* sb, const std::string& who) {
+  Superblock next = *sb;
+  ++next.generation;
+  next.other_slot_problem.clear();  // that slot is the one written now
+  VSTACK_RETURN_IF_ERROR(WriteSuperblock(io, next, who));
+  *sb = std::move(next);
+  return OkStatus();
+}
+
 Status FormatMetadata(SyncIo& io, const Superblock& sb, const std::string& who) {
   const uint64_t zero_from = sb.journal_offset;
   // Zeroed and allocated (no kIoMayUnmap): the metadata area is reserved where the device below

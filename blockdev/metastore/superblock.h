@@ -84,6 +84,10 @@ bool HoldsSuperblockMagic(SyncIo& io, std::string_view magic);
 std::string ValidSuperblockMagic(SyncIo& io);
 // Writes `sb` to slot sb.generation % 2 with FUA.
 Status WriteSuperblock(SyncIo& io, const Superblock& sb, const std::string& who);
+// Writes *sb again as its next generation, so to the other slot (which rewrites a slot that did
+// not decode: other_slot_problem is cleared). *sb becomes what was written; on failure it is
+// unchanged.
+Status WriteNextGeneration(SyncIo& io, Superblock* sb, const std::string& who);
 // Formats the metadata of a new `sb` (a planned one, generation 1) through `io`: zeroes the area
 // [journal_offset, data_offset) (allocated, not unmapped), flushes, then writes both slots, a
 // copy with generation 0 to slot 0 and then `sb`.

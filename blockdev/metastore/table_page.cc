@@ -47,6 +47,15 @@ Status CheckTablePage(const uint8_t* page, uint64_t volume_id, uint32_t table, u
   return OkStatus();
 }
 
+bool TornTablePage(const uint8_t* page, uint64_t page_no, uint64_t used_bytes) {
+  const uint32_t number = LoadLE32(page + 4);
+  if (number != static_cast<uint32_t>(page_no) && (number != 0 || LoadLE32(page) != 0)) {
+    return false;
+  }
+  const uint64_t end = kTablePageHeader + used_bytes;
+  return end <= kMetaPageSize && IsZero(page + end, kMetaPageSize - end);
+}
+
 Status ReadTablePages(SyncIo& io, const Superblock& sb, uint32_t t, const std::string& who,
                       const TablePageSink& fn) {
   constexpr uint64_t kPagesPerChunk = 256;  // 1 MiB per read

@@ -30,6 +30,12 @@ void SealTablePage(uint8_t* page, uint64_t volume_id, uint32_t table, uint64_t p
 Status CheckTablePage(const uint8_t* page, uint64_t volume_id, uint32_t table, uint64_t page_no,
                       uint64_t device_offset, const std::string& who);
 
+// Whether `page`, which failed CheckTablePage, can be a write of page `page_no` that a crash tore
+// sector by sector: its header is that page's (or zero: a page never written before) and nothing
+// follows its entries (`used_bytes` after the header). Each entry is then that of one write or
+// the other; the caller says whether it holds only values a write can have put there.
+bool TornTablePage(const uint8_t* page, uint64_t page_no, uint64_t used_bytes);
+
 // ---- Page I/O: what MetaStore does with its tables, for a layer that keeps tables in place
 // (crc32c) too.
 

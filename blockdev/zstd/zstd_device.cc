@@ -154,8 +154,9 @@ void ZstdDevice::CheckMore(CheckMode mode, CheckResult* out) {
   }
 }
 
-std::string ZstdDevice::ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
-                                   uint32_t length, CheckMode mode) {
+GrainDevice::ScrubFinding ZstdDevice::ScrubGrain(uint64_t grain, uint64_t entry,
+                                                 const std::byte* stored, uint32_t length,
+                                                 CheckMode mode) {
   const Location f = FragmentOf(entry);
   if (f.raw()) return {};
   AlignedBuffer plain(this->grain());

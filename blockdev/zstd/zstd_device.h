@@ -88,8 +88,8 @@ class ZstdDevice final : public GrainDevice {
   bool Decode(QueueState* qs, const std::byte* stored, uint32_t length, std::byte* out) override;
   std::string BadEntry(uint64_t entry) const override;
   void CheckMore(CheckMode mode, CheckResult* out) override;
-  std::string ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored,
-                         uint32_t length, CheckMode mode) override;
+  ScrubFinding ScrubGrain(uint64_t grain, uint64_t entry, const std::byte* stored, uint32_t length,
+                          CheckMode mode) override;
 
   // The figures of grains [first, first+count) (Space and SpaceOf).
   SpaceUsage Figures(uint64_t first, uint64_t count) const;

@@ -115,6 +115,43 @@ TEST(Crc32cDevice, RepairAllReportsTheAcceptedMismatchAsRepaired) {
   EXPECT_EQ(again.corruptions, 0u);
 }
 
+// A check lists the first 100 damaged grains and counts the rest in one line (the engine's
+// scrub, for every grain layer); -r all accepts them all, listed or not, and persists them.
+TEST(Crc32cDevice, ACheckListsTheFirstHundredFindingsAndCountsTheRest) {
+  TempDir dir;
+  const std::string path = dir.File("d.img");
+  Rng rng(4);
+  AlignedBuffer data = RandomBuffer(rng, 1 << 20);
+  uint64_t data_offset = 0;
+  ASSERT_NO_FATAL_FAILURE(NewImageHolding(path, data, &data_offset));
+  for (uint64_t g = 0; g < 130; ++g) FlipByte(path, data_offset + g * 4096 + 9);
+  auto check = [&](CheckMode mode) {
+    auto dev = Open("crc32c+file:" + path,
+                    OpenOptions{.read_only = mode == CheckMode::kReadOnly, .for_check = true});
+    EXPECT_OK(dev);
+    CheckResult c;
+    if (dev) {
+      EXPECT_OK((*dev)->Check(mode, &c));
+    }
+    return c;
+  };
+  CheckResult found = check(CheckMode::kReadOnly);
+  EXPECT_EQ(found.corruptions, 130u);
+  ASSERT_EQ(found.messages.size(), 101u);
+  EXPECT_TRUE(found.messages[99].starts_with("ERROR crc32c: checksum mismatch"))
+      << found.messages[99];
+  EXPECT_EQ(found.messages.back(),
+            "ERROR crc32c: 30 more stored grains fail their check (not listed)");
+  CheckResult repaired = check(CheckMode::kRepairAll);
+  EXPECT_EQ(repaired.corruptions, 0u);
+  EXPECT_EQ(repaired.repaired, 130u);
+  ASSERT_EQ(repaired.messages.size(), 101u);
+  EXPECT_EQ(repaired.messages.back(), "Repaired: crc32c: 30 more stored grains (not listed)");
+  CheckResult after = check(CheckMode::kReadOnly);
+  EXPECT_EQ(after.corruptions, 0u);
+  EXPECT_TRUE(after.messages.empty());
+}
+
 TEST(Crc32cDevice, DirtyRegionsAreRecomputedAfterACrash) {
   TempDir dir;
   const std::string path = dir.File("d.img"), copy = dir.File("copy.img");
