@@ -236,11 +236,24 @@ Status MetaStore::ReadJournal() {
                                ": " + ec.message());
     }
     TxnHeader h;
-    bool valid = ParseHeader(reinterpret_cast<const uint8_t*>(block.data()), sb_.volume_id, &h) &&
-                 h.seq == seq;
-    if (valid) {
+    const bool parsed =
+        ParseHeader(reinterpret_cast<const uint8_t*>(block.data()), sb_.volume_id, &h);
+    bool valid = parsed && h.seq == seq;
+    // The slot in use is older than the journal when the other slot, the newer one, is damaged:
+    // the journal restarts at its beginning only once a checkpoint's superblock is durable, so
+    // a whole transaction there with a later number says where that checkpoint left replay.
+    const bool newer_checkpoint =
+        pos == 0 && parsed && h.seq > seq && !sb_.other_slot_problem.empty();
+    if (valid || newer_checkpoint) {
       VSTACK_ASSIGN_OR_RETURN(valid, ReadTransaction(io, offset, sb_.journal_bytes - pos, h,
                                                      sb_.volume_id, &records, who_));
+    }
+    if (valid && newer_checkpoint) {
+      sb_.other_slot_problem +=
+          "; it was the newer one: the journal starts after a later "
+          "checkpoint than the slot in use says (transaction " +
+          std::to_string(h.seq) + ", not " + std::to_string(seq) + "), and replay starts there";
+      sb_.checkpoint_seq = seq = h.seq;
     }
     if (!valid) {
       // The end of the journal: a block that holds no transaction `seq` (never written, an

@@ -48,8 +48,9 @@ struct Superblock {
   std::vector<TableDesc> tables;
   std::vector<uint8_t> payload;  // the layer's own fields
   // Not stored: set by ReadSuperblock when the other slot holds something that does not decode
-  // (torn by a crash during its write, or damaged): its error. The next superblock write goes
-  // to that slot and rewrites it.
+  // (torn by a crash during its write, or damaged): its error (MetaStore adds what its journal
+  // showed when that slot was the newer one). The next superblock write goes to that slot and
+  // rewrites it.
   std::string other_slot_problem;
 };
 
