@@ -457,10 +457,8 @@ Status MetaStore::Checkpoint() {
     return MakeError(ec, who_ + ": checkpoint: flush failed: " + ec.message());
   }
   Superblock next = sb_;
-  ++next.generation;
   next.checkpoint_seq = next_seq_;
-  next.other_slot_problem.clear();  // that slot is the one written now
-  VSTACK_RETURN_IF_ERROR(TimeDurableWait([&] { return WriteSuperblock(io, next, who_); }));
+  VSTACK_RETURN_IF_ERROR(TimeDurableWait([&] { return WriteNextGeneration(io, &next, who_); }));
   sb_ = std::move(next);
   journal_pos_ = 0;
   journaled_.Clear();
