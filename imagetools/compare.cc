@@ -59,6 +59,9 @@ Result<Comparison> CompareImages(BlockDevice& a, BlockDevice& b, const CompareOp
   const uint64_t common = std::min(c.size_a, c.size_b), longest = std::max(c.size_a, c.size_b);
   // Chunks of the common part, then chunks of the larger one's extra part.
   for (uint64_t off = 0, len = 0; off < longest; off += len) {
+    if (options.keep_going && !options.keep_going()) {
+      return MakeError(Errc::kCancelled, "compare: interrupted at offset " + std::to_string(off));
+    }
     const bool both = off < common;
     len = std::min(kChunk, (both ? common : longest) - off);
     if (both) {

@@ -5,6 +5,7 @@
 #define VSTACK_IMAGETOOLS_COMPARE_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "lib/block_device.h"
@@ -18,6 +19,9 @@ struct CompareOptions {
   // Different sizes alone make the images differ. Otherwise the extra part of the larger one
   // must read as zeros.
   bool strict = false;
+  // Asked before every 1 MiB chunk, on the calling thread: false stops the comparison, which
+  // then fails with Errc::kCancelled (the Python module's Ctrl-C). May be empty.
+  std::function<bool()> keep_going;
 };
 
 struct Comparison {

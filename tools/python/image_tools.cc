@@ -127,11 +127,21 @@ py::dict Compare(const PathArg& a, const PathArg& b, const FlagArg& strict) {
   options.strict = Flag(strict, "strict");
   DevicePtr first = OpenReadOnly(a.value);
   DevicePtr second = OpenReadOnly(b.value);
+  // Before every chunk, with the GIL taken back: Ctrl-C (a signal Python has noted) stops the
+  // comparison and is raised.
+  std::optional<py::error_already_set> raised;
+  options.keep_going = [&] {
+    py::gil_scoped_acquire locked;
+    if (PyErr_CheckSignals() == 0) return true;
+    raised.emplace();
+    return false;
+  };
   Result<Comparison> c = MakeError(Errc::kIo, "not compared");
   {
     py::gil_scoped_release unlocked;
     c = CompareImages(*first, *second, options);
   }
+  if (raised) throw std::move(*raised);
   if (!c) Raise(c.error());
   py::dict out;
   out["identical"] = c->identical;
