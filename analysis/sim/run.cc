@@ -43,6 +43,12 @@ class Run {
   // each must hold what the cut may leave, else exactly what the model says. A read that an
   // error layer fails on purpose is not compared (its units may hold what the cut may leave).
   bool Verify(bool after_cut);
+  // Reads [at, at + buf.size()) for ReadBack: one request if the device takes it whole, else
+  // one per piece of at most its transfer limit, submitted together as the queue would split
+  // it. Each completion resets the liveness clock (a read the queue splits completes only once
+  // its last piece has: through delay:bw=1K, 64 s per 64 KiB piece, longer than the liveness
+  // bound). Returns the first error, in completion order, as the split read would.
+  std::error_code ReadPieces(SyncIo& io, uint64_t at, std::span<std::byte> buf);
   // Verify's read of [at, at + n) into `buf`, and its comparison (Compare).
   void ReadBack(SyncIo& io, AlignedBuffer& buf, uint64_t at, uint64_t n, bool after_cut,
                 uint64_t started, const std::string& when);
@@ -165,9 +171,52 @@ bool Run::Verify(bool after_cut) {
   });
 }
 
+std::error_code Run::ReadPieces(SyncIo& io, uint64_t at, std::span<std::byte> buf) {
+  const uint64_t limit = dev_->geometry().max_transfer;
+  IoQueue* q = io.queue();
+  if (limit == 0 || buf.size() <= limit || q == nullptr) {
+    const std::error_code ec = io.Read(at, buf);
+    sched_->NoteAlive();
+    return ec;
+  }
+  struct Pieces {
+    Scheduler* sched = nullptr;
+    size_t left = 0;
+    std::error_code error;
+  } state{sched_.get(), 0, {}};
+  struct Piece {
+    IoRequest req;
+    iovec iov{};
+  };
+  std::vector<Piece> pieces((buf.size() + limit - 1) / limit);
+  std::vector<IoRequest*> batch;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const uint64_t off = i * limit;
+    Piece& p = pieces[i];
+    p.iov = {buf.data() + off, static_cast<size_t>(std::min<uint64_t>(limit, buf.size() - off))};
+    p.req.op = Op::kRead;
+    p.req.offset = at + off;
+    p.req.length = p.iov.iov_len;
+    p.req.iov = &p.iov;
+    p.req.iovcnt = 1;
+    p.req.user_data = &state;
+    p.req.on_complete = [](IoRequest& r) {
+      auto* s = static_cast<Pieces*>(r.user_data);
+      if (r.status && !s->error) s->error = r.status;
+      --s->left;
+      s->sched->NoteAlive();
+    };
+    batch.push_back(&p.req);
+  }
+  state.left = pieces.size();
+  q->Submit(batch);
+  while (state.left > 0) q->Poll(1);
+  return state.error;
+}
+
 void Run::ReadBack(SyncIo& io, AlignedBuffer& buf, uint64_t at, uint64_t n, bool after_cut,
                    uint64_t started, const std::string& when) {
-  const std::error_code ec = io.Read(at, buf.span().first(n));
+  const std::error_code ec = ReadPieces(io, at, buf.span().first(n));
   if (!ec)
     return Compare(at, n, reinterpret_cast<const uint8_t*>(buf.data()), after_cut, started, when);
   if (!stack_.MayInject(Op::kRead, ec)) {

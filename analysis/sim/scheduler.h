@@ -14,10 +14,11 @@
 // fiber may need something the scheduler cannot see (a lock released, work handed over through a
 // queue's inbox): before it moves time on, it resumes every waiting fiber once more, as many
 // rounds as there are fibers. Liveness: if no progress is noted (NoteProgress: a workload
-// request completed) for `liveness_ns` of virtual time, if nothing at all can happen while
-// fibers still wait, or if a thread polls 100,000 times in a row without reaping anything and
-// without waiting (a busy wait the seam does not see), the run stops with a report
-// (hang_report).
+// request completed; NoteAlive: another request of the simulator's did, a piece of the read back
+// or a request a frozen workload reaps) for `liveness_ns` of virtual time (or twice the longest
+// sleep), if nothing at all can happen while fibers still wait, or if a thread polls 100,000
+// times in a row without reaping anything and without waiting (a busy wait the seam does not
+// see), the run stops with a report (hang_report).
 //
 // Every decision and every result the workload reports goes into trace_hash(): two runs of one
 // seed give the same hash. No wall clock, no thread.
@@ -84,6 +85,10 @@ class Scheduler final : public SimHost, public ProgressWaiter, public Clock, pub
   void Yield();
   // Something the workload counts as progress happened (a request completed).
   void NoteProgress();
+  // A request completed that the workload does not count (a piece of the read back, one a
+  // frozen workload reaps): the stack is not stuck. Resets the liveness clock only; the
+  // schedule stays as it was.
+  void NoteAlive() { last_progress_ = now_; }
   // Injected errors on or off (they stay off while opening, checking and verifying).
   void set_faults(bool on) { faults_ = on; }
   // Folds a result into the trace.

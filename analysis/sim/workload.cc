@@ -222,6 +222,7 @@ void Workload::Finish(Request* op) {
   --in_flight_[op->thread];
   const std::error_code ec = op->req.status;
   sched_.Trace(10 + op->kind, op->id ^ (static_cast<uint64_t>(ec.value()) << 48));
+  if (frozen_) sched_.NoteAlive();  // winding down: its completions show the stack moves
   if (frozen_ && op->kind == kRead) model_.EndRead(op->token);
   if (!frozen_) {
     ++completed_;

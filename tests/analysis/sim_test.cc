@@ -179,6 +179,32 @@ TEST(SimScheduler, ALockHeldByAWaitingThreadIsADeadlockWithAReport) {
   sched.Detach();
 }
 
+// Liveness: a thread that only sleeps on the clock, completing nothing, is a livelock once
+// twice its longest sleep (or the bound, here 1 ms of simulated time) passes; one whose requests
+// keep completing (NoteAlive after each sleep) is not, however long it takes.
+TEST(SimScheduler, OnlyAThreadWithNoCompletionForTheWholeBoundIsHung) {
+  DiskTiming timing;
+  timing.liveness_ns = 1'000'000;
+  {
+    Scheduler sched(1, timing);
+    sched.Spawn("sleeper", [&] {
+      for (;;) sched.SleepUntil(sched.Now() + 100'000);
+    });
+    EXPECT_EQ(sched.Run(), Scheduler::End::kHang);
+    EXPECT_NE(sched.hang_report().find("no progress for 1 ms"), std::string::npos)
+        << sched.hang_report();
+    sched.Detach();
+  }
+  Scheduler sched(1, timing);
+  sched.Spawn("slow but moving", [&] {
+    for (int i = 0; i < 100; ++i) {  // 10 ms of simulated time, ten times the bound
+      sched.SleepUntil(sched.Now() + 100'000);
+      sched.NoteAlive();
+    }
+  });
+  EXPECT_EQ(sched.Run(), Scheduler::End::kDone) << sched.hang_report();
+}
+
 TEST(SimRun, OneSeedReplaysExactly) {
   auto stack = SimStack::Parse("dedup+vhd:subformat=dynamic");
   ASSERT_TRUE(stack.has_value()) << stack.error().ToString();
@@ -464,6 +490,26 @@ TEST(SimCli, ALayerThatSleepsLongerThanTheLivenessBoundIsNotALivelock) {
       testing::RunVstack("sim --stack 'delay:latency=3s' --seeds 2 --ops 40 --output=json");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(r.output.find("livelock"), std::string::npos) << r.output;
+}
+
+// A stack that moves slowly was reported hung ("no progress for 127999 ms of simulated time (a
+// livelock; the longest sleep asked for was 63999 ms)"). Through delay:bw=1K (1 KiB/s), the read
+// back read 256 KiB at a time, which a disk with a 64 KiB transfer limit (seeds 1, 2, 5 and 16)
+// takes as 4 pieces of 64 s each, and only the whole read counted as progress: the bound, twice
+// the longest sleep, ran out half way. After a power cut (seeds 4 and 6) the frozen workload's
+// completions did not count at all, and winding down took longer than the bound. Simulated time
+// only: no wall clock is involved.
+TEST(SimRun, ASlowStackWhosePiecesCompleteIsNotHung) {
+  auto stack = SimStack::Parse("delay:bw=1K");
+  ASSERT_TRUE(stack.has_value()) << stack.error().ToString();
+  SimOptions o;
+  o.ops = 100;
+  for (uint64_t seed : {1, 2, 4, 5, 6, 16}) {
+    const RunResult r = RunSeed(*stack, o, seed);
+    for (const auto& f : r.failures) {
+      ADD_FAILURE() << "seed " << seed << ": " << f.kind << ": " << f.message;
+    }
+  }
 }
 
 // The command's JSON. Under ASan, its runtime prints a one-line warning about swapcontext (the
