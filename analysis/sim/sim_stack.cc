@@ -9,6 +9,7 @@
 #include "formats/vhd/vhd_parent.h"
 #include "formats/vhdx/vhdx_create.h"
 #include "lib/aligned_buffer.h"
+#include "lib/forwarding_layer.h"
 #include "lib/registry.h"
 #include "lib/size.h"
 #include "lib/suggest.h"
@@ -239,8 +240,14 @@ Result<DevicePtr> SimStack::Open(bool first) {
     VSTACK_RETURN_IF_ERROR(MakeParent());
   }
   VSTACK_ASSIGN_OR_RETURN(DevicePtr dev, vstack::Open("sim:disk"));
+  shows_parent_ = false;
   for (const Part& part : parts_) {
     VSTACK_ASSIGN_OR_RETURN(dev, OpenPart(part, std::move(dev), first));
+    // The parent's data shows through the differencing VHD and the layers above it that keep
+    // the data below as they are. Above any other layer the model starts from zeros: right for
+    // a grain layer (formatted) or a dynamic format (nothing allocated), not for a fixed VHD or
+    // VHDX, whose data region shows the bytes below (such a stack fails with `data`).
+    shows_parent_ = part.diff || (shows_parent_ && dynamic_cast<ForwardingLayer*>(dev.get()));
   }
   NoteInjectors(*dev);
   return dev;
@@ -275,7 +282,7 @@ bool SimStack::InjectsBelow(std::error_code ec) const {
 
 std::vector<uint64_t> SimStack::InitialContent(uint64_t units) const {
   std::vector<uint64_t> content(units, ZeroUnitHash());
-  if (!parts_.back().diff) return content;
+  if (!shows_parent_) return content;
   uint8_t unit[kUnit];
   const uint64_t parent_units = parent_size_ / kUnit;
   for (uint64_t u = 0; u < std::min(units, parent_units); ++u) {

@@ -53,8 +53,10 @@ class SimStack {
   // Opens the stack (on a simulated thread). `first`: formats every layer and creates the
   // images (and before that fills the differencing VHD's parent).
   Result<DevicePtr> Open(bool first);
-  // What each unit of the top device holds right after the first open (zeros, or the parent's
-  // data under a differencing VHD at the top), as unit hashes.
+  // What each unit of the top device holds right after the first open, as unit hashes: the
+  // parent's data where a differencing VHD shows through, i.e. it is the top layer or every
+  // layer above it keeps the data below as they are (a ForwardingLayer: passthrough, delay, hv,
+  // ready, error); else zeros.
   std::vector<uint64_t> InitialContent(uint64_t units) const;
   // A power cut: each disk the stack writes becomes what the cut leaves of it (the stack
   // opened so far keeps the old one).
@@ -80,6 +82,7 @@ class SimStack {
   uint64_t parent_seed_ = 0;
   uint64_t image_size_ = 16 << 20;  // of an image over a disk that grows
   uint64_t parent_size_ = 0;        // the differencing VHD's parent's virtual size
+  bool shows_parent_ = false;       // the top device reads the parent's data (InitialContent)
   struct Injector {
     int error = 0;     // errno
     uint32_t ops = 0;  // bit (1 << Op) per kind of top-device request that may fail with it

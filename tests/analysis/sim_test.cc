@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -411,6 +412,35 @@ TEST(SimRun, ReadsAnErrorLayerFailsOnPurposeAreNotFailures) {
   }
 }
 
+// A differencing VHD under layers that keep the data below as they are (error, passthrough,
+// delay, hv, ready) shows its parent's data at the top, as it does at the top itself; the model
+// took the parent's data only when the differencing VHD was the top layer, so every seed of
+// `error:ops=read,rate=0.01+vhd:subformat=diff` failed at its first read of the parent's data
+// ("data: ... holds data that no allowed write put there; allowed: the content it held before
+// (zeros)"). A layer with content of its own above it (a format, a grain layer) starts at zeros.
+TEST(SimStack, TheParentsDataShowsThroughLayersThatKeepTheDataBelow) {
+  auto zeros = [](const std::vector<uint64_t>& content) {
+    return std::count(content.begin(), content.end(), ZeroUnitHash());
+  };
+  for (const char* spec : {"vhd:subformat=diff", "error:ops=read,rate=0.01+vhd:subformat=diff",
+                           "passthrough+delay:latency=1us+vhd:subformat=diff"}) {
+    EXPECT_EQ(zeros(OpenedStack(spec).InitialContent(4096)), 0) << spec;  // none in the parent
+  }
+  for (const char* spec : {"vhd:subformat=dynamic+vhd:subformat=diff", "dedup+vhd:subformat=diff",
+                           "passthrough+dedup+vhd:subformat=diff"}) {
+    EXPECT_EQ(zeros(OpenedStack(spec).InitialContent(4096)), 4096) << spec;
+  }
+}
+
+TEST(SimRun, ADifferencingVhdUnderLayersThatKeepItsDataReadsItsParent) {
+  for (const char* spec :
+       {"error:ops=read,rate=0.01+vhd:subformat=diff", "passthrough+vhd:subformat=diff",
+        "hv:latency=50us+vhd:subformat=diff"}) {
+    SCOPED_TRACE(spec);
+    ExpectSeedsPass(spec, {1, 2, 3});
+  }
+}
+
 // The simulator must find each historical bug within 1,000 seeds once it is switched back on
 // (and, by the campaign above and the CI campaign, not without it).
 CampaignResult FindBug(HistoricalBug bug, const std::string& stack) {
@@ -456,6 +486,15 @@ TEST(SimFindsHistoricalBugs, DifferencingBitsBeforeData) {
 TEST(SimFindsHistoricalBugs, DifferencingBitsBeforeDataUnderFailingReads) {
   const CampaignResult r =
       FindBug(HistoricalBug::kDiffBitsBeforeData, "vhd:subformat=diff+error:ops=read,rate=0.01");
+  ASSERT_EQ(r.failures.size(), 1u) << "not found in " << r.runs << " seeds";
+  EXPECT_EQ(r.failures[0].kind, "lost") << r.failures[0].message;
+}
+
+// ... nor does an error layer above it, whose model starts from the parent's data too (it
+// started from zeros: a `data` failure at the first read of the parent's data, every seed).
+TEST(SimFindsHistoricalBugs, DifferencingBitsBeforeDataUnderAnErrorLayerAbove) {
+  const CampaignResult r =
+      FindBug(HistoricalBug::kDiffBitsBeforeData, "error:ops=read,rate=0.01+vhd:subformat=diff");
   ASSERT_EQ(r.failures.size(), 1u) << "not found in " << r.runs << " seeds";
   EXPECT_EQ(r.failures[0].kind, "lost") << r.failures[0].message;
 }
