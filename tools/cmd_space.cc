@@ -50,6 +50,10 @@ void Print(const std::string& command, const SpaceArgs& a, const SpaceRun& run) 
     if (!f) Fail("space", "cannot write '" + a.svg + "'");
   }
   fmt::print("{}", a.output == OutputFormat::kJson ? r.json + "\n" : r.text);
+  if (a.output != OutputFormat::kJson) {
+    for (const std::string& note : r.notes)
+      std::fprintf(stderr, "vstack space: note: %s\n", note.c_str());
+  }
 }
 
 void RunMerge(const SpaceArgs& a) {
@@ -65,11 +69,6 @@ void RunMerge(const SpaceArgs& a) {
 void Run(const SpaceArgs& a) {
   auto o = SpaceOptionsFrom(a.knobs);
   if (!o) FailUsage("space", o.error().message);
-  // groups=N with N >= the images is per-image scope: said in a note (stderr, or JSON "notes").
-  if (const std::string note = ScopeNote(*o, a.images.size());
-      !note.empty() && a.output != OutputFormat::kJson) {
-    std::fprintf(stderr, "vstack space: note: %s\n", note.c_str());
-  }
   auto images = OpenSpaceImages(a.images, o->grain);
   if (!images) Fail("space", images.error());
   uint64_t total = 0;

@@ -21,7 +21,7 @@ SpaceResult SpaceResultOf(const SpaceRun& run) {
   r.data_reduction_high = report.data_reduction_high;
   r.overall_low = report.overall_low;
   r.overall_high = report.overall_high;
-  r.note = run.note;
+  r.notes = run.notes;
   r.json = SpaceRunJson(run).dump(2);
   r.text = SpaceRunText(run);
   r.svg = SpaceRunSvg(run);

@@ -85,8 +85,9 @@ struct SpaceResult {
   double confidence = 0;
   double data_reduction_low = 0, data_reduction_high = 0;
   double overall_low = 0, overall_high = 0;
-  // The note the command line prints on stderr: --scope groups=N with a group per image.
-  std::string note;
+  // The notes the command line prints on stderr: --scope groups=N with a group per image, images
+  // whose size is not a multiple of the grain (JSON: "notes").
+  std::vector<std::string> notes;
   // The document `vstack space --output=json` prints (2-space indents).
   std::string json;
   // The text report `vstack space` prints, and the chart `--svg` writes.

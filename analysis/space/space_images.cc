@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "lib/registry.h"
+#include "lib/size.h"
 
 namespace vstack {
 
@@ -54,6 +55,29 @@ uint64_t SpaceImage::zero_grains(uint32_t grain) const {
   uint64_t n = 0;
   for (const auto& [off, len] : zero) n += (len + grain - 1) / grain;
   return n;
+}
+
+std::string PartialGrainNote(const std::vector<SpaceImage>& images, uint32_t grain) {
+  std::vector<const SpaceImage*> partial;
+  for (const SpaceImage& i : images) {
+    const auto ends_at_size = [&](const Ranges& r) {
+      return !r.empty() && r.back().first + r.back().second == i.size;
+    };
+    if (i.size % grain != 0 && (ends_at_size(i.used) || ends_at_size(i.zero))) {
+      partial.push_back(&i);
+    }
+  }
+  if (partial.empty()) return "";
+  std::string names;
+  for (size_t k = 0; k < partial.size() && k < 3; ++k) {
+    names +=
+        (k ? ", " : "") + partial[k]->name + " (" + std::to_string(partial[k]->size) + " bytes)";
+  }
+  if (partial.size() > 3) names += " and " + std::to_string(partial.size() - 3) + " more";
+  return names + (partial.size() == 1 ? ": its size is" : ": their sizes are") +
+         " not a multiple of the " + FormatSize(grain) +
+         " grain, and the last grain counts whole from \"used\" on, as a grain layer stores it, "
+         "so \"used\" can exceed \"provisioned\" by less than a grain per image";
 }
 
 Result<std::vector<SpaceImage>> OpenSpaceImages(const std::vector<std::string>& names,

@@ -36,6 +36,11 @@ struct SpaceImage {
   uint64_t zero_grains(uint32_t grain) const;
 };
 
+// The note for images whose size is not a multiple of `grain` and whose last grain is used: that
+// grain counts whole from "used" on (a grain layer stores it whole), so "used" can exceed
+// "provisioned" by less than a grain per image. "" when there are none.
+std::string PartialGrainNote(const std::vector<SpaceImage>& images, uint32_t grain);
+
 // Told the bytes of image data each worker has just finished, to drive a progress display.
 // Called from the worker threads at once: it must be thread-safe. May be empty.
 using SpaceProgress = std::function<void(uint64_t bytes)>;

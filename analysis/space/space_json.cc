@@ -135,7 +135,7 @@ nlohmann::json CephMeasureJson(const CephSpaceResult& r, const SpaceOptions& o) 
 
 nlohmann::json SpaceRunJson(const SpaceRun& run) {
   nlohmann::json j = SpaceJson(run.report, run.options, run.images);
-  j["notes"] = run.note.empty() ? nlohmann::json::array() : nlohmann::json::array({run.note});
+  j["notes"] = run.notes;
   if (run.sketch) {
     j["estimate"] = run.merged_sketches ? MergeJson(*run.sketch, run.merged_sketches)
                                         : CostJson(run.cost, *run.sketch, run.seconds);

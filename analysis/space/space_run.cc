@@ -15,7 +15,9 @@ Result<SpaceRun> RunSpace(const SpaceOptions& o, const SpaceKnobs& k, std::vecto
   SpaceRun run;
   run.options = o;
   run.image_count = images.size();
-  run.note = ScopeNote(o, images.size());
+  for (std::string note : {ScopeNote(o, images.size()), PartialGrainNote(images, o.grain)}) {
+    if (!note.empty()) run.notes.push_back(std::move(note));
+  }
   if (o.estimate) {
     const auto start = std::chrono::steady_clock::now();
     VSTACK_ASSIGN_OR_RETURN(run.sketch, SketchImages(images, o, &run.cost, progress));

@@ -25,7 +25,7 @@ struct SpaceRun {
   SpaceReport report;
   std::vector<SpaceImage> images;  // the images analysed (none for a merge)
   size_t image_count = 0;          // images the report speaks for (a merge: the sketches')
-  std::string note;                // ScopeNote(), or ""
+  std::vector<std::string> notes;  // ScopeNote() and PartialGrainNote(), those not empty
   // The estimate's sample (an estimate or a merge), what the pass cost and how long it took.
   std::optional<SpaceSketch> sketch;
   EstimateCost cost;

@@ -93,5 +93,31 @@ TEST(SpaceChart, MoreGroupsThanImagesSaysItIsImageScope) {
   EXPECT_EQ(two.output.find("note:"), std::string::npos) << two.output;
 }
 
+// An image whose size is not a multiple of the grain: its last grain counts whole, so "used"
+// exceeded "provisioned" (1,003,520 against 1,000,448 bytes) with nothing to say why. Now a
+// note says it, in the text (stderr) and in JSON; an image of whole grains gets none.
+TEST(SpaceChart, AnImageOfPartGrainsSaysItsLastGrainCountsWhole) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("odd.raw"), 1000448, 7);
+  testing::WriteFile(dir.File("even.raw"), 1 << 20, 7);
+  testing::CommandResult r = testing::RunVstack("space " + dir.File("odd.raw"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("vstack space: note: " + dir.File("odd.raw") +
+                          " (1000448 bytes): its size is not a multiple of the 4 KiB grain, and "
+                          "the last grain counts whole"),
+            std::string::npos)
+      << r.output;
+  testing::CommandResult json = testing::RunVstack("space --output=json " + dir.File("odd.raw"));
+  ASSERT_EQ(json.status, 0) << json.output;
+  const nlohmann::json doc = nlohmann::json::parse(json.output);
+  ASSERT_EQ(doc["notes"].size(), 1u);
+  EXPECT_NE(doc["notes"][0].get<std::string>().find("can exceed \"provisioned\""),
+            std::string::npos);
+  EXPECT_GT(doc["steps"][1]["bytes"].get<uint64_t>(), doc["steps"][0]["bytes"].get<uint64_t>());
+  testing::CommandResult even = testing::RunVstack("space " + dir.File("even.raw"));
+  EXPECT_EQ(even.status, 0);
+  EXPECT_EQ(even.output.find("note:"), std::string::npos) << even.output;
+}
+
 }  // namespace
 }  // namespace vstack::cli
