@@ -51,7 +51,8 @@ std::string CheckJson(const ImageCheck& check) {
   return j.dump(2);
 }
 
-Result<ImageCheck> CheckImage(std::string_view spec_or_path, CheckMode mode) {
+Result<ImageCheck> CheckImage(std::string_view spec_or_path, CheckMode mode,
+                              const std::function<bool()>& keep_going) {
   OpenOptions open;
   open.for_check = true;
   open.read_only = mode == CheckMode::kReadOnly;
@@ -69,6 +70,10 @@ Result<ImageCheck> CheckImage(std::string_view spec_or_path, CheckMode mode) {
   }
   for (BlockDevice* d = dev->get(); d != nullptr; d = d->lower()) {
     LayerCheck layer{d->kind(), {}};
+    layer.result.keep_going = keep_going;
+    if (layer.result.Stopped()) {
+      return MakeError(Errc::kCancelled, "check: interrupted before " + d->kind());
+    }
     if (Status s = d->Check(mode, &layer.result); !s) {
       return MakeError(s.error().code, d->kind() + ": " + s.error().ToString());
     }

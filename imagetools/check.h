@@ -4,6 +4,7 @@
 #define VSTACK_IMAGETOOLS_CHECK_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,8 +47,10 @@ std::string CheckJson(const ImageCheck& check);
 // Opens `spec_or_path` (OpenImage) with OpenOptions::for_check, read-only unless `mode`
 // repairs, runs every layer's Check(mode) and closes the stack. Errors: an open failing for
 // another reason than damage (a missing file, a bad spec), a Check or the close failing (the
-// message names the layer).
-Result<ImageCheck> CheckImage(std::string_view spec_or_path, CheckMode mode = CheckMode::kReadOnly);
+// message names the layer). `keep_going` (CheckResult::keep_going) is asked before each layer
+// and by the checks that read data: false stops the check with Errc::kCancelled.
+Result<ImageCheck> CheckImage(std::string_view spec_or_path, CheckMode mode = CheckMode::kReadOnly,
+                              const std::function<bool()>& keep_going = {});
 
 }  // namespace vstack
 VSTACK_PUBLIC_END

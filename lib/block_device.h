@@ -35,6 +35,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -67,7 +68,12 @@ struct CheckResult {
   uint64_t leaks = 0;        // space allocated but unused: harmless
   uint64_t repaired = 0;     // problems fixed by this run
   std::vector<std::string> messages;  // one line each, naming the field and offset
+  // Asked by a check that reads data (a grain layer's scrub, before each chunk): false stops
+  // it, and Check fails with Errc::kCancelled; what it repaired so far stays repaired (each
+  // repair is whole). May be empty (the Python module's Ctrl-C sets it).
+  std::function<bool()> keep_going;
 
+  bool Stopped() const { return keep_going && !keep_going(); }
   void Corruption(std::string m) { ++corruptions; messages.push_back("ERROR " + std::move(m)); }
   void Leak(std::string m) { ++leaks; messages.push_back("Leaked " + std::move(m)); }
 };

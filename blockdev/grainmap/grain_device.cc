@@ -362,6 +362,11 @@ Status GrainDevice::Scrub(CheckMode mode, CheckResult* out) {
   uint64_t lo = 0, hi = 0, listed = 0, more_bad = 0, more_repaired = 0;
   auto flush = [&]() -> Status {
     if (members.empty()) return OkStatus();
+    if (out->Stopped()) {
+      return MakeError(Errc::kCancelled, std::string(format_.name) + ": check: interrupted at " +
+                                             "offset " + std::to_string(lo) +
+                                             " of the device below");
+    }
     if (std::error_code ec = io.Read(lo, buf.span().first(hi - lo))) {
       return MakeError(ec, std::string(format_.name) + ": check: cannot read offset " +
                                std::to_string(lo) + ": " + ec.message());

@@ -210,6 +210,30 @@ def test_ctrl_c_stops_a_compare(tmp_path):
     assert bytes_read() - before < 16 * MiB
 
 
+def test_ctrl_c_stops_a_check_in_its_scrub(tmp_path):
+    """SIGINT during a check raised KeyboardInterrupt only once every layer had been checked
+    (here a crc32c scrub of 48 MiB read at 1 s a chunk); now the scrub stops at its next
+    chunk, as the bytes the process read show."""
+    data = tmp_path / "c.img"
+    with vstack.open(f"crc32c+file:{data},create=on,size=50M") as dev:
+        dev.write(0, os.urandom(48 * MiB))
+
+    def bytes_read():
+        with open("/proc/self/io") as io:
+            return next(int(line.split()[1]) for line in io if line.startswith("rchar:"))
+
+    before = bytes_read()
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            vstack.check(f"crc32c+delay:read=1s,qd=1+file:{data}")
+    finally:
+        timer.cancel()
+    assert bytes_read() - before < 16 * MiB
+    assert vstack.check(f"crc32c+file:{data}")["status"] == "clean"
+
+
 def test_convert_and_compare_refuse_bad_sources():
     with pytest.raises(vstack.SpecError, match="did you mean"):
         vstack.convert("memry:1M", "/nonexistent/x.img")

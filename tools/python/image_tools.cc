@@ -70,11 +70,21 @@ py::object Check(const PathArg& target, const std::optional<std::string>& repair
   } else if (repair) {
     throw py::value_error("repair: '" + *repair + "' is not one of None, 'leaks', 'all'");
   }
+  // Between layers and a scrub's chunks, with the GIL taken back: Ctrl-C (a signal Python has
+  // noted) stops the check and is raised.
+  std::optional<py::error_already_set> raised;
+  auto keep_going = [&] {
+    py::gil_scoped_acquire locked;
+    if (PyErr_CheckSignals() == 0) return true;
+    raised.emplace();
+    return false;
+  };
   Result<ImageCheck> check = MakeError(Errc::kIo, "not checked");
   {
     py::gil_scoped_release unlocked;
-    check = CheckImage(target.value, mode);
+    check = CheckImage(target.value, mode, keep_going);
   }
+  if (raised) throw std::move(*raised);
   if (!check) Raise(check.error());
   return FromJson(CheckJson(*check));
 }
