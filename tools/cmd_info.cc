@@ -48,15 +48,17 @@ void PrintText(const std::string& spec, BlockDevice& dev) {
   }
 }
 
-// True for a spec whose bottom asks to create its file (`file:PATH,create=on,size=...`): info
-// then opens it writable, as that is the only way to create it; anything else is read-only.
+// True for a spec whose bottom asks to create its file (`file:PATH,create=on,size=...`, or
+// create=true/yes/1): info then opens it writable, as that is the only way to create it;
+// anything else is read-only. create=no/false/0 does not ask, and a bad value (create=maybe)
+// neither: the read-only open refuses it with the backend's own error.
 bool AsksToCreate(const std::string& target) {
   auto parts = ParseSpec(target);
   if (!parts || parts->empty()) return false;
-  for (const SpecOption& o : parts->back().options) {
-    if (o.key == "create" && o.value != "off") return true;
-  }
-  return false;
+  const SpecPart& bottom = parts->back();
+  const OptionValues values(bottom.name, bottom.positional, bottom.options, nullptr);
+  const Result<bool> create = values.Bool("create");
+  return create && *create;
 }
 
 }  // namespace

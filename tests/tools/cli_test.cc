@@ -1,8 +1,9 @@
 // The vstack CLI as a user runs it: exit codes, messages, and JSON that parses and agrees with
 // the text.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
@@ -13,6 +14,8 @@ namespace {
 
 using testing::CommandResult;
 using testing::RunVstack;
+using testing::TempDir;
+using testing::WriteFile;
 
 TEST(Cli, VersionAndHelp) {
   CommandResult v = RunVstack("--version");
@@ -52,6 +55,42 @@ TEST(Cli, BadInputGivesAClearErrorAndNonZeroStatus) {
   EXPECT_NE(m.output.find("No such file or directory"), std::string::npos) << m.output;
   CommandResult o = RunVstack("info --output=xml memory:1M");
   EXPECT_NE(o.status, 0);
+}
+
+// info opens a spec read-only unless its file backend asks to create the file: create=on and
+// its other true spellings (true, yes, 1) do, create=off/no/false/0 do not (create=no opened
+// the file writable, and a missing file was reported "for reading and writing").
+TEST(Cli, InfoOpensWritableOnlyForATrueCreate) {
+  TempDir dir;
+  const std::string old = dir.File("old.raw");
+  WriteFile(old, 1 << 20, 0);
+  const std::string missing = dir.File("missing.raw");
+  for (const char* no : {"off", "no", "false", "0"}) {
+    SCOPED_TRACE(no);
+    CommandResult r = RunVstack("info file:" + old + ",create=" + no);
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("1 MiB, read-only)"), std::string::npos) << r.output;
+    CommandResult m = RunVstack("info file:" + missing + ",create=" + no + ",size=1M");
+    EXPECT_EQ(m.status, 1) << m.output;
+    EXPECT_NE(m.output.find("cannot open '" + missing + "' for reading: No such file"),
+              std::string::npos)
+        << m.output;
+    EXPECT_FALSE(std::filesystem::exists(missing));
+  }
+  for (const char* yes : {"on", "yes", "true", "1"}) {
+    SCOPED_TRACE(yes);
+    CommandResult r = RunVstack("info file:" + missing + ",create=" + yes + ",size=1M");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output.find("read-only"), std::string::npos) << r.output;
+    EXPECT_EQ(std::filesystem::file_size(missing), 1u << 20);
+    std::filesystem::remove(missing);
+  }
+  // A value that is neither is the backend's usage error, and makes nothing.
+  CommandResult bad = RunVstack("info file:" + missing + ",create=maybe,size=1M");
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("option 'create': expected on or off, got 'maybe'"), std::string::npos)
+      << bad.output;
+  EXPECT_FALSE(std::filesystem::exists(missing));
 }
 
 TEST(Cli, LayersListsEveryComponentInJson) {
