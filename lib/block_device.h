@@ -99,6 +99,16 @@ struct CreatedFile {
   uint64_t ino = 0;
 };
 
+// A file that existed before the open of a backend, which that open made larger (size=, now or
+// at the first write): BlockDevice::grown_file.
+struct GrownFile {
+  std::string path;
+  // The file, as fstat saw it: only this file gets its size back, never one put at the path since.
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  uint64_t size_before = 0;  // its size before the open
+};
+
 class BlockDevice {
  public:
   BlockDevice(const BlockDevice&) = delete;
@@ -131,6 +141,12 @@ class BlockDevice {
   // when a layer above it fails to open, so that a failed command leaves no blank file behind
   // for a later open to refuse as "not created by this command".
   virtual std::optional<CreatedFile> created_file() const { return std::nullopt; }
+  // The file that existed at a path and that this open gave a larger size (size=: an empty
+  // file at once, one with contents at the first write), with its size before; nullopt for
+  // every other device. Open() truncates such a file back to that size when a layer above it
+  // fails to open: a failed command leaves a file that existed as it was, not grown (and an
+  // empty one not formatted by a layer below the one that failed).
+  virtual std::optional<GrownFile> grown_file() const { return std::nullopt; }
 
   // Opens a new queue for the calling thread. Thread-safe. Fails after Close(), and when a
   // second queue is requested from a device without kCapThreadSafe.

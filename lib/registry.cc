@@ -290,9 +290,26 @@ void RemoveCreatedFile(const CreatedFile& file) {
   }
 }
 
+// Gives `file`, which the backend made larger in an open that then failed above it (closed by
+// now), its size before, if its path still names that file and it is larger: what a layer
+// below the one that failed wrote past the old end goes with it (an empty file's format).
+void RestoreGrownFile(const GrownFile& file) {
+  const int fd = ::open(file.path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<uint64_t>(st.st_dev) == file.dev &&
+      static_cast<uint64_t>(st.st_ino) == file.ino &&
+      static_cast<uint64_t>(st.st_size) > file.size_before) {
+    [[maybe_unused]] const int rc = ::ftruncate(fd, static_cast<off_t>(file.size_before));
+  }
+  ::close(fd);
+}
+
 // Resolves `parts` (the last one a backend if `with_backend`) and opens them from the bottom
 // up, the first over `device` (the backend's, or the one given). If a layer fails to open over
-// a file that the backend made (create=on), the file is removed: nothing is left behind.
+// a file that the backend made (create=on), the file is removed; over a file that existed and
+// that size= made larger, the file gets its old size back: nothing is left behind.
 Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, DevicePtr device,
                             const OpenOptions& options) {
   std::vector<const ComponentInfo*> infos;
@@ -306,6 +323,7 @@ Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, Devi
   }
   // Build from the backend up.
   std::optional<CreatedFile> created;
+  std::optional<GrownFile> grown;
   for (size_t k = parts.size(); k-- > 0;) {
     const SpecPart& part = parts[k];
     OptionValues values(part.name, part.positional, part.options, &infos[k]->options);
@@ -316,10 +334,14 @@ Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, Devi
       Error e = std::move(next).error();
       if (backend && e.code == SystemError(ENOENT)) e.message += MissingFileHint(infos, k, options);
       if (created) RemoveCreatedFile(*created);  // the failed layer closed the stack below it
+      if (grown) RestoreGrownFile(*grown);
       return e;
     }
     device = std::move(*next);
-    if (backend) created = device->created_file();
+    if (backend) {
+      created = device->created_file();
+      grown = device->grown_file();
+    }
     if (stats[k]) device->PinStatsMode(*stats[k]);
   }
   return device;

@@ -119,8 +119,14 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
     return MakeError(SystemError(err), kind + ": cannot open '" + p.path + "' for " + mode + ": " +
                                            std::strerror(err));
   }
+  // The size of an existing file before this open extended it (ftruncate below), if it did.
+  std::optional<uint64_t> extended_from;
   auto fail = [&](std::error_code ec, const std::string& msg) -> Error {
     if (created) ::unlink(p.path.c_str());
+    if (extended_from) {
+      // Best effort: the open fails with its own error either way.
+      [[maybe_unused]] const int rc = ::ftruncate(fd, static_cast<off_t>(*extended_from));
+    }
     ::close(fd);
     return MakeError(ec, where + ": " + msg);
   };
@@ -166,6 +172,7 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
     }
     if (p.size != 0 && size < p.size) {
       if (p.read_only) return fail(make_error_code(Errc::kInvalidArgument), "size= needs a writable open");
+      if (!created) out.grown = GrownFile{p.path, st.st_dev, st.st_ino, size};
       if (size != 0) {
         // A file with contents grows with the first write, not now: a stack that reads it
         // and refuses it (a VHD whose footer would no longer end the file) leaves it as it was.
@@ -173,6 +180,8 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
       } else if (::ftruncate(fd, static_cast<off_t>(p.size)) != 0) {
         return fail(SystemError(errno), "cannot extend to " + FormatSize(p.size) + ": " +
                                             std::strerror(errno));
+      } else {
+        extended_from = size;
       }
       size = p.size;
     } else if (p.size != 0 && size > p.size && p.create) {
@@ -219,6 +228,7 @@ FileBackedDevice::FileBackedDevice(std::string kind, const OpenedFile& file,
       is_block_device_(file.is_block_device),
       created_(file.created),
       made_(file.made),
+      grown_(file.grown),
       extend_to_(file.extend_on_first_write) {}
 
 std::error_code FileBackedDevice::ExtendNow() {

@@ -659,6 +659,35 @@ TEST(FailedOpen, AFileThatTheOpenCreatedIsRemovedOnFailure) {
   EXPECT_TRUE(std::filesystem::exists(made));
 }
 
+// A stack whose open fails over a file that existed and that its size= made larger gives the
+// file its size back: an empty file was left at the size= bytes (formatted, if a layer below
+// the one that failed formats a fresh device), and a later open took it for a disk.
+TEST(FailedOpen, AFileThatTheOpenGrewGetsItsSizeBack) {
+  TempDir dir;
+  const std::string empty = dir.File("empty.img");
+  std::ofstream(empty).close();
+  for (const std::string layers :
+       {"dedup:grain=3K", "zstd:level=99+dedup", "vhd:recover=maybe+crc32c"}) {
+    SCOPED_TRACE(layers);
+    auto refused = Open(layers + "+file:" + empty + ",size=64M");
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(std::filesystem::file_size(empty), 0u) << refused.error().message;
+  }
+  CommandResult cli = RunVstack("info 'zstd:level=99+dedup+file:" + empty + ",create=on,size=64M'");
+  EXPECT_EQ(cli.status, 2) << cli.output;
+  EXPECT_EQ(std::filesystem::file_size(empty), 0u) << cli.output;
+  // A file with contents grows at the first write: format=on (asked for) wrote past its end
+  // below the layer that failed, and the part written there goes again.
+  const std::string old = dir.File("old.img");
+  WriteZeroHeadedDisk(old);
+  const uint64_t old_size = std::filesystem::file_size(old);
+  ASSERT_FALSE(Open("zstd:level=99+dedup:format=on+file:" + old + ",size=64M"));
+  EXPECT_EQ(std::filesystem::file_size(old), old_size);
+  // On success the file keeps its new size, of course.
+  ASSERT_OK(Open("dedup+file:" + empty + ",size=64M"));
+  EXPECT_EQ(std::filesystem::file_size(empty), 64u << 20);
+}
+
 TEST(FailedOpen, AFullFilesystemLeavesNoBlankFileBehind) {
   TempDir dir;
   SmallFilesystem fs(dir.File("fs"), "1m");
