@@ -267,13 +267,15 @@ Result<std::optional<StatsMode>> TakeStatsOption(SpecPart& part) {
 
 namespace {
 
-// What to say when the backend `parts[k]` found no file: that its create= makes one, where
-// that would be what the spec means. Nothing for a read-only open, which wants what exists,
-// nor under an image format (compact, commit, a parent: the image was meant to exist, and
-// create=on would make an empty file, not an image).
+// What to say when the backend `parts[k]` (options `values`) found no file: that its create=
+// makes one, where that would be what the spec means. Nothing for a read-only open, which wants
+// what exists, nor under an image format (compact, commit, a parent: the image was meant to
+// exist, and create=on would make an empty file, not an image), nor when the spec says
+// create=on already (the file could not be made: a directory of its path is missing).
 std::string MissingFileHint(const std::vector<const ComponentInfo*>& infos, size_t k,
-                            const OpenOptions& options) {
+                            const OptionValues& values, const OpenOptions& options) {
   if (options.read_only || (k > 0 && infos[k - 1]->create)) return "";
+  if (const Result<bool> create = values.Bool("create"); create && *create) return "";
   const auto& o = infos[k]->options;
   const bool creates =
       std::any_of(o.begin(), o.end(), [](const auto& x) { return x.name == "create"; });
@@ -332,7 +334,8 @@ Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, Devi
                                     : infos[k]->open_backend(values, options);
     if (!next) {
       Error e = std::move(next).error();
-      if (backend && e.code == SystemError(ENOENT)) e.message += MissingFileHint(infos, k, options);
+      if (backend && e.code == SystemError(ENOENT))
+        e.message += MissingFileHint(infos, k, values, options);
       if (created) RemoveCreatedFile(*created);  // the failed layer closed the stack below it
       if (grown) RestoreGrownFile(*grown);
       return e;

@@ -74,6 +74,18 @@ std::string FsName(int fd) {
   }
 }
 
+// Why O_CREAT of `path` failed with `err`, where that is a missing directory: ENOENT says only
+// "No such file or directory", which reads as the file that create= is there to make.
+std::string MissingDirectory(const std::string& path, int err) {
+  if (err != ENOENT) return "";
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return "";
+  const std::string dir = slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st;
+  if (::stat(dir.c_str(), &st) == 0 || errno != ENOENT) return "";
+  return " (directory '" + dir + "' does not exist)";
+}
+
 }  // namespace
 
 Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams& p) {
@@ -111,9 +123,9 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
   }
   if (fd < 0) {
     const int err = errno;
-    if (p.create && p.exclusive) {
-      return MakeError(SystemError(err),
-                       kind + ": cannot create '" + p.path + "': " + std::strerror(err));
+    if (creating) {
+      return MakeError(SystemError(err), kind + ": cannot create '" + p.path + "': " +
+                                             std::strerror(err) + MissingDirectory(p.path, err));
     }
     std::string mode = p.read_only ? "reading" : "reading and writing";
     return MakeError(SystemError(err), kind + ": cannot open '" + p.path + "' for " + mode + ": " +

@@ -43,6 +43,17 @@ TEST_P(FileBackend, MissingFileNamesPathAndCause) {
   auto ro = Open(Spec(dir_.File("missing.img")), OpenOptions{.read_only = true});
   ASSERT_FALSE(ro);
   EXPECT_EQ(ro.error().message.find("create"), std::string::npos) << ro.error().message;
+  // With create=on, what is missing is a directory of the path: named, and no hint to use the
+  // create=on that the spec gives (`vstack create nodir/x.raw 1M` said to).
+  for (const char* excl : {"", ",excl=on"}) {
+    const std::string path = dir_.File("nodir/new.img");
+    auto nodir = Open(Spec(path + ",create=on,size=1M" + excl));
+    ExpectError(nodir, "cannot create '" + path + "': No such file or directory (directory '" +
+                           dir_.File("nodir") + "' does not exist)");
+    EXPECT_EQ(nodir.error().code, std::errc::no_such_file_or_directory);
+    EXPECT_EQ(nodir.error().message.find("use create=on"), std::string::npos)
+        << nodir.error().message;
+  }
 }
 
 TEST_P(FileBackend, DirectoryAndFifoAreRejected) {

@@ -93,6 +93,27 @@ TEST(Cli, InfoOpensWritableOnlyForATrueCreate) {
   EXPECT_FALSE(std::filesystem::exists(missing));
 }
 
+// A new file in a directory that does not exist: the error names the directory, and gives no
+// hint to use create=on (the command creates already; it said "No such file or directory (use
+// create=on,size=N to create it)").
+TEST(Cli, CreatingInAMissingDirectorySaysSo) {
+  TempDir dir;
+  const std::string nodir = dir.File("nodir");
+  for (const std::string& args :
+       {"create " + nodir + "/x.raw 1M", "create -f vhd " + nodir + "/x.vhd 1M",
+        "convert -O raw memory:1M " + nodir + "/y.raw",
+        "info file:" + nodir + "/z.raw,create=on,size=1M"}) {
+    SCOPED_TRACE(args);
+    CommandResult r = RunVstack(args);
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("No such file or directory (directory '" + nodir + "' does not exist)"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("use create=on"), std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(nodir));
+}
+
 TEST(Cli, LayersListsEveryComponentInJson) {
   CommandResult j = RunVstack("layers --output=json");
   ASSERT_EQ(j.status, 0);
