@@ -2,9 +2,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "blockdev/emulation/service_time.h"
 #include "lib/registry.h"
+#include "lib/suggest.h"
 
 namespace vstack {
 namespace {
@@ -29,24 +32,42 @@ constexpr Errno kErrnos[] = {
     {"EINVAL", EINVAL}, {"ESHUTDOWN", ESHUTDOWN}, {"ETIMEDOUT", ETIMEDOUT}, {"EROFS", EROFS},
     {"EDQUOT", EDQUOT}};
 
+// The values ops= takes, for its errors.
+constexpr const char* kOpsAllowed =
+    "read, write, zero, flush, trim joined with '/' (read/write), or all";
+
+// "error: option 'KEY': WHY", as every layer's bad option value reads (BadOptionValue).
+Error BadValue(std::string_view key, const std::string& why) {
+  return BadOptionValue("error", key, why);
+}
+
 Result<uint32_t> ParseOps(const std::string& text) {
   if (text == "all")
     return Bit(Op::kRead) | Bit(Op::kWrite) | Bit(Op::kWriteZeroes) | Bit(Op::kFlush) |
            Bit(Op::kDiscard);
+  if (text.empty())
+    return BadValue("ops", std::string("an empty value is not one of ") + kOpsAllowed);
+  std::vector<std::string> names;
+  for (const OpName_& o : kOps) names.push_back(o.name);
   uint32_t bits = 0;
   for (size_t start = 0; start <= text.size();) {
     size_t slash = text.find('/', start);
     if (slash == std::string::npos) slash = text.size();
     const std::string word = text.substr(start, slash - start);
+    if (word.empty()) {
+      return BadValue("ops", "'" + text + "' has an empty kind; give " + kOpsAllowed);
+    }
+    if (word == "all") {
+      return BadValue("ops", "'" + text + "': all (every kind) stands alone; give all, or " +
+                                 "kinds joined with '/' (read/write)");
+    }
     bool known = false;
     for (const OpName_& o : kOps) {
       if (word == o.name) bits |= Bit(o.op), known = true;
     }
     if (!known) {
-      return MakeError(Errc::kBadSpec,
-                       "error: ops '" + text + "': '" + word +
-                           "' is not one of read, write, zero, flush, trim, all "
-                           "(join several with '/')");
+      return BadValue("ops", "'" + word + "'" + (word == text ? "" : " in '" + text + "'") +
+                                 " is not one of " + kOpsAllowed + DidYouMean(word, names));
     }
     start = slash + 1;
   }
@@ -62,8 +83,8 @@ Result<int> ParseErrno(const std::string& text) {
   if (end != text.c_str() && *end == '\0' && v > 0 && v < 4096) return static_cast<int>(v);
   std::string names;
   for (const Errno& e : kErrnos) names += (names.empty() ? "" : ", ") + std::string(e.name);
-  return MakeError(Errc::kBadSpec,
-                   "error: errno '" + text + "' is not an errno number from 1 to 4095 or one of " + names);
+  return BadValue("errno",
+                  "'" + text + "' is not an errno number from 1 to 4095 or one of " + names);
 }
 
 Result<DevicePtr> OpenError(DevicePtr lower, const OptionValues& o, const OpenOptions&) {
@@ -74,7 +95,7 @@ Result<DevicePtr> OpenError(DevicePtr lower, const OptionValues& o, const OpenOp
   char* end = nullptr;
   c.rate = std::strtod(rate.c_str(), &end);
   if (end == rate.c_str() || *end != '\0' || !(c.rate >= 0 && c.rate <= 1)) {
-    return MakeError(Errc::kBadSpec, "error: rate '" + rate + "' is not in [0, 1]");
+    return BadValue("rate", "'" + rate + "' is not a probability from 0 to 1");
   }
   VSTACK_ASSIGN_OR_RETURN(int64_t after, o.Int("after", 0, INT64_MAX));
   VSTACK_ASSIGN_OR_RETURN(int64_t count, o.Int("count", 0, INT64_MAX));

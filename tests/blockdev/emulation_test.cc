@@ -365,11 +365,30 @@ TEST(Error, OffsetRangeAndSeededRateAreDeterministic) {
   EXPECT_EQ(b.size(), 2u * 400 / 64 + (400 % 64 > 8) + (400 % 64 > 9));
 }
 
+// A bad value names the option, the value and what it takes, as other layers' errors do
+// ("error: option 'ops': ..."); `ops=all/read` said "'all' is not one of read, write, zero,
+// flush, trim, all", and an empty kind "'' is not one of ...".
 TEST(Error, BadOptionsAreRefused) {
-  EXPECT_FALSE(Open("error:ops=reed+null:1M"));
-  EXPECT_FALSE(Open("error:errno=EFOO+null:1M"));
-  EXPECT_FALSE(Open("error:rate=2+null:1M"));
+  const std::string kinds = "read, write, zero, flush, trim joined with '/' (read/write), or all";
+  const std::pair<const char*, std::string> cases[] = {
+      {"ops=reed", "option 'ops': 'reed' is not one of " + kinds + "; did you mean `read`?"},
+      {"ops=read/discard", "option 'ops': 'discard' in 'read/discard' is not one of " + kinds},
+      {"ops=all/read", "option 'ops': 'all/read': all (every kind) stands alone"},
+      {"ops=read/all", "option 'ops': 'read/all': all (every kind) stands alone"},
+      {"ops=read//write", "option 'ops': 'read//write' has an empty kind; give " + kinds},
+      {"ops=read/", "option 'ops': 'read/' has an empty kind"},
+      {"ops=", "option 'ops': an empty value is not one of " + kinds},
+      {"errno=EFOO", "option 'errno': 'EFOO' is not an errno number from 1 to 4095 or one of EIO"},
+      {"rate=2", "option 'rate': '2' is not a probability from 0 to 1"},
+  };
+  for (const auto& [option, message] : cases) {
+    auto r = Open(std::string("error:") + option + "+null:1M");
+    ASSERT_FALSE(r) << option;
+    EXPECT_EQ(r.error().code, make_error_code(Errc::kBadSpec)) << option;
+    EXPECT_EQ(r.error().message.rfind("error: " + message, 0), 0u) << r.error().message;
+  }
   EXPECT_TRUE(Open("error:ops=read/write/flush,errno=EIO+null:1M"));
+  EXPECT_TRUE(Open("error:ops=all+null:1M"));
 }
 
 // A bad option value of an emulation layer is a usage error (Errc::kBadSpec: exit 2, with the
