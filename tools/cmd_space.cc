@@ -6,8 +6,10 @@
 // parses flags and prints. docs/space-savings.md explains the report.
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
+#include <system_error>
 
 #include "analysis/space/space.h"
 #include "analysis/space/space_knobs.h"
@@ -32,12 +34,22 @@ struct SpaceArgs {
   OutputFormat output = OutputFormat::kText;
 };
 
+// Writes `bytes` to `path`, or fails `command`: "cannot write <what>: <errno text>".
+void WriteOutputFile(const std::string& command, const std::string& what, const std::string& path,
+                     const std::string& bytes) {
+  errno = 0;
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << bytes;
+  if (!f.flush()) {
+    const std::error_code why(errno != 0 ? errno : EIO, std::system_category());
+    Fail(command, "cannot write " + what + ": " + why.message());
+  }
+}
+
 // Writes a run's sketch file for `vstack space merge` (--sketch), if asked.
 void WriteSketch(const std::string& command, const std::string& path, const SpaceResult& r) {
   if (path.empty() || r.sketch.empty()) return;
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << r.sketch;
-  if (!f.flush()) Fail(command, "cannot write sketch '" + path + "'");
+  WriteOutputFile(command, "sketch '" + path + "'", path, r.sketch);
 }
 
 // Prints a run's report in the chosen form (and writes the chart and the sketch, if asked).
@@ -45,9 +57,7 @@ void Print(const std::string& command, const SpaceArgs& a, const SpaceRun& run) 
   const SpaceResult r = SpaceResultOf(run);
   WriteSketch(command, a.knobs.sketch, r);
   if (!a.svg.empty()) {
-    std::ofstream f(a.svg);
-    f << r.svg;
-    if (!f) Fail("space", "cannot write '" + a.svg + "'");
+    WriteOutputFile(command, "'" + a.svg + "'", a.svg, r.svg);
   }
   fmt::print("{}", a.output == OutputFormat::kJson ? r.json + "\n" : r.text);
   if (a.output != OutputFormat::kJson) {

@@ -1,7 +1,9 @@
 // vstack space's runs as library calls (space_run.h).
 #include "analysis/space/space_run.h"
 
+#include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -46,8 +48,16 @@ Result<SpaceSketch> MergeSketchFiles(const std::vector<std::string>& paths) {
   std::optional<SpaceSketch> merged;
   for (const std::string& path : paths) {
     VSTACK_RETURN_IF_ERROR(RefuseNul(path, Errc::kInvalidArgument, "sketch file's path"));
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      return MakeError(Errc::kInvalidArgument, "'" + path + "' is a directory; give a sketch file");
+    }
+    errno = 0;
     std::ifstream f(path, std::ios::binary);
-    if (!f) return MakeError(Errc::kInvalidArgument, "cannot open '" + path + "'");
+    if (!f) {
+      ec.assign(errno != 0 ? errno : EIO, std::system_category());
+      return MakeError(Errc::kInvalidArgument, "cannot open '" + path + "': " + ec.message());
+    }
     std::stringstream bytes;
     bytes << f.rdbuf();
     VSTACK_ASSIGN_OR_RETURN(SpaceSketch s, ParseSketch(bytes.str(), path));

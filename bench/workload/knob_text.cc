@@ -3,6 +3,7 @@
 #include "bench/workload/knob_text.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -141,8 +142,12 @@ Result<ForeignArgs> Translate(const std::string& diskspd, const std::string& fio
     return MakeError(Errc::kInvalidArgument,
                      "--fio-job: '" + fio_job + "' is a directory; give a fio job file");
   }
+  errno = 0;
   std::ifstream f(fio_job);
-  if (!f) return MakeError(Errc::kIo, "--fio-job: cannot read '" + fio_job + "'");
+  if (!f) {
+    const std::error_code why(errno != 0 ? errno : EIO, std::system_category());
+    return MakeError(Errc::kIo, "--fio-job: cannot read '" + fio_job + "': " + why.message());
+  }
   std::stringstream text;
   text << f.rdbuf();
   return TranslateFioJob(text.str());

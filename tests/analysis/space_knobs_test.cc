@@ -189,7 +189,11 @@ TEST_F(SpaceLibrary, AMergeGivesTheCommandLinesJson) {
   EXPECT_FALSE(merged->sketch.empty());
   auto missing = MergeSketchFiles({dir_.File("none.vss")});
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().message, "cannot open '" + dir_.File("none.vss") + "'");
+  EXPECT_EQ(missing.error().message,
+            "cannot open '" + dir_.File("none.vss") + "': No such file or directory");
+  auto folder = MergeSketchFiles({dir_.path()});
+  ASSERT_FALSE(folder);
+  EXPECT_EQ(folder.error().message, "'" + dir_.path() + "' is a directory; give a sketch file");
   // A NUL byte would cut the path short: the sketch before it read in its place.
   auto cut = MergeSketchFiles({sketches[0] + std::string(1, '\0') + "x"});
   ASSERT_FALSE(cut);

@@ -390,6 +390,14 @@ TEST(ForeignArgs, BenchRunsADiskspdLineAndAFioJob) {
   EXPECT_EQ(folder.status, 2) << folder.output;
   EXPECT_NE(folder.output.find("is a directory; give a fio job file"), std::string::npos)
       << folder.output;
+  // A job file that cannot be read says why (it said only "cannot read").
+  const std::string missing = dir.File("none.fio");
+  testing::CommandResult gone = testing::RunVstack("bench --fio-job " + missing + quick);
+  EXPECT_EQ(gone.status, 1) << gone.output;
+  EXPECT_NE(gone.output.find("vstack bench: --fio-job: cannot read '" + missing +
+                             "': No such file or directory"),
+            std::string::npos)
+      << gone.output;
 
   testing::CommandResult bad = testing::RunVstack("bench --diskspd \"-b8K -g500\"" + quick);
   EXPECT_EQ(bad.status, 2) << bad.output;

@@ -554,7 +554,22 @@ TEST_F(SpaceEstimateCommand, BadSketchesAndOptionsFailClearly) {
             1},
            {"space merge " + a + " " + host_[0].substr(1, host_[0].find(' ', 1) - 1),
             "no VSTKSKCH signature", 1},
-           {"space merge " + dir_.File("none.vss"), "cannot open", 1},
+           // A file that cannot be read or written says why (it said only "cannot open").
+           {"space merge " + dir_.File("none.vss"),
+            "vstack space merge: cannot open '" + dir_.File("none.vss") +
+                "': No such file or directory",
+            1},
+           {"space merge " + dir_.path(), "'" + dir_.path() + "' is a directory", 1},
+           {"space --estimate --sketch " + dir_.File("nodir/s.vss") + host_[0],
+            "vstack space: cannot write sketch '" + dir_.File("nodir/s.vss") +
+                "': No such file or directory",
+            1},
+           {"space --estimate --sketch " + dir_.path() + host_[0],
+            "cannot write sketch '" + dir_.path() + "': Is a directory", 1},
+           {"space --estimate --svg " + dir_.File("nodir/s.svg") + host_[0],
+            "vstack space: cannot write '" + dir_.File("nodir/s.svg") +
+                "': No such file or directory",
+            1},
            {"space --fraction 5%" + host_[0], "need --estimate", 2},
            {"space --estimate --fraction 0" + host_[0], "--fraction 0: expected a fraction", 2},
            {"space --estimate --fraction 1% --accuracy 1%" + host_[0], "not both", 2},

@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <cerrno>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -163,9 +164,13 @@ SpaceKnobs SpaceKnobsFrom(const py::dict& o) {
 py::object SpaceReport(const Result<SpaceResult>& r, const std::string& sketch_path) {
   if (!r) Raise(r.error());
   if (!sketch_path.empty() && !r->sketch.empty()) {
+    errno = 0;
     std::ofstream f(sketch_path, std::ios::binary | std::ios::trunc);
     f << r->sketch;
-    if (!f.flush()) Raise(MakeError(Errc::kIo, "cannot write sketch '" + sketch_path + "'"));
+    if (!f.flush()) {
+      const std::error_code why(errno != 0 ? errno : EIO, std::system_category());
+      Raise(MakeError(Errc::kIo, "cannot write sketch '" + sketch_path + "': " + why.message()));
+    }
   }
   return FromJson(r->json);
 }
