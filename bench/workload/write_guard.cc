@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "lib/registry.h"
 #include "lib/spec.h"
 
 namespace vstack::bench {
@@ -30,8 +31,10 @@ Status GuardWrites(const WriteIntent& intent, StackPlan* p) {
   const SpecPart& bottom = parts->back();
   if (InScratch(bottom.positional)) return OkStatus();  // the run's own: made in a new folder
   if (bottom.name == "memory" || bottom.name == "null") return OkStatus();
-  bool create = false;
-  for (const SpecOption& opt : bottom.options) create |= opt.key == "create" && opt.value == "on";
+  // create= as the backend reads it: on, true, yes or 1 (a bad value fails the open anyway).
+  const Result<bool> asked =
+      OptionValues(bottom.name, bottom.positional, bottom.options, nullptr).Bool("create");
+  const bool create = asked && *asked;
   const std::string& target = bottom.positional;
   if (create && !target.empty() && access(target.c_str(), F_OK) != 0) return OkStatus();
   if (intent.allow_write) return OkStatus();

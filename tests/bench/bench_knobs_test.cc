@@ -234,9 +234,15 @@ TEST(WriteGuard, AUserNamedDeviceIsReadOnlyRefusedOrTheRunsOwn) {
   EXPECT_OK(GuardWrites({100, Prepare::kAuto, true}, &p));  // --allow-write: the user's risk
   EXPECT_FALSE(p.read_only);
 
-  // The run's own devices: memory, null, {dir}, and a file create=on makes.
-  const std::vector<std::string> own = {"memory:1M", "null:1M", "file:{dir}/x.img,create=on,size=1M",
-                                        "file:" + dir.File("new.img") + ",create=on,size=1M"};
+  // The run's own devices: memory, null, {dir}, and a file create=on makes (any true spelling
+  // of it: create=yes was refused as "a file it did not create").
+  const std::vector<std::string> own = {"memory:1M",
+                                        "null:1M",
+                                        "file:{dir}/x.img,create=on,size=1M",
+                                        "file:" + dir.File("new.img") + ",create=on,size=1M",
+                                        "file:" + dir.File("new.img") + ",create=yes,size=1M",
+                                        "uring:" + dir.File("new.img") + ",create=true,size=1M",
+                                        "file:" + dir.File("new.img") + ",create=1,size=1M"};
   for (const std::string& spec : own) {
     p = plan(spec);
     EXPECT_OK(GuardWrites({100, Prepare::kFresh, false}, &p)) << spec;
@@ -244,6 +250,10 @@ TEST(WriteGuard, AUserNamedDeviceIsReadOnlyRefusedOrTheRunsOwn) {
   }
   p = plan("file:" + image + ",create=on,size=1M");  // create=on, but the file is there already
   EXPECT_FALSE(GuardWrites({100, Prepare::kAuto, false}, &p));
+  for (const char* no : {"off", "no", "0", "maybe"}) {  // no create asked: not the run's own
+    p = plan("file:" + dir.File("none.img") + ",create=" + no + ",size=1M");
+    EXPECT_FALSE(GuardWrites({100, Prepare::kAuto, false}, &p)) << no;
+  }
   // "{dir}" in the text is not enough: a path that climbs out of the scratch folder names the
   // user's file (it was written, without --allow-write).
   for (const char* escape : {"file:{dir}/../victim.raw", "file:{dir}/a/../../v.raw",
