@@ -275,6 +275,20 @@ TEST_F(NbdServe, BadSpecsAndOptionsFailClearlyBeforeListening) {
   EXPECT_NE(stats.output.find("cannot write it"), std::string::npos) << stats.output;
 }
 
+// A stats file that cannot be written when the server stops (a full file system; here
+// /dev/full, which passes the check at start) fails the exit status and says why: it said
+// "cannot write stats to PATH" with no cause.
+TEST_F(NbdServe, AStatsFileItCannotWriteAtTheEndSaysWhy) {
+  TempDir dir;
+  auto server = StartVstackServe(dir.path(), "memory:1M", {"--stats", "/dev/full"});
+  ASSERT_TRUE(server);
+  EXPECT_NE(server->Stop(SIGTERM), 0) << server->Log();
+  EXPECT_NE(server->Log().find("vstack serve: cannot write stats to /dev/full: No space left on "
+                               "device"),
+            std::string::npos)
+      << server->Log();
+}
+
 // --- fio ------------------------------------------------------------------------------------
 
 TEST_P(NbdStackTest, FioRandomWritesVerifyWithoutErrors) {

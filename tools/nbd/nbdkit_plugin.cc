@@ -254,12 +254,18 @@ void Cleanup() {
   }
   bool stats_ok = true;
   if (!g_config.stats_path.empty()) {
-    std::ofstream out(g_config.stats_path);
-    out << ServeSummaryJson(g_export->spec(), g_export->device(), seconds).dump(2) << "\n";
-    out.close();
-    if (!out) {
-      ErrorLine("cannot write stats to " + g_config.stats_path);
+    const std::string json =
+        ServeSummaryJson(g_export->spec(), g_export->device(), seconds).dump(2) + "\n";
+    std::FILE* out = std::fopen(g_config.stats_path.c_str(), "w");
+    stats_ok = out != nullptr && std::fwrite(json.data(), 1, json.size(), out) == json.size();
+    int err = errno;
+    if (out != nullptr && std::fclose(out) != 0 && stats_ok) {
       stats_ok = false;
+      err = errno;
+    }
+    if (!stats_ok) {
+      ErrorLine("cannot write stats to " + g_config.stats_path + ": " +
+                std::strerror(err != 0 ? err : EIO));
     }
   }
   delete g_export;
