@@ -190,9 +190,14 @@ Result<std::string> StackOrPath(const std::string& text, std::vector<std::string
   ro.read_only = true;
   std::string spec;
   if (auto dev = OpenImage(text, ro, &spec); !dev) {
+    // The spec that makes a new image there, only for what reads as a path: "file:" before a
+    // misspelt spec ("fiel:/x", "a=file:/x") made nonsense.
+    const bool missing_path = dev.error().code == std::errc::no_such_file_or_directory &&
+                              text.find(':') == std::string::npos;
     return Bad("--stack " + text + ": " + dev.error().message +
-               "; to make a new image there, give a spec such as file:" + text +
-               ",create=on,size=1G");
+               (missing_path ? "; to make a new image there, give a spec such as file:" + text +
+                                   ",create=on,size=1G"
+                             : ""));
   }
   if (notes) notes->push_back("--stack " + text + " runs the stack " + spec);
   return spec;

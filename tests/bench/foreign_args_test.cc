@@ -422,6 +422,15 @@ TEST(ForeignArgs, BenchTakesAPlainPathAsAStack) {
   EXPECT_NE(missing.output.find("file:" + dir.File("none.raw") + ",create=on,size=1G"),
             std::string::npos)
       << missing.output;
+  // Text that is neither a stack nor a path (a name given fio-style, "a=SPEC") got the same
+  // hint, a nonsense spec: "file:a=file:...,create=on,size=1G".
+  testing::CommandResult named =
+      testing::RunVstack("bench --stack a=file:" + dir.File("none.raw") + " --no-report");
+  EXPECT_EQ(named.status, 2) << named.output;
+  EXPECT_NE(named.output.find("cannot open 'a=file:" + dir.File("none.raw") + "'"),
+            std::string::npos)
+      << named.output;
+  EXPECT_EQ(named.output.find("create=on"), std::string::npos) << named.output;
 }
 
 }  // namespace
