@@ -35,6 +35,13 @@ class Run {
   bool failed() const { return !res_.failures.empty(); }
   // Runs `body` on a simulated thread until it ends. False if a failure happened.
   bool InThread(const std::string& name, const std::function<void()>& body);
+  // Closes the stack (on a simulated thread) once the hang report no longer names it: a later
+  // hang (a reopen's) listed the freed stack's requests in flight, a use after free that
+  // killed the run's process ("out of memory" from a garbage string) or printed stale layers.
+  void DropStack() {
+    sched_->set_report_stack(nullptr);
+    dev_.reset();
+  }
   bool Hung(Scheduler::End end, const std::string& when);
   void DrawShape();
   bool Open(bool first);
@@ -259,7 +266,7 @@ bool Run::Close(bool* clean) {
       code = s.error().code;
       error = s.error().ToString();
     }
-    dev_.reset();
+    DropStack();
   });
   if (!ran) return false;
   *clean = error.empty();
@@ -311,7 +318,7 @@ bool Run::Epoch(uint64_t ops, bool cut) {
     workload_->Freeze();
     if (Hung(sched_->Run(), "winding down after a power cut")) return false;
     // The old stack closes on the old disk, which nobody reads again.
-    if (!InThread("drop the stack", [&] { dev_.reset(); })) return false;
+    if (!InThread("drop the stack", [&] { DropStack(); })) return false;
   }
   for (const SimFailure& f : workload_->failures()) Fail(f.kind, f.message);
   if (failed()) return false;
@@ -350,7 +357,7 @@ RunResult Run::Go() {
   // A failure can leave the stack open: drop it on a simulated thread (it may do I/O).
   if (dev_ && sched_) {
     workload_.reset();
-    sched_->Spawn("drop the stack", [&] { dev_.reset(); });
+    sched_->Spawn("drop the stack", [&] { DropStack(); });
     const Scheduler::End end = sched_->Run();
     if (end == Scheduler::End::kHang || end == Scheduler::End::kThrew) {
       sched_->Detach();

@@ -551,6 +551,24 @@ TEST(SimRun, ASlowStackWhosePiecesCompleteIsNotHung) {
   }
 }
 
+// A hang while reopening (here through delay:bw=64K, whose reads the liveness bound cuts short)
+// reported the requests in flight of the stack closed before it: a use after free, which
+// printed the freed layers or killed the run's process with a bad_alloc ("out of memory").
+// The report names no stack while none is open.
+TEST(SimRun, AHangWhileReopeningNamesNoClosedStack) {
+  auto stack = SimStack::Parse("crc32c+delay:bw=64K");
+  ASSERT_TRUE(stack.has_value()) << stack.error().ToString();
+  SimOptions o;
+  o.ops = 20;
+  const RunResult r = RunSeed(*stack, o, 1);
+  ASSERT_EQ(r.failures.size(), 1u);
+  EXPECT_EQ(r.failures[0].kind, "hang");
+  EXPECT_NE(r.failures[0].message.find("reopen: no progress"), std::string::npos)
+      << r.failures[0].message;
+  EXPECT_EQ(r.failures[0].message.find("requests in flight on each queue"), std::string::npos)
+      << r.failures[0].message;
+}
+
 // The command's JSON. Under ASan, its runtime prints a one-line warning about swapcontext (the
 // simulator's fibers) to stderr, which the test helper merges into the output: drop that line.
 nlohmann::json JsonOf(const std::string& output) {
