@@ -186,13 +186,9 @@ def test_ctrl_c_stops_a_convert_and_leaves_the_destination_as_it_was(tmp_path):
         assert sorted(os.listdir(tmp_path)) == ["old.raw", "src.raw"]
 
 
-def test_ctrl_c_stops_a_compare(tmp_path):
-    """SIGINT during a compare raised KeyboardInterrupt only once the whole comparison had run
-    (here 48 reads of 1 s each); now it stops at the next chunk. The bytes the process read
-    (/proc/self/io) show where it stopped."""
-    data = tmp_path / "b.raw"
-    data.write_bytes(os.urandom(48 * MiB))
-    slow = f"delay:read=1s,qd=1+file:{data}"
+def bytes_read_when_interrupted(call):
+    """Runs call() with a SIGINT 0.3 s in, expects KeyboardInterrupt, and returns the bytes the
+    process read meanwhile (/proc/self/io's rchar): where the call stopped, without a clock."""
 
     def bytes_read():
         with open("/proc/self/io") as io:
@@ -203,34 +199,31 @@ def test_ctrl_c_stops_a_compare(tmp_path):
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            vstack.compare(slow, data)
+            call()
     finally:
         timer.cancel()
+    return bytes_read() - before
+
+
+def test_ctrl_c_stops_a_compare(tmp_path):
+    """SIGINT during a compare raised KeyboardInterrupt only once the whole comparison had run
+    (here 48 reads of 1 s each); now it stops at the next chunk."""
+    data = tmp_path / "b.raw"
+    data.write_bytes(os.urandom(48 * MiB))
+    slow = f"delay:read=1s,qd=1+file:{data}"
     # Both images whole would be 96 MiB; stopped at the second chunk, 4 MiB at most.
-    assert bytes_read() - before < 16 * MiB
+    assert bytes_read_when_interrupted(lambda: vstack.compare(slow, data)) < 16 * MiB
 
 
 def test_ctrl_c_stops_a_check_in_its_scrub(tmp_path):
     """SIGINT during a check raised KeyboardInterrupt only once every layer had been checked
     (here a crc32c scrub of 48 MiB read at 1 s a chunk); now the scrub stops at its next
-    chunk, as the bytes the process read show."""
+    chunk."""
     data = tmp_path / "c.img"
     with vstack.open(f"crc32c+file:{data},create=on,size=50M") as dev:
         dev.write(0, os.urandom(48 * MiB))
-
-    def bytes_read():
-        with open("/proc/self/io") as io:
-            return next(int(line.split()[1]) for line in io if line.startswith("rchar:"))
-
-    before = bytes_read()
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            vstack.check(f"crc32c+delay:read=1s,qd=1+file:{data}")
-    finally:
-        timer.cancel()
-    assert bytes_read() - before < 16 * MiB
+    slow = f"crc32c+delay:read=1s,qd=1+file:{data}"
+    assert bytes_read_when_interrupted(lambda: vstack.check(slow)) < 16 * MiB
     assert vstack.check(f"crc32c+file:{data}")["status"] == "clean"
 
 
