@@ -91,22 +91,15 @@ DevicePtr MakeDevice(Args&&... args) {
   return DevicePtr(new T(std::forward<Args>(args)...));
 }
 
-// A file that the open of a backend made (BlockDevice::created_file).
-struct CreatedFile {
+// A file that the open of a backend made, or that existed and that the open made larger (size=,
+// now or at the first write): BlockDevice::file_change.
+struct FileChange {
   std::string path;
-  // The file made, as fstat saw it: the path is removed only while it still names this file.
+  // The file, as fstat saw it: only this file is undone, never one put at the path since.
   uint64_t dev = 0;
   uint64_t ino = 0;
-};
-
-// A file that existed before the open of a backend, which that open made larger (size=, now or
-// at the first write): BlockDevice::grown_file.
-struct GrownFile {
-  std::string path;
-  // The file, as fstat saw it: only this file gets its size back, never one put at the path since.
-  uint64_t dev = 0;
-  uint64_t ino = 0;
-  uint64_t size_before = 0;  // its size before the open
+  bool created = false;      // made by this open (O_CREAT)
+  uint64_t size_before = 0;  // else: its size before the open
 };
 
 class BlockDevice {
@@ -135,18 +128,14 @@ class BlockDevice {
   // metadata formats a device without a superblock only if it is fresh or the spec asks for it
   // (format=on): formatting is explicit, like mkfs. The default: false.
   virtual bool fresh() const { return false; }
-  // The file that this open made at a path (create=on found none there, and O_CREAT made it),
-  // for a backend that makes one; nullopt for every other device, a file that existed before
-  // (even an empty one that the open gave its size) included. Open() removes such a file again
-  // when a layer above it fails to open, so that a failed command leaves no blank file behind
-  // for a later open to refuse as "not created by this command".
-  virtual std::optional<CreatedFile> created_file() const { return std::nullopt; }
-  // The file that existed at a path and that this open gave a larger size (size=: an empty
-  // file at once, one with contents at the first write), with its size before; nullopt for
-  // every other device. Open() truncates such a file back to that size when a layer above it
-  // fails to open: a failed command leaves a file that existed as it was, not grown (and an
-  // empty one not formatted by a layer below the one that failed).
-  virtual std::optional<GrownFile> grown_file() const { return std::nullopt; }
+  // The file that this open made at a path (create=on found none there, and O_CREAT made it), or
+  // that existed and that this open gave a larger size (size=: an empty file at once, one with
+  // contents at the first write); nullopt for every other device. When a layer above it fails
+  // to open, Open() undoes that: it removes a file it made, so that a failed command leaves no
+  // blank file behind for a later open to refuse as "not created by this command", and gives a
+  // file that existed its size back, not grown (nor an empty one formatted by a layer below the
+  // one that failed).
+  virtual std::optional<FileChange> file_change() const { return std::nullopt; }
 
   // Opens a new queue for the calling thread. Thread-safe. Fails after Close(), and when a
   // second queue is requested from a device without kCapThreadSafe.

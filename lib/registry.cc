@@ -282,26 +282,24 @@ std::string MissingFileHint(const std::vector<const ComponentInfo*>& infos, size
   return creates ? " (use create=on,size=N to create it)" : "";
 }
 
-// Removes `file`, which the backend made in an open that then failed above it (closed by now),
-// if its path still names that file: never a file that another process put there meanwhile.
-void RemoveCreatedFile(const CreatedFile& file) {
+// Undoes `file`, which the backend made or made larger in an open that then failed above it
+// (closed by now), if its path still names that file (never one another process put there
+// meanwhile): removes a file it made; gives one that existed its size before, if larger (what
+// a layer below the one that failed wrote past the old end goes with it: an empty file's
+// format).
+void UndoFileChange(const FileChange& file) {
   struct stat st;
-  if (::lstat(file.path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_dev) == file.dev &&
-      static_cast<uint64_t>(st.st_ino) == file.ino) {
-    ::unlink(file.path.c_str());
+  const auto same = [&] {
+    return static_cast<uint64_t>(st.st_dev) == file.dev &&
+           static_cast<uint64_t>(st.st_ino) == file.ino;
+  };
+  if (file.created) {
+    if (::lstat(file.path.c_str(), &st) == 0 && same()) ::unlink(file.path.c_str());
+    return;
   }
-}
-
-// Gives `file`, which the backend made larger in an open that then failed above it (closed by
-// now), its size before, if its path still names that file and it is larger: what a layer
-// below the one that failed wrote past the old end goes with it (an empty file's format).
-void RestoreGrownFile(const GrownFile& file) {
   const int fd = ::open(file.path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) return;
-  struct stat st;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-      static_cast<uint64_t>(st.st_dev) == file.dev &&
-      static_cast<uint64_t>(st.st_ino) == file.ino &&
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && same() &&
       static_cast<uint64_t>(st.st_size) > file.size_before) {
     [[maybe_unused]] const int rc = ::ftruncate(fd, static_cast<off_t>(file.size_before));
   }
@@ -324,8 +322,7 @@ Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, Devi
     stats.push_back(mode);
   }
   // Build from the backend up.
-  std::optional<CreatedFile> created;
-  std::optional<GrownFile> grown;
+  std::optional<FileChange> changed;
   for (size_t k = parts.size(); k-- > 0;) {
     const SpecPart& part = parts[k];
     OptionValues values(part.name, part.positional, part.options, &infos[k]->options);
@@ -336,15 +333,11 @@ Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, Devi
       Error e = std::move(next).error();
       if (backend && e.code == SystemError(ENOENT))
         e.message += MissingFileHint(infos, k, values, options);
-      if (created) RemoveCreatedFile(*created);  // the failed layer closed the stack below it
-      if (grown) RestoreGrownFile(*grown);
+      if (changed) UndoFileChange(*changed);  // the failed layer closed the stack below it
       return e;
     }
     device = std::move(*next);
-    if (backend) {
-      created = device->created_file();
-      grown = device->grown_file();
-    }
+    if (backend) changed = device->file_change();
     if (stats[k]) device->PinStatsMode(*stats[k]);
   }
   return device;

@@ -153,7 +153,7 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
   OpenedFile out;
   out.is_block_device = S_ISBLK(st.st_mode);
   out.created = created || (S_ISREG(st.st_mode) && st.st_size == 0 && p.size != 0);
-  if (created) out.made = CreatedFile{p.path, st.st_dev, st.st_ino};
+  if (created) out.change = FileChange{p.path, st.st_dev, st.st_ino, true, 0};
   if (!out.is_block_device && !S_ISREG(st.st_mode)) {
     return fail(make_error_code(Errc::kInvalidArgument), "not a regular file or block device");
   }
@@ -184,7 +184,7 @@ Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams
     }
     if (p.size != 0 && size < p.size) {
       if (p.read_only) return fail(make_error_code(Errc::kInvalidArgument), "size= needs a writable open");
-      if (!created) out.grown = GrownFile{p.path, st.st_dev, st.st_ino, size};
+      if (!created) out.change = FileChange{p.path, st.st_dev, st.st_ino, false, size};
       if (size != 0) {
         // A file with contents grows with the first write, not now: a stack that reads it
         // and refuses it (a VHD whose footer would no longer end the file) leaves it as it was.
@@ -239,8 +239,7 @@ FileBackedDevice::FileBackedDevice(std::string kind, const OpenedFile& file,
       direct_(params.direct),
       is_block_device_(file.is_block_device),
       created_(file.created),
-      made_(file.made),
-      grown_(file.grown),
+      change_(file.change),
       extend_to_(file.extend_on_first_write) {}
 
 std::error_code FileBackedDevice::ExtendNow() {

@@ -56,10 +56,9 @@ struct OpenedFile {
   bool is_block_device = false;
   // This open created the file, or found it empty and gave it its size: nothing was on it.
   bool created = false;
-  // The file that this open made (O_CREAT), not one that existed: BlockDevice::created_file.
-  std::optional<CreatedFile> made;
-  // The file that existed and that size= makes larger: BlockDevice::grown_file.
-  std::optional<GrownFile> grown;
+  // The file that this open made (O_CREAT), or that existed and that size= makes larger:
+  // BlockDevice::file_change.
+  std::optional<FileChange> change;
   // size= of a file with contents: the device has that size now, the file gets it at the first
   // write-type request (reads past its end are zeros meanwhile). 0: nothing pending.
   uint64_t extend_on_first_write = 0;
@@ -75,8 +74,7 @@ class FileBackedDevice : public BlockDevice {
   void Properties(PropertyList& out) const override;
   Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
   bool fresh() const override { return created_; }
-  std::optional<CreatedFile> created_file() const override { return made_; }
-  std::optional<GrownFile> grown_file() const override { return grown_; }
+  std::optional<FileChange> file_change() const override { return change_; }
 
   int fd() const { return fd_; }
   bool is_block_device() const { return is_block_device_; }
@@ -118,8 +116,7 @@ class FileBackedDevice : public BlockDevice {
   bool direct_;
   bool is_block_device_;
   const bool created_;
-  const std::optional<CreatedFile> made_;
-  const std::optional<GrownFile> grown_;
+  const std::optional<FileChange> change_;
   std::mutex extend_mu_;
   std::atomic<uint64_t> extend_to_;  // 0, or the size the file takes at the first write
 };
