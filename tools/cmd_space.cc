@@ -16,6 +16,7 @@
 #include "analysis/space/space_render.h"
 #include "analysis/space/space_run.h"
 #include "tools/command.h"
+#include "tools/interrupt.h"
 #include "tools/output.h"
 #include "tools/progress.h"
 #include "tools/usage.h"
@@ -85,9 +86,19 @@ void Run(const SpaceArgs& a) {
   for (const SpaceImage& i : *images) total += i.used_bytes();
   Progress progress(o->estimate ? "estimate" : a.knobs.mode, total,
                     Progress::Wanted(a.progress, total));
-  auto run = RunSpace(*o, a.knobs, std::move(*images),
-                      [&progress](uint64_t bytes) { progress.Add(bytes); });
+  InterruptScope interrupt;  // Ctrl-C: the run stops and removes what it created
+  auto run = RunSpace(*o, a.knobs, std::move(*images), [&progress](uint64_t bytes) {
+    progress.Add(bytes);
+    return !InterruptScope::stop().load();
+  });
   progress.Finish();
+  if (!run && run.error().code == make_error_code(Errc::kCancelled)) {
+    Fail("space",
+         run.error().message + (a.knobs.mode == "scan" || o->estimate
+                                    ? ""
+                                    : "; what the replay had written was removed"),
+         130);
+  }
   if (!run && run.error().code == make_error_code(Errc::kInvalidArgument)) {
     FailUsage("space", run.error().message);  // options that do not go together
   }

@@ -41,6 +41,7 @@ Result<SpaceResult> AnalyzeSpace(const SpaceKnobs& knobs, const std::vector<std:
   }
   const SpaceProgress progress = [&hooks](uint64_t bytes) {
     if (hooks.on_progress) hooks.on_progress(bytes);
+    return !hooks.keep_going || hooks.keep_going();
   };
   VSTACK_ASSIGN_OR_RETURN(const SpaceRun run,
                           RunSpace(options, knobs, std::move(opened), progress));

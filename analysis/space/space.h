@@ -62,6 +62,10 @@ struct SpaceHooks {
   std::function<void(uint64_t total_bytes)> on_start;
   // Called from the worker threads with the bytes read since the last call.
   std::function<void(uint64_t bytes)> on_progress;
+  // Asked from the worker threads after each chunk of up to 4 MiB read (with on_progress); false
+  // stops the analysis, which removes what it created (a replay's files, RBD images) and returns
+  // Errc::kCancelled.
+  std::function<bool()> keep_going;
 };
 
 // One line of the report, one step of its waterfall: provisioned, used, after zero elimination,
@@ -102,7 +106,8 @@ struct SpaceResult {
 // they ask for: the scan, a replay through real dedup and zstd layers, a replay onto Ceph pools,
 // or the estimate from a sample. Errors: knobs refused or that do not go together
 // (kInvalidArgument, the command line's words naming the flag), an image that cannot be opened,
-// a failed read or replay (the error names the image).
+// a failed read or replay (the error names the image), kCancelled when hooks.keep_going said to
+// stop.
 Result<SpaceResult> AnalyzeSpace(const SpaceKnobs& knobs, const std::vector<std::string>& images,
                                  const SpaceHooks& hooks = {});
 

@@ -179,7 +179,7 @@ Result<SpaceSketch> SketchImages(std::vector<SpaceImage>& images, const SpaceOpt
           state[0]->SampledGrain(buf.data());
           s.bytes_read += n;
         }
-        if (progress) progress(len);
+        if (progress && !progress(len)) return SpaceInterrupted();
       }
     }
   }

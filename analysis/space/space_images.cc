@@ -57,6 +57,8 @@ uint64_t SpaceImage::zero_grains(uint32_t grain) const {
   return n;
 }
 
+Error SpaceInterrupted() { return MakeError(Errc::kCancelled, "interrupted"); }
+
 std::string PartialGrainNote(const std::vector<SpaceImage>& images, uint32_t grain) {
   std::vector<const SpaceImage*> partial;
   for (const SpaceImage& i : images) {

@@ -41,9 +41,14 @@ struct SpaceImage {
 // "provisioned" by less than a grain per image. "" when there are none.
 std::string PartialGrainNote(const std::vector<SpaceImage>& images, uint32_t grain);
 
-// Told the bytes of image data each worker has just finished, to drive a progress display.
-// Called from the worker threads at once: it must be thread-safe. May be empty.
-using SpaceProgress = std::function<void(uint64_t bytes)>;
+// Told the bytes of image data each worker has just finished, to drive a progress display, and
+// asked whether to go on: false stops the run, which ends with Errc::kCancelled ("interrupted")
+// after removing what it created (a replay's files or RBD images). Called from the worker threads
+// at once: it must be thread-safe. May be empty.
+using SpaceProgress = std::function<bool(uint64_t bytes)>;
+
+// The error of a run that `progress` stopped.
+Error SpaceInterrupted();
 
 // Opens every image read-only and maps its written grains.
 Result<std::vector<SpaceImage>> OpenSpaceImages(const std::vector<std::string>& names,

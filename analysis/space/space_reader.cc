@@ -91,6 +91,14 @@ Status ReadImageGrains(std::vector<SpaceImage>& images, unsigned workers, uint32
   std::mutex error_mu;
   Error error;
   bool failed = false;
+  auto fail = [&](Error e) {  // the first error is the run's; every Take returns at once
+    std::lock_guard lock(error_mu);
+    if (!failed) {
+      failed = true;
+      error = std::move(e);
+    }
+    pipe.Stop();
+  };
   // As many readers as workers: a device without kCapThreadSafe gets one of each (WorkerCount),
   // and storage that serves several reads at once gets them.
   auto read = [&]() {
@@ -105,13 +113,8 @@ Status ReadImageGrains(std::vector<SpaceImage>& images, unsigned workers, uint32
       const std::error_code ec =
           io.For(*img.device, job.image).Read(job.offset, buf->span().first(job.length));
       if (ec) {
-        std::lock_guard lock(error_mu);
-        if (!failed) {
-          failed = true;
-          error = MakeError(ec, img.name + ": cannot read offset " + std::to_string(job.offset) +
-                                    ": " + ec.message());
-        }
-        pipe.Stop();
+        fail(MakeError(ec, img.name + ": cannot read offset " + std::to_string(job.offset) + ": " +
+                               ec.message()));
         break;
       }
       pipe.PutFilled({job, buf});
@@ -125,8 +128,8 @@ Status ReadImageGrains(std::vector<SpaceImage>& images, unsigned workers, uint32
       const uint64_t grains = (f.job.length + grain - 1) / grain;
       std::memset(f.buf->data() + f.job.length, 0, grains * grain - f.job.length);
       visit(w, f.job, f.buf->data(), grains);
-      if (progress) progress(f.job.length);
       pipe.PutEmpty(f.buf);
+      if (progress && !progress(f.job.length)) fail(SpaceInterrupted());
     }
   };
   std::vector<std::thread> threads;

@@ -112,6 +112,10 @@ Result<SpaceCounts> ReplayImagesOnto(std::vector<SpaceImage>& images, const Spac
   std::mutex error_mu;
   Error error;
   std::atomic<bool> failed{false};
+  auto fail = [&](Error e) {  // the first error is the run's
+    std::lock_guard lock(error_mu);
+    if (!failed.exchange(true)) error = std::move(e);
+  };
   // Without layers: the zero grains among the data written, per domain.
   std::vector<std::atomic<uint64_t>> plain_zero(domains);
   auto work = [&] {
@@ -130,12 +134,8 @@ Result<SpaceCounts> ReplayImagesOnto(std::vector<SpaceImage>& images, const Spac
         what = "replay write";
       }
       if (ec) {
-        std::lock_guard lock(error_mu);
-        if (!failed.exchange(true)) {
-          error = MakeError(
-              ec, what + " at offset " + std::to_string(job.offset) + ": " + ec.message());
-        }
-        return;
+        return fail(
+            MakeError(ec, what + " at offset " + std::to_string(job.offset) + ": " + ec.message()));
       }
       if (!layers) {
         uint64_t zero = 0;
@@ -144,7 +144,7 @@ Result<SpaceCounts> ReplayImagesOnto(std::vector<SpaceImage>& images, const Spac
         }
         plain_zero[d] += zero;
       }
-      if (progress) progress(job.length);
+      if (progress && !progress(job.length)) return fail(SpaceInterrupted());
     }
   };
   std::vector<std::thread> threads;

@@ -37,8 +37,9 @@ struct SpaceRun {
 
 // Analyses `images` (OpenSpaceImages(names, options.grain)) as `options` (SpaceOptionsFrom(knobs))
 // say: the estimate, the measurement on Ceph, a replay, or the scan; `knobs` gives replay_dir and
-// the Ceph options. `progress` is told the bytes done, from the worker threads. Errors of options
-// that do not go together are kInvalidArgument (a usage error).
+// the Ceph options. `progress` is told the bytes done, from the worker threads, and stops the run
+// (kCancelled) by returning false. Errors of options that do not go together are kInvalidArgument
+// (a usage error).
 Result<SpaceRun> RunSpace(const SpaceOptions& options, const SpaceKnobs& knobs,
                           std::vector<SpaceImage> images, const SpaceProgress& progress);
 

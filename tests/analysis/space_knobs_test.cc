@@ -6,12 +6,14 @@
 #include "analysis/space/space_knobs.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <mutex>
+#include <nlohmann/json.hpp>
 
 #include "analysis/space/space.h"
 #include "analysis/space/space_render.h"
@@ -168,6 +170,35 @@ TEST_F(SpaceLibrary, ScanReplayAndEstimateGiveTheCommandLinesJson) {
   lib["estimate"].erase("seconds");
   cli["estimate"].erase("seconds");
   EXPECT_EQ(lib, cli);
+}
+
+// keep_going (space.h) saying no at the first chunk stops every mode with kCancelled, and a
+// replay onto files removes them.
+TEST_F(SpaceLibrary, KeepGoingStopsEveryModeAndTheReplayRemovesItsFiles) {
+  SpaceKnobs scan, replay, on_files, estimate, sampled;
+  replay.mode = on_files.mode = "replay";
+  on_files.replay_dir = dir_.File("replay");
+  std::filesystem::create_directory(on_files.replay_dir);
+  estimate.estimate = sampled.estimate = true;
+  sampled.dedup = "off";  // reads only the sampled grains, on the calling thread
+  sampled.fraction = "100%";
+  for (const SpaceKnobs& knobs : {scan, replay, on_files, estimate, sampled}) {
+    std::atomic<int> asked{0};
+    SpaceHooks hooks;
+    hooks.keep_going = [&] {
+      ++asked;
+      return false;
+    };
+    auto run = AnalyzeSpace(knobs, images_, hooks);
+    ASSERT_FALSE(run) << knobs.mode << (knobs.estimate ? " estimate" : "");
+    EXPECT_EQ(run.error().code, make_error_code(Errc::kCancelled)) << run.error().message;
+    EXPECT_NE(run.error().message.find("interrupted"), std::string::npos) << run.error().message;
+    EXPECT_GE(asked.load(), 1);
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(on_files.replay_dir));
+  SpaceHooks yes;
+  yes.keep_going = [] { return true; };
+  EXPECT_TRUE(AnalyzeSpace(scan, images_, yes));
 }
 
 TEST_F(SpaceLibrary, AMergeGivesTheCommandLinesJson) {

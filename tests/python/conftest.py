@@ -1,11 +1,14 @@
 """Fixtures of the Python module's tests (tests/python/run.sh runs them against an installed
 prefix): the module itself, checked to come from that prefix; the CLI of the same prefix, to
-compare with; and the test-only `gate` layer, loaded from its own shared library."""
+compare with; the test-only `gate` layer, loaded from its own shared library; and a Ctrl-C
+sent during a call, measured by the bytes read."""
 
 import ctypes
 import json
 import os
+import signal
 import subprocess
+import threading
 
 import pytest
 
@@ -82,3 +85,27 @@ def gate(gate_library):
     control.open()
     yield control
     control.open()
+
+
+def _bytes_read_when_interrupted(call):
+    """Runs call() with a SIGINT 0.3 s in, expects KeyboardInterrupt, and returns the bytes the
+    process read meanwhile (/proc/self/io's rchar): where the call stopped, without a clock."""
+
+    def bytes_read():
+        with open("/proc/self/io") as io:
+            return next(int(line.split()[1]) for line in io if line.startswith("rchar:"))
+
+    before = bytes_read()
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call()
+    finally:
+        timer.cancel()
+    return bytes_read() - before
+
+
+@pytest.fixture
+def bytes_read_when_interrupted():
+    return _bytes_read_when_interrupted

@@ -219,6 +219,24 @@ def test_space_takes_paths_and_booleans(tmp_path, cli):
         assert dev.size == os.path.getsize(a)
 
 
+def test_ctrl_c_stops_a_space_and_its_replay_leaves_no_file(tmp_path,
+                                                            bytes_read_when_interrupted):
+    """SIGINT during vstack.space() raised KeyboardInterrupt only once every image had been read
+    (here 12 chunks of 4 MiB at 1 s each); now the analysis stops at its next chunk, and a replay
+    onto files removes them."""
+    data = tmp_path / "a.raw"
+    data.write_bytes(os.urandom(48 << 20))
+    slow = f"delay:read=1s,qd=1+file:{data}"
+    replay_dir = tmp_path / "replay"
+    replay_dir.mkdir()
+    for options in ({}, dict(mode="replay", replay_dir=str(replay_dir))):
+        # One worker, so one chunk in flight when the stop comes: the whole image would be
+        # 48 MiB; stopped after its first chunks, 16 MiB at most.
+        run = lambda: vstack.space(slow, threads=1, **options)  # noqa: E731
+        assert bytes_read_when_interrupted(run) < 16 << 20
+    assert os.listdir(replay_dir) == []
+
+
 def test_space_sketches_merge_as_the_clis(tmp_path, cli):
     a = image(tmp_path, "a.raw", [1, 2, 0, 1] * 40)
     b = image(tmp_path, "b.raw", [1, 5, 0] * 40)

@@ -186,26 +186,7 @@ def test_ctrl_c_stops_a_convert_and_leaves_the_destination_as_it_was(tmp_path):
         assert sorted(os.listdir(tmp_path)) == ["old.raw", "src.raw"]
 
 
-def bytes_read_when_interrupted(call):
-    """Runs call() with a SIGINT 0.3 s in, expects KeyboardInterrupt, and returns the bytes the
-    process read meanwhile (/proc/self/io's rchar): where the call stopped, without a clock."""
-
-    def bytes_read():
-        with open("/proc/self/io") as io:
-            return next(int(line.split()[1]) for line in io if line.startswith("rchar:"))
-
-    before = bytes_read()
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            call()
-    finally:
-        timer.cancel()
-    return bytes_read() - before
-
-
-def test_ctrl_c_stops_a_compare(tmp_path):
+def test_ctrl_c_stops_a_compare(tmp_path, bytes_read_when_interrupted):
     """SIGINT during a compare raised KeyboardInterrupt only once the whole comparison had run
     (here 48 reads of 1 s each); now it stops at the next chunk."""
     data = tmp_path / "b.raw"
@@ -215,7 +196,7 @@ def test_ctrl_c_stops_a_compare(tmp_path):
     assert bytes_read_when_interrupted(lambda: vstack.compare(slow, data)) < 16 * MiB
 
 
-def test_ctrl_c_stops_a_check_in_its_scrub(tmp_path):
+def test_ctrl_c_stops_a_check_in_its_scrub(tmp_path, bytes_read_when_interrupted):
     """SIGINT during a check raised KeyboardInterrupt only once every layer had been checked
     (here a crc32c scrub of 48 MiB read at 1 s a chunk); now the scrub stops at its next
     chunk."""

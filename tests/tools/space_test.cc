@@ -155,6 +155,27 @@ TEST_F(SpaceCommand, ReplayOntoFilesLeavesNothingBehind) {
   }
 }
 
+// Ctrl-C (here GNU timeout's SIGINT) during a replay onto files left the replay's sparse file
+// in the directory (369 MB, 19 MB of it written, for a 48 MiB image); now the run stops at its
+// next chunk, removes it and exits 130. A scan stops the same way.
+TEST_F(SpaceCommand, AnInterruptedReplayRemovesItsFiles) {
+  const std::string replay_dir = dir_.File("replay");
+  std::filesystem::create_directory(replay_dir);
+  // Each 4 MiB chunk takes 400 ms to read: the whole image, 12 of them.
+  const std::string slow = "'delay:read=400ms,qd=1+file:" + dir_.File("vm0.img") + "'";
+  for (const std::string& mode : {"--mode=replay --replay-dir=" + replay_dir, std::string()}) {
+    testing::CommandResult r =
+        testing::RunCommand("timeout --preserve-status -s INT 0.6 " + std::string(VSTACK_CLI) +
+                            " space " + mode + " " + slow);
+    EXPECT_EQ(r.status, 130) << mode << "\n" << r.output;
+    EXPECT_NE(r.output.find("vstack space: interrupted"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("what the replay had written was removed") != std::string::npos,
+              !mode.empty())
+        << r.output;
+    EXPECT_TRUE(std::filesystem::is_empty(replay_dir)) << "the replay's file was left behind";
+  }
+}
+
 TEST_F(SpaceCommand, TextJsonAndSvgCarryTheSameNumbers) {
   const std::string svg = dir_.File("w.svg");
   testing::CommandResult t =

@@ -1,12 +1,16 @@
 // vstack.bench() and vstack.space(): the same library calls as `vstack bench` and `vstack
 // space` (bench::Benchmark, AnalyzeSpace, MergeSpaceSketches), with the knobs taken by the CLI's
 // names and checked by the library (bench::SetKnob), the GIL released while they run.
+#include "bench/report/bench.h"
+
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <fstream>
+#include <future>
 #include <map>
 #include <optional>
 #include <string>
@@ -14,7 +18,6 @@
 #include <vector>
 
 #include "analysis/space/space.h"
-#include "bench/report/bench.h"
 #include "bench/report/records.h"
 #include "bench/report/report_dir.h"
 #include "bench/workload/knob_text.h"
@@ -175,17 +178,40 @@ py::object SpaceReport(const Result<SpaceResult>& r, const std::string& sketch_p
   return FromJson(r->json);
 }
 
+// AnalyzeSpace() on a thread of its own, so that Ctrl-C stops it: Python sees a signal only on
+// its main thread, and the analysis asks keep_going from its workers. The calling thread waits
+// without the GIL and looks for a signal Python has noted every 50 ms; one found stops the
+// analysis (which removes what it created) and is raised once the analysis has returned.
+Result<SpaceResult> AnalyzeStoppably(const SpaceKnobs& knobs,
+                                     const std::vector<std::string>& images) {
+  std::atomic<bool> stop{false};
+  SpaceHooks hooks;
+  hooks.keep_going = [&stop] { return !stop.load(); };
+  std::future<Result<SpaceResult>> run =
+      std::async(std::launch::async, [&] { return AnalyzeSpace(knobs, images, hooks); });
+  std::optional<py::error_already_set> raised;
+  for (bool done = false; !done;) {
+    {
+      py::gil_scoped_release unlocked;
+      done = run.wait_for(std::chrono::milliseconds(50)) == std::future_status::ready;
+    }
+    if (!done && !raised && PyErr_CheckSignals() != 0) {
+      raised.emplace();
+      stop.store(true);
+    }
+  }
+  Result<SpaceResult> r = run.get();
+  if (raised) throw std::move(*raised);
+  return r;
+}
+
 py::object Space(const std::vector<PathArg>& images, const py::dict& options) {
   // The CLI's usage error (tools/cmd_space.cc): with no image the analysis would report zeros.
   if (images.empty()) {
     throw py::value_error("give the images to analyse (or: vstack space merge SKETCH...)");
   }
   const SpaceKnobs knobs = SpaceKnobsFrom(options);
-  Result<SpaceResult> r = MakeError(Errc::kIo, "not run");
-  {
-    py::gil_scoped_release unlocked;
-    r = AnalyzeSpace(knobs, Values(images));
-  }
+  const Result<SpaceResult> r = AnalyzeStoppably(knobs, Values(images));
   return SpaceReport(r, knobs.sketch);
 }
 

@@ -173,7 +173,8 @@ def space(images, **options):
     replay_dir, threads, estimate=True, fraction='1%', accuracy, confidence, seed,
     sketch='s.sketch' to write an estimate's sketch for space_merge). Raises vstack.SpecError
     for an option refused (the CLI's words), ValueError for no image at all (as the CLI
-    refuses it), vstack.IoError for an image that cannot be read."""
+    refuses it), vstack.IoError for an image that cannot be read. Ctrl-C stops the analysis at
+    its next chunk read (KeyboardInterrupt), after a replay has removed what it created."""
     if isinstance(images, (str, _os.PathLike)):
         images = [images]
     # on|off options take Python's booleans too, as bench() does.
