@@ -106,7 +106,10 @@ void ApplyForeign(CLI::App& cmd, BenchArgs& a) {
     if (cmd.get_option(flag)->count() > 0) typed.push_back(flag);
   }
   Result<std::string> line = bench::ApplyForeignArgs(a.diskspd, a.fio_job, typed, &a.knobs);
-  if (!line && line.error().code == make_error_code(Errc::kIo)) Fail("bench", line.error().message);
+  // A job file that cannot be read (missing, a directory) is an error; a bad line or job, usage.
+  if (!line && line.error().code != make_error_code(Errc::kInvalidArgument)) {
+    Fail("bench", line.error().message);
+  }
   if (!line) FailUsage("bench", line.error().message);
   if (!line->empty()) std::fprintf(stderr, "vstack bench: %s\n", line->c_str());
 }

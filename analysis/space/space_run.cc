@@ -50,7 +50,8 @@ Result<SpaceSketch> MergeSketchFiles(const std::vector<std::string>& paths) {
     VSTACK_RETURN_IF_ERROR(RefuseNul(path, Errc::kInvalidArgument, "sketch file's path"));
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) {
-      return MakeError(Errc::kInvalidArgument, "'" + path + "' is a directory; give a sketch file");
+      return MakeError(std::error_code(EISDIR, std::generic_category()),
+                       "'" + path + "' is a directory; give a sketch file");
     }
     errno = 0;
     std::ifstream f(path, std::ios::binary);

@@ -139,7 +139,7 @@ Result<ForeignArgs> Translate(const std::string& diskspd, const std::string& fio
   VSTACK_RETURN_IF_ERROR(RefuseNul(fio_job, Errc::kInvalidArgument, "--fio-job path"));
   std::error_code ec;
   if (std::filesystem::is_directory(fio_job, ec)) {
-    return MakeError(Errc::kInvalidArgument,
+    return MakeError(std::error_code(EISDIR, std::generic_category()),
                      "--fio-job: '" + fio_job + "' is a directory; give a fio job file");
   }
   errno = 0;

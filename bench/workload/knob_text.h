@@ -31,7 +31,8 @@ Status SetKnob(BenchKnobs* knobs, const std::string& flag, const std::string& te
 // win. The targets become the stacks if `knobs` has none. Returns what it ran as, the line the
 // CLI prints on stderr after "vstack bench: " ('--diskspd "-r" runs as --bs 64K ...; --duration
 // as given on the command line'), "" when both are empty. Errors: a translation refused or a
-// value a knob refuses (kInvalidArgument), a job file that cannot be read (kIo).
+// value a knob refuses (kInvalidArgument), a job file that cannot be read (kIo; EISDIR for a
+// directory).
 Result<std::string> ApplyForeignArgs(const std::string& diskspd, const std::string& fio_job,
                                      const std::vector<std::string>& typed, BenchKnobs* knobs);
 

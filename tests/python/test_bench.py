@@ -2,6 +2,7 @@
 field by field (the measured values aside), the knobs refused with the CLI's words, the
 progress callback, BenchResult.records(), .to_pandas() and .report()."""
 
+import errno
 import json
 import numbers
 import os
@@ -174,6 +175,14 @@ def test_bench_diskspd_typed_knobs_win(tmp_path):
         vstack.bench(["memory:16M"], diskspd="-g500")
     with pytest.raises(vstack.IoError, match="cannot read"):
         vstack.bench(["memory:16M"], fio_job=str(tmp_path / "none.fio"))
+    # A directory is a file that cannot be read, as for open() (it was a ValueError here, and
+    # space_merge's a SpecError).
+    with pytest.raises(vstack.IoError, match="is a directory") as e:
+        vstack.bench(["memory:16M"], fio_job=str(tmp_path))
+    assert e.value.errno == errno.EISDIR
+    with pytest.raises(vstack.IoError, match="is a directory") as e:
+        vstack.space_merge(tmp_path)
+    assert e.value.errno == errno.EISDIR
 
 
 def image(tmp_path, name, blocks):
