@@ -56,7 +56,9 @@ Result<DedupOptions> ParseDedupOptions(const OptionValues& values, uint64_t lowe
   DedupOptions o;
   VSTACK_ASSIGN_OR_RETURN(static_cast<GrainOptions&>(o),
                           ParseGrainOptions(values, lower_size, "dedup", /*with_size=*/true));
-  if (o.size / o.grain > DedupDevice::kMaxVirtualGrains) {
+  // The size of the device below, taken when size= is not given, is checked only if a new
+  // device is made (Open): a formatted one keeps its own.
+  if (o.size_given && o.size / o.grain > DedupDevice::kMaxVirtualGrains) {
     return BadOptionValue("dedup", "size", TooManyGrains(o));
   }
   VSTACK_ASSIGN_OR_RETURN(o.verify, values.Bool("verify"));
@@ -77,7 +79,13 @@ Result<DevicePtr> DedupDevice::Open(DevicePtr lower, const DedupOptions& o, bool
       kFormat, std::move(lower), o, read_only, [](ByteWriter&) {},
       [](ByteReader&, const Header&) { return OkStatus(); },
       [&](DevicePtr l, const Header& h, std::unique_ptr<MetaStore> s, uint64_t data_offset,
-          bool ro) { return new DedupDevice(std::move(l), h, o.verify, std::move(s), data_offset, ro); });
+          bool ro) {
+        return new DedupDevice(std::move(l), h, o.verify, std::move(s), data_offset, ro);
+      },
+      [&]() -> Status {
+        if (o.size / o.grain <= kMaxVirtualGrains) return OkStatus();
+        return BadOptionValue("dedup", "size", TooManyGrains(o));
+      });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -72,13 +72,15 @@ std::vector<uint8_t> GrainDevice::EncodeHeader(const GrainFormat& f, uint32_t gr
 Result<DevicePtr> GrainDevice::OpenJournaled(const GrainFormat& f, DevicePtr lower,
                                              const GrainOptions& o, bool read_only,
                                              const std::function<void(ByteWriter&)>& write_extra,
-                                             const ReadExtra& read_extra, const MakeDevice& make) {
+                                             const ReadExtra& read_extra, const MakeDevice& make,
+                                             const std::function<Status()>& check_new) {
   const std::string name = f.name;
   VSTACK_ASSIGN_OR_RETURN(OpenedBelow below,
                           OpenSuperblock(*lower, f.magic, f.name, read_only, o.format));
   read_only = below.read_only;
   const uint64_t lower_size = below.lower_size;
   if (!below.sb) {  // blank: format it (or, read-only, present it empty)
+    if (check_new) VSTACK_RETURN_IF_ERROR(check_new());
     Header h{f.version, o.grain, o.size, 0};
     VSTACK_ASSIGN_OR_RETURN(
         UnitLayout layout,

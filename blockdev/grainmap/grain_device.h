@@ -298,14 +298,17 @@ class GrainDevice : public GrainLayer {
   // checks the superblock (version, geometry, tables, the options the user gave against the
   // stored ones; `extra` reads the layer's fields and says what disagrees), attaches and loads
   // it, and migrates an older version (rewrites the payload at the current version).
-  // `make(lower, header, store, data_offset, read_only)` creates the device.
+  // `make(lower, header, store, data_offset, read_only)` creates the device. `check_new` checks
+  // the options that matter only for a blank device (its virtual size: a formatted device keeps
+  // its own), before it is formatted or presented.
   using MakeDevice = std::function<GrainDevice*(DevicePtr, const Header&,
                                                 std::unique_ptr<MetaStore>, uint64_t, bool)>;
   using ReadExtra = std::function<Status(ByteReader&, const Header&)>;
   static Result<DevicePtr> OpenJournaled(const GrainFormat& f, DevicePtr lower,
                                          const GrainOptions& o, bool read_only,
                                          const std::function<void(ByteWriter&)>& write_extra,
-                                         const ReadExtra& read_extra, const MakeDevice& make);
+                                         const ReadExtra& read_extra, const MakeDevice& make,
+                                         const std::function<Status()>& check_new = {});
 
   // Usage figures for Space() and Properties().
   UnitMap::Usage usage() const { return map_.usage(); }

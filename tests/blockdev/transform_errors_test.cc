@@ -507,6 +507,46 @@ TEST(TransformOptions, BadOptionsNameTheOptionAndTheValue) {
   }
 }
 
+// A formatted dedup device keeps its own virtual size: one on a device below of more than
+// 16 TiB (formatted with size=, as it must be) could not be opened again without size=: the
+// device below's size, taken as the default, was refused as too many grains before the
+// superblock was read. Here the file grows past that size after the format.
+TEST(TransformOptions, AFormattedDedupOpensWithoutSizeOverADeviceBeyondTheLimit) {
+  TempDir dir;
+  const std::string path = dir.File("d.img");
+  {
+    auto dev = Open("dedup:size=1M+file:" + path + ",create=on,size=64M");
+    ASSERT_OK(dev);
+    SyncIo io(**dev);
+    AlignedBuffer data(4096);
+    std::memset(data.data(), 7, 4096);
+    ASSERT_FALSE(io.Write(0, data.span()));
+  }
+  // 4,294,967,295 grains of 4 KiB: one more than a new device may map (the largest file ext4
+  // holds is this size).
+  const uint64_t beyond = (DedupDevice::kMaxVirtualGrains + 1) * 4096;
+  std::error_code ec;
+  std::filesystem::resize_file(path, beyond, ec);
+  if (ec)
+    GTEST_SKIP() << "this filesystem holds no file of " << beyond << " bytes: " << ec.message();
+  auto reopened = Open("dedup+file:" + path);
+  ASSERT_OK(reopened);
+  EXPECT_EQ((*reopened)->geometry().size_bytes, 1u << 20);
+  AlignedBuffer back(4096);
+  ASSERT_FALSE(SyncIo(**reopened).Read(0, back.span()));
+  EXPECT_EQ(back.data()[0], std::byte{7});
+  EXPECT_EQ(back.data()[4095], std::byte{7});
+  reopened->reset();
+  // A new device there still says what fits (the default size checked before a format).
+  std::filesystem::resize_file(path, 0);
+  std::filesystem::resize_file(path, beyond);
+  auto fresh = Open("dedup:format=on+file:" + path);
+  ASSERT_FALSE(fresh);
+  EXPECT_NE(fresh.error().message.find("not given, so the size of the device below"),
+            std::string::npos)
+      << fresh.error().message;
+}
+
 // dedup:size=16T ended "use a larger grain or give size=" although size= was given. The message
 // now says where the size came from, the largest that fits at the grain, and offers a larger
 // grain only where there is one.
