@@ -72,7 +72,7 @@ DedupDevice::DedupDevice(DevicePtr lower, const Header& h, bool verify,
                   /*verifies_reads=*/false,
                   {"dedup_hits", "unique_writes", "verify_reads", "collisions"}),
       verify_(verify),
-      index_(h.units) {}
+      index_(h.units, h.size / h.grain) {}
 
 Result<DevicePtr> DedupDevice::Open(DevicePtr lower, const DedupOptions& o, bool read_only) {
   return OpenJournaled(

@@ -9,10 +9,10 @@ constexpr uint64_t kMaxLoadPercent = 80;
 
 }  // namespace
 
-DedupIndex::DedupIndex(uint64_t units)
+DedupIndex::DedupIndex(uint64_t units, uint64_t max_entries)
     : fps_(2 * units), owners_(units), shards_(size_t{1} << kShardBits) {
-  // Sized up front for an eighth of the units (grown by half when needed).
-  const size_t slots = std::max<uint64_t>(256, units >> (kShardBits + 3));
+  // Sized up front for an eighth of what it may hold (grown by half when needed).
+  const size_t slots = std::max<uint64_t>(256, std::min(units, max_entries) >> (kShardBits + 3));
   for (Shard& s : shards_) s.slots.assign(slots, Slot{0, 0});
 }
 

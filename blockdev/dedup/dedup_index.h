@@ -31,7 +31,10 @@ class DedupIndex {
  public:
   static constexpr int kShardBits = 6;
 
-  explicit DedupIndex(uint64_t units);
+  // For `units` stored units, at most `max_entries` of them indexed at once (a device holds no
+  // more unique grains than it has virtual grains): the shards are sized up front for an eighth
+  // of the fewer, so a small device over a large one below takes little memory.
+  DedupIndex(uint64_t units, uint64_t max_entries);
 
   // The fingerprint kept for `unit` (its record in the unit table).
   Fingerprint Of(uint64_t unit) const { return {fps_.Load(2 * unit), fps_.Load(2 * unit + 1)}; }

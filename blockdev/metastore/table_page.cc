@@ -70,6 +70,7 @@ Status ReadTablePages(SyncIo& io, const Superblock& sb, uint32_t t, const std::s
     }
     for (uint64_t i = 0; i < n; ++i) {
       const auto* page = reinterpret_cast<const uint8_t*>(chunk.data()) + i * kMetaPageSize;
+      if (IsZero(page, kMetaPageSize)) continue;  // never written: zero entries
       VSTACK_RETURN_IF_ERROR(fn(first + i, page,
                                 CheckTablePage(page, sb.volume_id, t, first + i,
                                                offset + i * kMetaPageSize, who)));

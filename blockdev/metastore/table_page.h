@@ -39,10 +39,12 @@ bool TornTablePage(const uint8_t* page, uint64_t page_no, uint64_t used_bytes);
 // ---- Page I/O: what MetaStore does with its tables, for a layer that keeps tables in place
 // (crc32c) too.
 
-// Reads every page of table `t` of `sb` in batches and calls fn(page_no, page, check) for each,
-// where `check` is CheckTablePage's verdict: a page a crash tore (sector by sector) fails it,
-// and the caller decides whether its journal or its own state makes that harmless. Stops at the
-// first error of a read or of fn.
+// Reads every page of table `t` of `sb` in batches and calls fn(page_no, page, check) for each
+// page that is not all zeros, where `check` is CheckTablePage's verdict: a page a crash tore
+// (sector by sector) fails it, and the caller decides whether its journal or its own state makes
+// that harmless. A page of zeros was never written (format zeroes the tables): its entries are
+// zero, the value every caller starts from, so fn never sees it. Stops at the first error of a
+// read or of fn.
 using TablePageSink =
     std::function<Status(uint64_t page_no, const uint8_t* page, const Status& check)>;
 Status ReadTablePages(SyncIo& io, const Superblock& sb, uint32_t t, const std::string& who,

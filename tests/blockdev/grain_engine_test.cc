@@ -410,7 +410,7 @@ TEST(GrainReserves, ThreadsWritingOnAFullLayerTakeBackEachOthersReserves) {
 Fingerprint Fp(uint64_t n) { return Fingerprint{n * 0x9E3779B97F4A7C15ull + 1, n * 0xC2B2AE3D27D4EB4Full}; }
 
 TEST(DedupIndex, APendingEntryNamesItsWriterUntilReady) {
-  DedupIndex x(100);
+  DedupIndex x(100, 100);
   const Fingerprint fp = Fp(7);
   auto lock = x.Lock(fp);
   x.Set(3, fp);
@@ -430,7 +430,7 @@ TEST(DedupIndex, APendingEntryNamesItsWriterUntilReady) {
 
 TEST(DedupIndex, SurvivesGrowthAndDeletionsAndStaysUnder32BytesPerUniqueGrain) {
   constexpr uint64_t kUnits = 200000;
-  DedupIndex x(kUnits);
+  DedupIndex x(kUnits, kUnits);
   for (uint64_t u = 0; u < kUnits; ++u) {
     auto lock = x.Lock(Fp(u));
     x.Set(u, Fp(u));
@@ -452,6 +452,22 @@ TEST(DedupIndex, SurvivesGrowthAndDeletionsAndStaysUnder32BytesPerUniqueGrain) {
       ASSERT_EQ(hit->unit, u);
     }
   }
+}
+
+// A small dedup device over a large device below (dedup:size=1G over 16 TiB) sized its index
+// for an eighth of the units below: 42 MB of slots here, 2.7 GB for 16 TiB, with nothing
+// written. It holds at most one entry per virtual grain, and is now sized by the fewer.
+TEST(DedupIndex, IsSizedByTheVirtualGrainsWhenTheyAreFewerThanTheUnits) {
+  constexpr uint64_t kUnits = uint64_t{1} << 26, kGrains = uint64_t{1} << 18;
+  DedupIndex x(kUnits, kGrains);
+  const uint64_t reserved = kUnits * (16 + 8);  // the fingerprints and owners, reserved per unit
+  EXPECT_LE(x.memory_bytes() - reserved, uint64_t{1} << 20) << "bytes of slots for " << kGrains;
+  for (uint64_t u = 0; u < kGrains; ++u) {  // and it still holds them all
+    auto lock = x.Lock(Fp(u));
+    x.Set(u, Fp(u));
+    x.Insert(Fp(u), u, 0);
+  }
+  EXPECT_EQ(x.entries(), kGrains);
 }
 
 }  // namespace

@@ -5,15 +5,16 @@
 #include <cstring>
 #include <map>
 
-#include "blockdev/metastore/crc32c.h"
 #include "blockdev/memory/memory_device.h"
 #include "blockdev/metastore/bitmap_allocator.h"
+#include "blockdev/metastore/crc32c.h"
 #include "blockdev/metastore/journaled_records.h"
 #include "blockdev/metastore/meta_store.h"
 #include "blockdev/metastore/table_page.h"
 #include "lib/endian.h"
 #include "lib/forwarding_layer.h"
 #include "lib/forwarding_queue.h"
+#include "lib/sync_io.h"
 #include "tests/testing/layer_stack.h"
 #include "tests/testing/test_util.h"
 
@@ -71,6 +72,27 @@ TEST(TablePage, BlankIsValidSealedValidatesAndPositionMatters) {
   EXPECT_EQ(TablePageCapacity(4), 1022u);
   EXPECT_EQ(TablePageCapacity(20), 204u);
   EXPECT_EQ(TablePageCapacity(0), 0u);
+}
+
+// ReadTablePages gives its sink only the pages written: a page of zeros (never written) holds
+// zero entries, which every caller starts from. Opening a 1 GiB dedup device over a 1 TiB file
+// spent 3 s of CPU scanning its untouched grain table (5 GB) entry by entry.
+TEST(TablePage, ReadingGivesOnlyThePagesWritten) {
+  DevicePtr dev = MakeDevice<MemoryDevice>(8 << 20, 512);
+  const Superblock sb = MetaStore::Plan("VSTEST01", {TableDesc{0, 100000, 4}}, 1 << 16, {});
+  SyncIo io(*dev);
+  ASSERT_OK(FormatMetadata(io, sb, "t"));
+  const std::vector<uint64_t> written = {2, 7, 50};
+  ASSERT_OK(WriteTablePages(
+      io, sb, 0, written, [](uint64_t, uint8_t* entries) { entries[0] = 1; }, 0, "t"));
+  std::vector<uint64_t> seen;
+  ASSERT_OK(ReadTablePages(io, sb, 0, "t", [&](uint64_t n, const uint8_t* page, const Status& ok) {
+    EXPECT_OK(ok);
+    EXPECT_EQ(page[kTablePageHeader], 1);
+    seen.push_back(n);
+    return OkStatus();
+  }));
+  EXPECT_EQ(seen, written);
 }
 
 // The checkpoint's input: the records journaled since the last one, filed by page as they
