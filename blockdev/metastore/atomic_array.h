@@ -1,49 +1,32 @@
 // AtomicArray<T>: a fixed-size array of integers, all zero at first, that every thread may read
 // and change at once through atomic operations (std::atomic_ref), sized once, up front. Its
-// memory is reserved, not taken: the kernel backs a page on its first write (an anonymous
-// mapping without swap reservation), so a grain layer over a mostly empty 1 TiB device holds
-// only the pages of the grains it has touched, and nothing on the data path ever allocates or
-// resizes it. T is an unsigned integer of at most 8 bytes. AtomicBits below: the same, a bit each.
+// memory is a ZeroedArray's, reserved, not taken: the kernel backs a page on its first write, so
+// a grain layer over a mostly empty 1 TiB device holds only the pages of the grains it has
+// touched, and nothing on the data path ever allocates or resizes it. T is an unsigned integer
+// of at most 8 bytes. AtomicBits below: the same, a bit each.
 #ifndef VSTACK_BLOCKDEV_METASTORE_ATOMIC_ARRAY_H_
 #define VSTACK_BLOCKDEV_METASTORE_ATOMIC_ARRAY_H_
-
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <new>
 #include <utility>
+
+#include "blockdev/metastore/zeroed_array.h"
 
 namespace vstack {
 
 template <typename T>
 class AtomicArray {
  public:
-  explicit AtomicArray(uint64_t size = 0) : size_(size) {
-    if (size == 0) return;
-    void* p = mmap(nullptr, bytes(), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    data_ = static_cast<T*>(p);
-  }
-  AtomicArray(AtomicArray&& o) noexcept
-      : size_(std::exchange(o.size_, 0)), data_(std::exchange(o.data_, nullptr)) {}
-  AtomicArray& operator=(AtomicArray&& o) noexcept {
-    std::swap(size_, o.size_);
-    std::swap(data_, o.data_);
-    return *this;
-  }
-  ~AtomicArray() {
-    if (data_) munmap(data_, bytes());
-  }
+  explicit AtomicArray(uint64_t size = 0) : words_(size) {}
 
-  uint64_t size() const { return size_; }
+  uint64_t size() const { return words_.size(); }
   // Bytes reserved (the pages actually used are those written so far).
-  uint64_t bytes() const { return size_ * sizeof(T); }
+  uint64_t bytes() const { return words_.bytes(); }
 
   // Element i, for atomic access from any thread. REQUIRES: i < size().
-  std::atomic_ref<T> operator[](uint64_t i) const { return std::atomic_ref<T>(data_[i]); }
+  std::atomic_ref<T> operator[](uint64_t i) const { return std::atomic_ref<T>(words_.data()[i]); }
   T Load(uint64_t i, std::memory_order o = std::memory_order_acquire) const {
     return (*this)[i].load(o);
   }
@@ -52,8 +35,7 @@ class AtomicArray {
   }
 
  private:
-  uint64_t size_ = 0;
-  T* data_ = nullptr;
+  ZeroedArray<T> words_;
 };
 
 // AtomicBits: a fixed-size array of bits, all clear at first, on AtomicArray words (reserved, not

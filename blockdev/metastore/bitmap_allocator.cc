@@ -7,11 +7,11 @@ namespace vstack {
 
 BitmapAllocator::BitmapAllocator(uint64_t units)
     : units_(units),
-      used_words_((units + 63) / 64, 0),
-      stale_words_((units + 63) / 64, 0),
-      mark_words_((units + 63) / 64, 0) {
+      used_words_((units + 63) / 64),
+      stale_words_((units + 63) / 64),
+      mark_words_((units + 63) / 64) {
   // Bits past the end are permanently "used" so searches never return them.
-  if (units % 64) used_words_.back() = ~uint64_t{0} << (units % 64);
+  if (units % 64) used_words_[units / 64] = ~uint64_t{0} << (units % 64);
 }
 
 std::optional<uint64_t> BitmapAllocator::FindFree() const {
@@ -207,10 +207,9 @@ void BitmapAllocator::FreeDiscarded(const std::vector<uint64_t>& units) {
 }
 
 uint64_t BitmapAllocator::memory_bytes() const {
-  return (used_words_.capacity() + stale_words_.capacity() + mark_words_.capacity() +
-          reuse_.capacity() +
-          freed_this_round_.capacity() + freed_last_round_.capacity()) *
-         sizeof(uint64_t);
+  return used_words_.bytes() + stale_words_.bytes() + mark_words_.bytes() +
+         (reuse_.capacity() + freed_this_round_.capacity() + freed_last_round_.capacity()) *
+             sizeof(uint64_t);
 }
 
 }  // namespace vstack

@@ -17,6 +17,8 @@
 #include <optional>
 #include <vector>
 
+#include "blockdev/metastore/zeroed_array.h"
+
 namespace vstack {
 
 class BitmapAllocator {
@@ -58,15 +60,15 @@ class BitmapAllocator {
   uint64_t used() const { return used_; }
   uint64_t free() const { return units_ - used_; }
   uint64_t stale() const { return stale_; }
-  // Bytes of memory the allocator takes (bitmaps and the lists of stale units).
+  // Bytes of memory the allocator takes (the bitmaps, as reserved, and the lists of stale units).
   uint64_t memory_bytes() const;
 
  private:
-  static bool Bit(const std::vector<uint64_t>& w, uint64_t u) {
+  static bool Bit(const ZeroedArray<uint64_t>& w, uint64_t u) {
     return (w[u / 64] >> (u % 64)) & 1;
   }
-  static void Set(std::vector<uint64_t>& w, uint64_t u) { w[u / 64] |= uint64_t{1} << (u % 64); }
-  static void Clear(std::vector<uint64_t>& w, uint64_t u) {
+  static void Set(ZeroedArray<uint64_t>& w, uint64_t u) { w[u / 64] |= uint64_t{1} << (u % 64); }
+  static void Clear(ZeroedArray<uint64_t>& w, uint64_t u) {
     w[u / 64] &= ~(uint64_t{1} << (u % 64));
   }
   std::optional<uint64_t> FindFree() const;
@@ -86,9 +88,11 @@ class BitmapAllocator {
   uint64_t units_;
   uint64_t used_ = 0;
   uint64_t cursor_ = 0;  // where the next search for a clean unit starts
-  std::vector<uint64_t> used_words_;
-  std::vector<uint64_t> stale_words_;
-  std::vector<uint64_t> mark_words_;  // Take's and CompactReuse's scratch: zero between calls
+  // Reserved, not taken (ZeroedArray): the words of units never used take no memory, so the
+  // bitmaps of a large, mostly empty device below cost what was written.
+  ZeroedArray<uint64_t> used_words_;
+  ZeroedArray<uint64_t> stale_words_;
+  ZeroedArray<uint64_t> mark_words_;  // Take's and CompactReuse's scratch: zero between calls
   uint64_t stale_ = 0;
   // Every stale unit is in `reuse_` (a stack: the most recently freed on top). Entries whose
   // unit is no longer stale, and duplicates, are skipped when popped and dropped by Compact.
