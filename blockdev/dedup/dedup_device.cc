@@ -191,7 +191,7 @@ Status DedupDevice::LoadUnitRecord(uint64_t unit, const uint8_t* in) {
 }
 
 void DedupDevice::FinishLoad() {
-  for (uint64_t u = 0; u < map().units(); ++u) {
+  for (uint64_t u = map().NextLoadedUnit(0); u < map().units(); u = map().NextLoadedUnit(u + 1)) {
     if (map().refs(u) == 0) continue;
     const Fingerprint fp = index_.Of(u);
     auto lock = index_.Lock(fp);

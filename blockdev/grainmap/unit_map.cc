@@ -33,6 +33,7 @@ UnitMap::UnitMap(uint64_t grains, uint32_t entry_bytes, uint64_t units)
       map32_(wide_ ? 0 : grains),
       map64_(wide_ ? grains : 0),
       written_((grains + kBlockGrains - 1) / kBlockGrains),
+      loaded_units_((units + kBlockGrains - 1) / kBlockGrains),
       locks_((grains + 63) / 64),
       dirty_(units ? grains : 0),
       refs_(units),
@@ -47,6 +48,13 @@ uint64_t UnitMap::NextWritten(uint64_t v) const {
   const uint64_t blocks = (grains_ + kBlockGrains - 1) / kBlockGrains;
   const uint64_t block = written_.NextSet(v / kBlockGrains, blocks);
   return block == blocks ? grains_ : std::max(v, block * kBlockGrains);
+}
+
+uint64_t UnitMap::NextLoadedUnit(uint64_t u) const {
+  if (u >= units_) return units_;
+  const uint64_t blocks = (units_ + kBlockGrains - 1) / kBlockGrains;
+  const uint64_t block = loaded_units_.NextSet(u / kBlockGrains, blocks);
+  return block == blocks ? units_ : std::max(u, block * kBlockGrains);
 }
 
 uint64_t UnitMap::Enter(Journal& j) {
@@ -425,7 +433,10 @@ void UnitMap::Load(uint64_t v, uint64_t e) {
   loaded_zeros_.fetch_add(uint64_t{e == kZero} - uint64_t{old == kZero}, std::memory_order_relaxed);
   if (units_ == 0) return;
   if (HasUnit(old)) refs_[UnitOf(old)].fetch_sub(1, std::memory_order_relaxed);
-  if (HasUnit(e)) refs_[UnitOf(e)].fetch_add(1, std::memory_order_relaxed);
+  if (HasUnit(e)) {
+    refs_[UnitOf(e)].fetch_add(1, std::memory_order_relaxed);
+    loaded_units_.Set(UnitOf(e) / kBlockGrains, std::memory_order_relaxed);
+  }
 }
 
 void UnitMap::FinishLoad() {
@@ -434,7 +445,7 @@ void UnitMap::FinishLoad() {
   base_.live = loaded_live_.load(std::memory_order_relaxed);
   base_.zeros = loaded_zeros_.load(std::memory_order_relaxed);
   std::lock_guard al(alloc_mu_);
-  for (uint64_t u = 0; u < units_; ++u) {
+  for (uint64_t u = NextLoadedUnit(0); u < units_; u = NextLoadedUnit(u + 1)) {
     if (refs_.Load(u) == 0) continue;
     alloc_.MarkUsed(u);
     ++base_.used;

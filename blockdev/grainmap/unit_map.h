@@ -90,8 +90,12 @@ class UnitMap {
   }
   // Sets v's entry while loading (a journal replayed over a checkpoint may set one several
   // times), counting the change of usage and references as it goes, so that opening costs what
-  // was loaded, not the virtual size: FinishLoad walks the units, never the map.
+  // was loaded, not the virtual size: FinishLoad walks the units referenced, never the map.
   void Load(uint64_t v, uint64_t e);
+  // The units a loaded entry referenced, in blocks of kBlockGrains units: the first unit at or
+  // after u in such a block, units() if there is none. Walks after the load (FinishLoad, a
+  // layer's rebuild of what it derives) cost the units used, not the device below's size.
+  uint64_t NextLoadedUnit(uint64_t u) const;
   // Sets v's entry and counts nothing: the damage a test of Check needs (an entry that no
   // reference or allocation backs). Never on a layer's path.
   void OverwriteUncounted(uint64_t v, uint64_t e) { Exchange(v, e); }
@@ -268,6 +272,7 @@ class UnitMap {
   AtomicArray<uint32_t> map32_;
   AtomicArray<uint64_t> map64_;
   AtomicBits written_;                 // a bit per map block (see NextWritten)
+  AtomicBits loaded_units_;            // a bit per block of units (see NextLoadedUnit)
   AtomicArray<uint64_t> locks_;        // a bit per grain
   AtomicBits dirty_;                   // a bit per grain remapped since the last cut
   AtomicArray<uint32_t> refs_;         // per unit

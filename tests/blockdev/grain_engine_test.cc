@@ -37,6 +37,24 @@ void Remap(UnitMap& m, UnitMap::Journal& j, uint64_t v, uint64_t e) {
   m.Remap(j, v, e, /*counted=*/false);
 }
 
+// Opening walks only the blocks of units a loaded entry referenced: an empty dedup over a
+// blank device below of 16 TiB (4 Gi units) took 6.8 s to look at every reference count.
+TEST(UnitMap, AfterLoadingTheWalksVisitOnlyTheUnitsReferenced) {
+  constexpr uint64_t kUnits = uint64_t{1} << 20;
+  UnitMap m(/*grains=*/4096, /*entry_bytes=*/4, kUnits);
+  m.Load(0, UnitMap::EntryOf(5));
+  m.Load(1, UnitMap::EntryOf(5000));
+  m.Load(2, UnitMap::EntryOf(9000));
+  m.Load(2, UnitMap::kZero);  // the journal sets it again: unit 9000 loses its reference
+  m.FinishLoad();
+  EXPECT_EQ(m.NextLoadedUnit(0), 0u);
+  EXPECT_EQ(m.NextLoadedUnit(6), 6u);             // in unit 5's block
+  EXPECT_EQ(m.NextLoadedUnit(1024), 4096u);       // unit 5000's block
+  EXPECT_EQ(m.NextLoadedUnit(9 * 1024), kUnits);  // past unit 9000's block: none
+  EXPECT_EQ(m.usage().used, 2u);  // 5 and 5000; 9000 is in a walked block but unreferenced
+  EXPECT_EQ(m.refs(9000), 0u);
+}
+
 TEST(UnitMap, ReleasedUnitIsReusedOnlyAfterACommitThatCapturedTheRelease) {
   UnitMap m(10, 4, 2);
   m.FinishLoad();
