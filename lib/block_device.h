@@ -52,6 +52,7 @@
 #include "lib/property.h"
 #include "lib/space_usage.h"
 #include "lib/stats.h"
+#include "lib/unwritten_origin.h"
 
 VSTACK_PUBLIC_BEGIN
 namespace vstack {
@@ -194,6 +195,14 @@ class BlockDevice {
   // range, in order, to `out`. The default reports one data extent. Devices with kCapExtents
   // report holes (never allocated / discarded) and known-zero ranges. Thread-safe; may do I/O.
   virtual Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out);
+
+  // Where this device's bytes at `offset` (below size_bytes()) come from while nothing has
+  // written them through it since it was made (lib/unwritten_origin.h). The default: kUnknown.
+  // A ForwardingLayer and a fixed VHD show the device below at the same offset, a present VHDX
+  // block the device below where the block is, a differencing VHD its parent; a thin layer (a
+  // dynamic VHD, a VHDX block not present, dedup, zstd) and crc32c (its format zeroes the
+  // device below) show zeros. Thread-safe; no I/O.
+  virtual UnwrittenOrigin OriginOfUnwritten(uint64_t offset) const { return {}; }
 
   // Verifies this layer's own metadata (not the layers below; `vstack check` walks the stack).
   // Adds what it finds to `out`. With a repair mode, fixes what can be fixed without losing

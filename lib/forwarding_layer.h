@@ -7,7 +7,8 @@
 // What a ForwardingLayer inherits:
 //  - geometry and capabilities: the device below's, kCapResizable included (Resize is the
 //    device below's);
-//  - MapExtents and SpaceOf: the device below's, since its addresses are this layer's;
+//  - MapExtents and SpaceOf: the device below's, since its addresses are this layer's; and
+//    OriginOfUnwritten: the device below at the same offset (it writes nothing of its own);
 //  - fresh(), closing the device below (Layer); no metadata: nothing to Check, persist or
 //    report in Space() (a walker of the stack, such as `vstack space`, goes on below);
 //  - Describe(): the kind; Properties(): none;
@@ -40,6 +41,9 @@ class ForwardingLayer : public Layer {
   }
   std::optional<SpaceUsage> SpaceOf(uint64_t offset, uint64_t length) const override {
     return lower_device().SpaceOf(offset, length);
+  }
+  UnwrittenOrigin OriginOfUnwritten(uint64_t offset) const override {
+    return UnwrittenOrigin::Of(lower_device(), offset, size_bytes() - offset);
   }
 
  protected:

@@ -268,6 +268,11 @@ class GrainDevice : public GrainLayer {
 
   // Reading the map of [offset, offset+length): zero and unmapped grains (kCapExtents).
   Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
+  // Zeros: a grain never written since the format is one a mapped layer maps to nothing, and
+  // one an in-place layer's format zeroed below.
+  UnwrittenOrigin OriginOfUnwritten(uint64_t offset) const override {
+    return UnwrittenOrigin::Zeros(size_bytes() - offset);
+  }
   // The map's check, the layer's (CheckMore), then every stored grain read back (ScrubGrain).
   Status Check(CheckMode mode, CheckResult* out) override;
 

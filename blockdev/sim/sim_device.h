@@ -84,6 +84,10 @@ class SimDevice final : public BlockDevice {
   SimDevice(std::string name, SimDiskEntry entry, SimHost& host, bool read_only);
   std::string Describe() const override;
   bool fresh() const override { return disk_->fresh(); }
+  // Zeros: a simulated disk starts as zeros, and its space grows as zeros.
+  UnwrittenOrigin OriginOfUnwritten(uint64_t offset) const override {
+    return UnwrittenOrigin::Zeros(size_bytes() - offset);
+  }
   const std::string& name() const { return name_; }
   SimDisk& disk() const { return *disk_; }
 

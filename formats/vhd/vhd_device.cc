@@ -218,6 +218,14 @@ Status VhdDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Exten
   return lower_device().MapExtents(offset, length, out);
 }
 
+UnwrittenOrigin VhdDevice::OriginOfUnwritten(uint64_t offset) const {
+  const uint64_t rest = size_bytes() - offset;
+  if (!dynamic_) return UnwrittenOrigin::Of(lower_device(), offset, rest);
+  const uint64_t parent_size = parent_ != nullptr ? parent_->size_bytes() : 0;
+  if (offset >= parent_size) return UnwrittenOrigin::Zeros(rest);
+  return UnwrittenOrigin::Of(*parent_, offset, std::min(rest, parent_size - offset));
+}
+
 Status VhdDevice::MapOwnExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
   VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
   if (dynamic_) return MapDynamicExtents(*dynamic_, offset, length, out, /*own_only=*/true);

@@ -88,6 +88,10 @@ class VhdDevice final : public Layer {
   // Like MapExtents, but only what this image holds: for a differencing disk, sectors it does
   // not hold are holes (zero), whatever the parent has.
   Status MapOwnExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out);
+  // Fixed: the file at the same offset (creating it wrote only the footer, past the data).
+  // Differencing: the parent at the same offset, zeros past its end (or all zeros, opened
+  // alone). Dynamic: zeros.
+  UnwrittenOrigin OriginOfUnwritten(uint64_t offset) const override;
   Status Check(CheckMode mode, CheckResult* out) override;
 
   bool is_dynamic() const { return image_.is_dynamic(); }

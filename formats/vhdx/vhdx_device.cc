@@ -275,6 +275,19 @@ void VhdxDevice::Properties(PropertyList& out) const {
   out.push_back({"file_size", lower_device().size_bytes(), "bytes"});
 }
 
+UnwrittenOrigin VhdxDevice::OriginOfUnwritten(uint64_t offset) const {
+  const uint64_t bs = image_.layout.block_size;
+  const uint64_t n = std::min(size_bytes() - offset, bs - offset % bs);
+  const uint64_t entry = Entry(offset / bs);
+  if (EntryState(entry) == kUnusableState) return {};
+  if (!Readable(EntryState(entry))) return UnwrittenOrigin::Zeros(n);
+  // Past the file's end, as reads see it (MapExtents), zeros.
+  const uint64_t at = EntryOffset(entry) + offset % bs;
+  const uint64_t file = lower_device().size_bytes();
+  if (at >= file) return UnwrittenOrigin::Zeros(n);
+  return UnwrittenOrigin::Of(lower_device(), at, std::min(n, file - at));
+}
+
 Status VhdxDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
   VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
   const uint64_t bs = image_.layout.block_size;

@@ -70,6 +70,10 @@ class VhdxDevice final : public Layer {
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
   Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
+  // Per payload block: a present block shows the file where the BAT puts it (a fixed VHDX's
+  // blocks are all present from creation, which writes nothing there); any other block reads
+  // as zeros (not present, zero, unmapped); a block the BAT marks unusable is unknown.
+  UnwrittenOrigin OriginOfUnwritten(uint64_t offset) const override;
   Status Check(CheckMode mode, CheckResult* out) override;
 
   const VhdxImage& image() const { return image_; }
