@@ -139,13 +139,16 @@ Status CheckStacks(const std::vector<std::string>& stacks) {
   for (const std::string& text : stacks) {
     VSTACK_ASSIGN_OR_RETURN(SimStack stack, SimStack::Parse(text));
     // One short run without faults: a stack that cannot even be formatted and opened (an
-    // option's value, a size) is a mistake on the command line.
+    // option's value, a size), or whose content before any write the simulator cannot tell,
+    // is a mistake on the command line.
     SimOptions quiet;
     quiet.ops = 0;
     quiet.fault_runs = quiet.crash_runs = quiet.enospc_runs = 0;
     RunResult r = RunSeed(stack, quiet, 1);
     for (const SimFailure& f : r.failures) {
-      if (f.kind == "open") return MakeError(Errc::kInvalidArgument, "--stack " + text + ": " + f.message);
+      if (f.kind == "open" || f.kind == "model") {
+        return MakeError(Errc::kInvalidArgument, "--stack " + text + ": " + f.message);
+      }
     }
   }
   return OkStatus();

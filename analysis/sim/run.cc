@@ -45,6 +45,9 @@ class Run {
   bool Hung(Scheduler::End end, const std::string& when);
   void DrawShape();
   bool Open(bool first);
+  // The model, from what the stack shows after its first open; a `model` failure if the
+  // simulator cannot tell.
+  bool StartModel();
   bool Check(const std::string& when);
   // Reads every unit back: after a power cut (or a close that could not persist everything)
   // each must hold what the cut may leave, else exactly what the model says. A read that an
@@ -141,6 +144,16 @@ bool Run::Open(bool first) {
     return false;
   }
   sched_->set_report_stack(dev_.get());
+  return true;
+}
+
+bool Run::StartModel() {
+  Result<std::vector<uint64_t>> initial = stack_.InitialContent(dev_->size_bytes() / kUnit);
+  if (!initial) {
+    Fail("model", initial.error().ToString());
+    return false;
+  }
+  model_ = std::make_unique<Model>(std::move(*initial));
   return true;
 }
 
@@ -336,8 +349,7 @@ RunResult Run::Go() {
   // Each epoch has a request at least (the instant of its cut); the last one takes what the
   // division leaves, so that the epochs share exactly o_.ops.
   const uint64_t cuts = std::min<uint64_t>(drawn, std::max<uint64_t>(o_.ops, 1) - 1);
-  if (Open(true)) {
-    model_ = std::make_unique<Model>(stack_.InitialContent(dev_->size_bytes() / kUnit));
+  if (Open(true) && StartModel()) {
     const uint64_t per_epoch = o_.ops / (cuts + 1);
     bool ok = true;
     for (uint64_t e = 0; e <= cuts && ok; ++e) {

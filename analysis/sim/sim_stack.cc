@@ -9,7 +9,6 @@
 #include "formats/vhd/vhd_parent.h"
 #include "formats/vhdx/vhdx_create.h"
 #include "lib/aligned_buffer.h"
-#include "lib/forwarding_layer.h"
 #include "lib/registry.h"
 #include "lib/size.h"
 #include "lib/suggest.h"
@@ -174,7 +173,6 @@ Status SimStack::MakeParent() {
         return MakeError(ec, "sim: filling the parent: " + ec.message());
       }
     }
-    parent_size_ = size;
   }
   return parent->Close();
 }
@@ -240,14 +238,21 @@ Result<DevicePtr> SimStack::Open(bool first) {
     VSTACK_RETURN_IF_ERROR(MakeParent());
   }
   VSTACK_ASSIGN_OR_RETURN(DevicePtr dev, vstack::Open("sim:disk"));
-  shows_parent_ = false;
+  const BlockDevice* parent = nullptr;  // the differencing VHD's, whose data the sim knows
   for (const Part& part : parts_) {
     VSTACK_ASSIGN_OR_RETURN(dev, OpenPart(part, std::move(dev), first));
-    // The parent's data shows through the differencing VHD and the layers above it that keep
-    // the data below as they are. Above any other layer the model starts from zeros: right for
-    // a grain layer (formatted) or a dynamic format (nothing allocated), not for a fixed VHD or
-    // VHDX, whose data region shows the bytes below (such a stack fails with `data`).
-    shows_parent_ = part.diff || (shows_parent_ && dynamic_cast<ForwardingLayer*>(dev.get()));
+    if (const auto* vhd = dynamic_cast<const vhd::VhdDevice*>(dev.get()); vhd && part.diff) {
+      parent = vhd->parent();
+    }
+  }
+  if (first) {
+    Result<std::vector<ShownRun>> shown = TraceUnwritten(*dev, parent);
+    if (shown) {
+      shown_ = std::move(*shown);
+      unmodelled_.reset();
+    } else {
+      unmodelled_ = std::move(shown).error();
+    }
   }
   NoteInjectors(*dev);
   return dev;
@@ -280,14 +285,19 @@ bool SimStack::InjectsBelow(std::error_code ec) const {
                      [&](const Injector& i) { return !i.top && i.Injects(ec); });
 }
 
-std::vector<uint64_t> SimStack::InitialContent(uint64_t units) const {
+Result<std::vector<uint64_t>> SimStack::InitialContent(uint64_t units) const {
+  if (unmodelled_) {
+    return Annotate(*unmodelled_,
+                    "the simulator cannot tell what the stack shows before any write");
+  }
   std::vector<uint64_t> content(units, ZeroUnitHash());
-  if (!shows_parent_) return content;
   uint8_t unit[kUnit];
-  const uint64_t parent_units = parent_size_ / kUnit;
-  for (uint64_t u = 0; u < std::min(units, parent_units); ++u) {
-    FillParent(parent_seed_, u * kUnit, unit, kUnit);
-    content[u] = UnitHash(unit);
+  for (const ShownRun& run : shown_) {
+    if (!run.parent) continue;
+    for (uint64_t at = 0; at < run.length && (run.offset + at) / kUnit < units; at += kUnit) {
+      FillParent(parent_seed_, run.parent_offset + at, unit, kUnit);
+      content[(run.offset + at) / kUnit] = UnitHash(unit);
+    }
   }
   return content;
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "analysis/sim/scheduler.h"
+#include "analysis/sim/unwritten_trace.h"
 #include "lib/block_device.h"
 #include "lib/spec.h"
 
@@ -53,11 +54,13 @@ class SimStack {
   // Opens the stack (on a simulated thread). `first`: formats every layer and creates the
   // images (and before that fills the differencing VHD's parent).
   Result<DevicePtr> Open(bool first);
-  // What each unit of the top device holds right after the first open, as unit hashes: the
-  // parent's data where a differencing VHD shows through, i.e. it is the top layer or every
-  // layer above it keeps the data below as they are (a ForwardingLayer: passthrough, delay, hv,
-  // ready, error); else zeros.
-  std::vector<uint64_t> InitialContent(uint64_t units) const;
+  // What each unit of the top device holds right after the first open, as unit hashes, by
+  // what each layer says it shows where nothing has been written (unwritten_trace.h): the
+  // parent's data where a differencing VHD shows through (it is the top layer; the layers above
+  // it keep the data below as they are, ForwardingLayers; a fixed VHD or a fixed VHDX maps its
+  // data onto it), else zeros. Fails if a layer does not say: the simulator cannot model the
+  // stack.
+  Result<std::vector<uint64_t>> InitialContent(uint64_t units) const;
   // A power cut: each disk the stack writes becomes what the cut leaves of it (the stack
   // opened so far keeps the old one).
   void PowerCut(Scheduler& sched, SimRng& rng, double land, double torn);
@@ -81,8 +84,9 @@ class SimStack {
   std::vector<Part> parts_;  // bottom first
   uint64_t parent_seed_ = 0;
   uint64_t image_size_ = 16 << 20;  // of an image over a disk that grows
-  uint64_t parent_size_ = 0;        // the differencing VHD's parent's virtual size
-  bool shows_parent_ = false;       // the top device reads the parent's data (InitialContent)
+  // What the top device shows after the first open (InitialContent), or why that is unknown.
+  std::vector<ShownRun> shown_;
+  std::optional<Error> unmodelled_;
   struct Injector {
     int error = 0;     // errno
     uint32_t ops = 0;  // bit (1 << Op) per kind of top-device request that may fail with it
