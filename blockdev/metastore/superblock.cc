@@ -258,10 +258,10 @@ Status FormatMetadata(SyncIo& io, const Superblock& sb, const std::string& who) 
   // Zeroed and allocated (no kIoMayUnmap): the metadata area is reserved where the device below
   // can (fallocate on a file), so that a full filesystem fails data writes, never metadata ones.
   if (std::error_code ec = io.WriteZeroes(zero_from, sb.data_offset - zero_from)) {
-    // What the zeroing reserved before it failed (a full filesystem) is given back: the format
-    // was asked for, so the area's old bytes were to go, and a file the open found would keep
-    // the reservation (the open gives back only a file it made or grew).
-    const bool given_back = !io.WriteZeroes(zero_from, sb.data_offset - zero_from, kIoMayUnmap);
+    // What the zeroing reserved before it failed (a full filesystem) is given back, discarded
+    // (a file's hole): the format was asked for, so the area's old bytes were to go, and a file
+    // the open found would keep the reservation (the open undoes only a file it made or grew).
+    const bool given_back = !io.Discard(zero_from, sb.data_offset - zero_from);
     return MakeError(ec, who + ": cannot zero the metadata area [" + std::to_string(zero_from) +
                              ", " + std::to_string(sb.data_offset) + "): " + ec.message() +
                              (given_back ? " (what it had reserved is given back)" : ""));
