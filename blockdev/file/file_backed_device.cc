@@ -412,8 +412,12 @@ std::error_code FileBackedDevice::RunSync(const IoRequest& r) const {
 std::error_code FileBackedDevice::WriteZeroesSync(uint64_t offset, uint64_t length,
                                                   IoFlags flags) const {
   std::error_code ec;
-  if (::fallocate(fd_, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+  if ((flags & kIoMayUnmap) && !is_block_device_ &&
+      ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
                   static_cast<off_t>(length)) == 0) {
+    ec = {};  // may unmap: a hole, which reads as zeros and takes no space (as qemu does)
+  } else if (::fallocate(fd_, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+                         static_cast<off_t>(offset), static_cast<off_t>(length)) == 0) {
     ec = {};
   } else if (errno == EOPNOTSUPP && !is_block_device_ &&
              ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
