@@ -25,6 +25,7 @@ CASES=(
   "vhd_bench ^BM_Memory_Raw_Read/32/real_time$ 8192 raw"
   "vhd_bench ^BM_Memory_VhdFixed_Read/32/real_time$ 8192 vhd-fixed"
   "vhd_bench ^BM_Memory_VhdDynamic_Read/32/real_time$ 8192 vhd-dynamic"
+  "vhd_bench ^BM_Memory_VhdxDynamic_Read/32/real_time$ 8192 vhdx-dynamic"
 )
 
 out=$(mktemp -d)
@@ -44,7 +45,7 @@ for build in "$@"; do
   done
   echo "$build"
   printf '  %-14s %8s %8s\n' case instr/req "over bare"
-  for label in bare passthrough passthrough-x4 latency-bare latency-x4 raw vhd-fixed vhd-dynamic; do
+  for label in bare passthrough passthrough-x4 latency-bare latency-x4 raw vhd-fixed vhd-dynamic vhdx-dynamic; do
     base=${per_request[raw]}
     [[ $label == bare || $label == passthrough* ]] && base=${per_request[bare]}
     [[ $label == latency-* ]] && base=${per_request[latency-bare]}
