@@ -86,7 +86,7 @@ Status VhdxDevice::CommitGroup(IoQueue& q, std::span<Allocation* const> group) {
     const uint64_t index = image_.layout.Index(a.block);
     auto it = assigned.find(index);
     const uint64_t e =
-        it != assigned.end() ? it->second : BatEntry(index).load(std::memory_order_relaxed);
+        it != assigned.end() ? it->second : image_.bat.Get(index, std::memory_order_relaxed);
     IoRequest& w = writes[i];
     w.op = Op::kWrite;
     w.length = a.length;
@@ -170,7 +170,7 @@ Status VhdxDevice::CommitGroup(IoQueue& q, std::span<Allocation* const> group) {
     for (uint64_t j = 0; j < per_page && first + j < image_.layout.entries; ++j) {
       auto a = assigned.find(first + j);
       const uint64_t v =
-          a != assigned.end() ? a->second : BatEntry(first + j).load(std::memory_order_relaxed);
+          a != assigned.end() ? a->second : image_.bat.Get(first + j, std::memory_order_relaxed);
       StoreLE64(page.data.data() + 8 * j, OnDiskEntry(image_, first + j, v));
     }
   }
@@ -202,7 +202,7 @@ Status VhdxDevice::CommitGroup(IoQueue& q, std::span<Allocation* const> group) {
   }
   VSTACK_RETURN_IF_ERROR(RunAll(q, page_reqs));
   CountShared(kCounterBatWrites, pages.size());
-  for (const auto& [index, value] : assigned) BatEntry(index).store(value, std::memory_order_release);
+  for (const auto& [index, value] : assigned) image_.bat.Set(index, value);
   CountShared(kCounterAllocations, assigned.size());
   return OkStatus();
 }

@@ -16,7 +16,7 @@ namespace vstack::vhdx {
 namespace {
 
 constexpr uint64_t kCompactChunk = kMiB;
-constexpr uint64_t kEntriesPerPage = kLogSector / 8;
+constexpr uint64_t kEntriesPerPage = BatTable::kEntriesPerPage;
 
 struct Range {
   uint64_t start, end;
@@ -63,9 +63,8 @@ class Compactor {
   // their space.
   Status FreeZeroBlocks() {
     std::vector<uint64_t> present;
-    for (uint64_t i = 0; i < layout().entries; ++i) {
-      if (layout().IsBitmapIndex(i)) continue;
-      const uint64_t e = img_.bat[i];
+    img_.bat.ForEachNonZero([&](uint64_t i, uint64_t e) {
+      if (layout().IsBitmapIndex(i)) return;
       const uint8_t state = EntryState(e);
       if (state == kFullyPresent) {
         present.push_back(i);
@@ -73,12 +72,12 @@ class Compactor {
         Change(i, MakeEntry(state, 0));
         ++report_.space_released;
       }
-    }
+    });
     report_.blocks_before = present.size();
     uint64_t scanned = 0;
     for (uint64_t i : present) {
       bool zero = false;
-      VSTACK_RETURN_IF_ERROR(ReadsZero(EntryOffset(img_.bat[i]), Needed(i), &zero));
+      VSTACK_RETURN_IF_ERROR(ReadsZero(EntryOffset(img_.bat.Get(i)), Needed(i), &zero));
       if (zero) {
         Change(i, MakeEntry(kNotPresent, 0));
         ++report_.zero_blocks_freed;
@@ -93,15 +92,14 @@ class Compactor {
   Status MoveBlocks() {
     std::vector<Range> used = Structures();
     std::vector<std::pair<Range, uint64_t>> blocks;  // range, BAT index
-    for (uint64_t i = 0; i < layout().entries; ++i) {
-      const uint64_t e = img_.bat[i];
+    img_.bat.ForEachNonZero([&](uint64_t i, uint64_t e) {
       if (layout().IsBitmapIndex(i)) {
         if (EntryState(e) == kBitmapPresent)
           used.push_back({EntryOffset(e), EntryOffset(e) + kMiB});
       } else if (EntryState(e) == kFullyPresent) {
         blocks.push_back({{EntryOffset(e), EntryOffset(e) + bs_}, i});
       }
-    }
+    });
     std::sort(blocks.begin(), blocks.end(),
               [](auto& a, auto& b) { return a.first.start < b.first.start; });
     for (const auto& b : blocks) used.push_back(b.first);
@@ -152,11 +150,10 @@ class Compactor {
     }
     uint64_t end = 0;
     for (const Range& r : Structures()) end = std::max(end, r.end);
-    for (uint64_t i = 0; i < layout().entries; ++i) {
-      const uint64_t e = img_.bat[i];
-      if (EntryOffset(e) == 0) continue;
+    img_.bat.ForEachNonZero([&](uint64_t i, uint64_t e) {
+      if (EntryOffset(e) == 0) return;
       end = std::max(end, EntryOffset(e) + (layout().IsBitmapIndex(i) ? kMiB : uint64_t{bs_}));
-    }
+    });
     end = AlignUp(end, kMiB);
     if (end >= file_.size_bytes() || !file_.Has(kCapResizable)) return OkStatus();
     return file_.Resize(end);
@@ -172,7 +169,7 @@ class Compactor {
   }
 
   void Change(uint64_t index, uint64_t value) {
-    img_.bat[index] = value;
+    img_.bat.Set(index, value);
     changed_pages_.insert(index / kEntriesPerPage);
   }
 
@@ -202,7 +199,7 @@ class Compactor {
       p.file_offset = img_.bat_region.offset + page * kLogSector;
       for (uint64_t i = 0; i < kEntriesPerPage && page * kEntriesPerPage + i < layout().entries;
            ++i) {
-        StoreLE64(p.data.data() + 8 * i, img_.bat[page * kEntriesPerPage + i]);
+        StoreLE64(p.data.data() + 8 * i, img_.bat.Get(page * kEntriesPerPage + i));
       }
       pages.push_back(p);
       if (pages.size() == log_->max_pages()) VSTACK_RETURN_IF_ERROR(commit());

@@ -205,14 +205,13 @@ VhdxDevice::VhdxDevice(DevicePtr lower, VhdxImage image)
   // (A device that cannot grow keeps its free space after the last block.)
   uint64_t end = image_.metadata_end;
   if (growable_) end = std::max(end, lower_device().size_bytes());
-  for (uint64_t i = 0; i < image_.layout.entries; ++i) {
-    const uint64_t e = BatEntry(i).load();
+  image_.bat.ForEachNonZero([&](uint64_t i, uint64_t e) {
     if (EntryOffset(e) != 0 && EntryState(e) != kUnusableState) {
       end = std::max(
           end, EntryOffset(e) +
                    (image_.layout.IsBitmapIndex(i) ? kMiB : uint64_t{image_.layout.block_size}));
     }
-  }
+  });
   file_end_ = AlignUp(end, kMiB);
 }
 
@@ -248,8 +247,15 @@ std::string VhdxDevice::Describe() const {
 void VhdxDevice::Properties(PropertyList& out) const {
   const Metadata& m = image_.metadata;
   const BatLayout& l = image_.layout;
+  // Payload entries that are 0 sit in absent pages mostly: they are counted as the rest.
   uint64_t states[8] = {};
-  for (uint64_t b = 0; b < l.payload_blocks; ++b) ++states[EntryState(Entry(b))];
+  uint64_t seen = 0;
+  image_.bat.ForEachNonZero([&](uint64_t index, uint64_t e) {
+    if (l.IsBitmapIndex(index)) return;
+    ++states[EntryState(e)];
+    ++seen;
+  });
+  states[kNotPresent] += l.payload_blocks - seen;
   out.push_back({"type", std::string(is_fixed() ? "fixed" : "dynamic"), ""});
   out.push_back({"virtual_size", m.virtual_size, "bytes"});
   out.push_back({"block_size", uint64_t{m.block_size}, "bytes"});
@@ -264,6 +270,7 @@ void VhdxDevice::Properties(PropertyList& out) const {
   out.push_back({"bat_offset", image_.bat_region.offset, ""});
   out.push_back({"bat_entries", l.entries, ""});
   out.push_back({"chunk_ratio", l.chunk_ratio, ""});
+  out.push_back({"bat_pages_resident", image_.bat.resident_pages(), ""});
   out.push_back({"metadata_offset", image_.metadata_region.offset, ""});
   out.push_back({"blocks", l.payload_blocks, ""});
   out.push_back({"blocks_fully_present", states[kFullyPresent], ""});
@@ -290,10 +297,22 @@ UnwrittenOrigin VhdxDevice::OriginOfUnwritten(uint64_t offset) const {
 
 Status VhdxDevice::MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) {
   VSTACK_RETURN_IF_ERROR(CheckRange(offset, length));
-  const uint64_t bs = image_.layout.block_size;
+  const BatLayout& l = image_.layout;
+  const uint64_t bs = l.block_size;
   for (uint64_t pos = offset; pos < offset + length;) {
+    const uint64_t index = l.Index(pos / bs);
+    const uint64_t page = index / BatTable::kEntriesPerPage;
+    if (!image_.bat.PageResident(page)) {
+      // Every block of an absent BAT page is NOT_PRESENT: skipped as one hole, up to the first
+      // block of the next page.
+      const uint64_t next = (page + 1) * BatTable::kEntriesPerPage;
+      const uint64_t end = std::min(offset + length, (next - next / (l.chunk_ratio + 1)) * bs);
+      AppendExtent(out, pos, end - pos, kExtentHole | kExtentZero);
+      pos = end;
+      continue;
+    }
     const uint64_t n = std::min(offset + length - pos, bs - pos % bs);
-    const uint64_t entry = Entry(pos / bs);
+    const uint64_t entry = image_.bat.Get(index);
     if (EntryState(entry) == kFullyPresent) {
       // What the file holds there: the part of a block that is a hole in the file (a fixed
       // VHDX made sparse, a block allocated and never written) holds no data, as for a fixed
@@ -330,10 +349,10 @@ Status VhdxDevice::Check(CheckMode mode, CheckResult* out) {
   // Blocks that overlap each other.
   const BatLayout& l = image_.layout;
   std::vector<std::pair<uint64_t, uint64_t>> blocks;  // offset, block
-  for (uint64_t b = 0; b < l.payload_blocks; ++b) {
-    const uint64_t e = Entry(b);
-    if (EntryState(e) == kFullyPresent) blocks.push_back({EntryOffset(e), b});
-  }
+  image_.bat.ForEachNonZero([&](uint64_t index, uint64_t e) {
+    if (l.IsBitmapIndex(index) || EntryState(e) != kFullyPresent) return;
+    blocks.push_back({EntryOffset(e), index - index / (l.chunk_ratio + 1)});
+  });
   std::sort(blocks.begin(), blocks.end());
   for (size_t i = 1; i < blocks.size(); ++i) {
     if (blocks[i].first < blocks[i - 1].first + l.block_size) {

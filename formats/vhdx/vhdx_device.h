@@ -80,9 +80,7 @@ class VhdxDevice final : public Layer {
   bool is_fixed() const { return image_.metadata.leave_blocks_allocated; }
 
   // For the queues (vhdx_device.cc). The BAT entry of payload block `block`.
-  uint64_t Entry(uint64_t block) const {
-    return BatEntry(image_.layout.Index(block)).load(std::memory_order_acquire);
-  }
+  uint64_t Entry(uint64_t block) const { return image_.bat.Get(image_.layout.Index(block)); }
   // Before the first write after open: new file/data write GUIDs and a log GUID in both
   // headers. Cheap once done.
   Status BeginWrites(IoQueue& lower);
@@ -105,13 +103,9 @@ class VhdxDevice final : public Layer {
   // the entries. An allocation that cannot get space fails alone. REQUIRES: mu_ held.
   Status CommitGroup(IoQueue& q, std::span<Allocation* const> group);
 
-  // BAT entry `index`, shared by the queues: accessed atomically in place, so the BAT is held
-  // once (8 bytes per entry), not loaded and then copied.
-  std::atomic_ref<uint64_t> BatEntry(uint64_t index) const {
-    return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(image_.bat[index]));
-  }
-
-  VhdxImage image_;  // image_.bat is read and written only through BatEntry once open
+  // image_.bat is shared by the queues: they read it, CommitGroup sets new entries (atomic
+  // entries, pages allocated by their first non-zero entry; bat_table.h).
+  VhdxImage image_;
   const bool growable_;
   std::atomic<bool> writing_{false};  // BeginWrites done
 

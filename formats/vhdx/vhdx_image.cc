@@ -165,18 +165,17 @@ Status CheckSharedSpace(VhdxImage* image, bool lenient, const HitsStructure& hit
     bool operator<(const Space& o) const { return offset < o.offset; }
   };
   std::vector<Space> present, kept;
-  for (uint64_t index = 0; index < l.entries; ++index) {
-    const uint64_t e = image->bat[index];
+  image->bat.ForEachNonZero([&](uint64_t index, uint64_t e) {
     const uint8_t state = EntryState(e);
     const uint64_t offset = EntryOffset(e);
-    if (e == kUnusableState || offset == 0) continue;
+    if (e == kUnusableState || offset == 0) return;
     const uint64_t size = l.IsBitmapIndex(index) ? kMiB : l.block_size;
     if (state == kFullyPresent || (state == kBitmapPresent && l.IsBitmapIndex(index))) {
       present.push_back({offset, offset + size, index});
     } else if (!l.IsBitmapIndex(index) && (state == kZero || state == kUnmapped)) {
       kept.push_back({offset, offset + size, index});
     }
-  }
+  });
   std::sort(present.begin(), present.end());
   // reach[i]: the space present[0..i] reaches furthest into, and whose it is (blocks and
   // bitmaps differ in size, so the one before need not be the one that reaches furthest).
@@ -207,11 +206,14 @@ Status CheckSharedSpace(VhdxImage* image, bool lenient, const HitsStructure& hit
     if (i > 0 && k.offset < kept[i - 1].end) forget[i] = forget[i - 1] = true;
   }
   for (size_t i = 0; i < kept.size(); ++i) {
-    if (forget[i]) image->bat[kept[i].index] = MakeEntry(EntryState(image->bat[kept[i].index]), 0);
+    const uint64_t index = kept[i].index;
+    if (forget[i]) image->bat.Set(index, MakeEntry(EntryState(image->bat.Get(index)), 0));
   }
   return OkStatus();
 }
 
+// Loads the BAT into image->bat, keeping only the pages with a non-zero entry, and checks
+// every entry (lenient: marks the bad ones kUnusableState and records why).
 Status LoadBat(IoQueue& q, VhdxImage* image, bool lenient) {
   const BatLayout& l = image->layout;
   const Region& r = image->bat_region;
@@ -221,14 +223,16 @@ Status LoadBat(IoQueue& q, VhdxImage* image, bool lenient) {
                          std::to_string(r.offset) + ") is too small for the " +
                          Counted(l.entries, "entry", "entries") + " the virtual size needs");
   }
-  image->bat.resize(l.entries);
+  image->bat = BatTable(l.entries);
+  const uint64_t bat_bytes = AlignUp(l.entries * 8, kLogSector);
   std::vector<uint8_t> chunk;
-  for (uint64_t done = 0; done < l.entries * 8;) {
-    const uint64_t n = std::min<uint64_t>(kBatChunk, (l.entries * 8 + 4095) / 4096 * 4096 - done);
+  for (uint64_t done = 0; done < bat_bytes;) {
+    const uint64_t n = std::min<uint64_t>(kBatChunk, bat_bytes - done);
     chunk.resize(n);
     VSTACK_RETURN_IF_ERROR(ReadStructure(q, *image, r.offset + done, chunk));
     for (uint64_t i = 0; i < n / 8 && done / 8 + i < l.entries; ++i) {
-      image->bat[done / 8 + i] = LoadLE64(chunk.data() + 8 * i);
+      const uint64_t e = LoadLE64(chunk.data() + 8 * i);
+      if (e != 0) image->bat.Set(done / 8 + i, e, std::memory_order_relaxed);
     }
     done += n;
   }
@@ -242,8 +246,10 @@ Status LoadBat(IoQueue& q, VhdxImage* image, bool lenient) {
     }
     return false;
   };
-  for (uint64_t index = 0; index < l.entries; ++index) {
-    const uint64_t e = image->bat[index];
+  // Entries that are 0 (not present, no offset) are valid everywhere: only the others are seen.
+  Status failed;
+  image->bat.ForEachNonZero([&](uint64_t index, uint64_t e) {
+    if (!failed) return;
     const uint8_t state = EntryState(e);
     const uint64_t offset = EntryOffset(e);
     std::string problem;
@@ -277,15 +283,17 @@ Status LoadBat(IoQueue& q, VhdxImage* image, bool lenient) {
                     ", invalid in a VHDX without a parent";
       }
     }
-    if (problem.empty()) continue;
+    if (problem.empty()) return;
     if (!lenient) {
-      return MakeError(Errc::kCorruption, "vhdx: " + problem + " (at offset " +
-                                              std::to_string(r.offset + 8 * index) + ")");
+      failed = MakeError(Errc::kCorruption, "vhdx: " + problem + " (at offset " +
+                                                std::to_string(r.offset + 8 * index) + ")");
+      return;
     }
     image->problems.push_back(problem);
     image->unusable.push_back({index, e});
-    image->bat[index] = kUnusableState;
-  }
+    image->bat.Set(index, kUnusableState);
+  });
+  VSTACK_RETURN_IF_ERROR(failed);
   return CheckSharedSpace(image, lenient, hits_structure);
 }
 

@@ -4,8 +4,9 @@
 //
 // Memory is bounded by what the file holds: the BAT is read in 1 MiB chunks only after the
 // region that holds it is known to lie inside the file and to be large enough for the entries
-// the virtual size and block size need; the log is read only when its GUID says it may hold
-// entries, and only up to 256 MiB.
+// the virtual size and block size need, and only its pages with a non-zero entry are kept
+// (bat_table.h); the log is read only when its GUID says it may hold entries, and only up to
+// 256 MiB.
 #ifndef VSTACK_FORMATS_VHDX_VHDX_IMAGE_H_
 #define VSTACK_FORMATS_VHDX_VHDX_IMAGE_H_
 
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "formats/vhdx/bat_table.h"
 #include "formats/vhdx/vhdx_format.h"
 #include "formats/vhdx/vhdx_log.h"
 #include "lib/block_device.h"
@@ -33,7 +35,7 @@ struct VhdxImage {
   Region metadata_region;
   Metadata metadata;
   BatLayout layout;
-  std::vector<uint64_t> bat;          // layout.entries entries
+  BatTable bat;                       // layout.entries entries, pages with one not 0
   uint64_t replayed_entries = 0;      // log entries replayed while opening
   // The replay could not finish for lack of space below (its writes in place, or the write that
   // makes the file's length durable): the log is left as it was, replayed again before the
@@ -47,8 +49,6 @@ struct VhdxImage {
   // The entries a lenient load marked kUnusableState, as the file holds them: BAT index and
   // entry, by index.
   std::vector<std::pair<uint64_t, uint64_t>> unusable;
-
-  uint64_t entry(uint64_t block) const { return bat[layout.Index(block)]; }
 };
 
 // What to write for BAT entry `index` whose value in memory is `value`: the file's own entry

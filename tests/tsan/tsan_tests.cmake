@@ -4,7 +4,8 @@
 # little else:
 #   - the conformance suite's multi-queue test on every target (conformance_test.cc, targets.cc,
 #     and the VHD/VHDX targets that vhd_device_test.cc and vhdx_device_test.cc register);
-#   - the VHD and VHDX allocation paths (group commit, many queues, bitmaps);
+#   - the VHD and VHDX allocation paths (group commit, many queues, bitmaps), and the VHDX
+#     BAT's pages allocated by racing writers (vhdx_bat_table_test.cc);
 #   - dedup, zstd and crc32c (MetaStore commits, pins, the reclaimer), the MetaStore itself,
 #     and their blocking commits over a multi-queue VHD (blocking_commit_test.cc);
 #   - the NBD export with one queue per server thread, as nbdkit runs it (nbdkit itself is not
@@ -24,6 +25,7 @@ add_executable(vstack_tsan_tests
   formats/vhd_test_util.cc
   formats/vhd_device_test.cc
   formats/vhdx_test_util.cc
+  formats/vhdx_bat_table_test.cc
   formats/vhdx_device_test.cc
   blockdev/metastore_test.cc
   blockdev/grain_engine_test.cc
