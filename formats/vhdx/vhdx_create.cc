@@ -8,6 +8,7 @@
 #include "formats/vhdx/vhdx_format.h"
 #include "formats/vhdx/vhdx_io.h"
 #include "lib/endian.h"
+#include "lib/iovec.h"
 #include "lib/new_file.h"
 #include "lib/spec.h"
 #include "lib/sync_io.h"
@@ -150,8 +151,16 @@ Status WriteNewImage(BlockDevice& device, const CreateParams& p) {
       }
       StoreLE64(chunk.data() + 8 * i, e);
     }
-    VSTACK_RETURN_IF_ERROR(WriteAt(*q, l.bat_offset + first_entry * 8, chunk));
+    // Zeros over space that reads as zeros (a new file's hole) are not written, so that the BAT
+    // of a new dynamic image stays a hole that opens without being read; but for the last
+    // chunk, which ends the file: its length rests on a write, not on the truncation alone.
+    const uint64_t at = l.bat_offset + first_entry * 8;
     first_entry += n;
+    const bool last = first_entry == l.bat_length / 8;
+    if (!last && IsZero(chunk.data(), chunk.size()) && MappedAsZeros(device, at, chunk.size())) {
+      continue;
+    }
+    VSTACK_RETURN_IF_ERROR(WriteAt(*q, at, chunk));
   }
   return FlushQueue(*q);
 }

@@ -212,9 +212,20 @@ Status CheckSharedSpace(VhdxImage* image, bool lenient, const HitsStructure& hit
   return OkStatus();
 }
 
+// True if the structure bytes [offset, offset+length) read as zeros without reading them: the
+// device below maps them so (a BAT region the file leaves a hole) and no log write left
+// unreplayed touches them.
+bool StructureMappedAsZeros(BlockDevice& device, const VhdxImage& image, uint64_t offset,
+                            uint64_t length) {
+  for (const LogWrite& w : image.unreplayed) {
+    if (w.file_offset < offset + length && offset < w.file_offset + w.length) return false;
+  }
+  return MappedAsZeros(device, offset, length);
+}
+
 // Loads the BAT into image->bat, keeping only the pages with a non-zero entry, and checks
 // every entry (lenient: marks the bad ones kUnusableState and records why).
-Status LoadBat(IoQueue& q, VhdxImage* image, bool lenient) {
+Status LoadBat(BlockDevice& device, IoQueue& q, VhdxImage* image, bool lenient) {
   const BatLayout& l = image->layout;
   const Region& r = image->bat_region;
   if (l.entries > r.length / 8) {
@@ -228,11 +239,13 @@ Status LoadBat(IoQueue& q, VhdxImage* image, bool lenient) {
   std::vector<uint8_t> chunk;
   for (uint64_t done = 0; done < bat_bytes;) {
     const uint64_t n = std::min<uint64_t>(kBatChunk, bat_bytes - done);
-    chunk.resize(n);
-    VSTACK_RETURN_IF_ERROR(ReadStructure(q, *image, r.offset + done, chunk));
-    for (uint64_t i = 0; i < n / 8 && done / 8 + i < l.entries; ++i) {
-      const uint64_t e = LoadLE64(chunk.data() + 8 * i);
-      if (e != 0) image->bat.Set(done / 8 + i, e, std::memory_order_relaxed);
+    if (!StructureMappedAsZeros(device, *image, r.offset + done, n)) {
+      chunk.resize(n);
+      VSTACK_RETURN_IF_ERROR(ReadStructure(q, *image, r.offset + done, chunk));
+      for (uint64_t i = 0; i < n / 8 && done / 8 + i < l.entries; ++i) {
+        const uint64_t e = LoadLE64(chunk.data() + 8 * i);
+        if (e != 0) image->bat.Set(done / 8 + i, e, std::memory_order_relaxed);
+      }
     }
     done += n;
   }
@@ -417,7 +430,7 @@ Result<VhdxImage> LoadImage(BlockDevice& device, IoQueue& q, bool writable, bool
   VSTACK_ASSIGN_OR_RETURN(image.metadata, DecodeMetadata(meta, m.offset, m.length));
   image.layout = BatLayout::For(image.metadata.virtual_size, image.metadata.block_size,
                                 image.metadata.logical_sector);
-  VSTACK_RETURN_IF_ERROR(LoadBat(q, &image, lenient));
+  VSTACK_RETURN_IF_ERROR(LoadBat(device, q, &image, lenient));
   return image;
 }
 

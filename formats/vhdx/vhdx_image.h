@@ -4,9 +4,9 @@
 //
 // Memory is bounded by what the file holds: the BAT is read in 1 MiB chunks only after the
 // region that holds it is known to lie inside the file and to be large enough for the entries
-// the virtual size and block size need, and only its pages with a non-zero entry are kept
-// (bat_table.h); the log is read only when its GUID says it may hold entries, and only up to
-// 256 MiB.
+// the virtual size and block size need, chunks that the device below maps as zeros are not
+// read, and only its pages with a non-zero entry are kept (bat_table.h); the log is read only
+// when its GUID says it may hold entries, and only up to 256 MiB.
 #ifndef VSTACK_FORMATS_VHDX_VHDX_IMAGE_H_
 #define VSTACK_FORMATS_VHDX_VHDX_IMAGE_H_
 

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "lib/aligned_buffer.h"
+#include "lib/extent.h"
 #include "lib/sync_io.h"
 
 namespace vstack::vhdx {
@@ -89,6 +91,18 @@ Status RunAll(IoQueue& q, std::span<IoRequest* const> reqs) {
     }
   }
   return OkStatus();
+}
+
+bool MappedAsZeros(BlockDevice& device, uint64_t offset, uint64_t length) {
+  if (!device.Has(kCapExtents)) return false;
+  std::vector<Extent> extents;
+  if (!device.MapExtents(offset, length, &extents)) return false;
+  uint64_t mapped = offset;
+  for (const Extent& e : extents) {
+    if (e.offset != mapped || !(e.flags & kExtentZero)) return false;
+    mapped += e.length;
+  }
+  return mapped == offset + length;
 }
 
 }  // namespace vstack::vhdx

@@ -19,6 +19,10 @@ Status WriteAt(IoQueue& q, uint64_t offset, std::span<const uint8_t> data, IoFla
 // Writes `length` zero bytes at `offset`.
 Status ZeroAt(IoQueue& q, uint64_t offset, uint64_t length);
 Status FlushQueue(IoQueue& q);
+// True if `device` maps [offset, offset+length) as reading zeros (MapExtents: a hole in a
+// file, say): bytes that need not be read, nor written with zeros. A device that cannot tell
+// (no extents, or an error) holds data there, for all the caller knows: false.
+bool MappedAsZeros(BlockDevice& device, uint64_t offset, uint64_t length);
 // Submits every request at once and polls until all have completed; the first error wins.
 // Callbacks and user data of the requests are overwritten.
 Status RunAll(IoQueue& q, std::span<IoRequest* const> reqs);

@@ -291,9 +291,9 @@ uint64_t UintProperty(const BlockDevice& dev, const std::string& key) {
 
 TEST_F(Vhdx, TheBatHoldsOnlyThePagesWithAnEntry) {
   // 4 TiB of 1 MiB blocks: 4,194,304 payload entries and 1,024 bitmap entries, 32 MiB of BAT
-  // in 8,194 pages of 512 entries, all 0 (NOT_PRESENT) in a new image. The open does not hold
-  // them: 8 bytes a page pointer (64 KiB). It used to hold the BAT whole, 32 MiB, as qemu-img
-  // info does.
+  // in 8,194 pages of 512 entries, all 0 (NOT_PRESENT) in a new image, whose file leaves them
+  // a hole. The open neither reads them nor holds them: 8 bytes a page pointer (64 KiB). It
+  // used to hold the BAT whole, 32 MiB, as qemu-img info does.
   const std::string path = dir_.File("big.vhdx");
   ASSERT_OK(CreateImage("vhdx", path, uint64_t{4} << 40, "block_size=1M"));
   const uint64_t bat_bytes = ((uint64_t{4} << 20) + 1024) * 8;
@@ -307,6 +307,8 @@ TEST_F(Vhdx, TheBatHoldsOnlyThePagesWithAnEntry) {
       EXPECT_LT(peak, bat_bytes / 8) << "peak " << peak << " bytes for a BAT of " << bat_bytes;
     }
     EXPECT_EQ(UintProperty(**dev, "bat_pages_resident"), 0u);
+    const LayerStats file = static_cast<Layer&>(**dev).lower_device().Stats();
+    EXPECT_LT(file.of(Op::kRead).bytes, bat_bytes / 8) << "the BAT's hole was not read";
     EXPECT_EQ(UintProperty(**dev, "blocks_not_present"), uint64_t{4} << 20);
   }
   // Three blocks far apart (the first, one at 2 TiB, the last) allocate the three BAT pages
