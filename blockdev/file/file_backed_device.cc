@@ -58,6 +58,8 @@ Result<FileOpenParams> ParseFileParams(const OptionValues& o, const OpenOptions&
 
 namespace {
 
+constexpr size_t kMapSeeksCounter = 0;  // its counter (DeclareCounters in the constructor)
+
 std::string FsName(int fd) {
   struct statfs sfs;
   if (fstatfs(fd, &sfs) != 0) return "unknown";
@@ -240,7 +242,9 @@ FileBackedDevice::FileBackedDevice(std::string kind, const OpenedFile& file,
       is_block_device_(file.is_block_device),
       created_(file.created),
       change_(file.change),
-      extend_to_(file.extend_on_first_write) {}
+      extend_to_(file.extend_on_first_write) {
+  DeclareCounters({"map_seeks"});
+}
 
 std::error_code FileBackedDevice::ExtendNow() {
   std::lock_guard lock(extend_mu_);
@@ -294,7 +298,9 @@ Status FileBackedDevice::DoResize(uint64_t size) {
     std::lock_guard lock(extend_mu_);
     extend_to_.store(0, std::memory_order_relaxed);  // the size is set here
   }
-  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
+  const int rc = ::ftruncate(fd_, static_cast<off_t>(size));
+  MadeHoles();
+  if (rc != 0) {
     const int err = errno;
     return MakeError(SystemError(err), kind() + ": cannot truncate '" + path_ + "' to " +
                                            std::to_string(size) + ": " + std::strerror(err));
@@ -308,22 +314,46 @@ Status FileBackedDevice::MapExtents(uint64_t offset, uint64_t length, std::vecto
   const uint64_t end = offset + length;
   uint64_t pos = offset;
   while (pos < end) {
-    off_t data = ::lseek(fd_, static_cast<off_t>(pos), SEEK_DATA);
-    if (data < 0) {
-      if (errno != ENXIO) return MakeError(SystemError(errno), "lseek(SEEK_DATA) failed");
-      data = static_cast<off_t>(end);  // only a hole (or EOF) from here
+    // Read before the seeks: a hole made while they run bumps it after, so the run they find
+    // is not taken for one that still holds.
+    const uint64_t made = holes_made_.load(std::memory_order_acquire);
+    uint64_t data = pos;
+    uint64_t hole = RememberedRunEnd(pos, made);
+    if (hole == 0) {
+      CountShared(kMapSeeksCounter, 2);
+      off_t d = ::lseek(fd_, static_cast<off_t>(pos), SEEK_DATA);
+      if (d < 0) {
+        if (errno != ENXIO) return MakeError(SystemError(errno), "lseek(SEEK_DATA) failed");
+        d = static_cast<off_t>(end);  // only a hole (or EOF) from here
+      }
+      data = static_cast<uint64_t>(d);
+      if (data >= end) {
+        AppendExtent(out, pos, end - pos, kExtentHole | kExtentZero);
+        break;
+      }
+      off_t h = ::lseek(fd_, d, SEEK_HOLE);
+      if (h < 0) return MakeError(SystemError(errno), "lseek(SEEK_HOLE) failed");
+      hole = static_cast<uint64_t>(h);
+      RememberRun(data, hole, made);
     }
-    const uint64_t d = std::min<uint64_t>(static_cast<uint64_t>(data), end);
-    AppendExtent(out, pos, d - pos, kExtentHole | kExtentZero);
-    if (d >= end) break;
-    off_t hole = ::lseek(fd_, static_cast<off_t>(d), SEEK_HOLE);
-    if (hole < 0) return MakeError(SystemError(errno), "lseek(SEEK_HOLE) failed");
-    const uint64_t h = std::min<uint64_t>(static_cast<uint64_t>(hole), end);
+    AppendExtent(out, pos, data - pos, kExtentHole | kExtentZero);
     // Holes are reported at filesystem-block granularity; keep extents on logical blocks.
-    AppendExtent(out, d, h - d, 0);
+    const uint64_t h = std::min(hole, end);
+    AppendExtent(out, data, h - data, 0);
     pos = h;
   }
   return OkStatus();
+}
+
+uint64_t FileBackedDevice::RememberedRunEnd(uint64_t pos, uint64_t holes_made) const {
+  std::lock_guard lock(run_mu_);
+  const bool holds = run_.holes_made == holes_made && run_.begin <= pos && pos < run_.end;
+  return holds ? run_.end : 0;
+}
+
+void FileBackedDevice::RememberRun(uint64_t begin, uint64_t end, uint64_t holes_made) {
+  std::lock_guard lock(run_mu_);
+  run_ = DataRun{begin, end, holes_made};
 }
 
 std::error_code FileBackedDevice::ReadSync(uint64_t offset, const iovec* iov, uint32_t iovcnt) const {
@@ -392,6 +422,7 @@ std::error_code FileBackedDevice::DiscardSync(uint64_t offset, uint64_t length) 
   }
   if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
                   static_cast<off_t>(length)) == 0) {
+    MadeHoles();
     return {};
   }
   if (errno != EOPNOTSUPP) return SystemError(errno);
@@ -437,6 +468,7 @@ std::error_code FileBackedDevice::WriteZeroesSync(uint64_t offset, uint64_t leng
   } else {
     ec = SystemError(errno);
   }
+  if (!is_block_device_) MadeHoles();  // a punch, or a zeroed range the filesystem may map as one
   if (!ec && (flags & kIoFua)) ec = FlushSync();
   return ec;
 }

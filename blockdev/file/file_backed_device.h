@@ -119,6 +119,25 @@ class FileBackedDevice : public BlockDevice {
   const std::optional<FileChange> change_;
   std::mutex extend_mu_;
   std::atomic<uint64_t> extend_to_;  // 0, or the size the file takes at the first write
+
+  // The last run of data MapExtents found, [begin, end) of the file, with the count of
+  // hole-making calls (punches, zeroed ranges, truncations) when it was looked up: it holds
+  // while that count is unchanged. A caller that maps a long stretch of data piece by piece
+  // (convert, compare, an NBD client's block-status requests, a VHDX's blocks) then pays one
+  // SEEK_HOLE for the run, not one per piece, each of which walks from the piece to the next
+  // hole (on tmpfs a scan of the page cache: mapping N pieces of data cost N^2).
+  struct DataRun {
+    uint64_t begin = 0, end = 0, holes_made = 0;
+  };
+  // The end of the remembered run holding `pos`, if it still holds; 0 if none does.
+  uint64_t RememberedRunEnd(uint64_t pos, uint64_t holes_made) const;
+  void RememberRun(uint64_t begin, uint64_t end, uint64_t holes_made);
+  // Bumped after every call that can turn data into a hole.
+  void MadeHoles() const { holes_made_.fetch_add(1, std::memory_order_release); }
+
+  mutable std::mutex run_mu_;
+  DataRun run_;  // guarded by run_mu_
+  mutable std::atomic<uint64_t> holes_made_{0};
 };
 
 

@@ -210,6 +210,36 @@ TEST_P(FileBackend, WriteZeroesThatMayUnmapLeaveAHole) {
   EXPECT_LT(uint64_t(st.st_blocks) * 512, uint64_t{8} << 20) << "the range with it is a hole";
 }
 
+// Mapping a long run of data piece by piece costs one pair of seeks for the run, not a pair per
+// piece: each SEEK_HOLE walks from where it starts to the next hole (on tmpfs a scan of the page
+// cache), so `vstack convert` of a 4 GiB raw file on tmpfs took 62 s, its map quadratic in the
+// file (3.6 s now). A punched hole makes the remembered run go: the next map sees the hole.
+TEST_P(FileBackend, MappingDataPieceByPieceSeeksOncePerRun) {
+  constexpr uint64_t kSize = 16 << 20, kPiece = 64 << 10;
+  auto d = Open(Spec(dir_.File("m.img") + ",create=on,size=16M"));
+  ASSERT_OK(d);
+  SyncIo io(**d);
+  ASSERT_OK(io.Write(0, std::vector<std::byte>(kSize, std::byte{1})));
+  ASSERT_OK(io.Flush());
+  auto seeks = [&] { return (*d)->Stats().counter("map_seeks"); };
+  auto map = [&](uint64_t at) {
+    std::vector<Extent> ext;
+    EXPECT_OK((*d)->MapExtents(at, kPiece, &ext));
+    return ext;
+  };
+  const uint64_t before = seeks();
+  for (uint64_t at = 0; at < kSize; at += kPiece) {
+    ASSERT_EQ(map(at), (std::vector<Extent>{{at, kPiece, 0}})) << "at " << at;
+  }
+  EXPECT_EQ(seeks() - before, 2u) << "one SEEK_DATA and one SEEK_HOLE for the whole run";
+
+  ASSERT_OK(io.Discard(8 << 20, 1 << 20));
+  EXPECT_EQ(map(8 << 20), (std::vector<Extent>{{8 << 20, kPiece, kExtentHole | kExtentZero}}));
+  EXPECT_EQ(map(2 << 20), (std::vector<Extent>{{2 << 20, kPiece, 0}}));
+  ASSERT_OK(io.WriteZeroes(2 << 20, 1 << 20, kIoMayUnmap));
+  EXPECT_EQ(map(2 << 20), (std::vector<Extent>{{2 << 20, kPiece, kExtentHole | kExtentZero}}));
+}
+
 TEST_P(FileBackend, DirectNeedsAlignedBuffers) {
   auto d = Open(Spec(dir_.File("d.img") + ",create=on,size=1M,direct=on"));
   ASSERT_OK(d);
