@@ -92,17 +92,6 @@ DevicePtr MakeDevice(Args&&... args) {
   return DevicePtr(new T(std::forward<Args>(args)...));
 }
 
-// A file that the open of a backend made, or that existed and that the open made larger (size=,
-// now or at the first write): BlockDevice::file_change.
-struct FileChange {
-  std::string path;
-  // The file, as fstat saw it: only this file is undone, never one put at the path since.
-  uint64_t dev = 0;
-  uint64_t ino = 0;
-  bool created = false;      // made by this open (O_CREAT)
-  uint64_t size_before = 0;  // else: its size before the open
-};
-
 class BlockDevice {
  public:
   BlockDevice(const BlockDevice&) = delete;
@@ -129,14 +118,15 @@ class BlockDevice {
   // metadata formats a device without a superblock only if it is fresh or the spec asks for it
   // (format=on): formatting is explicit, like mkfs. The default: false.
   virtual bool fresh() const { return false; }
-  // The file that this open made at a path (create=on found none there, and O_CREAT made it), or
-  // that existed and that this open gave a larger size (size=: an empty file at once, one with
-  // contents at the first write); nullopt for every other device. When a layer above it fails
-  // to open, Open() undoes that: it removes a file it made, so that a failed command leaves no
-  // blank file behind for a later open to refuse as "not created by this command", and gives a
-  // file that existed its size back, not grown (nor an empty one formatted by a layer below the
-  // one that failed).
-  virtual std::optional<FileChange> file_change() const { return std::nullopt; }
+  // How to take back what this open changed outside the process, once the device is closed: a
+  // file or an image it created is removed; a file that existed and that it made larger
+  // (size=, now or at the first write) gets its old size back. When a layer above fails to
+  // open, Open() runs it (that layer has closed the stack below by then), so that a failed
+  // command leaves nothing behind: no blank file or image for a later open to refuse as "not
+  // created by this command", no file grown, nor an empty one formatted by a layer below the
+  // one that failed. It touches only what this open made (never a file put at the path since).
+  // Empty (the default) when the open changed nothing.
+  virtual std::function<void()> open_undo() const { return {}; }
 
   // Opens a new queue for the calling thread. Thread-safe. Fails after Close(), and when a
   // second queue is requested from a device without kCapThreadSafe.

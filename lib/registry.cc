@@ -282,34 +282,11 @@ std::string MissingFileHint(const std::vector<const ComponentInfo*>& infos, size
   return creates ? " (use create=on,size=N to create it)" : "";
 }
 
-// Undoes `file`, which the backend made or made larger in an open that then failed above it
-// (closed by now), if its path still names that file (never one another process put there
-// meanwhile): removes a file it made; gives one that existed its size before, if larger (what
-// a layer below the one that failed wrote past the old end goes with it: an empty file's
-// format).
-void UndoFileChange(const FileChange& file) {
-  struct stat st;
-  const auto same = [&] {
-    return static_cast<uint64_t>(st.st_dev) == file.dev &&
-           static_cast<uint64_t>(st.st_ino) == file.ino;
-  };
-  if (file.created) {
-    if (::lstat(file.path.c_str(), &st) == 0 && same()) ::unlink(file.path.c_str());
-    return;
-  }
-  const int fd = ::open(file.path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) return;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && same() &&
-      static_cast<uint64_t>(st.st_size) > file.size_before) {
-    [[maybe_unused]] const int rc = ::ftruncate(fd, static_cast<off_t>(file.size_before));
-  }
-  ::close(fd);
-}
-
 // Resolves `parts` (the last one a backend if `with_backend`) and opens them from the bottom
 // up, the first over `device` (the backend's, or the one given). If a layer fails to open over
 // a file that the backend made (create=on), the file is removed; over a file that existed and
-// that size= made larger, the file gets its old size back: nothing is left behind.
+// that size= made larger, the file gets its old size back; an image it created is removed:
+// nothing is left behind (BlockDevice::open_undo).
 Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, DevicePtr device,
                             const OpenOptions& options) {
   std::vector<const ComponentInfo*> infos;
@@ -322,7 +299,7 @@ Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, Devi
     stats.push_back(mode);
   }
   // Build from the backend up.
-  std::optional<FileChange> changed;
+  std::function<void()> undo;  // the backend's open_undo
   for (size_t k = parts.size(); k-- > 0;) {
     const SpecPart& part = parts[k];
     OptionValues values(part.name, part.positional, part.options, &infos[k]->options);
@@ -333,11 +310,11 @@ Result<DevicePtr> OpenParts(std::vector<SpecPart> parts, bool with_backend, Devi
       Error e = std::move(next).error();
       if (backend && e.code == SystemError(ENOENT))
         e.message += MissingFileHint(infos, k, values, options);
-      if (changed) UndoFileChange(*changed);  // the failed layer closed the stack below it
+      if (undo) undo();  // the failed layer closed the stack below it
       return e;
     }
     device = std::move(*next);
-    if (backend) changed = device->file_change();
+    if (backend) undo = device->open_undo();
     if (stats[k]) device->PinStatsMode(*stats[k]);
   }
   return device;

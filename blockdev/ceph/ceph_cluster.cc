@@ -1,5 +1,7 @@
 #include "blockdev/ceph/ceph_cluster.h"
 
+#include <rbd/librbd.h>
+
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -128,6 +130,14 @@ Result<PoolFacts> Cluster::Pool(const std::string& pool) const {
     return f;
   }
   return MakeError(Errc::kNotFound, who_ + ": pool '" + pool + "' does not exist");
+}
+
+Status Cluster::RemoveImage(const std::string& pool, const std::string& image) const {
+  VSTACK_ASSIGN_OR_RETURN(rados_ioctx_t io, OpenPool(pool));
+  const int rc = rbd_remove(io, image.c_str());
+  rados_ioctx_destroy(io);
+  if (rc < 0) return RadosError(who_, "removing image '" + pool + "/" + image + "'", rc);
+  return OkStatus();
 }
 
 Status Cluster::RequireOverwrites(const PoolFacts& pool) const {

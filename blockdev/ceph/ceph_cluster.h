@@ -56,6 +56,8 @@ class Cluster {
   // kNotSupported with the command that fixes it, unless `pool` takes partial overwrites
   // (replicated, or EC with allow_ec_overwrites).
   Status RequireOverwrites(const PoolFacts& pool) const;
+  // Removes RBD image `pool`/`image`, with its data (in a separate data pool too).
+  Status RemoveImage(const std::string& pool, const std::string& image) const;
 
   rados_t handle() const { return cluster_; }
   const std::string& who() const { return who_; }

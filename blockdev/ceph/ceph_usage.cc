@@ -164,11 +164,7 @@ Result<ClusterUsage> UsageReader::Settled(int timeout_s) const {
 }
 
 Status UsageReader::RemoveImage(const std::string& pool, const std::string& image) const {
-  VSTACK_ASSIGN_OR_RETURN(rados_ioctx_t io, cluster_->OpenPool(pool));
-  const int rc = rbd_remove(io, image.c_str());
-  rados_ioctx_destroy(io);
-  if (rc < 0) return RadosError("ceph", "removing image '" + pool + "/" + image + "'", rc);
-  return OkStatus();
+  return cluster_->RemoveImage(pool, image);
 }
 
 uint64_t UsageReader::MinAllocSize() const {

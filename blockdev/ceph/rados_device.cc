@@ -1,8 +1,11 @@
 #include "blockdev/ceph/rados_device.h"
 
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
+#include <vector>
 
 #include "blockdev/ceph/ceph_queue.h"
 #include "lib/size.h"
@@ -171,6 +174,35 @@ Result<std::pair<uint64_t, uint64_t>> ReadHeader(rados_ioctx_t io, const std::st
   return std::make_pair(static_cast<uint64_t>(size), static_cast<uint64_t>(osize));
 }
 
+// Removes the device PREFIX of `pool`: its data objects ("PREFIX." and 16 hex digits), found by
+// listing the pool (the failure path of an open: a device just created holds what the layers
+// below the one that failed wrote), then its header.
+Status RemoveDevice(const Cluster& cluster, const std::string& pool, const std::string& prefix) {
+  VSTACK_ASSIGN_OR_RETURN(rados_ioctx_t io, cluster.OpenPool(pool));
+  std::vector<std::string> objects;
+  rados_list_ctx_t list = nullptr;
+  int rc = rados_nobjects_list_open(io, &list);
+  if (rc == 0) {
+    const char* name = nullptr;
+    while (rados_nobjects_list_next(list, &name, nullptr, nullptr) == 0) {
+      const std::string_view n(name);
+      const bool data =
+          n.size() == prefix.size() + 17 && n.starts_with(prefix) && n[prefix.size()] == '.' &&
+          n.find_first_not_of("0123456789abcdef", prefix.size() + 1) == std::string_view::npos;
+      if (data) objects.emplace_back(n);
+    }
+    rados_nobjects_list_close(list);
+  }
+  objects.push_back(prefix + ".header");
+  for (const std::string& o : objects) {
+    const int r = rados_remove(io, o.c_str());
+    if (r < 0 && r != -ENOENT && rc == 0) rc = r;
+  }
+  rados_ioctx_destroy(io);
+  if (rc < 0) return RadosError("rados", "removing '" + pool + "/" + prefix + "'", rc);
+  return OkStatus();
+}
+
 Result<DevicePtr> OpenRados(const OptionValues& o, const OpenOptions& open) {
   const auto [pool, prefix] = ParsePoolPrefix(o.positional());
   if (pool.empty() || prefix.empty() || prefix.find('/') != std::string::npos) {
@@ -229,7 +261,8 @@ Result<DevicePtr> OpenRados(const OptionValues& o, const OpenOptions& open) {
   g.logical_block = 512;
   g.physical_block = std::max<uint32_t>(512, facts.stripe_width);
   g.optimal_transfer = static_cast<uint32_t>(osize);
-  return MakeDevice<RadosDevice>(std::move(cluster), io, pool, prefix, g, facts, open.read_only);
+  return MakeDevice<RadosDevice>(std::move(cluster), io, pool, prefix, g, facts, open.read_only,
+                                 create);
 }
 
 ComponentInfo RadosComponent() {
@@ -247,7 +280,8 @@ ComponentInfo RadosComponent() {
 }  // namespace
 
 RadosDevice::RadosDevice(std::shared_ptr<Cluster> cluster, rados_ioctx_t io, std::string pool,
-                         std::string prefix, Geometry geometry, PoolFacts facts, bool read_only)
+                         std::string prefix, Geometry geometry, PoolFacts facts, bool read_only,
+                         bool created)
     : BlockDevice("rados", geometry,
                   kCapRead | kCapFlush | kCapExtents | kCapPersistent | kCapThreadSafe |
                       (read_only ? 0
@@ -257,7 +291,15 @@ RadosDevice::RadosDevice(std::shared_ptr<Cluster> cluster, rados_ioctx_t io, std
       io_(io),
       pool_(std::move(pool)),
       prefix_(std::move(prefix)),
-      facts_(std::move(facts)) {}
+      facts_(std::move(facts)),
+      created_(created) {}
+
+std::function<void()> RadosDevice::open_undo() const {
+  if (!created_) return {};
+  return [cluster = cluster_, pool = pool_, prefix = prefix_] {
+    (void)RemoveDevice(*cluster, pool, prefix);
+  };
+}
 
 RadosDevice::~RadosDevice() { (void)DoClose(); }
 

@@ -26,13 +26,18 @@ namespace vstack::ceph {
 
 class RadosDevice final : public BlockDevice {
  public:
+  // `created`: this open made the device (create=on), which a failed open above removes.
   RadosDevice(std::shared_ptr<Cluster> cluster, rados_ioctx_t io, std::string pool,
-              std::string prefix, Geometry geometry, PoolFacts facts, bool read_only);
+              std::string prefix, Geometry geometry, PoolFacts facts, bool read_only, bool created);
   ~RadosDevice() override;
 
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
   Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
+  // A new device reads as zeros: nothing on it can be lost.
+  bool fresh() const override { return created_; }
+  // Removes the device this open created: its header and every data object written since.
+  std::function<void()> open_undo() const override;
 
   rados_ioctx_t io() const { return io_; }
   uint64_t object_size() const { return geometry().optimal_transfer; }
@@ -49,6 +54,7 @@ class RadosDevice final : public BlockDevice {
   std::string pool_;
   std::string prefix_;
   PoolFacts facts_;
+  bool created_;
 };
 
 }  // namespace vstack::ceph

@@ -87,8 +87,10 @@ Result<DevicePtr> OpenRbd(const OptionValues& o, const OpenOptions& open) {
                          pool);
   }
   VSTACK_ASSIGN_OR_RETURN(rados_ioctx_t io, cluster->OpenPool(pool));
+  bool created = false;
   auto fail = [&](Error e) -> Error {
     rados_ioctx_destroy(io);
+    if (created) (void)cluster->RemoveImage(pool, name);  // nothing is left behind
     return e;
   };
 
@@ -113,6 +115,7 @@ Result<DevicePtr> OpenRbd(const OptionValues& o, const OpenOptions& open) {
                                                         "' already exists (drop create=on)"));
     }
     if (rc < 0) return fail(RadosError("rbd", "creating image '" + pool + "/" + name + "'", rc));
+    created = true;
   }
 
   rbd_image_t image = nullptr;
@@ -146,8 +149,8 @@ Result<DevicePtr> OpenRbd(const OptionValues& o, const OpenOptions& open) {
   g.logical_block = 512;
   g.physical_block = std::max<uint32_t>(512, data.stripe_width);
   g.optimal_transfer = static_cast<uint32_t>(info.obj_size);
-  return MakeDevice<RbdDevice>(std::move(cluster), io, image, pool + "/" + name, g, data,
-                               open.read_only);
+  return MakeDevice<RbdDevice>(std::move(cluster), io, image, pool, name, g, data, open.read_only,
+                               create);
 }
 
 ComponentInfo RbdComponent() {
@@ -164,7 +167,8 @@ ComponentInfo RbdComponent() {
 }  // namespace
 
 RbdDevice::RbdDevice(std::shared_ptr<Cluster> cluster, rados_ioctx_t io, rbd_image_t image,
-                     std::string name, Geometry geometry, PoolFacts data_pool, bool read_only)
+                     std::string pool, std::string image_name, Geometry geometry,
+                     PoolFacts data_pool, bool read_only, bool created)
     : BlockDevice("rbd", geometry,
                   kCapRead | kCapFlush | kCapExtents | kCapPersistent | kCapThreadSafe |
                       (read_only ? 0
@@ -173,10 +177,20 @@ RbdDevice::RbdDevice(std::shared_ptr<Cluster> cluster, rados_ioctx_t io, rbd_ima
       cluster_(std::move(cluster)),
       io_(io),
       image_(image),
-      name_(std::move(name)),
-      data_pool_(std::move(data_pool)) {}
+      pool_(std::move(pool)),
+      image_name_(std::move(image_name)),
+      name_(pool_ + "/" + image_name_),
+      data_pool_(std::move(data_pool)),
+      created_(created) {}
 
 RbdDevice::~RbdDevice() { (void)DoClose(); }
+
+std::function<void()> RbdDevice::open_undo() const {
+  if (!created_) return {};
+  return [cluster = cluster_, pool = pool_, image = image_name_] {
+    (void)cluster->RemoveImage(pool, image);
+  };
+}
 
 std::string RbdDevice::Describe() const {
   return "rbd " + name_ + " (" + FormatSize(size_bytes()) + ", data in " +

@@ -24,13 +24,19 @@ namespace vstack::ceph {
 
 class RbdDevice final : public BlockDevice {
  public:
-  RbdDevice(std::shared_ptr<Cluster> cluster, rados_ioctx_t io, rbd_image_t image, std::string name,
-            Geometry geometry, PoolFacts data_pool, bool read_only);
+  // `created`: this open made the image (create=on), which a failed open above removes.
+  RbdDevice(std::shared_ptr<Cluster> cluster, rados_ioctx_t io, rbd_image_t image, std::string pool,
+            std::string image_name, Geometry geometry, PoolFacts data_pool, bool read_only,
+            bool created);
   ~RbdDevice() override;
 
   std::string Describe() const override;
   void Properties(PropertyList& out) const override;
   Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
+  // A new image reads as zeros: nothing on it can be lost.
+  bool fresh() const override { return created_; }
+  // Removes the image this open created.
+  std::function<void()> open_undo() const override;
 
   rbd_image_t image() const { return image_; }
 
@@ -43,8 +49,10 @@ class RbdDevice final : public BlockDevice {
   std::shared_ptr<Cluster> cluster_;
   rados_ioctx_t io_;
   rbd_image_t image_;
+  std::string pool_, image_name_;
   std::string name_;  // POOL/IMAGE
   PoolFacts data_pool_;
+  bool created_;
 };
 
 }  // namespace vstack::ceph

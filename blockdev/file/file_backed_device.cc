@@ -88,6 +88,30 @@ std::string MissingDirectory(const std::string& path, int err) {
   return " (directory '" + dir + "' does not exist)";
 }
 
+// Undoes `file`, which the backend made or made larger in an open that then failed above it
+// (closed by now), if its path still names that file (never one another process put there
+// meanwhile): removes a file it made; gives one that existed its size before, if larger (what
+// a layer below the one that failed wrote past the old end goes with it: an empty file's
+// format).
+void UndoFileChange(const FileChange& file) {
+  struct stat st;
+  const auto same = [&] {
+    return static_cast<uint64_t>(st.st_dev) == file.dev &&
+           static_cast<uint64_t>(st.st_ino) == file.ino;
+  };
+  if (file.created) {
+    if (::lstat(file.path.c_str(), &st) == 0 && same()) ::unlink(file.path.c_str());
+    return;
+  }
+  const int fd = ::open(file.path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && same() &&
+      static_cast<uint64_t>(st.st_size) > file.size_before) {
+    [[maybe_unused]] const int rc = ::ftruncate(fd, static_cast<off_t>(file.size_before));
+  }
+  ::close(fd);
+}
+
 }  // namespace
 
 Result<OpenedFile> OpenBackingFile(const std::string& kind, const FileOpenParams& p) {
@@ -244,6 +268,11 @@ FileBackedDevice::FileBackedDevice(std::string kind, const OpenedFile& file,
       change_(file.change),
       extend_to_(file.extend_on_first_write) {
   DeclareCounters({"map_seeks"});
+}
+
+std::function<void()> FileBackedDevice::open_undo() const {
+  if (!change_) return {};
+  return [change = *change_] { UndoFileChange(change); };
 }
 
 std::error_code FileBackedDevice::ExtendNow() {

@@ -48,6 +48,17 @@ struct FileOpenParams {
 std::vector<OptionInfo> FileOptionInfos();
 Result<FileOpenParams> ParseFileParams(const OptionValues& values, const OpenOptions& open);
 
+// A file that the open of a backend made, or that existed and that the open made larger (size=,
+// now or at the first write): undone by BlockDevice::open_undo.
+struct FileChange {
+  std::string path;
+  // The file, as fstat saw it: only this file is undone, never one put at the path since.
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  bool created = false;      // made by this open (O_CREAT)
+  uint64_t size_before = 0;  // else: its size before the open
+};
+
 // An open backing file: its descriptor, geometry and capabilities.
 struct OpenedFile {
   int fd = -1;
@@ -57,7 +68,7 @@ struct OpenedFile {
   // This open created the file, or found it empty and gave it its size: nothing was on it.
   bool created = false;
   // The file that this open made (O_CREAT), or that existed and that size= makes larger:
-  // BlockDevice::file_change.
+  // BlockDevice::open_undo.
   std::optional<FileChange> change;
   // size= of a file with contents: the device has that size now, the file gets it at the first
   // write-type request (reads past its end are zeros meanwhile). 0: nothing pending.
@@ -74,7 +85,7 @@ class FileBackedDevice : public BlockDevice {
   void Properties(PropertyList& out) const override;
   Status MapExtents(uint64_t offset, uint64_t length, std::vector<Extent>* out) override;
   bool fresh() const override { return created_; }
-  std::optional<FileChange> file_change() const override { return change_; }
+  std::function<void()> open_undo() const override;
 
   int fd() const { return fd_; }
   bool is_block_device() const { return is_block_device_; }

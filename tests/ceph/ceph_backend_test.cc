@@ -104,6 +104,29 @@ TEST(CephBackend, CreateRefusesAnExistingImageOrDevice) {
   }
 }
 
+// A new image or device is fresh, as a file create=on made: a layer that keeps metadata formats
+// it without format=on. And when a layer above then fails to open, what create=on made goes with
+// it, as a file does: the name is free for the next create=on, and a device made again there
+// reads as zeros (no data object of the first is left to show through). Both stayed: the next
+// create=on was refused as "already exists".
+TEST(CephBackend, AFailedOpenAboveRemovesWhatCreateMade) {
+  TempDir dir;
+  for (const std::string& spec : {"rbd:rbd/" + Name(dir), "rados:rep/" + Name(dir)}) {
+    SCOPED_TRACE(spec);
+    // dedup formats the new device (its superblock at offset 0), then zstd refuses its level.
+    ExpectError(Open("zstd:level=99+dedup+" + spec + ",create=on,size=64M"), Errc::kBadSpec,
+                "level");
+    EXPECT_FALSE(Open(spec)) << "the device the failed open created was left behind";
+    Result<DevicePtr> again = Open(spec + ",create=on,size=64M");
+    ASSERT_OK(again);
+    std::vector<std::byte> head(1 << 20, std::byte{1});
+    ASSERT_OK(SyncIo(**again).Read(0, head));
+    EXPECT_EQ(head, std::vector<std::byte>(1 << 20)) << "the first device's data shows through";
+    EXPECT_OK(Open("dedup+" + spec + "_new,create=on,size=64M"))
+        << "a new device is formatted without format=on, as a new file is";
+  }
+}
+
 // Data lands in objects PREFIX.%016x of object_size bytes; a request spanning objects is split;
 // never-written objects read as zeros and do not exist.
 TEST(CephBackend, RadosObjectLayout) {
