@@ -83,7 +83,7 @@ uint64_t DedupIndex::entries() const {
 }
 
 uint64_t DedupIndex::memory_bytes() const {
-  uint64_t n = fps_.bytes() + owners_.bytes();
+  uint64_t n = fps_.resident_bytes() + owners_.resident_bytes();
   for (const Shard& s : shards_) {
     std::lock_guard lock(s.mu);
     n += s.slots.capacity() * sizeof(Slot);

@@ -65,6 +65,8 @@ class DedupIndex {
   void Erase(uint64_t unit);
 
   uint64_t entries() const;
+  // Bytes of memory the index takes: the pages of its per-unit arrays written so far (reserved
+  // for every unit; WrittenPageBytes) and its shards' slots.
   uint64_t memory_bytes() const;
 
  private:

@@ -517,8 +517,9 @@ void UnitMap::Check(CheckMode mode, const std::string& who, CheckResult* out) {
 
 uint64_t UnitMap::memory_bytes() const {
   std::lock_guard lock(alloc_mu_);
-  return map32_.bytes() + map64_.bytes() + written_.bytes() + locks_.bytes() + refs_.bytes() +
-         released_in_.bytes() + alloc_.memory_bytes();
+  return map32_.resident_bytes() + map64_.resident_bytes() + written_.resident_bytes() +
+         loaded_units_.resident_bytes() + locks_.resident_bytes() + dirty_.resident_bytes() +
+         refs_.resident_bytes() + released_in_.resident_bytes() + alloc_.memory_bytes();
 }
 
 }  // namespace vstack

@@ -244,6 +244,8 @@ class UnitMap {
   // allocator has free, and units allocated but unused (lost; freed with a repair mode). `who`
   // names the layer and the kind of unit ("zstd: bin").
   void Check(CheckMode mode, const std::string& who, CheckResult* out);
+  // Bytes of memory the map takes: its arrays' pages written so far (reserved, they are sized
+  // by the device; WrittenPageBytes) and the allocator's.
   uint64_t memory_bytes() const;
 
  private:

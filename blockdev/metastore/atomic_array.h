@@ -24,6 +24,8 @@ class AtomicArray {
   uint64_t size() const { return words_.size(); }
   // Bytes reserved (the pages actually used are those written so far).
   uint64_t bytes() const { return words_.bytes(); }
+  // Bytes of the pages written so far: the memory the array takes.
+  uint64_t resident_bytes() const { return words_.resident_bytes(); }
 
   // Element i, for atomic access from any thread. REQUIRES: i < size().
   std::atomic_ref<T> operator[](uint64_t i) const { return std::atomic_ref<T>(words_.data()[i]); }
@@ -47,6 +49,7 @@ class AtomicBits {
   explicit AtomicBits(uint64_t bits = 0) : words_((bits + 63) / 64) {}
 
   uint64_t bytes() const { return words_.bytes(); }
+  uint64_t resident_bytes() const { return words_.resident_bytes(); }
   bool Test(uint64_t i, std::memory_order o = std::memory_order_acquire) const {
     return words_.Load(i / 64, o) & Bit(i);
   }

@@ -207,7 +207,8 @@ void BitmapAllocator::FreeDiscarded(const std::vector<uint64_t>& units) {
 }
 
 uint64_t BitmapAllocator::memory_bytes() const {
-  return used_words_.bytes() + stale_words_.bytes() + mark_words_.bytes() +
+  return used_words_.resident_bytes() + stale_words_.resident_bytes() +
+         mark_words_.resident_bytes() +
          (reuse_.capacity() + freed_this_round_.capacity() + freed_last_round_.capacity()) *
              sizeof(uint64_t);
 }

@@ -60,7 +60,8 @@ class BitmapAllocator {
   uint64_t used() const { return used_; }
   uint64_t free() const { return units_ - used_; }
   uint64_t stale() const { return stale_; }
-  // Bytes of memory the allocator takes (the bitmaps, as reserved, and the lists of stale units).
+  // Bytes of memory the allocator takes: the bitmaps' pages written so far (their reservation
+  // is larger) and the lists of stale units.
   uint64_t memory_bytes() const;
 
  private:

@@ -16,6 +16,12 @@
 
 namespace vstack {
 
+// Bytes of [p, p+length) that hold a page of their own: pages present and mapped by this
+// process alone, read from /proc/self/pagemap (bits 63 and 56). A page only ever read maps the
+// kernel's shared zero page and costs no memory, so it does not count (mincore would count
+// it). `length` itself where pagemap cannot be read.
+uint64_t WrittenPageBytes(const void* p, uint64_t length);
+
 template <typename T>
 class ZeroedArray {
   static_assert(std::is_trivially_copyable_v<T>);
@@ -42,6 +48,8 @@ class ZeroedArray {
   uint64_t size() const { return size_; }
   // Bytes reserved (the pages actually used are those written so far).
   uint64_t bytes() const { return size_ * sizeof(T); }
+  // Bytes of the pages written so far: the memory the array takes (WrittenPageBytes).
+  uint64_t resident_bytes() const { return data_ ? WrittenPageBytes(data_, bytes()) : 0; }
   // REQUIRES: i < size().
   T& operator[](uint64_t i) { return data_[i]; }
   const T& operator[](uint64_t i) const { return data_[i]; }
