@@ -494,18 +494,18 @@ void UnitMap::Check(CheckMode mode, const std::string& who, CheckResult* out) {
   for (uint64_t u = 0; u < units_; ++u) {
     const uint32_t* holds = held.Find(u);
     const uint32_t d = derived.Load(u), r = refs_.Load(u), h = holds ? *holds : 0;
-    const std::string name = who + " " + std::to_string(u);
+    auto name = [&] { return who + " " + std::to_string(u); };  // built only for a finding
     if (r != d + h) {
-      out->Corruption(name + ": reference count " + std::to_string(r) + " in memory but " +
+      out->Corruption(name() + ": reference count " + std::to_string(r) + " in memory but " +
                       Counted(d, "map entry uses", "map entries use") + " it" +
                       (h ? " (and " + std::to_string(h) + " hold)" : ""));
     }
     if (d > 0 && !alloc_.IsUsed(u)) {
-      out->Corruption(name + ": used by the map but free in the allocator (doubly usable)");
+      out->Corruption(name() + ": used by the map but free in the allocator (doubly usable)");
     }
     if (d + h == 0 && alloc_.IsUsed(u) &&
         !std::binary_search(spoken_for.begin(), spoken_for.end(), u)) {
-      out->Leak(name + ": allocated but unused (lost)");
+      out->Leak(name() + ": allocated but unused (lost)");
       if (mode != CheckMode::kReadOnly) {
         alloc_.Free(u);
         ++out->repaired;
