@@ -197,7 +197,8 @@ class BlockDevice {
   // Verifies this layer's own metadata (not the layers below; `vstack check` walks the stack).
   // Adds what it finds to `out`. With a repair mode, fixes what can be fixed without losing
   // data and counts it in out->repaired. The default has nothing to check. Returns an error
-  // only when the check itself could not run (I/O error); corruption goes into `out`.
+  // only when the check itself could not run (an I/O error; a device below that is not the
+  // layer's, such as a blank one a read-only open presented empty); corruption goes into `out`.
   // When Check returns, the layer holds no queue of the device below (it opens one again when
   // it needs it), so that `vstack check` can go on to check and repair the device below: a
   // repair that rebuilds a layer's in-memory state refuses to run while any queue of that

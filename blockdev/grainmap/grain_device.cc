@@ -102,7 +102,11 @@ Result<DevicePtr> GrainDevice::OpenJournaled(const GrainFormat& f, DevicePtr low
     DevicePtr dev(make(std::move(lower), h, std::move(store), layout.sb.data_offset, read_only));
     auto& g = static_cast<GrainDevice&>(*dev);
     VSTACK_RETURN_IF_ERROR(g.Load(/*blank=*/true));
-    if (!read_only) g.set_formatted_now();
+    if (read_only) {
+      g.set_presented_blank();
+    } else {
+      g.set_formatted_now();
+    }
     return dev;
   }
   Superblock& sb = *below.sb;
@@ -330,6 +334,7 @@ void GrainDevice::BaseProperties(PropertyList& out) const {
 }
 
 Status GrainDevice::Check(CheckMode mode, CheckResult* out) {
+  VSTACK_RETURN_IF_ERROR(RefuseCheckIfBlank());
   const uint64_t repaired_before = out->repaired;
   if (store_) {
     CheckSuperblockSlots(

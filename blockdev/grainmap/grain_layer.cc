@@ -144,6 +144,16 @@ Result<OpenedBelow> OpenSuperblock(BlockDevice& lower, const char* magic, const 
   return o;
 }
 
+Status GrainLayer::RefuseCheckIfBlank() const {
+  if (!presented_blank_) return OkStatus();
+  // Without the layer's name: a check's error is printed after it.
+  return MakeError(Errc::kNotFound,
+                   "the device below (" + lower_device().Describe() + ") holds no " + kind() +
+                       " superblock (its first 8 KiB are zero, or hold only the start of a "
+                       "format that never finished), so it is not a " +
+                       kind() + " device, and there is nothing to check");
+}
+
 void CheckSuperblockSlots(const Superblock& sb, const std::string& layer, bool repair,
                           const std::function<Status()>& rewrite, CheckResult* out) {
   if (sb.other_slot_problem.empty()) return;
