@@ -5,6 +5,10 @@ device closed while another thread reads waits for that read.
 This file loads the `gate` layer into the registry, which then lists it: it runs after the
 files whose tests compare the registry's list with the CLI's (pytest runs files in order)."""
 
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 
 import numpy as np
@@ -126,3 +130,61 @@ def test_a_thread_that_exits_leaves_the_stack_usable():
         for round_ in range(20):  # many short-lived threads, one queue each while they live
             run_threads(2, lambda i: dev.write((round_ * 2 + i) * 4096, bytes([round_]) * 4096))
         assert dev.read(38 * 4096, 4096) == bytes([19]) * 4096
+
+
+# A daemon thread inside bench() when the main thread ends: its benchmark is held at the gate
+# until the interpreter is finalizing (an object in a module that finalization drops opens the
+# gate, then waits without the GIL). Python up to 3.13 ends a thread that then takes the GIL
+# with pthread_exit(), which inside a C++ destructor aborted the process (status 134,
+# "terminate called without an active exception").
+DAEMON_AT_FINALIZATION = """
+    import ctypes, os, sys, threading, types
+    import vstack
+
+    gate = ctypes.CDLL(os.environ["VSTACK_TEST_GATE"], mode=ctypes.RTLD_GLOBAL)
+    gate.vstack_test_gate_held.restype = ctypes.c_ulonglong
+    gate.vstack_test_gate_wait_held.argtypes = [ctypes.c_ulonglong, ctypes.c_longlong]
+
+    class OpensTheGateAtFinalization:
+        def __del__(self, gate=gate):
+            gate.vstack_test_gate_open()
+            gate.vstack_test_gate_wait_held(1 << 60, 2000)  # the GIL released meanwhile
+
+    gate.vstack_test_gate_shut()
+    held = gate.vstack_test_gate_held()
+    threading.Thread(target=lambda: vstack.bench("gate+memory:1M", size="1M", rounds=1,
+                     warmup=0, ios=100, qd=1, threads=1), daemon=True).start()
+    assert gate.vstack_test_gate_wait_held(held + 1, 60_000)
+    keeper = types.ModuleType("vstack_test_keeper")
+    keeper.opener = OpensTheGateAtFinalization()
+    sys.modules[keeper.__name__] = keeper  # dropped, and so deleted, by finalization
+    del keeper
+"""
+
+# Daemon threads reading in a loop when the main thread ends (the common case).
+DAEMON_READERS = """
+    import threading
+    import vstack
+
+    dev = vstack.open("memory:1M")
+
+    def read_forever():
+        buf = bytearray(4096)
+        while True:
+            try:
+                dev.readinto(0, buf)
+            except ValueError:  # closed at exit
+                pass
+
+    for _ in range(4):
+        threading.Thread(target=read_forever, daemon=True).start()
+    threading.Event().wait(0.2)
+"""
+
+
+@pytest.mark.parametrize("script", [DAEMON_AT_FINALIZATION, DAEMON_READERS],
+                         ids=["held-until-finalization", "readers"])
+def test_daemon_threads_inside_vstack_calls_at_exit_do_not_abort_the_process(script):
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=os.environ,
+                          capture_output=True, text=True)
+    assert (done.returncode, done.stderr) == (0, "")

@@ -92,7 +92,7 @@ PyBenchResult Bench(const std::vector<PathArg>& stacks,
   hooks.command = command;
   hooks.stop = &stop;
   hooks.on_progress = [&](const bench::MatrixProgress& p) {
-    py::gil_scoped_acquire locked;
+    GilAcquire locked;
     if (callback_error) return;
     try {
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Ctrl-C stops the run
@@ -107,7 +107,7 @@ PyBenchResult Bench(const std::vector<PathArg>& stacks,
   hooks.on_note = [&notes](const std::string& n) { notes.push_back(n); };
   Result<bench::BenchResult> run = MakeError(Errc::kIo, "not run");
   {
-    py::gil_scoped_release unlocked;
+    GilRelease unlocked;
     run = bench::Benchmark(knobs, hooks);
   }
   if (callback_error) throw std::move(*callback_error);
@@ -119,7 +119,7 @@ PyBenchResult Bench(const std::vector<PathArg>& stacks,
 void WriteReport(const PyBenchResult& r, const PathArg& dir) {
   Status st;
   {
-    py::gil_scoped_release unlocked;
+    GilRelease unlocked;
     st = bench::WriteReportDir(dir.value, r.result.report);
   }
   if (!st) Raise(st.error());
@@ -192,7 +192,7 @@ Result<SpaceResult> AnalyzeStoppably(const SpaceKnobs& knobs,
   std::optional<py::error_already_set> raised;
   for (bool done = false; !done;) {
     {
-      py::gil_scoped_release unlocked;
+      GilRelease unlocked;
       done = run.wait_for(std::chrono::milliseconds(50)) == std::future_status::ready;
     }
     if (!done && !raised && PyErr_CheckSignals() != 0) {
@@ -221,7 +221,7 @@ py::object SpaceMerge(const std::vector<PathArg>& sketches, const py::dict& opti
   knobs.sketch.clear();
   Result<SpaceResult> r = MakeError(Errc::kIo, "not run");
   {
-    py::gil_scoped_release unlocked;
+    GilRelease unlocked;
     r = MergeSpaceSketches(knobs, Values(sketches));
   }
   return SpaceReport(r, sketch_path);

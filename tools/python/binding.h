@@ -17,6 +17,44 @@ namespace vstack::python {
 
 namespace py = pybind11;
 
+// Releases the GIL for its scope, as py::gil_scoped_release does, and takes it back at its end
+// safely at interpreter exit: a thread other than the main one that would take it back once the
+// interpreter is exiting (a daemon thread inside a call when the main thread ends) is parked
+// for good instead, where Python up to 3.13 would end it with pthread_exit(), which from a C++
+// destructor is std::terminate() (gil.cc). Use it, never py::gil_scoped_release.
+class GilRelease {
+ public:
+  GilRelease();
+  ~GilRelease();
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
+// Takes the GIL for its scope (on any thread, as py::gil_scoped_acquire does), with
+// GilRelease's care at exit. Use it, never py::gil_scoped_acquire.
+class GilAcquire {
+ public:
+  GilAcquire();
+  ~GilAcquire();
+  GilAcquire(const GilAcquire&) = delete;
+  GilAcquire& operator=(const GilAcquire&) = delete;
+
+ private:
+  PyGILState_STATE state_;
+};
+
+// The interpreter's main thread (threading.main_thread().ident), set when the module loads:
+// the one thread never parked, since it finalizes the interpreter.
+void SetMainThread(unsigned long ident);
+
+// From the module's atexit handler (vstack/__init__.py), before the interpreter finalizes:
+// from now on GilRelease and GilAcquire park every other thread that would take the GIL; the
+// threads already taking it get it first. Called with the GIL held.
+void CloseExitGate();
+
 // Creates vstack.SpecError(ValueError) and vstack.IoError(OSError) in `m`.
 void AddExceptions(py::module_& m);
 

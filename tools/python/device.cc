@@ -117,7 +117,7 @@ class Device {
     if (Inherited()) return;  // the parent's to close (atexit in a child lands here)
     Status status;
     {
-      py::gil_scoped_release unlocked;
+      GilRelease unlocked;
       status = io_->Close();  // later calls return the first call's status
     }
     // A failed close is raised once, by the call that closed (or, closing from several threads
@@ -150,7 +150,7 @@ class Device {
     }
     std::error_code ec;
     {
-      py::gil_scoped_release unlocked;
+      GilRelease unlocked;
       ec = call();
     }
     if (ec) RaiseIo(ec, What(op, length, offset), block_size(), size());
@@ -173,7 +173,7 @@ std::unique_ptr<Device> OpenDevice(const PathArg& spec, const FlagArg& read_only
   std::string opened;
   Result<DevicePtr> device = MakeError(Errc::kIo, "not opened");
   {
-    py::gil_scoped_release unlocked;
+    GilRelease unlocked;
     device = OpenImage(spec.value, options, &opened);
   }
   if (!device) Raise(device.error());

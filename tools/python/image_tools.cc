@@ -34,7 +34,7 @@ DevicePtr OpenReadOnly(const std::string& spec) {
   options.read_only = true;
   Result<DevicePtr> device = MakeError(Errc::kIo, "not opened");
   {
-    py::gil_scoped_release unlocked;
+    GilRelease unlocked;
     device = OpenImage(spec, options);
   }
   if (!device) Raise(device.error());
@@ -48,7 +48,7 @@ uint64_t Create(const PathArg& path, const py::object& size_arg, const std::stri
   Status status;
   uint64_t actual = 0;
   {
-    py::gil_scoped_release unlocked;
+    GilRelease unlocked;
     auto file = NewImageFile::Create(path.value, format, size, options, overwrite);
     if (file) {
       actual = file->device().geometry().size_bytes;
@@ -74,14 +74,14 @@ py::object Check(const PathArg& target, const std::optional<std::string>& repair
   // noted) stops the check and is raised.
   std::optional<py::error_already_set> raised;
   auto keep_going = [&] {
-    py::gil_scoped_acquire locked;
+    GilAcquire locked;
     if (PyErr_CheckSignals() == 0) return true;
     raised.emplace();
     return false;
   };
   Result<ImageCheck> check = MakeError(Errc::kIo, "not checked");
   {
-    py::gil_scoped_release unlocked;
+    GilRelease unlocked;
     check = CheckImage(target.value, mode, keep_going);
   }
   if (raised) throw std::move(*raised);
@@ -108,7 +108,7 @@ py::dict Convert(const PathArg& src, const PathArg& dst, const std::optional<std
   std::optional<py::error_already_set> raised;
   convert.stop = &stop;
   convert.progress = [&](uint64_t done, uint64_t total) {
-    py::gil_scoped_acquire locked;
+    GilAcquire locked;
     if (raised) return;
     try {
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
@@ -120,7 +120,7 @@ py::dict Convert(const PathArg& src, const PathArg& dst, const std::optional<std
   };
   Result<CopyStats> copied = MakeError(Errc::kIo, "not copied");
   {
-    py::gil_scoped_release unlocked;
+    GilRelease unlocked;
     copied = ConvertImage(*source, dst.value, convert);
     source.reset();
   }
@@ -141,14 +141,14 @@ py::dict Compare(const PathArg& a, const PathArg& b, const FlagArg& strict) {
   // comparison and is raised.
   std::optional<py::error_already_set> raised;
   options.keep_going = [&] {
-    py::gil_scoped_acquire locked;
+    GilAcquire locked;
     if (PyErr_CheckSignals() == 0) return true;
     raised.emplace();
     return false;
   };
   Result<Comparison> c = MakeError(Errc::kIo, "not compared");
   {
-    py::gil_scoped_release unlocked;
+    GilRelease unlocked;
     c = CompareImages(*first, *second, options);
   }
   if (raised) throw std::move(*raised);
@@ -169,7 +169,7 @@ py::object Info(const PathArg& target, const FlagArg& backing_chain_arg) {
   std::string json;
   Status status;
   {
-    py::gil_scoped_release unlocked;
+    GilRelease unlocked;
     auto device = OpenImage(target.value, options, &spec);
     if (device) {
       json = backing_chain ? BackingChainInfoJson(spec, **device) : InfoJson(spec, **device);

@@ -39,6 +39,11 @@ PYBIND11_MODULE(_vstack, m) {
   m.doc() = "vstack: virtual storage stacks from Python (the compiled part; import vstack).";
   m.attr("__version__") = vstack::Version();
   AddExceptions(m);
+  SetMainThread(
+      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>());
+  m.def("_close_exit_gate", &CloseExitGate,
+        "Called by the package's atexit handler: from now on a thread other than the main one "
+        "that would take the GIL back inside vstack is parked (see GilRelease).");
   m.def("layers", &Layers,
         R"(The backends and layers a spec may name, as `vstack layers` lists them: one dict per
 component with 'name', 'kind' ('backend' or 'layer'), 'summary', 'positional' (what a

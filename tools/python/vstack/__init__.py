@@ -33,7 +33,7 @@ from vstack._vstack import (
     info,
     layers,
 )
-from vstack._vstack import _bench, _space, _space_merge
+from vstack._vstack import _bench, _close_exit_gate, _space, _space_merge
 from vstack._vstack import open as _open
 
 __all__ = [
@@ -73,6 +73,10 @@ def open(spec, *, read_only=False, latency=False):  # noqa: A001 (vstack.open, a
 
 @_atexit.register
 def _close_open_devices():
+    # First, the threads still inside a vstack call (daemon threads) are parked when they would
+    # take the GIL back: Python ends such a thread with pthread_exit() once it finalizes, which
+    # from C++ aborted the process.
+    _close_exit_gate()
     for device in list(_open_devices):
         try:
             device.close()
