@@ -414,6 +414,62 @@ TEST_P(NbdStackTest, ClientKilledMidRunLeavesTheStackConsistent) {
   EXPECT_TRUE(StackIsConsistent(stack.reopen_spec(dir.path())));
 }
 
+// Waits until the file at `log_path` (a client's output) holds `text`.
+::testing::AssertionResult WaitForLogText(const std::string& log_path, const std::string& text,
+                                          double timeout_s = 60) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  do {
+    if (ReadFile(log_path).find(text) != std::string::npos) return ::testing::AssertionSuccess();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return ::testing::AssertionFailure() << "never saw '" << text << "' in:\n" << ReadFile(log_path);
+}
+
+TEST_P(NbdStackTest, SigtermStopsTheServerWithIdleAndBusyClientsConnected) {
+  // nbdkit 1.32 alone waits, after SIGTERM, until every client has hung up: a client waiting
+  // for its next command kept the server (and the stack) open for as long as it stayed.
+  const StackCase& stack = GetParam();
+  SKIP_UNLESS_REGISTERED(stack);
+  VSTACK_REQUIRE_PROGRAM("fio", "fio");
+  VSTACK_REQUIRE_PROGRAM("qemu-io", "qemu-utils");
+  TempDir dir;
+  if (stack.prepare) stack.prepare(dir.path());
+  auto server = StartVstackServe(dir.path(), stack.first_spec(dir.path()));
+  ASSERT_TRUE(server);
+  // The idle client: qemu-io reading its commands from a pipe this test holds open. It writes
+  // and flushes 64 KiB, then waits for a command that never comes.
+  int commands[2];
+  ASSERT_EQ(::pipe2(commands, O_CLOEXEC), 0);
+  ServerProcess idle({"qemu-io", "-f", "raw", ServeUri(dir.path())}, dir.File("idle.log"), {},
+                     [&] { ::dup2(commands[0], STDIN_FILENO); });
+  ::close(commands[0]);
+  const std::string script = "write -P 0x5a 0 64k\nflush\n";
+  ASSERT_EQ(::write(commands[1], script.data(), script.size()),
+            static_cast<ssize_t>(script.size()));
+  EXPECT_TRUE(WaitForLogText(dir.File("idle.log"), "wrote 65536/65536 bytes"));
+  // The busy client: fio writing at depth 32 from 1 MiB on, until it loses its server.
+  std::ofstream(dir.File("writer.fio"))
+      << "[w]\nthread=1\nioengine=nbd\nuri=${NBD_URI}\nrw=randwrite\nbsrange=4k-1m\niodepth=32\n"
+         "offset=1m\ntime_based=1\nruntime=600\n";
+  ServerProcess fio({"fio", "--eta=always", "--eta-newline=250ms", "--eta-interval=250ms",
+                     "--output=" + dir.File("writer.out"), dir.File("writer.fio")},
+                    dir.File("writer.log"), {"NBD_URI=" + ServeUri(dir.path())});
+  EXPECT_TRUE(WaitForFioWrites(dir.File("writer.log")));
+
+  // Both connections end, the server closes the stack and exits 0 with its summary.
+  EXPECT_EQ(server->StopNow(SIGTERM), 0) << server->Log();
+  EXPECT_NE(server->Log().find("vstack serve: stopped serving"), std::string::npos)
+      << server->Log();
+  ::close(commands[1]);  // qemu-io reads EOF and exits
+  idle.StopNow(SIGKILL);
+  fio.StopNow(SIGKILL);
+  EXPECT_TRUE(StackIsConsistent(stack.reopen_spec(dir.path())));
+  auto dev = Open(stack.reopen_spec(dir.path()));
+  ASSERT_OK(dev);
+  EXPECT_TRUE(AllBytesAre(ReadStack(**dev, 0, 64 << 10), 0x5a));
+}
+
 // --- qemu -----------------------------------------------------------------------------------
 
 TEST_P(NbdStackTest, QemuIoPatternsAreThereAfterTheServerStops) {

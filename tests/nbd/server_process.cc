@@ -33,13 +33,17 @@ bool CanConnect(const std::string& path) {
   return ok;
 }
 
-// The number of threads of process `pid` (0 once it is gone).
+// The number of threads of process `pid` (0 once it is gone), but the vstack plugin's
+// "vstack-stop", which waits for a stop signal for the server's whole life.
 size_t ThreadCount(pid_t pid) {
   std::error_code ec;
   size_t n = 0;
   for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec);
        !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    ++n;
+    std::ifstream comm(it->path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name != "vstack-stop") ++n;
   }
   return n;
 }
@@ -113,6 +117,17 @@ int ServerProcess::Stop(int sig, double timeout_s) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
+  return SignalAndWait(sig, std::chrono::time_point_cast<Clock::duration>(deadline));
+}
+
+int ServerProcess::StopNow(int sig, double timeout_s) {
+  if (!running()) return -1;
+  return SignalAndWait(sig, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                               std::chrono::duration<double>(timeout_s)));
+}
+
+int ServerProcess::SignalAndWait(int sig, std::chrono::steady_clock::time_point deadline) {
+  const double timeout_s = std::chrono::duration<double>(deadline - Clock::now()).count();
   ::kill(pid_, sig);
   int w = 0;
   while (::waitpid(pid_, &w, WNOHANG) == 0) {

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -36,9 +37,14 @@ class ServerProcess {
   // Sends `sig`, waits for the process to exit and reaps it. Returns its exit status, or
   // 128 + the number of the signal that killed it; -1 if it had to be killed after a timeout.
   int Stop(int sig = SIGTERM, double timeout_s = 60);
+  // The same, but the signal is sent at once: Stop() first waits, for SIGTERM and SIGINT,
+  // until the server has no connection threads left.
+  int StopNow(int sig = SIGTERM, double timeout_s = 60);
   std::string Log() const;
 
  private:
+  int SignalAndWait(int sig, std::chrono::steady_clock::time_point deadline);
+
   pid_t pid_ = -1;
   std::string log_path_;
 };

@@ -13,18 +13,31 @@
 // closes it in the parent), and the child reopens the stack in after_fork so that nothing a
 // layer set up at open (threads, locks) is lost across fork.
 #define NBDKIT_API_VERSION 2
+#include <dirent.h>
 #include <fcntl.h>
 #include <nbdkit-plugin.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lib/registry.h"
@@ -139,6 +152,149 @@ void Load() { on_exit(&ExitAfterLeakCheck, nullptr); }
 void Load() {}
 #endif
 
+// --- stopping with clients connected -------------------------------------------------------
+//
+// nbdkit (1.32, Debian 12) stops on SIGINT, SIGTERM or SIGQUIT only once every client has
+// disconnected: a connection waiting for its next request (an idle qemu-io or nbdsh, a VM) is
+// never woken, so Ctrl-C left the server running, and the stack open, for as long as that
+// client stayed. A busy connection ends by itself (each worker finishes the request it has
+// read, answers it, and stops). So the plugin chains nbdkit's handlers for these signals and,
+// once nbdkit has noted the stop, looks at the client connections every kStopPollMs: one whose
+// receive queue was empty at kQuietPolls looks in a row (no request on its way: the client is
+// waiting) has its read side shut down, and ends as if its client had hung up, between two
+// requests; nbdkit then stops and the plugin closes the stack as usual. The quiet looks keep
+// a request that is still arriving (a large write, streamed) from being cut in two.
+
+constexpr int kStopPollMs = 100;
+constexpr int kQuietPolls = 3;
+int g_stop_pipe[2] = {-1, -1};
+constexpr int kStopSignals[3] = {SIGINT, SIGTERM, SIGQUIT};
+struct sigaction g_nbdkit_stop_handler[3];
+
+void OnStopSignal(int sig) {
+  const int saved = errno;
+  for (int i = 0; i < 3; ++i) {
+    if (kStopSignals[i] == sig) g_nbdkit_stop_handler[i].sa_handler(sig);  // nbdkit's: quit
+  }
+  const char c = 0;
+  if (::write(g_stop_pipe[1], &c, 1) < 0) {
+    // The pipe is full: a stop is pending already.
+  }
+  errno = saved;
+}
+
+// A socket's local address, as a key: the path of a Unix socket, the family and port of a TCP
+// one (a listener bound to every address has accepted connections on one of them).
+std::string LocalAddress(int fd) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return "";
+  switch (a.ss_family) {
+    case AF_UNIX: {
+      const auto* u = reinterpret_cast<const sockaddr_un*>(&a);
+      const size_t offset = offsetof(sockaddr_un, sun_path);
+      const size_t n = len > offset ? len - offset : 0;
+      return n == 0 ? "" : "unix:" + std::string(u->sun_path, ::strnlen(u->sun_path, n));
+    }
+    case AF_INET:
+      return "inet:" + std::to_string(ntohs(reinterpret_cast<const sockaddr_in*>(&a)->sin_port));
+    case AF_INET6:
+      return "inet6:" + std::to_string(ntohs(reinterpret_cast<const sockaddr_in6*>(&a)->sin6_port));
+    default:
+      return "";
+  }
+}
+
+// The connections nbdkit accepted: the stream sockets of this process whose local address is
+// that of one of its listening sockets (never a socket the stack opened itself, such as a Ceph
+// client's), by descriptor, each with the bytes waiting in its receive queue.
+std::vector<std::pair<int, int>> ClientConnections() {
+  std::vector<std::string> listening;
+  std::vector<std::pair<int, std::string>> accepted;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return {};
+  while (const dirent* e = ::readdir(dir)) {
+    char* end = nullptr;
+    const long n = std::strtol(e->d_name, &end, 10);
+    const int fd = static_cast<int>(n);
+    if (end == e->d_name || *end != '\0' || fd == ::dirfd(dir)) continue;
+    struct stat st;
+    int type = 0, accepts = 0;
+    socklen_t len = sizeof type;
+    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) continue;
+    len = sizeof accepts;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepts, &len) != 0) continue;
+    std::string address = LocalAddress(fd);
+    if (address.empty()) continue;
+    if (accepts) {
+      listening.push_back(std::move(address));
+    } else {
+      accepted.emplace_back(fd, std::move(address));
+    }
+  }
+  ::closedir(dir);
+  std::vector<std::pair<int, int>> out;
+  for (const auto& [fd, address] : accepted) {
+    if (std::find(listening.begin(), listening.end(), address) == listening.end()) continue;
+    int pending = 0;
+    if (::ioctl(fd, FIONREAD, &pending) != 0) continue;
+    out.emplace_back(fd, pending);
+  }
+  return out;
+}
+
+// After a stop: ends each client connection that stays quiet (above) until none is left.
+void EndQuietConnections() {
+  std::map<int, int> quiet;  // descriptor -> looks in a row with nothing pending
+  for (;;) {
+    const std::vector<std::pair<int, int>> connections = ClientConnections();
+    if (connections.empty()) return;
+    std::map<int, int> next;
+    for (const auto& [fd, pending] : connections) {
+      const int looks = pending == 0 ? quiet[fd] + 1 : 0;
+      if (looks == kQuietPolls) {
+        nbdkit_debug("stopping: ending the idle connection on fd %d", fd);
+        ::shutdown(fd, SHUT_RD);
+      }
+      next[fd] = looks;
+    }
+    quiet = std::move(next);
+    std::this_thread::sleep_for(std::chrono::milliseconds(kStopPollMs));
+  }
+}
+
+// Chains nbdkit's stop handlers (installed before after_fork) and starts the thread that ends
+// idle connections once one has run. Leaves nbdkit alone if it has not installed them.
+void WatchForStop() {
+  if (::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    nbdkit_debug("pipe2: %m");
+    return;
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (::sigaction(kStopSignals[i], nullptr, &g_nbdkit_stop_handler[i]) != 0 ||
+        (g_nbdkit_stop_handler[i].sa_flags & SA_SIGINFO) ||
+        g_nbdkit_stop_handler[i].sa_handler == SIG_DFL ||
+        g_nbdkit_stop_handler[i].sa_handler == SIG_IGN) {
+      nbdkit_debug("signal %d has no nbdkit handler to chain: idle connections stay open",
+                   kStopSignals[i]);
+      return;
+    }
+  }
+  std::thread([] {
+    pthread_setname_np(pthread_self(), "vstack-stop");  // tests/nbd/server_process.cc skips it
+    struct pollfd p = {g_stop_pipe[0], POLLIN, 0};
+    while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
+    }
+    EndQuietConnections();
+  }).detach();
+  for (int i = 0; i < 3; ++i) {
+    struct sigaction sa = g_nbdkit_stop_handler[i];
+    sa.sa_handler = &OnStopSignal;
+    ::sigaction(kStopSignals[i], &sa, nullptr);
+  }
+}
+
 // --- configuration ----------------------------------------------------------------------
 
 void DumpPlugin() {
@@ -224,6 +380,7 @@ int AfterFork() {
     if (r != 0) return r;
   }
   g_started = std::chrono::steady_clock::now();
+  WatchForStop();
   if (!g_config.uri.empty()) {
     std::fprintf(stderr, "vstack serve: serving %s (%s) at %s; stop with Ctrl-C or SIGTERM\n",
                  g_export->spec().c_str(), g_export->device().Describe().c_str(),
