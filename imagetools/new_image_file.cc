@@ -87,7 +87,10 @@ NewImageFile::NewImageFile(NewImageFile&& other) noexcept
 
 NewImageFile::~NewImageFile() {
   Discard();
-  if (replaced_fd_ >= 0) ::close(replaced_fd_);  // the replaced file's lock goes with it
+  if (replaced_fd_ >= 0) {  // the replaced file's lock goes with it
+    UnlockImageFile(replaced_fd_);
+    ::close(replaced_fd_);
+  }
 }
 
 void NewImageFile::Discard() {

@@ -288,7 +288,10 @@ std::error_code FileBackedDevice::ExtendNow() {
   return NoError();
 }
 
-FileBackedDevice::~FileBackedDevice() { ::close(fd_); }
+FileBackedDevice::~FileBackedDevice() {
+  UnlockImageFile(fd_);  // a device destroyed without Close()
+  ::close(fd_);
+}
 
 Status FileBackedDevice::DoClose() {
   // Release the lock now: an io_uring ring that registered this file drops its reference

@@ -1,10 +1,14 @@
 #include "blockdev/file/image_lock.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 namespace vstack {
 namespace {
@@ -38,8 +42,46 @@ int Probe(int fd, off_t offset) {
   return fl.l_type == F_UNLCK ? 0 : EWOULDBLOCK;
 }
 
-Error Failure(int err, const std::string& what) {
+// The files this process holds locked, by descriptor: a conflict with one of them is this
+// process's own (another open of the same file, not closed yet: a Device a Python session
+// still holds), not another process's.
+using FileId = std::pair<dev_t, ino_t>;
+struct Held {
+  std::mutex mu;
+  std::map<int, FileId> files;  // guarded by mu
+};
+Held& HeldHere() {
+  static Held* held = new Held;  // immortal: devices may close during static destruction
+  return *held;
+}
+
+bool IdOf(int fd, FileId* id) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return false;
+  *id = {st.st_dev, st.st_ino};
+  return true;
+}
+
+// True if another descriptor of this process holds locks on the file `fd` is open on.
+bool LockedHere(int fd) {
+  FileId id;
+  if (!IdOf(fd, &id)) return false;
+  Held& held = HeldHere();
+  std::lock_guard lock(held.mu);
+  for (const auto& [other, other_id] : held.files) {
+    if (other != fd && other_id == id) return true;
+  }
+  return false;
+}
+
+Error Failure(int err, const std::string& what, bool here) {
   if (err == EWOULDBLOCK || err == EAGAIN || err == EACCES) {
+    if (here) {
+      return MakeError(SystemError(EWOULDBLOCK),
+                       "in use by this process: another open of it, not closed yet, " + what +
+                           " (qemu and vstack take these locks); close that one first, or pass "
+                           "lock=off to override");
+    }
     return MakeError(SystemError(EWOULDBLOCK),
                      "in use by another process, which " + what +
                          " (qemu and vstack take these locks); pass lock=off to override");
@@ -57,8 +99,9 @@ Status LockImageFile(int fd, bool writable) {
     if (uses & (1u << i)) err = ReadLock(fd, kUsesBase + i);
     if (err == 0 && (unshares & (1u << i))) err = ReadLock(fd, kUnsharesBase + i);
     if (err != 0) {
+      const bool here = LockedHere(fd);
       UnlockImageFile(fd);
-      return Failure(err, std::string("holds the image's locks"));
+      return Failure(err, std::string("holds the image's locks"), here);
     }
   }
   // Our own locks are never reported to us (they belong to this open file description).
@@ -74,9 +117,15 @@ Status LockImageFile(int fd, bool writable) {
       what = std::string("has it open to ") + kVerbs[i];
     }
     if (err != 0) {
+      const bool here = LockedHere(fd);
       UnlockImageFile(fd);
-      return Failure(err, what);
+      return Failure(err, what, here);
     }
+  }
+  if (FileId id; IdOf(fd, &id)) {
+    Held& held = HeldHere();
+    std::lock_guard lock(held.mu);
+    held.files[fd] = id;
   }
   return OkStatus();
 }
@@ -85,6 +134,9 @@ void UnlockImageFile(int fd) {
   struct flock fl = Byte(F_UNLCK, kUsesBase);
   fl.l_len = kUnsharesBase + kPermissions - kUsesBase;
   ::fcntl(fd, F_OFD_SETLK, &fl);
+  Held& held = HeldHere();
+  std::lock_guard lock(held.mu);
+  held.files.erase(fd);
 }
 
 }  // namespace vstack

@@ -24,11 +24,16 @@ namespace vstack {
 
 // Takes the locks of an open (writable or read-only) on `fd`, then checks that no other open
 // file description holds a conflicting one. On a conflict the locks taken are released and the
-// error (kind EWOULDBLOCK) names the permission in the way, in qemu's words.
+// error (kind EWOULDBLOCK) names the permission in the way, in qemu's words, and whose it is:
+// "in use by another process", or "in use by this process" when another descriptor of this
+// process holds the file's locks (an open of the same image not closed yet: OFD locks conflict
+// within one process too).
 Status LockImageFile(int fd, bool writable);
 
-// Releases every lock LockImageFile took on `fd` (closing the last descriptor of the open file
-// releases them as well; this is for when a reference may outlive the close, as io_uring's).
+// Releases every lock LockImageFile took on `fd`, and forgets it. Call it before closing a
+// descriptor that LockImageFile locked (closing the last descriptor of the open file releases
+// the locks as well, but this process would still count the file as locked here; and a
+// reference may outlive the close, as io_uring's). Harmless on a descriptor never locked.
 void UnlockImageFile(int fd);
 
 }  // namespace vstack

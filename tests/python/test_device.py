@@ -349,6 +349,23 @@ def test_the_spec_error_suggests_the_name_meant():
         vstack.open("dedupx+memory:16M")
 
 
+def test_an_image_still_open_in_this_process_is_named_as_such(tmp_path):
+    """A second open of an image this process has open (a Device not closed yet, in a notebook)
+    is refused by the image's locks: the message says the open in the way is this process's
+    own, not another process's."""
+    path = str(tmp_path / "held.vhd")
+    vstack.create(path, "8M", format="vhd")
+    dev = vstack.open(path)
+    for call in (lambda: vstack.info(path), lambda: vstack.check(path), lambda: vstack.open(path),
+                 lambda: vstack.open(path, read_only=True)):
+        with pytest.raises(vstack.IoError, match="in use by this process: another open of it, "
+                                                 "not closed yet") as e:
+            call()
+        assert e.value.errno == errno.EAGAIN
+    dev.close()
+    assert vstack.info(path)["spec"] == "vhd+file:" + path
+
+
 def test_a_missing_file_raises_io_error_enoent(tmp_path):
     with pytest.raises(vstack.IoError) as e:
         vstack.open(str(tmp_path / "missing.vhd"))
