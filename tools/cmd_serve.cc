@@ -77,15 +77,24 @@ void PreloadSanitizerRuntime() {}
 
 // nbdkit refuses to start on an existing socket file. Remove one that nobody listens on (left
 // by a server that was killed); refuse if a server is still there or the path is not a socket.
+// A path nbdkit could not bind is refused here, in vstack's words: a Unix socket's path is at
+// most 107 bytes, in a directory that exists.
 void ClaimSocketPath(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) {
+    Fail("serve", "--socket path is too long (" + std::to_string(path.size()) + " bytes; at most " +
+                      std::to_string(sizeof(addr.sun_path) - 1) + "): " + path);
+  }
+  const std::string parent = std::filesystem::path(path).parent_path().string();
   struct stat st;
+  if (::stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    Fail("serve", "--socket " + path + ": directory " + parent + " does not exist");
+  }
   if (::lstat(path.c_str(), &st) != 0) return;
   if (!S_ISSOCK(st.st_mode)) {
     Fail("serve", "--socket " + path + " exists and is not a socket; choose another path");
   }
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr.sun_path)) Fail("serve", "--socket path is too long: " + path);
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const bool listening =

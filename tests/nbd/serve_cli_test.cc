@@ -67,6 +67,28 @@ TEST(ServeCli, ErrorsSayVstackServe) {
   }
 }
 
+// So do the errors of its own options: a --stats file it cannot create, a --socket in a
+// directory that does not exist or too long for a Unix socket (nbdkit's words, or none, before).
+TEST(ServeCli, ErrorsOfItsOptionsSayVstackServe) {
+  TempDir dir;
+  const std::string serve = std::string(VSTACK_CLI) + " serve ";
+  const std::string too_long = dir.File(std::string(120, 's') + ".sock");
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--socket " + dir.File("s.sock") + " --stats " + dir.File("none/st.json"),
+            "vstack serve: --stats " + dir.File("none/st.json") +
+                ": cannot write it: No such file or directory"},
+           {"--socket " + dir.File("none/s.sock"), "vstack serve: --socket " +
+                                                       dir.File("none/s.sock") + ": directory " +
+                                                       dir.File("none") + " does not exist"},
+           {"--socket " + too_long, "vstack serve: --socket path is too long ("}}) {
+    CommandResult r = RunCommand(serve + args + " memory:1M");
+    EXPECT_EQ(r.status, 1) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("nbdkit"), std::string::npos) << args << "\n" << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.File("s.sock")));
+}
+
 // A mistyped layer, backend or option name is a usage error (exit status 2), found before
 // nbdkit starts, as the other commands find it; a path that does not exist is not (1).
 TEST(ServeCli, AMistypedNameIsAUsageError) {

@@ -342,7 +342,9 @@ int ConfigComplete() {
     const bool existed = ::access(g_config.stats_path.c_str(), F_OK) == 0;
     const int fd = ::open(g_config.stats_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
-      nbdkit_error("stats=%s: cannot write it: %m", g_config.stats_path.c_str());
+      const int err = errno;
+      ErrorLine((g_config.uri.empty() ? "stats=" : "--stats ") + g_config.stats_path +
+                ": cannot write it: " + std::strerror(err));
       return -1;
     }
     ::close(fd);
