@@ -47,12 +47,13 @@ class GilAcquire {
 };
 
 // The interpreter's main thread (threading.main_thread().ident), set when the module loads:
-// the one thread never parked, since it finalizes the interpreter.
+// the one thread never parked, since it finalizes the interpreter (until CloseExitGate()).
 void SetMainThread(unsigned long ident);
 
-// From the module's atexit handler (vstack/__init__.py), before the interpreter finalizes:
-// from now on GilRelease and GilAcquire park every other thread that would take the GIL; the
-// threads already taking it get it first. Called with the GIL held.
+// From the module's atexit handler (vstack/__init__.py), before the interpreter finalizes, on
+// the thread that will finalize it (from now on the one never parked): GilRelease and
+// GilAcquire park every other thread that would take the GIL; the threads already taking it
+// get it first. Called with the GIL held.
 void CloseExitGate();
 
 // Creates vstack.SpecError(ValueError) and vstack.IoError(OSError) in `m`.

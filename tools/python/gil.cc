@@ -73,6 +73,9 @@ GilAcquire::~GilAcquire() { PyGILState_Release(state_); }
 void SetMainThread(unsigned long ident) { g_main_thread.store(ident); }
 
 void CloseExitGate() {
+  // The thread running the atexit handlers is the one that finalizes the interpreter (the main
+  // thread, or in a child forked from another thread, that thread).
+  g_main_thread.store(PyThread_get_thread_ident());
   g_exiting.store(true);
   // Threads already past their look take the GIL back: let them, then finalization may start.
   Py_BEGIN_ALLOW_THREADS while (g_taking.load() != 0)::usleep(1000);
