@@ -14,7 +14,7 @@ namespace {
 
 constexpr uint64_t kChunk = 1 << 20;
 
-bool ReadsZero(BlockDevice& d, uint64_t offset, uint64_t length) {
+bool MapsZero(BlockDevice& d, uint64_t offset, uint64_t length) {
   std::vector<Extent> ext;
   if (!d.MapExtents(offset, length, &ext)) return false;
   return std::all_of(ext.begin(), ext.end(),
@@ -47,6 +47,40 @@ Status ReadChunk(SyncIo& io, uint64_t offset, std::span<std::byte> buf) {
   return OkStatus();
 }
 
+// A device's bytes [offset, offset + length), read in whole logical blocks of the device: two
+// disks of different sectors (a VHDX of 4 KiB sectors and a VHD of 512-byte ones) share a part
+// that may end, and the larger one's extra part begin, inside a block of one of them.
+class Reader {
+ public:
+  Reader(BlockDevice& d, size_t chunk)
+      : d_(d),
+        io_(d),
+        block_(std::max<uint64_t>(d.geometry().logical_block, 1)),
+        buf_(chunk + 2 * block_, std::max<size_t>(4096, d.geometry().mem_alignment)) {}
+
+  Result<const std::byte*> Read(uint64_t offset, uint64_t length) {
+    const uint64_t start = offset / block_ * block_;
+    const uint64_t end =
+        std::min((offset + length + block_ - 1) / block_ * block_, d_.geometry().size_bytes);
+    VSTACK_RETURN_IF_ERROR(
+        ReadChunk(io_, start, buf_.span().first(static_cast<size_t>(end - start))));
+    return buf_.data() + (offset - start);
+  }
+
+  bool ReadsZero(uint64_t offset, uint64_t length) {
+    const uint64_t start = offset / block_ * block_;
+    const uint64_t end =
+        std::min((offset + length + block_ - 1) / block_ * block_, d_.geometry().size_bytes);
+    return MapsZero(d_, start, end - start);
+  }
+
+ private:
+  BlockDevice& d_;
+  SyncIo io_;
+  const uint64_t block_;
+  AlignedBuffer buf_;
+};
+
 }  // namespace
 
 Result<Comparison> CompareImages(BlockDevice& a, BlockDevice& b, const CompareOptions& options) {
@@ -54,8 +88,7 @@ Result<Comparison> CompareImages(BlockDevice& a, BlockDevice& b, const CompareOp
   c.size_a = a.geometry().size_bytes;
   c.size_b = b.geometry().size_bytes;
   if (c.size_mismatch() && options.strict) return c;
-  SyncIo io_a(a), io_b(b);
-  AlignedBuffer buf_a(kChunk, 4096), buf_b(kChunk, 4096);
+  Reader ra(a, kChunk), rb(b, kChunk);
   const uint64_t common = std::min(c.size_a, c.size_b), longest = std::max(c.size_a, c.size_b);
   // Chunks of the common part, then chunks of the larger one's extra part.
   for (uint64_t off = 0, len = 0; off < longest; off += len) {
@@ -65,17 +98,16 @@ Result<Comparison> CompareImages(BlockDevice& a, BlockDevice& b, const CompareOp
     const bool both = off < common;
     len = std::min(kChunk, (both ? common : longest) - off);
     if (both) {
-      if (ReadsZero(a, off, len) && ReadsZero(b, off, len)) continue;
-      VSTACK_RETURN_IF_ERROR(ReadChunk(io_a, off, buf_a.span().first(len)));
-      VSTACK_RETURN_IF_ERROR(ReadChunk(io_b, off, buf_b.span().first(len)));
-      c.first_difference = FirstDifference(buf_a.data(), buf_b.data(), off, len);
+      if (ra.ReadsZero(off, len) && rb.ReadsZero(off, len)) continue;
+      VSTACK_ASSIGN_OR_RETURN(const std::byte* da, ra.Read(off, len));
+      VSTACK_ASSIGN_OR_RETURN(const std::byte* db, rb.Read(off, len));
+      c.first_difference = FirstDifference(da, db, off, len);
     } else {
       // Past the end of the shorter one: the longer one must read as zeros.
-      BlockDevice& longer = c.size_a > c.size_b ? a : b;
-      SyncIo& io = c.size_a > c.size_b ? io_a : io_b;
-      if (ReadsZero(longer, off, len)) continue;
-      VSTACK_RETURN_IF_ERROR(ReadChunk(io, off, buf_a.span().first(len)));
-      c.first_difference = FirstDifference(buf_a.data(), nullptr, off, len);
+      Reader& longer = c.size_a > c.size_b ? ra : rb;
+      if (longer.ReadsZero(off, len)) continue;
+      VSTACK_ASSIGN_OR_RETURN(const std::byte* d, longer.Read(off, len));
+      c.first_difference = FirstDifference(d, nullptr, off, len);
     }
     if (c.first_difference) return c;
   }

@@ -1,6 +1,7 @@
 // Comparing the content of two virtual disks: what `vstack compare` does (qemu-img compare), as
 // a library call. Ranges both devices report as zero (MapExtents) are not read; content is
-// compared in 512-byte sectors, 1 MiB at a time.
+// compared in 512-byte sectors, 1 MiB at a time. Each device is read in whole logical blocks of
+// its own, so disks of different sector sizes (512 and 4096) compare whatever their sizes.
 #ifndef VSTACK_IMAGETOOLS_COMPARE_H_
 #define VSTACK_IMAGETOOLS_COMPARE_H_
 

@@ -360,6 +360,57 @@ TEST(ImageTools, CompareImagesFindsTheFirstDifferentSector) {
   EXPECT_EQ(CompareImages(*longer, *a)->first_difference, std::optional<uint64_t>(kSize + 4096));
 }
 
+// Two disks of different logical blocks (a VHDX of 4 KiB sectors converted from a VHD of
+// 512-byte ones, so rounded up to 4 KiB): their common part ends inside the larger-sector disk's
+// last block, and its extra part starts there. Compare read that last chunk, and the extra
+// part, unaligned for the 4 KiB disk and failed ("offset or length is not a multiple of the
+// logical block size", exit 2); it must read whole blocks and compare the bytes asked.
+TEST(ImageTools, CompareImagesOfDifferentSectorSizesReadsWholeBlocks) {
+  constexpr uint64_t kSmall = 34816, kLarge = 36864;  // 68 sectors; 9 blocks of 4 KiB
+  for (const bool large_first : {false, true}) {
+    SCOPED_TRACE(large_first);
+    DevicePtr small = OpenOrDie("memory:34K");
+    DevicePtr large = OpenOrDie("memory:36K,block=4096");
+    std::vector<std::byte> bytes(kSmall);
+    testing::Rng rng(kSmall);
+    rng.Fill(bytes.data(), bytes.size());
+    {
+      SyncIo a(*small), b(*large);
+      ASSERT_FALSE(a.Write(0, bytes));
+      std::vector<std::byte> padded(kLarge);
+      std::copy(bytes.begin(), bytes.end(), padded.begin());
+      ASSERT_FALSE(b.Write(0, padded));
+    }
+    auto compare = [&] {
+      return large_first ? CompareImages(*large, *small) : CompareImages(*small, *large);
+    };
+    auto same = compare();
+    ASSERT_TRUE(same) << same.error().ToString();
+    EXPECT_TRUE(same->identical);
+    EXPECT_TRUE(same->size_mismatch());
+
+    Fill(*small, kSmall - 512, 512, 0x5a);  // the last sector of the common part differs
+    auto last = compare();
+    ASSERT_TRUE(last) << last.error().ToString();
+    EXPECT_EQ(last->first_difference, std::optional<uint64_t>(kSmall - 512));
+
+    {
+      SyncIo a(*small);
+      ASSERT_FALSE(a.Write(kSmall - 2048, std::span(bytes).subspan(kSmall - 2048)));
+    }
+    std::vector<std::byte> block(4096);
+    std::copy(bytes.end() - 2048, bytes.end(), block.begin());
+    block[2048 + 1024] = std::byte{1};  // past the small disk's end: must be zeros
+    {
+      SyncIo b(*large);
+      ASSERT_FALSE(b.Write(32768, block));
+    }
+    auto extra = compare();
+    ASSERT_TRUE(extra) << extra.error().ToString();
+    EXPECT_EQ(extra->first_difference, std::optional<uint64_t>(kSmall + 1024));
+  }
+}
+
 uint64_t DataOffset(BlockDevice& d) {
   PropertyList props;
   d.Properties(props);
