@@ -80,6 +80,9 @@ Status RewriteLink(const std::string& child_path, const std::string& parent_path
                    const Footer& parent) {
   VSTACK_ASSIGN_OR_RETURN(DevicePtr file, Open(FileSpec("", child_path)));
   VSTACK_ASSIGN_OR_RETURN(VhdImage img, LoadImage(*file, /*lenient=*/false));
+  if (!img.footer.is_differencing()) {  // rebase -u alone gets here without Differencing()
+    return MakeError(Errc::kInvalidArgument, "'" + child_path + "' is not a differencing VHD");
+  }
   const NewParentLink link = MakeParentLink(parent_path, child_path, parent);
   DynamicHeader h = img.header;
   // The existing locator slots (data inside the file), largest first, receive the new paths.

@@ -5,13 +5,15 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <span>
 #include <tuple>
 
 #include "imagetools/commit.h"
 #include "imagetools/compact.h"
-#include "imagetools/convert.h"
 #include "imagetools/compare.h"
+#include "imagetools/convert.h"
 #include "imagetools/map.h"
 #include "imagetools/rebase.h"
 #include "lib/aligned_buffer.h"
@@ -270,6 +272,30 @@ TEST_F(ChainTest, RebaseImageKeepsTheChildsContentsOntoANewParent) {
   const std::vector<ChainImage> images = BackingChain("vhd+file:" + child_, **chain);
   ASSERT_EQ(images.size(), 2u);
   EXPECT_TRUE(images[1].spec.ends_with("fresh.vhd")) << images[1].spec;
+}
+
+// rebase -u of an image that is not a differencing VHD said "the new parent path ... does not
+// fit in the child's parent-locator space" (a dynamic disk has no locator slots), as if a
+// shorter path would do; it is refused as safe mode refuses it, the file unchanged.
+TEST_F(ChainTest, RebaseImageUnsafeRefusesAnImageWithoutAParent) {
+  const std::string dynamic = dir_.File("dynamic.vhd");
+  ASSERT_OK(CreateImage("vhd", dynamic, 4 * kBlock));
+  const auto bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string before = bytes(dynamic);
+  for (const bool unsafe : {true, false}) {
+    SCOPED_TRACE(unsafe);
+    RebaseOptions options;
+    options.unsafe = unsafe;
+    auto r = RebaseImage(dynamic, "base.vhd", options);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, make_error_code(Errc::kInvalidArgument));
+    EXPECT_NE(r.error().message.find("is not a differencing VHD"), std::string::npos)
+        << r.error().message;
+    EXPECT_EQ(bytes(dynamic), before);
+  }
 }
 
 TEST_F(ChainTest, MapImageNamesTheLevelAndFileOfEachExtent) {
