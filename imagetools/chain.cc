@@ -41,7 +41,7 @@ Status RequireVhd(const std::string& path, const std::string& role) {
 
 Result<uint64_t> CommitImage(const std::string& child_path, const CommitOptions& options) {
   VSTACK_RETURN_IF_ERROR(RequireVhd(child_path, "the child"));
-  return vhd::CommitImage(child_path, options.progress);
+  return vhd::CommitImage(child_path, options.progress, options.stop);
 }
 
 Result<uint64_t> RebaseImage(const std::string& child_path, const std::string& new_parent,
@@ -58,7 +58,7 @@ Result<uint64_t> RebaseImage(const std::string& child_path, const std::string& n
           : (dir / new_parent).string();
   VSTACK_RETURN_IF_ERROR(RequireVhd(child_path, "the child"));
   VSTACK_RETURN_IF_ERROR(RequireVhd(parent_path, "the new parent"));
-  return vhd::RebaseImage(child_path, new_parent, options.unsafe, options.progress);
+  return vhd::RebaseImage(child_path, new_parent, options.unsafe, options.progress, options.stop);
 }
 
 }  // namespace vstack

@@ -3,6 +3,7 @@
 #ifndef VSTACK_IMAGETOOLS_COMMIT_H_
 #define VSTACK_IMAGETOOLS_COMMIT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -17,6 +18,12 @@ struct CommitOptions {
   // `done` of `total` bytes the child holds copied into the parent, after each chunk of up to
   // 1 MiB (never called when the child holds nothing).
   CopyProgress progress;
+  // Read before each chunk (a signal handler, or the progress callback, sets it): once true,
+  // the copy stops, the parent is flushed and closed as after a whole commit (its unused
+  // reservation given back, so it checks clean) and the call fails with Errc::kCancelled,
+  // saying how far it got. What was copied stays in the parent; the child is unchanged, and
+  // the same commit run again finishes the job. May be null.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // Copies every sector the differencing VHD at `child_path` holds into its parent (a VHD file,

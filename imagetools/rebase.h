@@ -3,6 +3,7 @@
 #ifndef VSTACK_IMAGETOOLS_REBASE_H_
 #define VSTACK_IMAGETOOLS_REBASE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -21,6 +22,12 @@ struct RebaseOptions {
   // Safe mode: `done` of `total` bytes compared (every byte the child does not hold itself),
   // after each chunk of up to 1 MiB. Never called in unsafe mode.
   CopyProgress progress;
+  // Safe mode: read before each chunk (a signal handler, or the progress callback, sets it):
+  // once true, the copy stops, the child is flushed and closed with its old link (its unused
+  // reservation given back) and the call fails with Errc::kCancelled, saying how far it got.
+  // The child reads as before (what was copied into it is what the old chain showed there),
+  // and the same rebase run again finishes the job. May be null.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // Makes the VHD at `new_parent` (a path relative to the child's directory, or absolute) the

@@ -6,6 +6,7 @@
 #include "imagetools/commit.h"
 #include "lib/size.h"
 #include "tools/command.h"
+#include "tools/interrupt.h"
 #include "tools/progress.h"
 
 namespace vstack::cli {
@@ -24,8 +25,13 @@ void AddCommitCommand(CLI::App& app) {
       if (!bar) bar = std::make_unique<Progress>("commit", total, *progress);
       bar->Set(done);
     };
+    InterruptScope interrupt;  // Ctrl-C: the copy stops and the parent is closed cleanly
+    options.stop = &InterruptScope::stop();
     Result<uint64_t> bytes = CommitImage(*child, options);
     bar.reset();
+    if (!bytes && bytes.error().code == make_error_code(Errc::kCancelled)) {
+      Fail("commit", bytes.error(), 130);
+    }
     if (!bytes) Fail("commit", bytes.error());
     fmt::print("Image committed: {} ({} bytes) copied into the parent\n", FormatSize(*bytes),
                *bytes);

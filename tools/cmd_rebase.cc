@@ -6,6 +6,7 @@
 #include "imagetools/rebase.h"
 #include "lib/size.h"
 #include "tools/command.h"
+#include "tools/interrupt.h"
 #include "tools/progress.h"
 
 namespace vstack::cli {
@@ -40,8 +41,13 @@ void AddRebaseCommand(CLI::App& app) {
       if (!bar) bar = std::make_unique<Progress>("rebase: compare", total, args->progress);
       bar->Set(done);
     };
+    InterruptScope interrupt;  // Ctrl-C: the copy stops and the child keeps its old parent
+    options.stop = &InterruptScope::stop();
     Result<uint64_t> bytes = RebaseImage(args->child, args->backing, options);
     bar.reset();
+    if (!bytes && bytes.error().code == make_error_code(Errc::kCancelled)) {
+      Fail("rebase", bytes.error(), 130);
+    }
     if (!bytes) Fail("rebase", bytes.error());
     fmt::print("Rebased '{}' onto '{}'{}\n", args->child, args->backing,
                options.unsafe ? " (unsafe: link only)"

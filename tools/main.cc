@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
   const std::string exit_status =
       "Exit status: 0 success, 1 error, 2 usage error (unknown command or option, bad value). "
       "check: 0 clean, 1 the check failed or a usage error, 2 corrupt, 3 leaks only. compare: 0 "
-      "identical, 1 different, 2 error. bench and sim: 130 when interrupted.";
+      "identical, 1 different, 2 error. bench, sim, convert, space, commit and rebase: 130 when "
+      "interrupted.";
   for (CLI::App* sub : app.get_subcommands({})) {
     const std::string own = sub->get_footer();
     sub->footer(own.empty() ? exit_status : own + "\n\n" + exit_status);

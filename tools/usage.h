@@ -6,7 +6,8 @@
 //   0 success, 1 error, 2 usage error (unknown command or option, bad flag or value).
 //   check keeps qemu-img's codes: 0 clean, 1 the check failed (and usage errors), 2 corrupt,
 //   3 leaks only. compare keeps qemu-img's: 0 identical, 1 different, 2 error (of any kind).
-//   bench and sim exit 130 when interrupted (sim: unless a run failed, 1).
+//   bench, sim, convert, space, commit and rebase exit 130 when interrupted (sim: unless a run
+//   failed, 1).
 #ifndef VSTACK_TOOLS_USAGE_H_
 #define VSTACK_TOOLS_USAGE_H_
 

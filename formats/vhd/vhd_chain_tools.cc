@@ -52,10 +52,16 @@ class ProgressCounter {
   uint64_t done_ = 0;
 };
 
-// Copies [offset, offset + length) from `from` to `to`, through `buf`, counting each chunk.
+bool Stopped(const std::atomic<bool>* stop) { return stop != nullptr && stop->load(); }
+
+Error Cancelled() { return MakeError(Errc::kCancelled, "interrupted"); }
+
+// Copies [offset, offset + length) from `from` to `to`, through `buf`, counting each chunk;
+// fails with Errc::kCancelled before a chunk once `stop` is set.
 Status Copy(SyncIo& from, SyncIo& to, uint64_t offset, uint64_t length, AlignedBuffer& buf,
-            ProgressCounter& counter) {
+            ProgressCounter& counter, const std::atomic<bool>* stop) {
   for (uint64_t done = 0; done < length;) {
+    if (Stopped(stop)) return Cancelled();
     const uint64_t n = std::min<uint64_t>(kChunk, length - done);
     std::span<std::byte> s = buf.span().first(static_cast<size_t>(n));
     VSTACK_RETURN_IF_ERROR(ReadAt(from, offset + done, s, "read"));
@@ -220,7 +226,8 @@ Status MapLevels(const std::vector<const VhdDevice*>& levels, uint64_t offset, u
   return OkStatus();
 }
 
-Result<uint64_t> CommitImage(const std::string& child_path, const ChainProgress& progress) {
+Result<uint64_t> CommitImage(const std::string& child_path, const ChainProgress& progress,
+                             const std::atomic<bool>* stop) {
   uint64_t bytes = 0;
   OpenOptions ro;
   ro.read_only = true;
@@ -263,25 +270,39 @@ Result<uint64_t> CommitImage(const std::string& child_path, const ChainProgress&
                 "reserved for the blocks (a full disk leaves it in the file as a hole)";
     return e;
   };
+  bool cancelled = false;
   {
     SyncIo from(*child), to(*parent);
     AlignedBuffer buf(kChunk, 4096);
     for (const Extent& e : extents) {
       if (e.flags != 0) continue;
-      if (Status s = Copy(from, to, e.offset, e.length, buf, counter); !s) {
-        return interrupted(s.error());
+      if (Status s = Copy(from, to, e.offset, e.length, buf, counter, stop); !s) {
+        if (s.error().code != make_error_code(Errc::kCancelled)) return interrupted(s.error());
+        cancelled = true;
+        break;
       }
       bytes += e.length;
     }
     if (std::error_code ec = to.Flush()) return interrupted(IoError(ec, "flush of the parent", 0));
   }
+  // Asked to stop: the parent is closed as after a whole commit (its unused reservation given
+  // back), so that it checks clean, and the copy so far stays in it.
   if (Status s = parent->Close(); !s) return interrupted(s.error());
+  if (cancelled) {
+    return MakeError(Errc::kCancelled,
+                     "vhd: interrupted after " + std::to_string(counter.done()) + " of " +
+                         std::to_string(total) + " bytes committed into the parent '" +
+                         parent_path + "'; nothing is lost: '" + child_path +
+                         "' is unchanged and the chain reads as before. Run the commit again to "
+                         "finish it");
+  }
   VSTACK_RETURN_IF_ERROR(child->Close());
   return bytes;
 }
 
 Result<uint64_t> RebaseImage(const std::string& child_path, const std::string& new_parent_path,
-                             bool unsafe, const ChainProgress& progress) {
+                             bool unsafe, const ChainProgress& progress,
+                             const std::atomic<bool>* stop) {
   namespace fs = std::filesystem;
   uint64_t bytes = 0;
   fs::path np(new_parent_path);
@@ -313,9 +334,14 @@ Result<uint64_t> RebaseImage(const std::string& child_path, const std::string& n
     uint64_t total = 0;
     for (const Extent& e : own) total += e.flags == 0 ? 0 : e.length;
     ProgressCounter counter(progress, total);
+    bool cancelled = false;
     for (const Extent& e : own) {
       if (e.flags == 0) continue;  // the child's own data stays
-      for (uint64_t pos = e.offset; pos < e.offset + e.length;) {
+      for (uint64_t pos = e.offset; pos < e.offset + e.length && !cancelled;) {
+        if (Stopped(stop)) {
+          cancelled = true;
+          break;
+        }
         const uint64_t n = std::min<uint64_t>(kChunk, e.offset + e.length - pos);
         auto sa = a.span().first(static_cast<size_t>(n));
         auto sb = b.span().first(static_cast<size_t>(n));
@@ -345,11 +371,21 @@ Result<uint64_t> RebaseImage(const std::string& child_path, const std::string& n
         pos += n;
         counter.Add(n);
       }
+      if (cancelled) break;
     }
     if (std::error_code ec = old_io.Flush()) return IoError(ec, "flush", 0);
     old_io_holder.reset();
     new_io_holder.reset();
+    // Asked to stop: the child is closed as after a whole copy (its unused reservation given
+    // back), with its old link; what was copied reads the same through the old parent.
     VSTACK_RETURN_IF_ERROR(child->Close());
+    if (cancelled) {
+      return MakeError(Errc::kCancelled,
+                       "vhd: interrupted after " + std::to_string(counter.done()) + " of " +
+                           std::to_string(total) + " bytes compared; '" + child_path +
+                           "' keeps its old parent and reads as before. Run the rebase again to "
+                           "finish it");
+    }
   }
   VSTACK_RETURN_IF_ERROR(parent->Close());
   VSTACK_RETURN_IF_ERROR(RewriteLink(child_path, np.string(), parent_footer));

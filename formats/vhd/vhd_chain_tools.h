@@ -3,6 +3,7 @@
 #ifndef VSTACK_FORMATS_VHD_VHD_CHAIN_TOOLS_H_
 #define VSTACK_FORMATS_VHD_VHD_CHAIN_TOOLS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -39,7 +40,10 @@ using ChainProgress = std::function<void(uint64_t done, uint64_t total)>;
 // differencing disk at `child_path` holds into its parent (opened for writing; the child is
 // opened alone, read-only), then flushes the parent. The child is left as it is (it still reads
 // the same). Returns the bytes copied. The child's data must lie within the parent's size.
-Result<uint64_t> CommitImage(const std::string& child_path, const ChainProgress& progress);
+// `stop` (may be null) is read before each chunk: once true, the parent is flushed and closed
+// (its unused reservation given back) and the call fails with Errc::kCancelled.
+Result<uint64_t> CommitImage(const std::string& child_path, const ChainProgress& progress,
+                             const std::atomic<bool>* stop = nullptr);
 
 // `vstack rebase -b NEW CHILD` (RebaseImage in <vstack/imagetools/rebase.h>): makes the VHD at
 // `new_parent_path` (relative to the child's directory) the parent of the differencing disk at
@@ -49,8 +53,11 @@ Result<uint64_t> CommitImage(const std::string& child_path, const ChainProgress&
 // link (header and locators) is rewritten in place: locator data first, flushed, then the
 // header. A new parent whose chain holds the child (the child itself included) is refused
 // (Errc::kInvalidArgument, naming the loop) before anything is written. Returns the bytes copied.
+// `stop` (may be null) is read before each chunk of safe mode: once true, the child is flushed
+// and closed with its old link and the call fails with Errc::kCancelled.
 Result<uint64_t> RebaseImage(const std::string& child_path, const std::string& new_parent_path,
-                             bool unsafe, const ChainProgress& progress);
+                             bool unsafe, const ChainProgress& progress,
+                             const std::atomic<bool>* stop = nullptr);
 
 }  // namespace vstack::vhd
 
