@@ -334,57 +334,70 @@ Result<uint64_t> RebaseImage(const std::string& child_path, const std::string& n
     uint64_t total = 0;
     for (const Extent& e : own) total += e.flags == 0 ? 0 : e.length;
     ProgressCounter counter(progress, total);
-    bool cancelled = false;
-    for (const Extent& e : own) {
-      if (e.flags == 0) continue;  // the child's own data stays
-      for (uint64_t pos = e.offset; pos < e.offset + e.length && !cancelled;) {
-        if (Stopped(stop)) {
-          cancelled = true;
-          break;
-        }
-        const uint64_t n = std::min<uint64_t>(kChunk, e.offset + e.length - pos);
-        auto sa = a.span().first(static_cast<size_t>(n));
-        auto sb = b.span().first(static_cast<size_t>(n));
-        VSTACK_RETURN_IF_ERROR(ReadAt(old_io, pos, sa, "read"));
-        std::memset(sb.data(), 0, sb.size());
-        const uint64_t in_new = pos < new_size ? std::min(n, new_size - pos) : 0;
-        if (in_new > 0) {
-          VSTACK_RETURN_IF_ERROR(
-              ReadAt(new_io, pos, sb.first(static_cast<size_t>(in_new)), "read of the new parent"));
-        }
-        // Write the differing sectors, in runs.
-        for (uint64_t s = 0; s < n;) {
-          if (std::memcmp(sa.data() + s, sb.data() + s, kSectorSize) == 0) {
-            s += kSectorSize;
-            continue;
+    // Copies what differs; Errc::kCancelled once asked to stop.
+    const auto copy = [&]() -> Status {
+      for (const Extent& e : own) {
+        if (e.flags == 0) continue;  // the child's own data stays
+        for (uint64_t pos = e.offset; pos < e.offset + e.length;) {
+          if (Stopped(stop)) return Cancelled();
+          const uint64_t n = std::min<uint64_t>(kChunk, e.offset + e.length - pos);
+          auto sa = a.span().first(static_cast<size_t>(n));
+          auto sb = b.span().first(static_cast<size_t>(n));
+          VSTACK_RETURN_IF_ERROR(ReadAt(old_io, pos, sa, "read"));
+          std::memset(sb.data(), 0, sb.size());
+          const uint64_t in_new = pos < new_size ? std::min(n, new_size - pos) : 0;
+          if (in_new > 0) {
+            VSTACK_RETURN_IF_ERROR(ReadAt(new_io, pos, sb.first(static_cast<size_t>(in_new)),
+                                          "read of the new parent"));
           }
-          uint64_t t = s + kSectorSize;
-          while (t < n && std::memcmp(sa.data() + t, sb.data() + t, kSectorSize) != 0) {
-            t += kSectorSize;
+          // Write the differing sectors, in runs.
+          for (uint64_t s = 0; s < n;) {
+            if (std::memcmp(sa.data() + s, sb.data() + s, kSectorSize) == 0) {
+              s += kSectorSize;
+              continue;
+            }
+            uint64_t t = s + kSectorSize;
+            while (t < n && std::memcmp(sa.data() + t, sb.data() + t, kSectorSize) != 0) {
+              t += kSectorSize;
+            }
+            if (std::error_code ec = old_io.Write(pos + s, sa.subspan(s, t - s))) {
+              return IoError(ec, "write", pos + s);
+            }
+            bytes += t - s;
+            s = t;
           }
-          if (std::error_code ec = old_io.Write(pos + s, sa.subspan(s, t - s))) {
-            return IoError(ec, "write", pos + s);
-          }
-          bytes += t - s;
-          s = t;
+          pos += n;
+          counter.Add(n);
         }
-        pos += n;
-        counter.Add(n);
       }
-      if (cancelled) break;
-    }
-    if (std::error_code ec = old_io.Flush()) return IoError(ec, "flush", 0);
+      if (std::error_code ec = old_io.Flush()) return IoError(ec, "flush", 0);
+      return OkStatus();
+    };
+    Status copied = copy();
     old_io_holder.reset();
     new_io_holder.reset();
-    // Asked to stop: the child is closed as after a whole copy (its unused reservation given
-    // back), with its old link; what was copied reads the same through the old parent.
-    VSTACK_RETURN_IF_ERROR(child->Close());
-    if (cancelled) {
-      return MakeError(Errc::kCancelled,
-                       "vhd: interrupted after " + std::to_string(counter.done()) + " of " +
-                           std::to_string(total) + " bytes compared; '" + child_path +
-                           "' keeps its old parent and reads as before. Run the rebase again to "
-                           "finish it");
+    // Stopped (asked to, or by an error), the child is closed as after a whole copy (its
+    // unused reservation given back, if there is room to move its footer) with its old link:
+    // what was copied into it is what the old chain shows there, so it reads as before.
+    Status closed = child->Close();
+    if (copied && !closed) copied = closed;
+    if (!copied) {
+      const std::string how_far =
+          std::to_string(counter.done()) + " of " + std::to_string(total) + " bytes compared";
+      if (copied.error().code == make_error_code(Errc::kCancelled)) {
+        return MakeError(Errc::kCancelled, "vhd: interrupted after " + how_far + "; '" +
+                                               child_path +
+                                               "' keeps its old parent and reads as before. Run "
+                                               "the rebase again to finish it");
+      }
+      Error e = copied.error();
+      e.message = e.ToString() + " (rebasing '" + child_path + "' onto '" + new_parent_path +
+                  "'). The rebase stopped after " + how_far + " and nothing is lost: '" +
+                  child_path +
+                  "' keeps its old parent and reads as before. Run the rebase again once the "
+                  "cause is gone; `vstack compact` on the child afterwards gives back the room "
+                  "it reserved for new blocks (a full disk leaves it in the file as a hole)";
+      return e;
     }
   }
   VSTACK_RETURN_IF_ERROR(parent->Close());

@@ -277,6 +277,50 @@ TEST(CommitOnAFullDisk, StopsSayingNothingIsLostAndFinishesOnceThereIsRoom) {
   EXPECT_TRUE(contents(parent) == before) << "the parent does not read as the child did";
 }
 
+// A safe rebase that fills the disk said only "vhd: write at offset N: No space left on
+// device", leaving the user to wonder whether the child survived. It says what commit says on
+// a full disk: where it stopped, that nothing is lost (the child keeps its old parent and reads
+// as before), and what to do; once there is room, the same rebase finishes.
+TEST(RebaseOnAFullDisk, StopsSayingNothingIsLostAndFinishesOnceThereIsRoom) {
+  testing::TempDir dir;
+  const std::string mount = dir.File("fs");
+  testing::SmallFilesystem fs(mount, "8m");
+  if (!fs.mounted()) GTEST_SKIP() << "mounting a tmpfs is not permitted here (CI runs as root)";
+  const std::string base = mount + "/base.vhd", child = mount + "/child.vhd",
+                    fresh = mount + "/fresh.vhd";
+  ASSERT_OK(CreateImage("vhd", base, 16 * kBlock));
+  Fill(base, 0, 5 * kBlock, 0x5c);  // 5 MiB in the old parent, which the child must take in
+  ASSERT_OK(CreateImage("vhd", child, 0, "backing_file=base.vhd"));
+  ASSERT_OK(CreateImage("vhd", fresh, 16 * kBlock));
+  const auto contents = [](const std::string& path) {
+    auto dev = OpenImage(path, {.read_only = true});
+    EXPECT_OK(dev);
+    std::vector<uint8_t> out(dev ? (*dev)->geometry().size_bytes : 0);
+    if (dev) {
+      EXPECT_OK(SyncIo(**dev).Read(0, std::as_writable_bytes(std::span(out))));
+    }
+    return out;
+  };
+  const std::vector<uint8_t> before = contents(child);
+  auto full = RebaseImage(child, "fresh.vhd", {});
+  ASSERT_FALSE(full) << "the rebase fit on the small filesystem";
+  const std::string& words = full.error().message;
+  EXPECT_NE(words.find("No space left on device"), std::string::npos) << words;
+  EXPECT_NE(words.find("rebasing '" + child + "' onto 'fresh.vhd'"), std::string::npos) << words;
+  EXPECT_NE(words.find("nothing is lost"), std::string::npos) << words;
+  EXPECT_NE(words.find("keeps its old parent"), std::string::npos) << words;
+  EXPECT_TRUE(contents(child) == before) << "the child reads differently after the failed rebase";
+  {
+    auto chain = OpenImage(child, {.read_only = true});
+    ASSERT_OK(chain);
+    EXPECT_TRUE(BackingChain("vhd+file:" + child, **chain)[1].spec.ends_with("base.vhd"));
+  }
+
+  ASSERT_EQ(testing::RunCommand("mount -o remount,size=64m " + mount).status, 0);
+  ASSERT_OK(RebaseImage(child, "fresh.vhd", {}));
+  EXPECT_TRUE(contents(child) == before) << "the child does not read as before";
+}
+
 // Zeros a child wrote hide its parent's data: compacting the child must not give those blocks
 // back (it did, as for a dynamic image, and the parent's 0x11 showed through again).
 TEST_F(ChainTest, CompactImageKeepsTheZerosAChildWroteOverItsParent) {
