@@ -1,10 +1,13 @@
 #include "imagetools/convert.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
+#include <variant>
 #include <vector>
 
 #include "imagetools/map.h"
@@ -12,6 +15,7 @@
 #include "lib/aligned_buffer.h"
 #include "lib/extent.h"
 #include "lib/iovec.h"
+#include "lib/property.h"
 #include "lib/registry.h"
 #include "lib/sync_io.h"
 
@@ -258,6 +262,21 @@ class Copier {
   Slot* failed_read_ = nullptr;  // the slot whose read failed with error_, if that is error_
 };
 
+// The path of the file `device` reads in the end (the "path" property of the lowest device of
+// its stack), or "" when it is not a file.
+std::string BottomFile(const BlockDevice& device) {
+  const BlockDevice* d = &device;
+  while (d->lower() != nullptr) d = d->lower();
+  PropertyList props;
+  d->Properties(props);
+  for (const Property& p : props) {
+    if (p.key == "path" && std::holds_alternative<std::string>(p.value)) {
+      return std::get<std::string>(p.value);
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 Result<CopyStats> CopyImage(BlockDevice& src, BlockDevice& dst, const CopyOptions& options) {
@@ -280,6 +299,16 @@ Result<CopyStats> ConvertImage(BlockDevice& src, const std::string& dst,
     VSTACK_RETURN_IF_ERROR(device->Close());
     return stats;
   }
+  // The source's own file, however it was named (a path, a spec, a link): refused by name, not
+  // by its lock, which this process holds and which would say "in use by another process".
+  {
+    std::error_code ec;
+    const std::string own = BottomFile(src);
+    if (!own.empty() && std::filesystem::equivalent(own, dst, ec)) {
+      return MakeError(SystemError(EBUSY),  // not a usage error: exit 1, as for a file in use
+                       "SRC and DST are the same file '" + dst + "'; convert into another file");
+    }
+  }
   // Replacing a parent of the source (a file of its backing chain) would orphan the source
   // and every other child of that parent.
   for (const ChainImage& level : BackingChain("", src)) {
@@ -288,9 +317,9 @@ Result<CopyStats> ConvertImage(BlockDevice& src, const std::string& dst,
     std::error_code ec;
     if (level.device != &src &&
         std::filesystem::equivalent(level.spec.substr(kFile.size()), dst, ec)) {
-      return MakeError(Errc::kInvalidArgument, "'" + dst + "' is a parent of the source (" +
-                                                   "in its backing chain): replacing it " +
-                                                   "would break the source");
+      return MakeError(SystemError(EBUSY), "'" + dst + "' is a parent of the source (" +
+                                               "in its backing chain): replacing it " +
+                                               "would break the source");
     }
   }
   VSTACK_ASSIGN_OR_RETURN(

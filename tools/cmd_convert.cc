@@ -4,8 +4,6 @@
 // with -o OPTIONS (an existing file only with --overwrite), or an existing stack spec at least
 // as large as SRC. The copy is the library's ConvertImage (imagetools/convert.h); this file
 // parses the flags and draws the progress bar.
-#include <filesystem>
-
 #include "imagetools/convert.h"
 #include "lib/registry.h"
 #include "tools/command.h"
@@ -57,10 +55,6 @@ void AddConvertCommand(CLI::App& app) {
     if (dst_is_spec && (!args->format.empty() || !args->options.empty() || args->overwrite)) {
       FailUsage("convert", "-O, -o and --overwrite make a new file; '" + args->dst +
                                "' is a stack spec, which is written as it is");
-    }
-    std::error_code ec;
-    if (!dst_is_spec && std::filesystem::equivalent(args->src, args->dst, ec)) {
-      Fail("convert", "SRC and DST are the same file '" + args->dst + "'");
     }
     Progress bar("convert", (*src)->geometry().size_bytes, args->progress);
     ConvertOptions options;

@@ -213,6 +213,19 @@ TEST_F(VhdCli, CompactGivesBackZeroBlocksAndShrinksTheFile) {
 // back to back, with 12,800 bytes left over. Compact packed them (one block more moved) and
 // left those bytes as a leak that no repair or later compact gives back: `vstack check` said
 // "Leaked VHD: ... smaller than a block" and exited 3, on an image that was clean before.
+// convert --overwrite into the source's own parent is refused (it would orphan the source), as
+// the command failing on a file in use: exit 1. It exited 2 with "Try `vstack help convert` for
+// usage.", as if the command line were wrong.
+TEST_F(VhdCli, ConvertOntoTheSourcesParentFailsWithoutAUsageHint) {
+  Ok("create -f vhd " + F("base.vhd") + " 4M");
+  Ok("create -f vhd -b base.vhd " + F("child.vhd"));
+  CommandResult r = RunVstack("convert --overwrite -O vhd " + F("child.vhd") + " " + F("base.vhd"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("is a parent of the source"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Try `vstack help"), std::string::npos) << r.output;
+  Ok("check " + F("child.vhd"));
+}
+
 TEST_F(VhdCli, CompactLeavesNoLeakInAnImageThatHadNone) {
   Ok("create -f vhd -o block_size=512K " + F("c.vhd") + " 200M");
   {

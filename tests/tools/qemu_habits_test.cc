@@ -131,6 +131,16 @@ TEST(QemuHabits, AnExistingDestinationNeedsOverwrite) {
   CommandResult same = RunVstack("convert --overwrite " + src + " " + src);
   EXPECT_EQ(same.status, 1) << same.output;
   EXPECT_TRUE(Has(same, "the same file")) << same.output;
+  // The source named by a spec is the same file too: it was refused as "in use by another
+  // process" (this process's own read of the source held its lock), which sent the user
+  // looking for another program.
+  for (const std::string& spec : {"file:" + src, "passthrough+file:" + src}) {
+    CommandResult own = RunVstack("convert --overwrite -O raw '" + spec + "' " + src);
+    EXPECT_EQ(own.status, 1) << own.output;
+    EXPECT_TRUE(Has(own, "the same file")) << own.output;
+    EXPECT_FALSE(Has(own, "another process")) << own.output;
+    EXPECT_FALSE(Has(own, "Try `vstack help")) << own.output;
+  }
 
   CommandResult create = RunVstack("create -f vhd " + dst + " 2M");
   EXPECT_EQ(create.status, 1) << create.output;
