@@ -6,10 +6,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
-#include "formats/vhd/vhd_chain_tools.h"
 #include "blockdev/file/image_lock.h"
+#include "formats/vhd/vhd_chain_tools.h"
 #include "lib/registry.h"
 #include "lib/spec.h"
 
@@ -39,8 +40,26 @@ Result<NewImageFile> NewImageFile::Create(const std::string& path, std::string_v
   }
   const std::string& where = temp.empty() ? path : temp;
   // Written through the descriptor that created it, never reopened by path.
-  VSTACK_ASSIGN_OR_RETURN(DevicePtr device, CreateAndOpenImage(format, where, size, options));
-  NewImageFile image(path, std::move(temp), std::move(device));
+  Result<DevicePtr> created = CreateAndOpenImage(format, where, size, options);
+  if (!created) {
+    // The new file goes beside the old one: a directory this user cannot write refuses it,
+    // though the old file itself may be writable (qemu-img would write into it in place).
+    // Said in those words, not as a failure to create a file the user never named.
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    const std::string shown = dir.empty() ? "." : dir;
+    if (!temp.empty() && ::access(shown.c_str(), W_OK | X_OK) != 0) {
+      const int err = errno;
+      return MakeError(SystemError(err),
+                       "'" + path + "' is not replaced: --overwrite writes the new image beside " +
+                           "it and then renames it into its place (so that a failure leaves the " +
+                           "old file as it was), and its directory '" + shown +
+                           "' does not let this user create a file (" + std::strerror(err) +
+                           "); it is left as it was. Write the new image into a directory you " +
+                           "can write, or make this one writable");
+    }
+    return std::move(created).error();
+  }
+  NewImageFile image(path, std::move(temp), std::move(*created));
   image.mode_ = st.st_mode & 07777;
   image.uid_ = st.st_uid;
   image.gid_ = st.st_gid;

@@ -2,6 +2,8 @@
 // is strict about sizes, and an existing destination is refused with the way to proceed
 // (--overwrite), which replaces it only once the new image is complete.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -105,6 +107,42 @@ TEST(QemuHabits, AnInterruptedConvertRemovesTheNewFile) {
   EXPECT_FALSE(std::filesystem::exists(out)) << "a partial image was left at " << out;
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1)
       << "a temporary file was left beside it";
+}
+
+// --overwrite writes the new image beside the old file and renames it into place. In a
+// directory the user cannot write, holding a file the user can (qemu-img writes such a file in
+// place), the refusal named a file the user never asked for: "file: cannot create
+// 'dst.raw.vstack-new-1234': Permission denied". It says what is not replaced, why, and that
+// the old file is left as it was (it is). As root, run as user nobody.
+TEST(QemuHabits, OverwriteInADirectoryThatCannotBeWrittenSaysWhy) {
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  const std::string src = dir.File("src.raw"), locked = dir.File("locked"),
+                    dst = locked + "/dst.raw";
+  testing::WriteFile(src, 1 << 20, 7);
+  ASSERT_TRUE(std::filesystem::create_directory(locked));
+  std::ofstream(dst) << "keep me";
+  std::string as_user;
+  if (::geteuid() == 0) {
+    ASSERT_TRUE(testing::HaveProgram("setpriv"));  // util-linux
+    as_user = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+    ASSERT_EQ(::chmod(src.c_str(), 0644), 0);
+    ASSERT_EQ(::chown(dst.c_str(), 65534, 65534), 0);  // nobody's file in root's directory
+  } else {
+    ASSERT_EQ(::chmod(locked.c_str(), 0555), 0);
+  }
+  for (const std::string& args :
+       {"convert --overwrite " + src + " " + dst, "create --overwrite " + dst + " 1M"}) {
+    CommandResult r = testing::RunCommand(as_user + VSTACK_CLI + " " + args);
+    EXPECT_EQ(r.status, 1) << args << "\n" << r.output;
+    EXPECT_TRUE(Has(r, "'" + dst + "' is not replaced")) << r.output;
+    EXPECT_TRUE(Has(r, "its directory '" + locked + "' does not let this user create a file"))
+        << r.output;
+    EXPECT_TRUE(Has(r, "it is left as it was")) << r.output;
+    EXPECT_FALSE(Has(r, "vstack-new")) << r.output;
+    EXPECT_EQ(std::filesystem::file_size(dst), 7u);
+  }
+  ::chmod(locked.c_str(), 0755);
 }
 
 TEST(QemuHabits, AnExistingDestinationNeedsOverwrite) {
