@@ -330,11 +330,22 @@ Result<CopyStats> ConvertImage(BlockDevice& src, const std::string& dst,
   // backing_file=): then the source's zeros are written too, or the parent's data would show
   // through them.
   copy.dst_reads_zero = BackingChain(dst, file.device()).size() == 1;
-  VSTACK_ASSIGN_OR_RETURN(CopyStats stats, CopyImage(src, file.device(), copy));
+  // A copy that fails leaves no new file, and a file it would have replaced as it was: the
+  // error says which, so that nobody goes looking for a partial image.
+  const bool replacing = file.write_path() != dst;
+  const auto failed = [&](Error e) {
+    if (e.code != make_error_code(Errc::kCancelled)) {
+      e.message += replacing ? "; '" + dst + "' is left as it was"
+                             : "; the new file '" + dst + "' was removed";
+    }
+    return e;
+  };
+  Result<CopyStats> stats = CopyImage(src, file.device(), copy);
+  if (!stats) return failed(std::move(stats).error());
   if (options.stop != nullptr && options.stop->load()) {  // asked during the final flush
     return MakeError(Errc::kCancelled, "interrupted before the new file was put in place");
   }
-  VSTACK_RETURN_IF_ERROR(file.Commit());
+  if (Status s = file.Commit(); !s) return failed(s.error());
   return stats;
 }
 

@@ -275,6 +275,38 @@ TEST(ImageTools, ConvertImageReplacesAFileKeepingItsModeButNotOneInUse) {
   EXPECT_TRUE(CompareImages(*src, *dst)->identical);
 }
 
+// A convert that fills the disk said only "writing the destination at offset N failed: No
+// space left on device", and the user went looking for a partial image. The new file is
+// removed and a file --overwrite would have replaced stays: the error says which.
+TEST(ImageTools, AConvertThatFailsSaysTheNewFileWasRemovedOrTheOldOneKept) {
+  testing::TempDir dir;
+  const std::string mount = dir.File("fs");
+  testing::SmallFilesystem fs(mount, "4m");
+  if (!fs.mounted()) GTEST_SKIP() << "mounting a tmpfs is not permitted here (CI runs as root)";
+  DevicePtr src = OpenOrDie("memory:8M");
+  std::vector<std::byte> bytes(8 << 20);
+  testing::Rng rng(8);
+  rng.Fill(bytes.data(), bytes.size());
+  ASSERT_FALSE(SyncIo(*src).Write(0, bytes));
+  const std::string dst = mount + "/d.raw";
+  auto full = ConvertImage(*src, dst, {});
+  ASSERT_FALSE(full) << "8 MiB fit in a 4 MiB filesystem";
+  EXPECT_NE(full.error().message.find("No space left on device"), std::string::npos)
+      << full.error().message;
+  EXPECT_NE(full.error().message.find("the new file '" + dst + "' was removed"), std::string::npos)
+      << full.error().message;
+  EXPECT_FALSE(std::filesystem::exists(dst));
+  std::ofstream(dst) << "keep me";
+  ConvertOptions overwrite;
+  overwrite.overwrite = true;
+  auto kept = ConvertImage(*src, dst, overwrite);
+  ASSERT_FALSE(kept);
+  EXPECT_NE(kept.error().message.find("'" + dst + "' is left as it was"), std::string::npos)
+      << kept.error().message;
+  EXPECT_EQ(std::filesystem::file_size(dst), 7u);
+  EXPECT_EQ(Names(mount), std::vector<std::string>{"d.raw"});
+}
+
 TEST(ImageTools, ConvertImageIntoAStackSpecWritesItAsItIs) {
   testing::TempDir dir;
   DevicePtr src = Source();
