@@ -28,8 +28,10 @@ void AddRebaseCommand(CLI::App& app) {
   cmd->add_option("-b,--backing", args->backing,
                   "the new parent (relative to CHILD's directory)")
       ->required();
-  cmd->add_option("-F,--backing-format", args->options.backing_format,
-                  "the new parent's format: vhd");
+  // A usage error (2) like create's -F: checked here, before anything is opened.
+  Choices(cmd->add_option("-F,--backing-format", args->options.backing_format,
+                          "the new parent's format: vhd (vpc is qemu's name for it)"),
+          {"vhd", "vpc"});
   cmd->add_flag("-u,--unsafe", args->options.unsafe,
                 "only rewrite the link; the child's content may change");
   cmd->add_flag("-p,--progress", args->progress, "show a progress bar (safe mode)");

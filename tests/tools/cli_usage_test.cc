@@ -119,6 +119,12 @@ TEST(CliUsage, OneExitCodePolicyAcrossCommands) {
            {"convert -O qcow3 " + img + " " + dir.File("z"), 2},
            {"convert " + none + " " + dir.File("z"), 1},
            {"compact " + none, 1},
+           // -F names a format as create's -F does: a wrong one is a usage error for both (rebase
+           // exited 1, create 2).
+           {"create -f vhd -b " + img + " -F vhdx " + dir.File("c.vhd"), 2},
+           {"rebase -F vhdx -b " + img + " " + img, 2},
+           {"rebase -F qcow2 -b " + img + " " + img, 2},
+           {"rebase -F vpc -b " + img + " " + none, 1},
            {"serve --port 70000 memory:1M", 2},
            {"layers --output=html", 2},
            {"check " + img, 0},
