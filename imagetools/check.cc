@@ -52,9 +52,10 @@ std::string CheckJson(const ImageCheck& check) {
 }
 
 Result<ImageCheck> CheckImage(std::string_view spec_or_path, CheckMode mode,
-                              const std::function<bool()>& keep_going) {
+                              const std::function<bool()>& keep_going, bool force_share) {
   OpenOptions open;
   open.for_check = true;
+  open.force_share = force_share;
   open.read_only = mode == CheckMode::kReadOnly;
   ImageCheck check;
   check.spec = std::string(spec_or_path);

@@ -49,8 +49,11 @@ std::string CheckJson(const ImageCheck& check);
 // another reason than damage (a missing file, a bad spec), a Check or the close failing (the
 // message names the layer). `keep_going` (CheckResult::keep_going) is asked before each layer
 // and by the checks that read data: false stops the check with Errc::kCancelled.
+// `force_share` opens without the locks qemu honours (OpenOptions::force_share): read-only
+// checks only.
 Result<ImageCheck> CheckImage(std::string_view spec_or_path, CheckMode mode = CheckMode::kReadOnly,
-                              const std::function<bool()>& keep_going = {});
+                              const std::function<bool()>& keep_going = {},
+                              bool force_share = false);
 
 }  // namespace vstack
 VSTACK_PUBLIC_END

@@ -41,6 +41,12 @@ struct OpenOptions {
   // data I/O that depends on the broken parts fails with Errc::kCorruption. Metadata that
   // cannot be read at all still fails the open.
   bool for_check = false;
+  // Files are opened without taking or checking the advisory locks qemu honours (the file and
+  // uring backends' lock=off, at every level of the stack and for the parents of a
+  // differencing VHD): qemu-img's -U (force-share), to read an image another process has open
+  // for writing. What is read may be inconsistent while that process writes. Read-only opens
+  // only: a writable open with it is refused (Errc::kInvalidArgument).
+  bool force_share = false;
   // The clock of the layers that model time (delay, hv, ready); nullptr: SystemClock(). A
   // simulator gives its virtual clock (analysis/sim). Must outlive the stack.
   Clock* clock = nullptr;

@@ -11,6 +11,7 @@
 
 #include "imagetools/check.h"
 #include "tools/command.h"
+#include "tools/image_args.h"
 #include "tools/output.h"
 #include "tools/usage.h"
 
@@ -21,6 +22,7 @@ struct CheckArgs {
   std::string target;
   std::string repair;
   OutputFormat output = OutputFormat::kText;
+  bool force_share = false;
 };
 
 void Print(const ImageCheck& check, OutputFormat output) {
@@ -58,13 +60,14 @@ void AddCheckCommand(CLI::App& app) {
   Choices(cmd->add_option("-r,--repair", args->repair,
                           "repair: leaks (reclaim leaked space) or all (also fix what is safe)"),
           {"leaks", "all"});
+  AddForceShareFlag(cmd, &args->force_share);
   cmd->add_option("target", args->target, "image file or stack spec")->required();
   AddOutputOption(cmd, &args->output);
   cmd->callback([args] {
     const CheckMode mode = args->repair.empty()      ? CheckMode::kReadOnly
                            : args->repair == "leaks" ? CheckMode::kRepairLeaks
                                                      : CheckMode::kRepairAll;
-    auto check = CheckImage(args->target, mode);
+    auto check = CheckImage(args->target, mode, {}, args->force_share);
     if (!check) Fail("check", check.error());
     Print(*check, args->output);
     if (check->exit_code() != 0) Exit(check->exit_code());

@@ -20,6 +20,7 @@ namespace vstack::cli {
 struct CompareArgs {
   std::string a, b, a_format, b_format;
   bool strict = false;
+  bool force_share = false;
 };
 
 void AddCompareCommand(CLI::App& app) {
@@ -31,6 +32,7 @@ void AddCompareCommand(CLI::App& app) {
           FormatChoices(/*creatable=*/false));
   Choices(cmd->add_option("-F", args->b_format, "format of B (default: probed)"),
           FormatChoices(/*creatable=*/false));
+  AddForceShareFlag(cmd, &args->force_share);
   cmd->add_option("a", args->a, "first image file or stack spec")->required();
   cmd->add_option("b", args->b, "second image file or stack spec")->required();
   cmd->callback([args] {
@@ -40,6 +42,7 @@ void AddCompareCommand(CLI::App& app) {
     if (!b_spec) FailUsage("compare", b_spec.error().message);
     OpenOptions ro;
     ro.read_only = true;
+    ro.force_share = args->force_share;
     auto a = OpenImage(*a_spec, ro);
     if (!a) Fail("compare", a.error(), 2);
     auto b = OpenImage(*b_spec, ro);

@@ -18,6 +18,7 @@ namespace {
 struct ConvertArgs {
   bool progress = false;
   bool overwrite = false;
+  bool force_share = false;
   std::string src_format;
   std::string format;
   std::string options;
@@ -41,6 +42,7 @@ void AddConvertCommand(CLI::App& app) {
           FormatChoices(/*creatable=*/true));
   cmd->add_option("-o,--options", args->options, "create options for DST, e.g. subformat=fixed");
   cmd->add_flag("--overwrite", args->overwrite, "replace DST if it is an existing file");
+  AddForceShareFlag(cmd, &args->force_share);
   cmd->add_option("src", args->src, "source image file or stack spec")->required();
   cmd->add_option("dst", args->dst, "destination: a new file, or an existing stack spec")
       ->required();
@@ -49,6 +51,7 @@ void AddConvertCommand(CLI::App& app) {
     if (!src_spec) FailUsage("convert", src_spec.error().message);
     OpenOptions ro;
     ro.read_only = true;
+    ro.force_share = args->force_share;  // the source only
     auto src = OpenImage(*src_spec, ro);
     if (!src) Fail("convert", src.error());
     const bool dst_is_spec = IsStackSpec(args->dst);

@@ -8,9 +8,10 @@
 #include "imagetools/info.h"
 #include "imagetools/map.h"
 #include "lib/registry.h"
-#include "lib/spec.h"
 #include "lib/size.h"
+#include "lib/spec.h"
 #include "tools/command.h"
+#include "tools/image_args.h"
 #include "tools/output.h"
 
 namespace vstack::cli {
@@ -20,6 +21,7 @@ struct InfoArgs {
   std::string target;
   OutputFormat output = OutputFormat::kText;
   bool backing_chain = false;
+  bool force_share = false;
 };
 
 std::string Limit(uint64_t v) { return v ? std::to_string(v) + " (" + FormatSize(v) + ")" : "unlimited"; }
@@ -72,10 +74,12 @@ void AddInfoCommand(CLI::App& app) {
   AddOutputOption(cmd, &args->output);
   cmd->add_flag("--backing-chain", args->backing_chain,
                 "also show every parent of a differencing VHD, top first");
+  AddForceShareFlag(cmd, &args->force_share);
   cmd->callback([args] {
     std::string spec;
     OpenOptions open;
     open.read_only = !AsksToCreate(args->target);
+    open.force_share = args->force_share;
     auto dev = OpenImage(args->target, open, &spec);
     if (!dev) Fail("info", dev.error());
     std::vector<ChainImage> images = {{spec, dev->get()}};

@@ -12,6 +12,7 @@
 #include "lib/registry.h"
 #include "lib/size.h"
 #include "tools/command.h"
+#include "tools/image_args.h"
 #include "tools/output.h"
 
 namespace vstack::cli {
@@ -28,12 +29,15 @@ std::string TypeOf(uint32_t flags) {
 void AddMapCommand(CLI::App& app) {
   auto target = std::make_shared<std::string>();
   auto output = std::make_shared<OutputFormat>(OutputFormat::kText);
+  auto force_share = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand("map", "Show which ranges of an image hold data");
   cmd->add_option("target", *target, "image file or stack spec")->required();
   AddOutputOption(cmd, output.get());
-  cmd->callback([target, output] {
+  AddForceShareFlag(cmd, force_share.get());
+  cmd->callback([target, output, force_share] {
     OpenOptions ro;
     ro.read_only = true;
+    ro.force_share = *force_share;
     std::string spec;
     auto dev = OpenImage(*target, ro, &spec);
     if (!dev) Fail("map", dev.error());

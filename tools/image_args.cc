@@ -48,4 +48,10 @@ bool IsCreateUsageError(const Error& e) {
          e.code == make_error_code(Errc::kBadSpec) || e.code == make_error_code(Errc::kNotFound);
 }
 
+void AddForceShareFlag(CLI::App* cmd, bool* force_share) {
+  cmd->add_flag("-U,--force-share", *force_share,
+                "open without the locks qemu honours, to read an image another process has "
+                "open for writing (what it reads may be changing)");
+}
+
 }  // namespace vstack::cli

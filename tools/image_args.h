@@ -4,6 +4,7 @@
 #ifndef VSTACK_TOOLS_IMAGE_ARGS_H_
 #define VSTACK_TOOLS_IMAGE_ARGS_H_
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,11 @@ Result<std::string> ImageSpec(const std::string& target, const std::string& form
 // value), which are usage errors, rather than about the file system. (A new file is made with
 // the library's NewImageFile, imagetools/new_image_file.h.)
 bool IsCreateUsageError(const Error& e);
+
+// qemu-img's -U (--force-share) on a command that only reads images: they are opened without
+// the locks qemu honours (OpenOptions::force_share), so that an image in use by a guest, qemu-io
+// or a `vstack serve` can still be looked at.
+void AddForceShareFlag(CLI::App* cmd, bool* force_share);
 
 }  // namespace vstack::cli
 

@@ -43,6 +43,13 @@ Result<FileOpenParams> ParseFileParams(const OptionValues& o, const OpenOptions&
     return MakeError(Errc::kInvalidArgument, o.component() + ": excl=on needs create=on");
   }
   VSTACK_ASSIGN_OR_RETURN(p.lock, o.Bool("lock"));
+  if (open.force_share) {
+    if (!open.read_only) {
+      return MakeError(Errc::kInvalidArgument,
+                       o.component() + ": force-share (-U) is for read-only opens only");
+    }
+    p.lock = false;
+  }
   if (o.Has("size")) {
     VSTACK_ASSIGN_OR_RETURN(p.size, o.Size("size"));
     if (p.size == 0) return MakeError(Errc::kInvalidArgument, o.component() + ": size must be > 0");

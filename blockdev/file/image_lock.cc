@@ -74,17 +74,20 @@ bool LockedHere(int fd) {
   return false;
 }
 
-Error Failure(int err, const std::string& what, bool here) {
+Error Failure(int err, const std::string& what, bool here, bool writable) {
   if (err == EWOULDBLOCK || err == EAGAIN || err == EACCES) {
+    // A read-only open is what qemu-img's -U is for: the commands that only read take it.
+    const std::string anyway = writable ? "pass lock=off to override"
+                                        : "to read it anyway, pass -U (--force-share; lock=off "
+                                          "in a stack spec), as with qemu-img";
     if (here) {
       return MakeError(SystemError(EWOULDBLOCK),
                        "in use by this process: another open of it, not closed yet, " + what +
-                           " (qemu and vstack take these locks); close that one first, or pass "
-                           "lock=off to override");
+                           " (qemu and vstack take these locks); close that one first, or " +
+                           anyway);
     }
-    return MakeError(SystemError(EWOULDBLOCK),
-                     "in use by another process, which " + what +
-                         " (qemu and vstack take these locks); pass lock=off to override");
+    return MakeError(SystemError(EWOULDBLOCK), "in use by another process, which " + what +
+                                                   " (qemu and vstack take these locks); " + anyway);
   }
   return MakeError(SystemError(err), std::string("cannot lock: ") + std::strerror(err));
 }
@@ -101,7 +104,7 @@ Status LockImageFile(int fd, bool writable) {
     if (err != 0) {
       const bool here = LockedHere(fd);
       UnlockImageFile(fd);
-      return Failure(err, std::string("holds the image's locks"), here);
+      return Failure(err, std::string("holds the image's locks"), here, writable);
     }
   }
   // Our own locks are never reported to us (they belong to this open file description).
@@ -119,7 +122,7 @@ Status LockImageFile(int fd, bool writable) {
     if (err != 0) {
       const bool here = LockedHere(fd);
       UnlockImageFile(fd);
-      return Failure(err, what, here);
+      return Failure(err, what, here, writable);
     }
   }
   if (FileId id; IdOf(fd, &id)) {

@@ -41,6 +41,7 @@ Result<DevicePtr> OpenOne(const BlockDevice& child_lower, const std::string& pat
   OpenOptions ro;
   ro.read_only = true;
   ro.for_check = options.for_check;
+  ro.force_share = options.force_share;
   VhdOptions parent_options = options;
   parent_options.parent_spec.clear();
   parent_options.chain = chain;
@@ -89,6 +90,7 @@ Result<DevicePtr> OpenParent(BlockDevice& lower, const VhdImage& image,
     OpenOptions ro;
     ro.read_only = true;
     ro.for_check = options.for_check;
+    ro.force_share = options.force_share;
     Result<DevicePtr> dev = vstack::Open(options.parent_spec, ro);
     if (!dev) return MakeError(dev.error().code, what + ": " + dev.error().message);
     const auto* vhd = dynamic_cast<const VhdDevice*>(dev->get());

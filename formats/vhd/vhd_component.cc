@@ -28,6 +28,7 @@ ComponentInfo VhdComponent() {
     }
     VSTACK_ASSIGN_OR_RETURN(options.recover, o.Bool("recover"));
     options.for_check = open.for_check || options.recover;
+    options.force_share = open.force_share;
     return VhdDevice::Open(std::move(lower), options);
   };
   return ImageFormatComponent<&ProbeImage, &ParseCreateParams, &CreateImageFile>(

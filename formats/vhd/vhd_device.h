@@ -57,6 +57,8 @@ struct VhdOptions {
   // Bitmaps of partially written blocks kept in memory (about 1 KiB each, for 2 MiB blocks).
   size_t max_cached_bitmaps = 16384;
   bool for_check = false;
+  // OpenOptions::force_share: the parents are opened without their locks too.
+  bool force_share = false;
   // vhd:recover=on: loaded leniently like for_check, but read-only, and corrupt BAT entries
   // are read through rather than failed (vhd_dynamic.h), so that `vstack convert` can copy
   // the data out of an image `vstack check` will not repair.

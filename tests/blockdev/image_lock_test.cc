@@ -85,6 +85,36 @@ TEST_F(ImageLock, VstackRefusesAnImageQemuIsWriting) {
   EXPECT_OK(Open("vhd+file:" + image_ + ",lock=off", OpenOptions{.read_only = true}));
 }
 
+// qemu-img reads an image a guest is writing with -U (force-share); vstack's read-only
+// commands did not take -U ("unknown option '-U'; did you mean `-h`?"), and the refusal said
+// "pass lock=off", which a path cannot take. They take -U now, parents of a chain included, and
+// the refusal of a read-only open names it; a repair with -U is refused (it writes).
+TEST_F(ImageLock, ReadOnlyCommandsTakeForceShareAsQemuImgDoes) {
+  const std::string other = dir_.File("other.vhd"), child = dir_.File("child.vhd");
+  ASSERT_EQ(RunCommand("qemu-img create -q -f vpc -o subformat=dynamic " + other + " 16M").status,
+            0);
+  ASSERT_EQ(RunVstack("create -f vhd -b disk.vhd " + child).status, 0);
+  QemuIoHolding qemu(image_, /*writable=*/true);
+  ASSERT_TRUE(qemu.started());
+  ASSERT_TRUE(ByteLocked(image_, 101)) << "qemu-io holds no \"write\" lock";
+  CommandResult q = RunCommand("qemu-img info -U -f vpc " + image_);
+  EXPECT_EQ(q.status, 0) << q.output;
+  CommandResult refused = RunVstack("info " + image_);
+  EXPECT_EQ(refused.status, 1) << refused.output;
+  EXPECT_NE(refused.output.find("to read it anyway, pass -U"), std::string::npos) << refused.output;
+  for (const std::string& args :
+       {"info -U " + image_, "info -U --backing-chain " + child, "map -U " + image_,
+        "map -U " + child, "check -U " + image_, "compare -U " + image_ + " " + other,
+        "convert -U -O raw " + image_ + " " + dir_.File("copy.raw")}) {
+    CommandResult c = RunVstack(args);
+    EXPECT_EQ(c.status, 0) << args << "\n" << c.output;
+  }
+  CommandResult repair = RunVstack("check -U -r all " + image_);
+  EXPECT_EQ(repair.status, 1) << repair.output;
+  EXPECT_NE(repair.output.find("force-share (-U) is for read-only opens only"), std::string::npos)
+      << repair.output;
+}
+
 TEST_F(ImageLock, QemuRefusesAnImageVstackHasOpen) {
   {
     auto dev = Open("vhd+file:" + image_);
