@@ -322,10 +322,24 @@ Result<CopyStats> ConvertImage(BlockDevice& src, const std::string& dst,
                                                "would break the source");
     }
   }
-  VSTACK_ASSIGN_OR_RETURN(
-      NewImageFile file,
-      NewImageFile::Create(dst, options.format.empty() ? "raw" : options.format,
-                           src.geometry().size_bytes, options.create_options, options.overwrite));
+  const std::string format = options.format.empty() ? "raw" : options.format;
+  Result<NewImageFile> created = NewImageFile::Create(dst, format, src.geometry().size_bytes,
+                                                      options.create_options, options.overwrite);
+  if (!created) {
+    // The size is the source's, not the caller's: a format that cannot hold it is not a bad
+    // request (create's Errc::kInvalidArgument or kBadSpec, a usage error on the command line),
+    // but a source this format cannot take.
+    Error e = std::move(created).error();
+    if ((e.code == make_error_code(Errc::kInvalidArgument) ||
+         e.code == make_error_code(Errc::kBadSpec)) &&
+        e.message.find("option 'size'") != std::string::npos) {
+      return MakeError(Errc::kNotSupported,
+                       "the source (" + std::to_string(src.geometry().size_bytes) +
+                           " bytes) cannot be converted to " + format + ": " + e.message);
+    }
+    return e;
+  }
+  NewImageFile file = std::move(*created);
   // A new image reads as zeros, unless it has a parent (a differencing VHD made with
   // backing_file=): then the source's zeros are written too, or the parent's data would show
   // through them.

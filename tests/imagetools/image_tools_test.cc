@@ -307,6 +307,30 @@ TEST(ImageTools, AConvertThatFailsSaysTheNewFileWasRemovedOrTheOldOneKept) {
   EXPECT_EQ(Names(mount), std::vector<std::string>{"d.raw"});
 }
 
+// A source larger than the format can hold (3 TiB into a dynamic VHD, at most 2040 GiB) was
+// refused with the size check of create's command line (Errc::kBadSpec): `vstack convert`
+// exited 2 with "Try `vstack help convert` for usage.", though nothing on the command line was
+// wrong (qemu-img convert exits 1). It is the source the format cannot take.
+TEST(ImageTools, ASourceTooLargeForTheFormatIsNotAUsageError) {
+  testing::TempDir dir;
+  DevicePtr src = OpenOrDie("null:3T");
+  ConvertOptions options;
+  options.format = "vhd";
+  auto r = ConvertImage(*src, dir.File("big.vhd"), options);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, make_error_code(Errc::kNotSupported)) << r.error().message;
+  EXPECT_NE(r.error().message.find("the source (3298534883328 bytes) cannot be converted to vhd"),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("2040 GiB"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(Names(dir.path()).empty());
+  testing::CommandResult cli = testing::RunVstack("convert -O vhd null:3T " + dir.File("big.vhd"));
+  EXPECT_EQ(cli.status, 1) << cli.output;
+  EXPECT_EQ(cli.output.find("Try `vstack help"), std::string::npos) << cli.output;
+  // create's size is on the command line: a usage error there, as before.
+  EXPECT_EQ(testing::RunVstack("create -f vhd " + dir.File("big.vhd") + " 3T").status, 2);
+}
+
 TEST(ImageTools, ConvertImageIntoAStackSpecWritesItAsItIs) {
   testing::TempDir dir;
   DevicePtr src = Source();
