@@ -13,6 +13,7 @@
 #include "lib/endian.h"
 #include "lib/entropy.h"
 #include "lib/new_file.h"
+#include "lib/registry.h"
 #include "lib/spec.h"
 #include "lib/sync_io.h"
 
@@ -303,6 +304,15 @@ Status LinkToParent(const std::string& path, CreateParams* p) {
   ro.read_only = true;
   Result<DevicePtr> dev = Open("vhd+" + FormatSpecPart(SpecPart{"file", parent_path, {}}), ro);
   if (!dev) {
+    // An image of another format (a VHDX) is named as such, not by the VHD footer it lacks.
+    if (Result<DevicePtr> file = Open(FormatSpecPart(SpecPart{"file", parent_path, {}}), ro)) {
+      for (const ComponentInfo* c : Registry::Global().All()) {
+        if (c->name != "vhd" && c->probe && c->probe(**file)) {
+          return MakeError(dev.error().code, "vhd: backing file '" + p->backing_file + "' is a " +
+                                                 c->name + " image: a VHD's parent must be a VHD");
+        }
+      }
+    }
     return MakeError(dev.error().code, "vhd: backing file '" + p->backing_file +
                                            "': " + dev.error().message);
   }

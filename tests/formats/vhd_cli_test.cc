@@ -2,6 +2,7 @@
 // map and compact; exit codes, messages, JSON that agrees with the text.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "tests/formats/vhd_test_util.h"
@@ -224,6 +225,18 @@ TEST_F(VhdCli, ConvertOntoTheSourcesParentFailsWithoutAUsageHint) {
   EXPECT_NE(r.output.find("is a parent of the source"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("Try `vstack help"), std::string::npos) << r.output;
   Ok("check " + F("child.vhd"));
+}
+
+// create -b of a VHDX said "VHD: no footer ('conectix' cookie) at offset N (the end of the
+// file); no dynamic-disk footer copy at offset 0", as for a damaged VHD. It names the format.
+TEST_F(VhdCli, CreateOverAParentOfAnotherFormatNamesItsFormat) {
+  Ok("create -f vhdx " + F("p.vhdx") + " 4M");
+  CommandResult r = RunVstack("create -f vhd -b p.vhdx " + F("c.vhd"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("backing file 'p.vhdx' is a vhdx image: a VHD's parent must be a VHD"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(F("c.vhd")));
 }
 
 TEST_F(VhdCli, CompactLeavesNoLeakInAnImageThatHadNone) {
