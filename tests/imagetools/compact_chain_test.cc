@@ -43,6 +43,17 @@ void Fill(const std::string& spec_or_path, uint64_t offset, uint64_t length, uin
 
 uint64_t FileSize(const std::string& path) { return std::filesystem::file_size(path); }
 
+// What the image at `path` reads, whole (empty if it does not open).
+std::vector<uint8_t> Contents(const std::string& path) {
+  auto dev = OpenImage(path, {.read_only = true});
+  EXPECT_OK(dev);
+  std::vector<uint8_t> out(dev ? (*dev)->geometry().size_bytes : 0);
+  if (dev) {
+    EXPECT_OK(SyncIo(**dev).Read(0, std::as_writable_bytes(std::span(out))));
+  }
+  return out;
+}
+
 // Four 1 MiB blocks, the second written with zeros: one all-zero block to free, and the last
 // block to move into its place.
 class CompactImageTest : public ::testing::TestWithParam<std::string> {};
@@ -155,16 +166,6 @@ class ChainTest : public ::testing::Test {
     Fill(child_, 3 * kBlock, 512, 0x33);
   }
 
-  std::vector<uint8_t> Contents(const std::string& path) {
-    std::vector<uint8_t> out(size_);
-    auto dev = OpenImage(path, {.read_only = true});
-    EXPECT_OK(dev);
-    if (!dev) return out;
-    SyncIo io(**dev);
-    EXPECT_OK(io.Read(0, std::as_writable_bytes(std::span(out))));
-    return out;
-  }
-
   testing::TempDir dir_;
   std::string base_, child_;
   uint64_t size_ = 0;
@@ -252,29 +253,20 @@ TEST(CommitOnAFullDisk, StopsSayingNothingIsLostAndFinishesOnceThereIsRoom) {
   ASSERT_OK(CreateImage("vhd", parent, 16 * kBlock));
   ASSERT_OK(CreateImage("vhd", child, 0, "backing_file=parent.vhd"));
   Fill(child, 0, 5 * kBlock, 0x5c);  // 5 MiB in the child; the parent needs as much again
-  const auto contents = [](const std::string& path) {
-    auto dev = OpenImage(path, {.read_only = true});
-    EXPECT_OK(dev);
-    std::vector<uint8_t> out(dev ? (*dev)->geometry().size_bytes : 0);
-    if (dev) {
-      EXPECT_OK(SyncIo(**dev).Read(0, std::as_writable_bytes(std::span(out))));
-    }
-    return out;
-  };
-  const std::vector<uint8_t> before = contents(child);
+  const std::vector<uint8_t> before = Contents(child);
   auto full = CommitImage(child, {});
   ASSERT_FALSE(full) << "the commit fit on the small filesystem";
   const std::string& words = full.error().message;
   EXPECT_NE(words.find("No space left on device"), std::string::npos) << words;
   EXPECT_NE(words.find("committing into the parent '" + parent + "'"), std::string::npos) << words;
   EXPECT_NE(words.find("nothing is lost"), std::string::npos) << words;
-  EXPECT_TRUE(contents(child) == before) << "the child reads differently after the failed commit";
+  EXPECT_TRUE(Contents(child) == before) << "the child reads differently after the failed commit";
 
   ASSERT_EQ(testing::RunCommand("mount -o remount,size=64m " + mount).status, 0);
   auto done = CommitImage(child, {});
   ASSERT_OK(done);
   EXPECT_EQ(*done, 5 * kBlock);
-  EXPECT_TRUE(contents(parent) == before) << "the parent does not read as the child did";
+  EXPECT_TRUE(Contents(parent) == before) << "the parent does not read as the child did";
 }
 
 // A safe rebase that fills the disk said only "vhd: write at offset N: No space left on
@@ -292,16 +284,7 @@ TEST(RebaseOnAFullDisk, StopsSayingNothingIsLostAndFinishesOnceThereIsRoom) {
   Fill(base, 0, 5 * kBlock, 0x5c);  // 5 MiB in the old parent, which the child must take in
   ASSERT_OK(CreateImage("vhd", child, 0, "backing_file=base.vhd"));
   ASSERT_OK(CreateImage("vhd", fresh, 16 * kBlock));
-  const auto contents = [](const std::string& path) {
-    auto dev = OpenImage(path, {.read_only = true});
-    EXPECT_OK(dev);
-    std::vector<uint8_t> out(dev ? (*dev)->geometry().size_bytes : 0);
-    if (dev) {
-      EXPECT_OK(SyncIo(**dev).Read(0, std::as_writable_bytes(std::span(out))));
-    }
-    return out;
-  };
-  const std::vector<uint8_t> before = contents(child);
+  const std::vector<uint8_t> before = Contents(child);
   auto full = RebaseImage(child, "fresh.vhd", {});
   ASSERT_FALSE(full) << "the rebase fit on the small filesystem";
   const std::string& words = full.error().message;
@@ -309,7 +292,7 @@ TEST(RebaseOnAFullDisk, StopsSayingNothingIsLostAndFinishesOnceThereIsRoom) {
   EXPECT_NE(words.find("rebasing '" + child + "' onto 'fresh.vhd'"), std::string::npos) << words;
   EXPECT_NE(words.find("nothing is lost"), std::string::npos) << words;
   EXPECT_NE(words.find("keeps its old parent"), std::string::npos) << words;
-  EXPECT_TRUE(contents(child) == before) << "the child reads differently after the failed rebase";
+  EXPECT_TRUE(Contents(child) == before) << "the child reads differently after the failed rebase";
   {
     auto chain = OpenImage(child, {.read_only = true});
     ASSERT_OK(chain);
@@ -318,7 +301,7 @@ TEST(RebaseOnAFullDisk, StopsSayingNothingIsLostAndFinishesOnceThereIsRoom) {
 
   ASSERT_EQ(testing::RunCommand("mount -o remount,size=64m " + mount).status, 0);
   ASSERT_OK(RebaseImage(child, "fresh.vhd", {}));
-  EXPECT_TRUE(contents(child) == before) << "the child does not read as before";
+  EXPECT_TRUE(Contents(child) == before) << "the child does not read as before";
 }
 
 // Zeros a child wrote hide its parent's data: compacting the child must not give those blocks
