@@ -8,6 +8,7 @@
 #include "tools/command.h"
 #include "tools/interrupt.h"
 #include "tools/progress.h"
+#include "tools/usage.h"
 
 namespace vstack::cli {
 namespace {

@@ -64,7 +64,9 @@ Result<std::pair<std::string, std::string>> ParsePoolImage(const std::string& te
 
 Result<DevicePtr> OpenRbd(const OptionValues& o, const OpenOptions& open) {
   VSTACK_ASSIGN_OR_RETURN(auto pool_image, ParsePoolImage(o.positional()));
-  const auto& [pool, name] = pool_image;
+  // Plain names, not a structured binding: clang 14 (the TSan build) cannot capture one.
+  const std::string& pool = pool_image.first;
+  const std::string& name = pool_image.second;
   VSTACK_ASSIGN_OR_RETURN(ConnectParams cp, ParseConnectParams(o));
   VSTACK_ASSIGN_OR_RETURN(bool create, o.Bool("create"));
   if (create && !o.Has("size")) {
